@@ -1,0 +1,167 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../lambdas/config.js';
+import { buildServices } from '../lambdas/service/runtime.js';
+import { startAwsEmulator } from '../test/support/moto.js';
+import { startServerProcess } from '../test/support/process.js';
+import { meteredAwsStorage } from './aws-meter.js';
+
+function makePayload(n: number): string {
+  const head = `{"n":${n},"user":"user-${n % 997}","event":"checkout","salt":"${randomBytes(64).toString('hex')}","note":"`;
+  return `${head}${'lorem ipsum dolor sit amet '.repeat(40).slice(0, 1024 - head.length - 2)}"}`;
+}
+// Made ahead of time, so the load generator (on the same two cores) spends its CPU on sending.
+const POOL = Array.from({ length: 1024 }, (_, i) => makePayload(i));
+
+/** A 1 KiB JSON message body (its JSON text is exactly 1,024 bytes), partly random so zstd has real work. */
+export function oneKiBPayload(n: number): string {
+  return POOL[n % POOL.length] as string;
+}
+
+export interface HttpLoad {
+  agent: Agent;
+  post(path: string, body: string): Promise<{ status: number; body: string }>;
+}
+
+/** Keep-alive HTTP client for load generation (fetch adds overhead that would cap the numbers). */
+export function httpLoad(baseUrl: string, sockets: number): HttpLoad {
+  const u = new URL(baseUrl);
+  const agent = new Agent({ keepAlive: true, maxSockets: sockets });
+  return {
+    agent,
+    post: (path, body) =>
+      new Promise((resolve, reject) => {
+        const req = request({ host: u.hostname, port: u.port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.end(body);
+      }),
+  };
+}
+
+/** Peak and current resident memory of a process, in MiB (Linux /proc). */
+export function rssMiB(pid: number): { peak: number; now: number } {
+  const s = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (k: string): number => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(s)?.[1] ?? 0);
+  return { peak: Math.round(kb('VmHWM') / 1024), now: Math.round(kb('VmRSS') / 1024) };
+}
+
+const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+
+async function embeddedHttp(): Promise<string[]> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'sluice-bench-'));
+  const server = await startServerProcess({ SLUICE_DATA_DIR: dataDir });
+  const pid = server.child.pid as number;
+  const load = httpLoad(server.url, 8);
+  const rows: string[] = [];
+  const plan: [batch: number, total: number][] = [
+    [1, 4_000],
+    [10, 30_000],
+    [100, 200_000],
+    [1000, 300_000],
+  ];
+  try {
+    let seq = 0;
+    for (const [batch, total] of plan) {
+      const workers = 8;
+      const perWorker = Math.ceil(total / batch / workers);
+      const started = process.hrtime.bigint();
+      let bytes = 0;
+      await Promise.all(
+        Array.from({ length: workers }, async (_, w) => {
+          for (let r = 0; r < perWorker; r++) {
+            const items: string[] = [];
+            for (let i = 0; i < batch; i++) {
+              const n = seq++;
+              const p = oneKiBPayload(n);
+              bytes += p.length;
+              items.push(`{"queue":"bench","partition":"p${w}","transactionId":"b${batch}-${n}","payload":${p}}`);
+            }
+            const res = await load.post('/api/v1/push', `{"items":[${items.join(',')}]}`);
+            if (res.status !== 201) throw new Error(`push answered ${res.status}: ${res.body.slice(0, 200)}`);
+          }
+        }),
+      );
+      const secs = Number(process.hrtime.bigint() - started) / 1e9;
+      const msgs = perWorker * workers * batch;
+      rows.push(`| ${batch} | ${fmt(msgs)} | ${fmt(msgs / secs)} | ${(bytes / secs / 2 ** 20).toFixed(1)} | ${fmt((perWorker * workers) / secs)} |`);
+    }
+    const rss = rssMiB(pid);
+    rows.push('', `Server RSS after the run: ${rss.now} MiB (peak ${rss.peak} MiB).`);
+  } finally {
+    load.agent.destroy();
+    await server.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  return rows;
+}
+
+async function awsCounts(): Promise<string[]> {
+  const emulator = await startAwsEmulator();
+  const rows: string[] = [];
+  try {
+    const { storage, meter } = await meteredAwsStorage(emulator.endpoint);
+    const svc = buildServices(storage, { ...loadConfig({}), queueCacheMs: 60_000 });
+    const cases: [label: string, batch: number, dedup: boolean][] = [
+      ['10, dedup off', 10, false],
+      ['100, dedup off', 100, false],
+      ['10, dedup on', 10, true],
+      ['100, dedup on', 100, true],
+    ];
+    let n = 0;
+    for (const [label, batch, dedup] of cases) {
+      const queue = `aws-${batch}-${dedup ? 'on' : 'off'}`;
+      // Warm the process caches (queue, partition, tail) as a warm Lambda would have them.
+      await svc.log.push([{ queue, payload: Buffer.from('{}') }]);
+      meter.reset();
+      const pushes = Math.ceil(1000 / batch);
+      for (let r = 0; r < pushes; r++) {
+        const items = Array.from({ length: batch }, () => ({ queue, payload: Buffer.from(oneKiBPayload(n)), transactionId: dedup ? `tx-${n++}` : undefined }));
+        const res = await svc.log.push(items);
+        if (res.some((x) => x.status !== 'queued')) throw new Error('bench push not queued');
+      }
+      const msgs = pushes * batch;
+      rows.push(
+        `| ${label} | ${(meter.totalRequests() / pushes).toFixed(2)} | ${fmt((meter.dynamoRequests() / msgs) * 1000)} | ${fmt((meter.writeUnits / msgs) * 1000)} | ${(meter.writeUnits / msgs).toFixed(2)} | ${fmt((meter.s3Puts / msgs) * 1000)} |`,
+      );
+    }
+    await storage.close();
+  } finally {
+    await emulator.stop();
+  }
+  return rows;
+}
+
+/** Push throughput (embedded, over HTTP) and storage requests per push (AWS backend on moto). */
+export async function pushBench(): Promise<string> {
+  const emb = await embeddedHttp();
+  const aws = await awsCounts();
+  return [
+    '## Push',
+    '',
+    'Command: `npm run bench -- --only push`',
+    '',
+    '### Embedded backend, through HTTP',
+    '',
+    'The local server (`npm start`, SQLite with `SLUICE_SYNC=full`) in its own process; 8 keep-alive connections, each pushing to its own partition; 1 KiB JSON messages, each with a transactionId (dedup on).',
+    '',
+    '| batch | messages | msgs/s | MB/s (payload) | pushes/s |',
+    '|---:|---:|---:|---:|---:|',
+    ...emb,
+    '',
+    '### AWS backend (DynamoDB + S3 on moto): requests and units per push',
+    '',
+    '1,000 messages of 1 KiB per case from a warm process (queue, partition and tail cached). Write units are computed from the items sent, the way DynamoDB bills them (1 KB per unit per item, twice inside a transaction, failed conditions included).',
+    '',
+    '| batch, dedup | storage requests per push | DynamoDB requests per 1,000 msgs | DynamoDB write units per 1,000 msgs | write units per message | S3 PUTs per 1,000 msgs |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...aws,
+  ].join('\n');
+}

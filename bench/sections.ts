@@ -1,0 +1,9 @@
+import { pushBench } from './push.js';
+
+/** A benchmark section: returns Markdown (a heading, the command, a table). */
+export interface BenchSection {
+  name: string;
+  run(): Promise<string>;
+}
+
+export const SECTIONS: BenchSection[] = [{ name: 'push', run: pushBench }];

@@ -1,0 +1,36 @@
+import { invalid } from './errors.js';
+
+/** The implicit consumer group of queue mode (Queen's name, kept for wire compatibility). */
+export const QUEUE_MODE_GROUP = '__QUEUE_MODE__';
+export const DEFAULT_PARTITION = 'Default';
+export const MAX_NAME_BYTES = 128;
+
+// `/ ? #` cannot travel in a URL path, `%` would be ambiguous after decoding, and `\` and
+// control characters only ever arrive by mistake.
+const FORBIDDEN = /[\u0000-\u001f\u007f/\\?#%]/u;
+
+export type NameKind = 'queue' | 'partition' | 'consumer group' | 'consumer';
+
+/** Why `name` is not a valid queue, partition or group name, or undefined when it is. */
+export function nameProblem(name: unknown, kind: NameKind): string | undefined {
+  if (typeof name !== 'string') return `${kind} name must be a string`;
+  if (name.length === 0) return `${kind} name must not be empty`;
+  if (Buffer.byteLength(name) > MAX_NAME_BYTES) return `${kind} name must be at most ${MAX_NAME_BYTES} bytes`;
+  if (name.trim() !== name) return `${kind} name must not start or end with whitespace`;
+  if (FORBIDDEN.test(name)) return `${kind} name must not contain control characters or any of / \\ ? # %`;
+  return undefined;
+}
+
+/**
+ * Throws `invalid_request` unless `name` is a valid name.
+ *
+ * @example
+ * ```ts
+ * assertName('orders', 'queue'); // ok
+ * assertName('a/b', 'queue');    // throws: queue name must not contain ... / \ ? # %
+ * ```
+ */
+export function assertName(name: unknown, kind: NameKind): asserts name is string {
+  const problem = nameProblem(name, kind);
+  if (problem) throw invalid(`${problem} (got ${JSON.stringify(name)})`, { field: kind });
+}

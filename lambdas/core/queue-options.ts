@@ -1,0 +1,133 @@
+import { z } from 'zod';
+
+/**
+ * Queue options: Queen's set (so `/configure` from a Queen client round-trips) plus Sluice's
+ * own (dedup window, record-claim settings). `/configure` replaces the whole set: an option
+ * left out goes back to its default.
+ */
+export interface QueueOptions {
+  /** Stored and echoed (Queen compatibility). */
+  priority: number;
+  /** Lease seconds for partition-lease pops. Null on a queue created implicitly by a push: pops then use 60 s. */
+  leaseTime: number | null;
+  /** Failed acks a (partition, group) lane may spend before the head message is dead-lettered. */
+  retryLimit: number;
+  /** Stored and echoed (Queen compatibility), in milliseconds. */
+  retryDelay: number;
+  /** Most unconsumed messages a partition may hold; 0 = unlimited. */
+  maxSize: number;
+  /** Stored and echoed (Queen compatibility), seconds. */
+  ttl: number;
+  deadLetterQueue: boolean;
+  dlqAfterMaxRetries: boolean;
+  /** Seconds a message stays invisible after it was pushed. */
+  delayedProcessing: number;
+  /** Seconds a partition is held back after its newest message. */
+  windowBuffer: number;
+  retentionSeconds: number;
+  completedRetentionSeconds: number;
+  retentionEnabled: boolean;
+  encryptionEnabled: boolean;
+  /** Pending messages older than this many seconds are discarded; 0 = never. */
+  maxWaitTimeSeconds: number;
+  /** Seconds a committed transactionId blocks a repeat in the same partition; 0 = no dedup. */
+  dedupWindowSeconds: number;
+  /** Record claims: how long a claim stands by default (ms). */
+  visibilityTimeoutMs: number;
+  /** Record claims: deliveries before a record is dead-lettered. */
+  maxAttempts: number;
+  /** Record claims: most records handed out and unsettled per (partition, group). */
+  maxInFlight: number;
+  /** Record claims: cap on a poll's visibility, an extension and a nack delay (ms). */
+  maxVisibilityMs: number;
+}
+
+export const QUEUE_OPTION_DEFAULTS: Readonly<QueueOptions> = Object.freeze({
+  priority: 0,
+  leaseTime: 300,
+  retryLimit: 3,
+  retryDelay: 1000,
+  maxSize: 0,
+  ttl: 3600,
+  // Seed 002: dead-lettering is on unless both flags are turned off.
+  deadLetterQueue: true,
+  dlqAfterMaxRetries: true,
+  delayedProcessing: 0,
+  windowBuffer: 0,
+  retentionSeconds: 0,
+  completedRetentionSeconds: 0,
+  retentionEnabled: false,
+  encryptionEnabled: false,
+  maxWaitTimeSeconds: 0,
+  dedupWindowSeconds: 3600,
+  visibilityTimeoutMs: 30_000,
+  maxAttempts: 5,
+  maxInFlight: 10_000,
+  maxVisibilityMs: 43_200_000,
+});
+
+/** Options of a queue that a push created without `/configure`: no stored lease time. */
+export const IMPLICIT_QUEUE_OPTIONS: Readonly<QueueOptions> = Object.freeze({ ...QUEUE_OPTION_DEFAULTS, leaseTime: null });
+
+const DAY = 86_400;
+const int = (min: number, max: number) => z.number().int().min(min).max(max);
+// null means "not set": the option goes back to its default, as when it is left out.
+const opt = <T extends z.ZodType>(t: T) => t.nullish();
+
+/** The `options` object of `POST /api/v1/configure`. Unknown keys are refused, not ignored. */
+export const QueueOptionsInput = z
+  .object({
+    priority: opt(int(-1_000_000, 1_000_000)),
+    leaseTime: opt(int(1, 12 * 3600)),
+    retryLimit: opt(int(0, 1_000)),
+    retryDelay: opt(int(0, DAY * 1000)),
+    maxSize: opt(int(0, Number.MAX_SAFE_INTEGER)),
+    ttl: opt(int(0, 365 * DAY)),
+    deadLetterQueue: opt(z.boolean()),
+    dlqAfterMaxRetries: opt(z.boolean()),
+    delayedProcessing: opt(int(0, 365 * DAY)),
+    windowBuffer: opt(int(0, DAY)),
+    retentionSeconds: opt(int(0, 10 * 365 * DAY)),
+    completedRetentionSeconds: opt(int(0, 10 * 365 * DAY)),
+    retentionEnabled: opt(z.boolean()),
+    encryptionEnabled: opt(z.boolean()),
+    maxWaitTimeSeconds: opt(int(0, 365 * DAY)),
+    dedupWindowSeconds: opt(int(0, 7 * DAY)),
+    visibilityTimeoutMs: opt(int(1, 43_200_000)),
+    maxAttempts: opt(int(1, 1_000)),
+    maxInFlight: opt(int(1, 1_000_000)),
+    maxVisibilityMs: opt(int(1, 43_200_000)),
+  })
+  .strict();
+export type QueueOptionsInput = z.infer<typeof QueueOptionsInput>;
+
+/**
+ * The full option set a `/configure` call stores: given values over the defaults.
+ *
+ * @example
+ * ```ts
+ * resolveQueueOptions({ leaseTime: 30 }).retryLimit; // 3
+ * ```
+ */
+export function resolveQueueOptions(input: QueueOptionsInput | undefined): QueueOptions {
+  const out: QueueOptions = { ...QUEUE_OPTION_DEFAULTS };
+  for (const [k, v] of Object.entries(input ?? {})) {
+    if (v !== null && v !== undefined) (out as unknown as Record<string, unknown>)[k] = v;
+  }
+  return out;
+}
+
+/** Cross-field rules that a schema per field cannot say. Returns a problem or undefined. */
+export function queueOptionsProblem(o: QueueOptions): string | undefined {
+  if (o.maxVisibilityMs < o.visibilityTimeoutMs) {
+    return `options.maxVisibilityMs (${o.maxVisibilityMs}) must not be below options.visibilityTimeoutMs (${o.visibilityTimeoutMs})`;
+  }
+  return undefined;
+}
+
+/** Effective lease seconds for a pop (seed 002): `?leaseSeconds` > 0, else stored, else 60. */
+export function effectiveLeaseSeconds(requested: number | undefined, stored: number | null | undefined): number {
+  if (requested !== undefined && requested > 0) return requested;
+  if (stored !== null && stored !== undefined && stored > 0) return stored;
+  return 60;
+}

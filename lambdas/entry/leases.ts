@@ -1,0 +1,5 @@
+import { makeHandler } from '../http/route.js';
+import { routesOf } from '../http/routes.js';
+
+/** Lambda entry for the 'leases' routes (API Gateway HTTP API, payload format 2.0). */
+export const handler = makeHandler(routesOf('leases'));

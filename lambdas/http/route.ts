@@ -1,0 +1,211 @@
+import middy from '@middy/core';
+import type { Context } from 'aws-lambda';
+import type { z } from 'zod';
+import { SluiceError } from '../core/errors.js';
+import { services, type Services } from '../service/runtime.js';
+import { describeZodError, errorResponse } from './errors.js';
+import { grantsFromEnv, type Grants } from './grants.js';
+import { toJson } from './json.js';
+import type { HttpEvent, HttpResponse, HttpResult } from './types.js';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+/** Which Lambda function serves a route (each gets only the permissions its routes need). */
+export type FunctionGroup = 'log' | 'leases' | 'claims' | 'admin';
+
+/** Permission a route needs on a queue. */
+export type Action = 'push' | 'consume' | 'manage' | 'public';
+
+/** The caller as API Gateway's authorizer (or the local server) identified it. */
+export function principalOf(event: HttpEvent): string {
+  const auth = (event.requestContext as { authorizer?: { iam?: { userArn?: string }; jwt?: { claims?: Record<string, unknown> }; lambda?: { principal?: string } } }).authorizer;
+  return auth?.iam?.userArn ?? (auth?.jwt?.claims?.sub as string | undefined) ?? auth?.lambda?.principal ?? 'anonymous';
+}
+
+export interface RouteInput<B, Q, P> {
+  /** Who is calling: the IAM ARN, the JWT subject, the local bearer token's principal, or 'anonymous'. */
+  principal: string;
+  body: B;
+  query: Q;
+  params: P;
+  event: HttpEvent;
+  services: Services;
+  /** Aborts shortly before the Lambda (or the local server's request) times out. */
+  signal: AbortSignal;
+  /**
+   * Throws `forbidden` (403) unless the caller may do `action` (default: the route's) on
+   * `queue`. For routes that learn their queue only while running (their `access.queues` does
+   * not name it), call this before acting on or revealing anything of that queue.
+   */
+  authorize(queue: string, action?: Action): void;
+  /** Whether the caller may do `action` (default: the route's) on `queue`: to filter listings. */
+  allowed(queue: string, action?: Action): boolean;
+}
+
+/**
+ * A route: its method and API Gateway path, one schema per input part, and the service
+ * call. Handlers stay thin: parse, validate, call, serialise.
+ */
+export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
+  method: Method;
+  /** API Gateway route syntax: `/api/v1/messages/{partitionId}/{transactionId}`. */
+  path: string;
+  group: FunctionGroup;
+  /** One-line description for docs and the route listing. */
+  summary: string;
+  body?: z.ZodType<B>;
+  query?: z.ZodType<Q>;
+  params?: z.ZodType<P>;
+  /**
+   * What the call needs: `push`, `consume` (the seed's group.consume) or `manage`
+   * (group.manage), on the queues `queues` names; `public` needs nothing (health).
+   * Authorization is enforced from this in one place, `makeHandler`: every queue `queues`
+   * names must be granted; when it names none (absent, or only `undefined`s), the caller
+   * must hold the action on some queue and the handler calls `authorize(queue)` itself.
+   */
+  access: { action: Action; queues?: (input: { body: B; query: Q; params: P }) => (string | undefined)[] };
+  /** Successful status when `run` returns a plain value. */
+  run(input: RouteInput<B, Q, P>): Promise<HttpResult>;
+}
+
+/**
+ * Declares a route with its types inferred from the schemas.
+ *
+ * @example
+ * ```ts
+ * export const health = defineRoute({ method: 'GET', path: '/health', group: 'log', summary: 'liveness',
+ *   run: async () => ({ statusCode: 200, body: { status: 'healthy' } }) });
+ * ```
+ */
+export function defineRoute<B = undefined, Q = Record<string, string>, P = Record<string, string>>(def: RouteDef<B, Q, P>): RouteDef {
+  return def as unknown as RouteDef;
+}
+
+interface CompiledRoute {
+  def: RouteDef;
+  parts: { literal?: string; param?: string }[];
+  /** Literal segments first: `/consumer-groups/lagging` beats `/consumer-groups/{group}`. */
+  specificity: number;
+}
+
+function compile(def: RouteDef): CompiledRoute {
+  const parts = def.path
+    .split('/')
+    .filter(Boolean)
+    .map((seg) => {
+      const m = /^\{([A-Za-z0-9_]+)\}$/.exec(seg);
+      return m ? { param: m[1] as string } : { literal: seg };
+    });
+  const specificity = parts.reduce((n, p, i) => n + (p.literal !== undefined ? 2 ** (20 - i) : 0), 0);
+  return { def, parts, specificity };
+}
+
+function decodeSegment(seg: string): string {
+  try {
+    return decodeURIComponent(seg);
+  } catch {
+    throw new SluiceError('invalid_request', `path segment ${JSON.stringify(seg)} is not valid percent-encoding`);
+  }
+}
+
+/** Finds the route for a method and raw path; params are percent-decoded. */
+export function matchRoute(routes: CompiledRoute[], method: string, rawPath: string): { route: CompiledRoute; params: Record<string, string> } | { allowed: Method[] } | undefined {
+  const segs = rawPath.split('/').filter(Boolean);
+  const allowed: Method[] = [];
+  for (const r of routes) {
+    if (r.parts.length !== segs.length) continue;
+    const params: Record<string, string> = {};
+    let ok = true;
+    for (let i = 0; i < segs.length && ok; i++) {
+      const p = r.parts[i]!;
+      const s = segs[i]!;
+      if (p.literal !== undefined) ok = p.literal === s;
+      else params[p.param!] = decodeSegment(s);
+    }
+    if (!ok) continue;
+    if (r.def.method === method) return { route: r, params };
+    allowed.push(r.def.method);
+  }
+  return allowed.length > 0 ? { allowed } : undefined;
+}
+
+/** Reads the request body as JSON, enforcing the size limit before parsing. */
+function parseBody(event: HttpEvent, maxBytes: number): unknown {
+  const raw = event.body;
+  if (raw === undefined || raw === null || raw === '') return undefined;
+  const buf = event.isBase64Encoded ? Buffer.from(raw, 'base64') : Buffer.from(raw, 'utf8');
+  if (buf.byteLength > maxBytes) {
+    throw new SluiceError('payload_too_large', `request body is ${buf.byteLength} bytes; the limit is ${maxBytes}`, { limit: maxBytes });
+  }
+  try {
+    return JSON.parse(buf.toString('utf8'));
+  } catch (e) {
+    throw new SluiceError('invalid_json', `request body is not valid JSON: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+function validate<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
+  if (!schema) return value as T;
+  const r = schema.safeParse(value);
+  if (!r.success) throw new SluiceError('invalid_request', describeZodError(r.error, where));
+  return r.data;
+}
+
+function serialise(result: HttpResult): HttpResponse {
+  const headers: Record<string, string> = { ...(result.headers ?? {}) };
+  if (result.statusCode === 204 || result.body === undefined) return { statusCode: result.statusCode, headers };
+  headers['content-type'] ??= 'application/json';
+  return { statusCode: result.statusCode, headers, body: typeof result.body === 'string' ? result.body : result.raw ? toJson(result.body) : JSON.stringify(result.body) };
+}
+
+const jsonLog = {
+  error(message: string, fields: Record<string, unknown>): void {
+    console.error(JSON.stringify({ level: 'ERROR', message, ...fields, timestamp: new Date().toISOString() }));
+  },
+};
+
+/**
+ * One Lambda handler (API Gateway HTTP API, payload format 2.0) serving a set of routes.
+ * Errors of any kind are turned into `{error, code}` bodies by one middleware.
+ */
+export function makeHandler(routes: RouteDef[], opts: { services?: () => Promise<Services>; grants?: Grants } = {}) {
+  const getServices = opts.services ?? services;
+  let grants = opts.grants;
+  const compiled = routes.map(compile).sort((a, b) => b.specificity - a.specificity);
+  const base = async (event: HttpEvent, _context: Context, opts: { signal: AbortSignal }): Promise<HttpResponse> => {
+    const method = event.requestContext.http.method.toUpperCase();
+    const rawPath = event.rawPath;
+    const m = matchRoute(compiled, method, rawPath);
+    if (!m) throw new SluiceError('not_found', `no route for ${method} ${rawPath}`);
+    if ('allowed' in m) throw new SluiceError('method_not_allowed', `${method} is not allowed on ${rawPath}; use ${m.allowed.join(' or ')}`);
+    const svc = await getServices();
+    const def = m.route.def;
+    const body = def.body ? validate(def.body, parseBody(event, svc.config.maxBodyBytes), 'request body') : undefined;
+    const query = validate(def.query, event.queryStringParameters ?? {}, 'query string');
+    const params = validate(def.params, m.params, 'path');
+    const signal = AbortSignal.any([opts.signal, svc.shutdown]);
+    const principal = principalOf(event);
+    grants ??= grantsFromEnv();
+    const g = grants;
+    const authorize = (queue: string, action: Action = def.access.action): void => {
+      if (action !== 'public') g.check(principal, action, queue);
+    };
+    const allowed = (queue: string, action: Action = def.access.action): boolean => action === 'public' || g.allows(principal, action, queue);
+    if (def.access.action !== 'public') {
+      const named = (def.access.queues?.({ body, query, params }) ?? []).filter((q): q is string => typeof q === 'string');
+      if (named.length === 0) g.checkSome(principal, def.access.action);
+      for (const q of new Set(named)) g.check(principal, def.access.action, q);
+    }
+    try {
+      const result = await def.run({ principal, body, query, params, event, services: svc, signal, authorize, allowed });
+      return serialise(result);
+    } finally {
+      svc.telemetry.flush?.();
+    }
+  };
+  return middy<HttpEvent, HttpResponse>(base, { timeoutEarlyInMillis: 1000 }).use({
+    onError: async (request) => {
+      request.response = serialise(errorResponse(request.error, jsonLog));
+    },
+  });
+}

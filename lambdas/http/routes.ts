@@ -1,0 +1,7 @@
+import { logRoutes } from './handlers/log.js';
+import type { FunctionGroup, RouteDef } from './route.js';
+
+/** Every HTTP route Sluice serves. The local server mounts them all; each Lambda its group. */
+export const ALL_ROUTES: RouteDef[] = [...logRoutes];
+
+export const routesOf = (group: FunctionGroup): RouteDef[] => ALL_ROUTES.filter((r) => r.group === group);

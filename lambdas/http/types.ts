@@ -1,0 +1,13 @@
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+
+export type HttpEvent = APIGatewayProxyEventV2;
+export type HttpResponse = APIGatewayProxyStructuredResultV2;
+
+/** What a route returns before serialisation. A body that is a string is sent as is. */
+export interface HttpResult {
+  statusCode: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** The body holds {@link RawJson} splices (payloads): serialise with `toJson`, not JSON.stringify. */
+  raw?: boolean;
+}

@@ -1,0 +1,96 @@
+/**
+ * `npm start`: the Sluice HTTP API on one machine. Embedded backend (SQLite + files) by
+ * default; the AWS backend when SLUICE_TABLE_* and SLUICE_BUCKET are set.
+ *
+ *   npm start -- --port 6632 --data-dir ./.sluice-data
+ *   npm start -- --host 0.0.0.0 --grants ./grants.json   # bearer tokens + per-queue grants
+ *
+ * Without a grants file the server is open to anyone who reaches it, so it only listens on
+ * loopback then.
+ */
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../config.js';
+import { Grants, readGrantsFile } from '../http/grants.js';
+import { makeHandler } from '../http/route.js';
+import { ALL_ROUTES } from '../http/routes.js';
+import { runMaintenance } from '../service/maintenance.js';
+import { buildServices, useServices } from '../service/runtime.js';
+import { awsStorageConfigFromEnv, createAwsStorage } from '../storage/aws.js';
+import type { Storage } from '../storage/port.js';
+import { assertSafeBind, withBearerTokens } from './auth.js';
+import { startLocalServer, type LambdaHttpHandler } from './server.js';
+
+const { values } = parseArgs({
+  options: {
+    port: { type: 'string' },
+    host: { type: 'string' },
+    'data-dir': { type: 'string' },
+    sync: { type: 'string' },
+    grants: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  },
+});
+if (values.help) {
+  console.log('usage: npm start -- [--port 6632] [--host 127.0.0.1] [--data-dir ./.sluice-data] [--sync full|normal] [--grants grants.json]');
+  process.exit(0);
+}
+
+const env = { ...process.env };
+if (values.port) env.SLUICE_PORT = values.port;
+if (values.host) env.SLUICE_HOST = values.host;
+if (values['data-dir']) env.SLUICE_DATA_DIR = values['data-dir'];
+if (values.sync) env.SLUICE_SYNC = values.sync;
+if (values.grants) env.SLUICE_GRANTS_FILE = values.grants;
+
+async function main(): Promise<void> {
+  const config = loadConfig(env);
+  const grantsFile = env.SLUICE_GRANTS_FILE || undefined;
+  assertSafeBind(config.host, grantsFile !== undefined);
+  let handler: LambdaHttpHandler;
+  if (grantsFile) {
+    const grantsConfig = readGrantsFile(grantsFile);
+    if (Object.keys(grantsConfig.tokens ?? {}).length === 0) throw new Error(`grants file ${grantsFile} has no "tokens": nobody could authenticate to the local server`);
+    handler = withBearerTokens(makeHandler(ALL_ROUTES, { grants: Grants.from(grantsConfig) }), grantsConfig.tokens ?? {});
+  } else {
+    handler = makeHandler(ALL_ROUTES, { grants: Grants.open() });
+  }
+  const aws = awsStorageConfigFromEnv(env);
+  let storage: Storage;
+  if (aws) storage = createAwsStorage(aws);
+  else {
+    const { openEmbeddedStorage } = await import('../storage/embedded.js');
+    storage = await openEmbeddedStorage({ dataDir: config.dataDir, sync: config.sync });
+  }
+  const stopping = new AbortController();
+  const svc = buildServices(storage, config, { shutdown: stopping.signal });
+  useServices(svc);
+  const server = await startLocalServer({ handler, host: config.host, port: config.port, maxBodyBytes: config.maxBodyBytes });
+  const intervalMs = Number(env.SLUICE_MAINTENANCE_INTERVAL_MS ?? 60_000);
+  const timer =
+    intervalMs > 0
+      ? setInterval(() => {
+          runMaintenance(svc).catch((e: unknown) => console.error(JSON.stringify({ level: 'ERROR', message: 'maintenance failed', error: String(e) })));
+        }, intervalMs)
+      : undefined;
+  timer?.unref();
+  console.log(JSON.stringify({ level: 'INFO', message: 'sluice listening', url: server.url, backend: storage.kind, dataDir: aws ? undefined : config.dataDir, auth: grantsFile ? `bearer tokens, grants from ${grantsFile}` : 'none (loopback only)' }));
+
+  let closing = false;
+  const shutdown = async (signal: string): Promise<void> => {
+    if (closing) return;
+    closing = true;
+    console.log(JSON.stringify({ level: 'INFO', message: 'shutting down', signal }));
+    if (timer) clearInterval(timer);
+    stopping.abort(); // long polls answer now instead of at their timeout
+    await server.close(); // requests in flight finish; every acknowledged push is already committed
+    await storage.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+main().catch((e: unknown) => {
+  console.error(e instanceof Error ? e.message : e);
+  process.exit(1);
+});

@@ -1,0 +1,19 @@
+import type { Services } from './runtime.js';
+
+export interface MaintenanceReport {
+  blobs: { scanned: number; deleted: number; kept: number; wrapped: boolean };
+  expiredItems?: number;
+}
+
+/**
+ * One maintenance pass: the orphan-blob sweep (and, on the embedded backend, collecting
+ * items whose TTL lapsed, which DynamoDB does by itself). Run by a timer in the local server
+ * and by a schedule on AWS.
+ */
+export async function runMaintenance(svc: Services): Promise<MaintenanceReport> {
+  const blobs = await svc.log.sweepOrphanBlobs();
+  const report: MaintenanceReport = { blobs };
+  const gc = (svc.storage as { sweepExpired?: (nowSeconds: number) => number }).sweepExpired;
+  if (typeof gc === 'function') report.expiredItems = gc.call(svc.storage, Math.floor(svc.clock() / 1000));
+  return report;
+}

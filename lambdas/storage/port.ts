@@ -1,0 +1,160 @@
+/**
+ * The storage port: the one narrow interface every queue semantic is written against.
+ *
+ * Two adapters implement it: `embedded` (SQLite + files, for `npm start`) and `aws`
+ * (DynamoDB + S3). The shared conformance suite in `test/conformance` holds both to the
+ * same contract, so the services above never branch on the backend.
+ *
+ * Items live in a handful of logical tables, addressed by a partition key (`pk`) and a sort
+ * key (`sk`). Sort keys compare as UTF-8 bytes on both adapters (DynamoDB's order, SQLite's
+ * BINARY collation); the services keep them ASCII where order matters (see `keys.ts`).
+ *
+ * Every item carries a version `ver` that the caller sets. A write is guarded by a
+ * {@link Condition}: put-if-absent, replace-if-unchanged (`ver` matches) or must-exist. That
+ * is the only concurrency control there is: never read-then-write without a guard.
+ *
+ * @example
+ * ```ts
+ * const head = await storage.items.get('meta', { pk: 'queue#orders', sk: 'config' });
+ * await storage.items.put('meta', { ...next, ver: head.ver + 1 }, { kind: 'version', ver: head.ver });
+ * ```
+ */
+
+/** Logical tables. On AWS each is its own DynamoDB table (so TTL, PITR and IAM are per table). */
+export const TABLES = ['log', 'meta', 'dedup', 'leases', 'claims', 'dlq'] as const;
+export type TableName = (typeof TABLES)[number];
+
+/** JSON values storable in item attributes. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type Attrs = { [key: string]: Json };
+
+export interface ItemKey {
+  pk: string;
+  sk: string;
+}
+
+export interface Item extends ItemKey {
+  /** Caller-managed version: conditional replaces compare it. */
+  ver: number;
+  /** JSON attributes. */
+  attrs: Attrs;
+  /** Optional opaque bytes (an inline segment, for instance). */
+  bin?: Uint8Array | undefined;
+  /**
+   * Epoch seconds after which the backend MAY garbage-collect the item (DynamoDB TTL).
+   * Never a correctness signal: expired items can stay readable for days, so readers
+   * compare their own timestamps with `now`.
+   */
+  expiresAt?: number | undefined;
+}
+
+/** Guards on a write. Omitted means unconditional. */
+export type Condition =
+  /** The key must not exist (put-if-absent). */
+  | { kind: 'absent' }
+  /** The key must exist with exactly this version (replace-if-unchanged). */
+  | { kind: 'version'; ver: number }
+  /** The key must exist, any version. */
+  | { kind: 'exists' };
+
+export type WriteOp =
+  | { op: 'put'; table: TableName; item: Item; cond?: Condition | undefined }
+  | { op: 'delete'; table: TableName; key: ItemKey; cond?: Condition | undefined }
+  /** Asserts a condition on an item without writing it (transactions only). */
+  | { op: 'check'; table: TableName; key: ItemKey; cond: Condition };
+
+/** Most operations one {@link ItemStore.transact} call may hold (DynamoDB's limit). */
+export const MAX_TRANSACT_OPS = 100;
+/** Largest item (key + attributes + bin), in bytes, both adapters accept (DynamoDB: 400 KB). */
+export const MAX_ITEM_BYTES = 400_000;
+/** Most keys one {@link ItemStore.getMany} call may hold (DynamoDB BatchGetItem). */
+export const MAX_GET_MANY = 100;
+
+export interface QueryOptions {
+  /** Inclusive lower bound on `sk`. */
+  gte?: string | undefined;
+  /** Inclusive upper bound on `sk`. */
+  lte?: string | undefined;
+  /** Only keys starting with this prefix (combined with the bounds). */
+  prefix?: string | undefined;
+  /** Descending `sk` order. */
+  reverse?: boolean | undefined;
+  /** Most items to return in this page. */
+  limit?: number | undefined;
+  /** Resume after this `sk` (exclusive), as returned in {@link QueryPage.next}. */
+  after?: string | undefined;
+}
+
+export interface QueryPage {
+  items: Item[];
+  /** Set when more items may follow: pass it back as `after`. */
+  next?: string | undefined;
+}
+
+/** Outcome of one write in {@link ItemStore.writeEach}. */
+export type WriteResult = { ok: true } | { ok: false; current: Item | undefined };
+
+/** A write whose condition did not hold. `failed` names which ops, with the item as found. */
+export class ConditionFailedError extends Error {
+  override readonly name = 'ConditionFailedError';
+  constructor(readonly failed: { index: number; current: Item | undefined }[]) {
+    super(`condition failed on op ${failed.map((f) => f.index).join(', ')}`);
+  }
+}
+
+/**
+ * A transaction collided with another one in flight on the same items (DynamoDB
+ * `TransactionConflict`) after the adapter's own retries. Nothing was written; retrying is safe.
+ */
+export class ContentionError extends Error {
+  override readonly name = 'ContentionError';
+}
+
+export interface ItemStore {
+  /** Strongly consistent read of one item. */
+  get(table: TableName, key: ItemKey): Promise<Item | undefined>;
+  /** Strongly consistent read of up to {@link MAX_GET_MANY} items, aligned with `keys`. */
+  getMany(table: TableName, keys: ItemKey[]): Promise<(Item | undefined)[]>;
+  /** One page of items under `pk`, ordered by `sk`. Strongly consistent. */
+  query(table: TableName, pk: string, opts?: QueryOptions): Promise<QueryPage>;
+  /** One guarded write. Throws {@link ConditionFailedError} (index 0) when the guard fails. */
+  put(table: TableName, item: Item, cond?: Condition): Promise<void>;
+  /** One guarded delete. Throws {@link ConditionFailedError} when the guard fails. */
+  delete(table: TableName, key: ItemKey, cond?: Condition): Promise<void>;
+  /**
+   * Independent guarded writes, each succeeding or failing on its own (not atomic as a
+   * set). Results align with `ops`. Used where per-item outcomes are wanted at one write unit
+   * each rather than a transaction's two.
+   */
+  writeEach(ops: WriteOp[]): Promise<WriteResult[]>;
+  /**
+   * All-or-nothing: every op applies or none does. At most {@link MAX_TRANSACT_OPS} ops,
+   * at most one op per key. Throws {@link ConditionFailedError} listing every failed guard.
+   */
+  transact(ops: WriteOp[]): Promise<void>;
+}
+
+export interface BlobInfo {
+  key: string;
+  size: number;
+  /** Epoch milliseconds of the last write. */
+  modifiedAt: number;
+}
+
+export interface BlobStore {
+  /** Writes bytes under `key`. With `ifAbsent`, throws {@link ConditionFailedError} if it exists. */
+  put(key: string, bytes: Uint8Array, opts?: { ifAbsent?: boolean }): Promise<void>;
+  get(key: string): Promise<Uint8Array | undefined>;
+  /** Deleting a missing blob is not an error. */
+  delete(key: string): Promise<void>;
+  /** One page of blobs under `prefix`, in key order. */
+  list(prefix: string, opts?: { after?: string | undefined; limit?: number | undefined }): Promise<{ blobs: BlobInfo[]; next?: string | undefined }>;
+}
+
+export interface Storage {
+  readonly kind: 'embedded' | 'aws';
+  readonly items: ItemStore;
+  readonly blobs: BlobStore;
+  /** Releases connections and file handles; pending writes are durable when it resolves. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,160 @@
+/**
+ * The log routes as a black box: only HTTP in, HTTP out. Registered by the local-server test
+ * (both backends), by the bundle test (the esbuild bundles from cdk.out), by the base-URL
+ * test, and by the LocalStack suite against a deployed API.
+ *
+ * Queue names carry a per-run prefix, so the suite can run again and again against one
+ * long-lived deployment.
+ */
+import { describe, expect, it } from 'vitest';
+import { callTarget, type HttpTarget } from '../../support/http.js';
+
+export interface LogSuiteOptions {
+  /** The `backend` /health reports, when known. */
+  backend?: 'embedded' | 'aws';
+  /** Limits the server runs with (bad-input cases need to exceed them). */
+  maxBodyBytes: number;
+  maxMessageBytes: number;
+  /** Prefix for every queue name (unique per run against shared deployments). */
+  prefix?: string;
+  /**
+   * Requests pass through API Gateway (real or simulated): unrouted paths get the gateway's own
+   * 404, and a body past Lambda's 6 MB payload limit never reaches the handler, so that case
+   * is left out.
+   */
+  behindGateway?: boolean;
+}
+
+/**
+ * Registers the log-route tests. `target()` is read when a test runs (after `beforeAll`).
+ *
+ * @example
+ * ```ts
+ * let server: LocalServer;
+ * beforeAll(async () => { server = await startTestServer(svc); });
+ * defineLogRoutesSuite(() => ({ url: server.url }), { maxBodyBytes: 64 * 1024, maxMessageBytes: 8 * 1024 });
+ * ```
+ */
+export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOptions): void {
+  const p = opts.prefix ?? '';
+  const q = (name: string): string => `${p}${name}`;
+  const http = (method: string, path: string, body?: unknown) => callTarget(target(), method, path, body);
+  /** A queue that was never created reads as 404 (what "nothing was written" looks like from outside). */
+  const absent = async (queue: string): Promise<void> => {
+    const r = await http('GET', `/api/v1/queues/${encodeURIComponent(queue)}/partitions/Default/messages`);
+    expect(r.status, `queue ${queue} should not exist`).toBe(404);
+  };
+
+  it('GET /health answers healthy', async () => {
+    const r = await http('GET', '/health');
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ status: 'healthy', ...(opts.backend ? { backend: opts.backend } : {}) });
+  });
+
+  it('POST /api/v1/configure echoes every option with its JSON type', async () => {
+    const options = { leaseTime: 300, retryLimit: 3, priority: 0, delayedProcessing: 0, windowBuffer: 0, maxSize: 0, retentionSeconds: 0, completedRetentionSeconds: 0, encryptionEnabled: false, retryDelay: 500, deadLetterQueue: false };
+    const r = await http('POST', '/api/v1/configure', { queue: q('cfg'), namespace: null, task: null, options });
+    expect(r.status).toBe(200);
+    expect(r.body.configured).toBe(true);
+    expect(typeof r.body.queueId).toBe('string');
+    expect(typeof r.body.partitionId).toBe('string');
+    for (const [k, v] of Object.entries(options)) expect(r.body.options[k]).toStrictEqual(v);
+    expect(r.body.options.dlqAfterMaxRetries).toBe(true);
+    expect(r.body.options.ttl).toBe(3600);
+    // An upsert replaces the whole set: what is left out goes back to its default.
+    const again = await http('POST', '/api/v1/configure', { queue: q('cfg'), options: { leaseTime: 10 } });
+    expect(again.body.options).toMatchObject({ leaseTime: 10, retryDelay: 1000, deadLetterQueue: true });
+    expect(again.body.queueId).toBe(r.body.queueId);
+  });
+
+  it('POST /api/v1/push answers 201 with Queen-shaped results, in order', async () => {
+    const shop = q('shop');
+    const r = await http('POST', '/api/v1/push', {
+      items: [
+        { queue: shop, partition: 'Default', payload: { order: 1 }, transactionId: 'tx-1' },
+        { queue: shop, payload: null, transactionId: 'tx-1' },
+        { queue: shop, partition: 'eu', payload: [1, 2], traceId: '0190b6a0-0000-7000-8000-000000000000' },
+      ],
+    });
+    expect(r.status).toBe(201);
+    expect(r.body).toHaveLength(3);
+    expect(r.body[0]).toMatchObject({ index: 0, status: 'queued', transaction_id: 'tx-1', trace_id: null, queueName: shop });
+    expect(typeof r.body[0].message_id).toBe('string');
+    expect(typeof r.body[0].partition_id).toBe('string');
+    expect(r.body[1]).toMatchObject({ index: 1, status: 'duplicate', transaction_id: 'tx-1', message_id: r.body[0].message_id, queueName: shop });
+    expect(r.body[2]).toMatchObject({ index: 2, status: 'queued', trace_id: '0190b6a0-0000-7000-8000-000000000000' });
+    expect(r.body[2].partition_id).not.toBe(r.body[0].partition_id);
+    const empty = await http('POST', '/api/v1/push', { items: [] });
+    expect(empty).toMatchObject({ status: 201, body: [] });
+  });
+
+  it('GET /api/v1/messages/:partitionId/:transactionId returns the message, 404 when unknown', async () => {
+    const look = q('look');
+    const pushed = await http('POST', '/api/v1/push', { items: [{ queue: look, payload: { hello: 'world' }, transactionId: 'find-me' }] });
+    const pid = pushed.body[0].partition_id as string;
+    const r = await http('GET', `/api/v1/messages/${pid}/find-me`);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ transactionId: 'find-me', partitionId: pid, queue: look, partition: 'Default', offset: 0, data: { hello: 'world' } });
+    expect(r.body.createdAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect((await http('GET', `/api/v1/messages/${pid}/nope`)).status).toBe(404);
+    expect((await http('GET', '/api/v1/messages/unknown-partition/x')).body.code).toBe('not_found');
+  });
+
+  it('replays a partition in offset order', async () => {
+    const replay = q('replay');
+    await http('POST', '/api/v1/push', { items: [1, 2, 3].map((n) => ({ queue: replay, payload: n })) });
+    const r = await http('GET', `/api/v1/queues/${replay}/partitions/Default/messages?from=1&limit=5`);
+    expect(r.status).toBe(200);
+    expect(r.body.messages.map((m: { offset: number; data: number }) => [m.offset, m.data])).toEqual([
+      [1, 2],
+      [2, 3],
+    ]);
+    expect(r.body.next).toBe(3);
+  });
+
+  describe('bad input gets a 4xx with a code, and nothing is written', () => {
+    const bad = q('bad');
+    const ok = q('bad-ok');
+    const overBody = Math.ceil(opts.maxBodyBytes / 1000) + 10;
+    const cases: [string, unknown, number, string][] = [
+      ['malformed JSON', '{"items": [', 400, 'invalid_json'],
+      ['items not an array', { items: { queue: bad } }, 400, 'invalid_request'],
+      ['queue not a string', { items: [{ queue: ok, payload: 1 }, { queue: 7, payload: 1 }] }, 400, 'invalid_request'],
+      ['partition not a string', { items: [{ queue: ok, payload: 1 }, { queue: bad, partition: 1 }] }, 400, 'invalid_request'],
+      ['transactionId not a string', { items: [{ queue: ok, payload: 1 }, { queue: bad, transactionId: 5 }] }, 400, 'invalid_request'],
+      ['traceId not a string', { items: [{ queue: bad, traceId: 5 }] }, 400, 'invalid_request'],
+      ['bad queue name', { items: [{ queue: ok, payload: 1 }, { queue: 'a/b' }] }, 400, 'invalid_request'],
+      ['empty queue name', { items: [{ queue: '' }] }, 400, 'invalid_request'],
+      ['bad partition name', { items: [{ queue: ok, payload: 1 }, { queue: bad, partition: 'x#y' }] }, 400, 'invalid_request'],
+      ['message over the limit', { items: [{ queue: ok, payload: 1 }, { queue: bad, payload: 'z'.repeat(opts.maxMessageBytes + 100) }] }, 413, 'payload_too_large'],
+    ];
+    if (!opts.behindGateway) cases.push(['body over the limit', { items: Array.from({ length: overBody }, () => ({ queue: ok, payload: 'z'.repeat(990) })) }, 413, 'payload_too_large']);
+    it.each(cases)('%s', async (_name, body, status, code) => {
+      const r = await http('POST', '/api/v1/push', body);
+      expect(r.status).toBe(status);
+      expect(r.body.code).toBe(code);
+      expect(typeof r.body.error).toBe('string');
+      expect(r.body.error.length).toBeGreaterThan(10);
+      await absent(bad);
+      await absent(ok);
+    });
+
+    it('configure without a string queue says so', async () => {
+      const r = await http('POST', '/api/v1/configure', { options: {} });
+      expect(r.status).toBe(400);
+      expect(r.body.error).toContain('queue is required');
+      expect((await http('POST', '/api/v1/configure', { queue: bad, options: { leaseTime: 'long' } })).status).toBe(400);
+      expect((await http('POST', '/api/v1/configure', { queue: bad, options: { nonsense: 1 } })).body.code).toBe('invalid_request');
+      await absent(bad);
+    });
+
+    it('unknown routes are 404 and wrong methods 405, as JSON', async () => {
+      // Behind API Gateway, unrouted method/path pairs are answered by the gateway itself:
+      // 404 {"message":"Not Found"} for both.
+      const nothing = await http('GET', '/api/v1/nothing');
+      const wrongMethod = await http('GET', '/api/v1/push');
+      expect([nothing.status, wrongMethod.status]).toEqual(opts.behindGateway ? [404, 404] : [404, 405]);
+      expect([nothing.body?.code, wrongMethod.body?.code]).toEqual(opts.behindGateway ? [undefined, undefined] : ['not_found', 'method_not_allowed']);
+    });
+  });
+}

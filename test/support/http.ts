@@ -1,0 +1,56 @@
+import { makeHandler } from '../../lambdas/http/route.js';
+import { ALL_ROUTES } from '../../lambdas/http/routes.js';
+import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
+import type { Services } from '../../lambdas/service/runtime.js';
+
+/** The local server over given services, on a free loopback port. */
+export async function startTestServer(svc: Services): Promise<LocalServer> {
+  return startLocalServer({ handler: makeHandler(ALL_ROUTES, { services: async () => svc }), host: '127.0.0.1', port: 0, maxBodyBytes: svc.config.maxBodyBytes });
+}
+
+export interface HttpReply<T = unknown> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+/** A tiny JSON client for black-box tests. `body` may be a raw string (sent as is). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- black-box tests read loosely typed JSON replies
+export async function call<T = any>(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpReply<T>> {
+  const res = await fetch(base + path, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const textBody = await res.text();
+  let parsed: unknown = textBody;
+  if (textBody && (res.headers.get('content-type') ?? '').includes('json')) parsed = JSON.parse(textBody);
+  return { status: res.status, body: (textBody ? parsed : null) as T, headers: res.headers };
+}
+
+/**
+ * Where a black-box suite sends its requests: a base URL plus what every request carries (a
+ * bearer token, a test principal header) and, for a deployed API, a request signer (SigV4).
+ */
+export interface HttpTarget {
+  url: string;
+  headers?: Record<string, string>;
+  /** Signs a request before it is sent (see `test/support/sigv4.ts`). */
+  sign?: (req: { method: string; url: string; headers: Record<string, string>; body?: string }) => Promise<Record<string, string>>;
+}
+
+/**
+ * {@link call} against a target: its headers and signature added.
+ *
+ * @example
+ * ```ts
+ * const r = await callTarget({ url: server.url }, 'POST', '/api/v1/push', { items: [] });
+ * ```
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- black-box tests read loosely typed JSON replies
+export async function callTarget<T = any>(target: HttpTarget, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpReply<T>> {
+  const all = { 'content-type': 'application/json', ...target.headers, ...headers };
+  const text = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+  const signed = target.sign ? await target.sign({ method, url: target.url + path, headers: all, ...(text === undefined ? {} : { body: text }) }) : all;
+  return call<T>(target.url, method, path, text, signed);
+}

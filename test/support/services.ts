@@ -1,0 +1,22 @@
+import { loadConfig, type SluiceConfig } from '../../lambdas/config.js';
+import { buildServices, type Services } from '../../lambdas/service/runtime.js';
+import type { Storage } from '../../lambdas/storage/port.js';
+
+/** A clock tests move by hand: `now` is explicit, nothing sleeps. */
+export class TestClock {
+  constructor(public t: number = Date.UTC(2026, 10, 1)) {}
+  now = (): number => this.t;
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}
+
+/** Services over a test storage with a hand-driven clock and test-friendly settings. */
+export function testServices(storage: Storage, opts: { clock?: TestClock; config?: Partial<SluiceConfig> } = {}): Services & { testClock: TestClock } {
+  const clock = opts.clock ?? new TestClock();
+  const config = { ...loadConfig({}), queueCacheMs: 0, ...opts.config };
+  return { ...buildServices(storage, config, { clock: clock.now }), testClock: clock };
+}
+
+export const json = (v: unknown): Buffer => Buffer.from(JSON.stringify(v));
+export const text = (b: Uint8Array): string => Buffer.from(b).toString('utf8');

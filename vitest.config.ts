@@ -1,0 +1,15 @@
+import { defineConfig } from 'vitest/config';
+
+// Test files name their layer: test/unit (pure, no I/O), test/conformance (storage port on
+// both adapters), test/integration (services over real adapters), test/http (black box
+// against the local server), test/cdk (template assertions).
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+    // CI asks for a JSON report as well, to print its one-line summary.
+    reporters: process.env.SLUICE_TEST_JSON ? ['default', ['json', { outputFile: process.env.SLUICE_TEST_JSON }]] : ['default'],
+  },
+});
