@@ -59,6 +59,7 @@ import {
   type WriteOp,
   type WriteResult,
 } from './port.js';
+import { isolateTransactions } from './isolate.js';
 import { assertItemSize } from './size.js';
 
 /** Name of the DynamoDB TTL attribute (epoch seconds, {@link Item.expiresAt}). */
@@ -96,6 +97,12 @@ export interface AwsStorageOptions {
   region?: string | undefined;
   /** Most single-item writes {@link ItemStore.writeEach} keeps in flight (default 32). */
   writeConcurrency?: number | undefined;
+  /**
+   * Run each transaction alone (see `isolate.ts`): a workaround for moto_server, whose
+   * transactions roll back other requests' writes. Never needed against real DynamoDB.
+   * Also turned on by `SLUICE_EMULATOR_ISOLATE_TRANSACTIONS=1`.
+   */
+  isolateTransactions?: boolean | undefined;
 }
 
 const ENV_TABLES: Record<TableName, string> = {
@@ -145,10 +152,12 @@ export function createAwsStorage(opts: AwsStorageOptions): Storage {
   const ownS3 = opts.s3 === undefined;
   const ddb = opts.dynamodb ?? new DynamoDBClient(opts.region ? { region: opts.region } : {});
   const s3 = opts.s3 ?? createS3Client(opts.region);
+  const store = new DynamoItemStore(ddb, opts.tables, opts.writeConcurrency ?? 32);
+  const isolate = opts.isolateTransactions ?? process.env['SLUICE_EMULATOR_ISOLATE_TRANSACTIONS'] === '1';
   let closed = false;
   return {
     kind: 'aws',
-    items: new DynamoItemStore(ddb, opts.tables, opts.writeConcurrency ?? 32),
+    items: isolate ? isolateTransactions(store) : store,
     blobs: new S3BlobStore(s3, opts.bucket),
     async close() {
       if (closed) return;

@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { payloadSpans } from '../../lambdas/http/raw-json.js';
+
+const slices = (text: string): (string | undefined)[] | undefined => {
+  const b = Buffer.from(text);
+  return payloadSpans(b)?.map((s) => (s ? b.subarray(s[0], s[1]).toString() : undefined));
+};
+
+describe('unit: payloadSpans', () => {
+  it('finds each payload exactly as sent', () => {
+    expect(slices('{"items":[{"queue":"q","payload":{"a":1.50,"b":[1e3,"x"]}},{"payload":null,"queue":"q"}]}')).toEqual(['{"a":1.50,"b":[1e3,"x"]}', 'null']);
+  });
+  it('steps over strings holding brackets, quotes and escapes', () => {
+    const t = '{"items":[{"payload":"a]}\\"\\\\{","queue":"q"},{"payload":{"s":"}]\\u00e9✓"}}]}';
+    expect(slices(t)).toEqual(['"a]}\\"\\\\{"', '{"s":"}]\\u00e9✓"}']);
+    const parsed = JSON.parse(t) as { items: { payload: unknown }[] };
+    expect(slices(t)?.map((s) => JSON.parse(s as string))).toEqual(parsed.items.map((i) => i.payload));
+  });
+  it('handles whitespace, other keys, data as an alias, and items without a payload', () => {
+    const t = ' { "meta" : {"x":[1,2]} , "items" : [ { "data" : [ 1 , 2 ] , "queue":"q" } , {"queue":"q"} ] , "z": true } ';
+    expect(slices(t)).toEqual(['[ 1 , 2 ]', undefined]);
+  });
+  it('prefers payload over data and the last duplicate key, as JSON.parse does', () => {
+    expect(slices('{"items":[{"data":1,"payload":2,"payload":3}]}')).toEqual(['3']);
+    expect(slices('{"items":[{"payload":1}],"items":[{"payload":2}]}')).toEqual(['2']);
+  });
+  it('gives up (undefined) on other shapes', () => {
+    expect(payloadSpans(Buffer.from('[1,2]'))).toBeUndefined();
+    expect(payloadSpans(Buffer.from('{"items":{"payload":1}}'))).toBeUndefined();
+    expect(payloadSpans(Buffer.from('{"other":1}'))).toBeUndefined();
+    expect(payloadSpans(Buffer.from('{"items":[1,2]}'))).toBeUndefined();
+  });
+});
+
+describe('unit: payloadSpans keys', () => {
+  it('reads escaped and non-ASCII keys like JSON.parse', () => {
+    expect(slices('{"it\\u0065ms":[{"p\\u0061yload":7,"é":1}]}')).toEqual(['7']);
+  });
+});
