@@ -11,5 +11,8 @@ export default defineConfig({
     pool: 'forks',
     // CI asks for a JSON report as well, to print its one-line summary.
     reporters: process.env.SLUICE_TEST_JSON ? ['default', ['json', { outputFile: process.env.SLUICE_TEST_JSON }]] : ['default'],
+    // Lambda bundles under cdk.out/ are loaded by Node as they are, as on Lambda (and a
+    // megabyte of minified code is not worth Vite's transform).
+    server: { deps: { external: [/\/cdk\.out\//] } },
   },
 });

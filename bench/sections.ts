@@ -1,3 +1,5 @@
+import { claimsBench } from './claims.js';
+import { leasesBench } from './leases.js';
 import { pushBench } from './push.js';
 
 /** A benchmark section: returns Markdown (a heading, the command, a table). */
@@ -6,4 +8,4 @@ export interface BenchSection {
   run(): Promise<string>;
 }
 
-export const SECTIONS: BenchSection[] = [{ name: 'push', run: pushBench }];
+export const SECTIONS: BenchSection[] = [{ name: 'push', run: pushBench }, { name: 'claims', run: claimsBench }, { name: 'leases', run: leasesBench }];

@@ -33,6 +33,36 @@ export interface SluiceConfig {
   sweepGraceMs: number;
   /** How long a queue's configuration is cached per process. */
   queueCacheMs: number;
+  /**
+   * Record claims: service-wide defaults of the per-queue options `visibilityTimeoutMs`,
+   * `maxAttempts`, `maxInFlight` and `maxVisibilityMs` (the seed's FELIX_GROUP_* settings),
+   * from SLUICE_GROUP_VISIBILITY_TIMEOUT_MS, SLUICE_GROUP_MAX_ATTEMPTS,
+   * SLUICE_GROUP_MAX_IN_FLIGHT and SLUICE_GROUP_MAX_VISIBILITY_MS.
+   */
+  claimDefaults: ClaimDefaults;
+  /**
+   * Cap on a claim poll's `waitMs` (SLUICE_CLAIM_MAX_WAIT_MS). 25 s rather than the seed's
+   * 30 s: API Gateway ends every integration at 30 s, so a poll must answer well before.
+   */
+  claimMaxWaitMs: number;
+  /**
+   * Longest a long-polling partition-lease pop (`wait=true`) holds before answering 204
+   * (SLUICE_MAX_POP_WAIT_MS): below API Gateway's 30 s, so a waiting client gets an empty
+   * answer, never a 504.
+   */
+  maxPopWaitMs: number;
+  /** Base64 32-byte key sealing payloads of queues with `encryptionEnabled` (SLUICE_ENCRYPTION_KEY; local server). */
+  encryptionKey: string | undefined;
+  /** KMS key whose data keys seal payloads of queues with `encryptionEnabled` (SLUICE_KMS_KEY_ID; AWS). */
+  kmsKeyId: string | undefined;
+}
+
+/** Defaults of the record-claim queue options. */
+export interface ClaimDefaults {
+  visibilityTimeoutMs: number;
+  maxAttempts: number;
+  maxInFlight: number;
+  maxVisibilityMs: number;
 }
 
 export const MIB = 1024 * 1024;
@@ -60,7 +90,25 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     pushStallMs: num(env, 'SLUICE_PUSH_STALL_MS', 30_000, 1),
     sweepGraceMs: num(env, 'SLUICE_SWEEP_GRACE_MS', 15 * 60_000, 0),
     queueCacheMs: num(env, 'SLUICE_QUEUE_CACHE_MS', 1000, 0),
+    claimDefaults: loadClaimDefaults(env),
+    claimMaxWaitMs: num(env, 'SLUICE_CLAIM_MAX_WAIT_MS', 25_000, 0),
+    maxPopWaitMs: num(env, 'SLUICE_MAX_POP_WAIT_MS', 25_000, 0),
+    encryptionKey: env.SLUICE_ENCRYPTION_KEY || undefined,
+    kmsKeyId: env.SLUICE_KMS_KEY_ID || undefined,
   };
+}
+
+function loadClaimDefaults(env: Record<string, string | undefined>): ClaimDefaults {
+  const d: ClaimDefaults = {
+    visibilityTimeoutMs: num(env, 'SLUICE_GROUP_VISIBILITY_TIMEOUT_MS', 30_000, 1),
+    maxAttempts: num(env, 'SLUICE_GROUP_MAX_ATTEMPTS', 5, 1),
+    maxInFlight: num(env, 'SLUICE_GROUP_MAX_IN_FLIGHT', 10_000, 1),
+    maxVisibilityMs: num(env, 'SLUICE_GROUP_MAX_VISIBILITY_MS', 43_200_000, 1),
+  };
+  if (d.maxVisibilityMs < d.visibilityTimeoutMs) {
+    throw new Error(`SLUICE_GROUP_MAX_VISIBILITY_MS (${d.maxVisibilityMs}) must not be below SLUICE_GROUP_VISIBILITY_TIMEOUT_MS (${d.visibilityTimeoutMs})`);
+  }
+  return d;
 }
 
 /**

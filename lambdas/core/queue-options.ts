@@ -107,10 +107,11 @@ export type QueueOptionsInput = z.infer<typeof QueueOptionsInput>;
  * @example
  * ```ts
  * resolveQueueOptions({ leaseTime: 30 }).retryLimit; // 3
+ * resolveQueueOptions({}, { visibilityTimeoutMs: 60_000 }).visibilityTimeoutMs; // 60000 (a service-wide default)
  * ```
  */
-export function resolveQueueOptions(input: QueueOptionsInput | undefined): QueueOptions {
-  const out: QueueOptions = { ...QUEUE_OPTION_DEFAULTS };
+export function resolveQueueOptions(input: QueueOptionsInput | undefined, defaults: Partial<QueueOptions> = {}): QueueOptions {
+  const out: QueueOptions = { ...QUEUE_OPTION_DEFAULTS, ...defaults };
   for (const [k, v] of Object.entries(input ?? {})) {
     if (v !== null && v !== undefined) (out as unknown as Record<string, unknown>)[k] = v;
   }

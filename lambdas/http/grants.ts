@@ -58,7 +58,7 @@ export const GrantsConfigSchema = z
   .object({
     grants: z.array(GrantSchema),
     /** Local server only: bearer token to principal. Tokens must be long enough not to guess. */
-    tokens: z.record(z.string().min(16, 'bearer tokens must be at least 16 characters'), Pattern).optional(),
+    tokens: z.record(z.string(), Pattern).optional(),
   })
   .strict();
 export type GrantsConfig = z.infer<typeof GrantsConfigSchema>;
@@ -67,6 +67,9 @@ export type GrantsConfig = z.infer<typeof GrantsConfigSchema>;
 export function parseGrants(value: unknown, source: string): GrantsConfig {
   const r = GrantsConfigSchema.safeParse(value);
   if (!r.success) throw new Error(`${source}: ${describeZodError(r.error, 'grants configuration')}`);
+  for (const token of Object.keys(r.data.tokens ?? {})) {
+    if (token.length < 16) throw new Error(`${source}: tokens: a bearer token is ${token.length} characters; use at least 16 random ones`);
+  }
   for (const [i, g] of r.data.grants.entries()) {
     for (const p of [g.principal, ...g.queues]) {
       if (/\*\*/.test(p)) throw new Error(`${source}: grants[${i}]: pattern ${JSON.stringify(p)} has "**"; a single "*" already matches any run of characters`);

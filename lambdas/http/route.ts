@@ -2,6 +2,7 @@ import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import type { z } from 'zod';
 import { SluiceError } from '../core/errors.js';
+import { assertName } from '../core/names.js';
 import { services, type Services } from '../service/runtime.js';
 import { describeZodError, errorResponse } from './errors.js';
 import { grantsFromEnv, type Grants } from './grants.js';
@@ -26,6 +27,8 @@ export interface RouteInput<B, Q, P> {
   /** Who is calling: the IAM ARN, the JWT subject, the local bearer token's principal, or 'anonymous'. */
   principal: string;
   body: B;
+  /** The body's bytes, for handlers that keep parts of it verbatim (payloads). */
+  rawBody: () => Buffer;
   query: Q;
   params: P;
   event: HttpEvent;
@@ -129,16 +132,23 @@ export function matchRoute(routes: CompiledRoute[], method: string, rawPath: str
   return allowed.length > 0 ? { allowed } : undefined;
 }
 
+/** The request body's bytes (decoded from base64 when API Gateway encoded it). */
+function bodyBytes(event: HttpEvent): Buffer {
+  const raw = event.body ?? '';
+  return event.isBase64Encoded ? Buffer.from(raw, 'base64') : Buffer.from(raw, 'utf8');
+}
+
 /** Reads the request body as JSON, enforcing the size limit before parsing. */
 function parseBody(event: HttpEvent, maxBytes: number): unknown {
   const raw = event.body;
   if (raw === undefined || raw === null || raw === '') return undefined;
-  const buf = event.isBase64Encoded ? Buffer.from(raw, 'base64') : Buffer.from(raw, 'utf8');
-  if (buf.byteLength > maxBytes) {
-    throw new SluiceError('payload_too_large', `request body is ${buf.byteLength} bytes; the limit is ${maxBytes}`, { limit: maxBytes });
+  const text = event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw;
+  const size = Buffer.byteLength(text);
+  if (size > maxBytes) {
+    throw new SluiceError('payload_too_large', `request body is ${size} bytes; the limit is ${maxBytes}`, { limit: maxBytes });
   }
   try {
-    return JSON.parse(buf.toString('utf8'));
+    return JSON.parse(text);
   } catch (e) {
     throw new SluiceError('invalid_json', `request body is not valid JSON: ${e instanceof Error ? e.message : String(e)}`);
   }
@@ -194,10 +204,13 @@ export function makeHandler(routes: RouteDef[], opts: { services?: () => Promise
     if (def.access.action !== 'public') {
       const named = (def.access.queues?.({ body, query, params }) ?? []).filter((q): q is string => typeof q === 'string');
       if (named.length === 0) g.checkSome(principal, def.access.action);
-      for (const q of new Set(named)) g.check(principal, def.access.action, q);
+      const unique = [...new Set(named)];
+      // A name no queue can have is a bad request (400), whoever asks.
+      for (const q of unique) assertName(q, 'queue');
+      for (const q of unique) g.check(principal, def.access.action, q);
     }
     try {
-      const result = await def.run({ principal, body, query, params, event, services: svc, signal, authorize, allowed });
+      const result = await def.run({ principal, body, rawBody: () => bodyBytes(event), query, params, event, services: svc, signal, authorize, allowed });
       return serialise(result);
     } finally {
       svc.telemetry.flush?.();

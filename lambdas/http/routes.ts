@@ -1,7 +1,10 @@
+import { claimRoutes } from './handlers/claims.js';
 import { logRoutes } from './handlers/log.js';
+import { leaseAdminRoutes } from './handlers/lease-admin.js';
+import { leaseRoutes } from './handlers/leases.js';
 import type { FunctionGroup, RouteDef } from './route.js';
 
 /** Every HTTP route Sluice serves. The local server mounts them all; each Lambda its group. */
-export const ALL_ROUTES: RouteDef[] = [...logRoutes];
+export const ALL_ROUTES: RouteDef[] = [...logRoutes, ...claimRoutes, ...leaseRoutes, ...leaseAdminRoutes];
 
 export const routesOf = (group: FunctionGroup): RouteDef[] => ALL_ROUTES.filter((r) => r.group === group);

@@ -124,11 +124,14 @@ export class GroupRegistry {
     const verItem = await this.storage.items.get('meta', groupKeys.version(queue));
     const groups: GroupRecord[] = [];
     let after: string | undefined;
-    do {
-      const page = await this.storage.items.query('meta', groupKeys.registration(queue, '').pk, { after, limit: 500 });
-      for (const it of page.items) groups.push(it.attrs as unknown as GroupRecord);
-      after = page.next;
-    } while (after);
+    // Every registration bumps the version: no version item means no group was ever registered.
+    if (verItem) {
+      do {
+        const page = await this.storage.items.query('meta', groupKeys.registration(queue, '').pk, { after, limit: 500 });
+        for (const it of page.items) groups.push(it.attrs as unknown as GroupRecord);
+        after = page.next;
+      } while (after);
+    }
     const out = { at: now, ver: verItem?.ver ?? 0, groups };
     this.listCache.set(queue, out);
     return out;
@@ -182,6 +185,28 @@ export class GroupRegistry {
       }
     }
     throw new SluiceError('unavailable', `could not remove group ${group} from ${queue}; retry`);
+  }
+
+  /**
+   * Replaces the stored subscription of a registered group on one queue (a lease group's
+   * start for partitions it has not read yet; existing cursors stay put). Returns false when
+   * the group is not registered there. Other processes may keep their cached copy.
+   */
+  async updateSubscription(queue: string, group: string, subscription: Subscription): Promise<boolean> {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const item = await this.storage.items.get('meta', groupKeys.registration(queue, group));
+      if (!item) return false;
+      const rec = { ...(item.attrs as unknown as GroupRecord), subscription };
+      try {
+        await this.storage.items.put('meta', { ...item, ver: item.ver + 1, attrs: rec as unknown as Record<string, Json> }, { kind: 'version', ver: item.ver });
+        this.cache.set(`${queue}\u0000${group}`, { at: this.clock(), rec });
+        this.listCache.delete(queue);
+        return true;
+      } catch (e) {
+        if (!(e instanceof ConditionFailedError)) throw e;
+      }
+    }
+    throw new SluiceError('unavailable', `could not update the subscription of ${group} on ${queue}; retry`);
   }
 
   /** Drops cached entries (after a delete seen in this process). */

@@ -90,7 +90,14 @@ export interface SegmentMeta extends SegmentAttrs {
  * group list). When one of its ops' conditions fails, the commit calls the hook again with
  * `retry: true` (so it can re-read what it depends on) and tries once more.
  */
-export type CommitHook = (c: { queue: QueueRecord; partition: PartitionRef; base: number; end: number; at: number; retry: boolean }) => Promise<WriteOp[]> | WriteOp[];
+export type CommitHook = (c: { queue: QueueRecord; partition: PartitionRef; base: number; end: number; at: number; retry: boolean }) => Promise<WriteOp[] | HookOps> | WriteOp[] | HookOps;
+
+/** A commit hook's answer: ops to write atomically with the segment, and work to do once it committed. */
+export interface HookOps {
+  ops: WriteOp[];
+  /** Runs after the segment committed (not atomic with it). */
+  after?: (() => Promise<void>) | undefined;
+}
 
 /** A segment ready to commit: see {@link LogService.prepareCommit}. */
 export interface PreparedCommit {
@@ -112,6 +119,8 @@ export interface PreparedCommit {
   ops(base: number, hookRetry: boolean): Promise<{ ops: WriteOp[]; hookStart: number } | 'hook-conflict'>;
   /** Records a commit at `base`. */
   done(base: number): void;
+  /** Runs the commit hooks' after-commit work of the last built ops. */
+  afterCommit(): Promise<void>;
 }
 
 /** Refuses a push to a partition by throwing a SluiceError (see {@link LogService.addPushGuard}). */
@@ -602,6 +611,7 @@ export class LogService {
         if (ops.length === 1) await this.storage.items.put('log', (ops[0] as { item: Item }).item, { kind: 'absent' });
         else await this.storage.items.transact(ops);
         prep.done(base);
+        await prep.afterCommit();
         return { base };
       } catch (e) {
         if (e instanceof ContentionError) {
@@ -660,6 +670,7 @@ export class LogService {
     const needMarker = reserved || blob !== undefined;
     const windowS = queue.options.dedupWindowSeconds ?? 0;
     const count = msgs.length;
+    let afters: (() => Promise<void>)[] = [];
     return {
       queue,
       partition: part,
@@ -696,7 +707,15 @@ export class LogService {
         }
         const hookStart = ops.length;
         const extra: WriteOp[] = [];
-        for (const hook of this.hooks) extra.push(...(await hook({ queue, partition: part, base, end: seg.end, at, retry: hookRetry })));
+        afters = [];
+        for (const hook of this.hooks) {
+          const r = await hook({ queue, partition: part, base, end: seg.end, at, retry: hookRetry });
+          if (Array.isArray(r)) extra.push(...r);
+          else {
+            extra.push(...r.ops);
+            if (r.after) afters.push(r.after);
+          }
+        }
         const merged = mergeOps(extra);
         if (merged === 'conflict') return 'hook-conflict';
         ops.push(...merged);
@@ -704,6 +723,9 @@ export class LogService {
       },
       done: (base) => {
         this.tailHint.set(part.id, base + count);
+      },
+      afterCommit: async () => {
+        for (const f of afters) await f();
       },
     };
   }
@@ -720,9 +742,10 @@ export class LogService {
     return this.prepareSegment(queue, part, uuidv7(now), msgs, false);
   }
 
-  /** Records a segment a caller of {@link prepareCommit} committed at `base`, and wakes waiting pops. */
-  committed(prep: PreparedCommit, base: number): void {
+  /** Records a segment a caller of {@link prepareCommit} committed at `base`, runs the hooks' after-commit work and wakes waiting pops. */
+  async committed(prep: PreparedCommit, base: number): Promise<void> {
     prep.done(base);
+    await prep.afterCommit();
     this.notifier.notify(prep.queue.name, prep.partition.id);
   }
 

@@ -1,8 +1,11 @@
+import type { RetentionReport } from './retention-service.js';
 import type { Services } from './runtime.js';
 
 export interface MaintenanceReport {
   blobs: { scanned: number; deleted: number; kept: number; wrapped: boolean };
   expiredItems?: number;
+  /** Partition-lease retention (segments by age / below the slowest cursor, idle partitions). */
+  retention?: RetentionReport;
 }
 
 /**
@@ -13,6 +16,7 @@ export interface MaintenanceReport {
 export async function runMaintenance(svc: Services): Promise<MaintenanceReport> {
   const blobs = await svc.log.sweepOrphanBlobs();
   const report: MaintenanceReport = { blobs };
+  report.retention = await svc.retention.run();
   const gc = (svc.storage as { sweepExpired?: (nowSeconds: number) => number }).sweepExpired;
   if (typeof gc === 'function') report.expiredItems = gc.call(svc.storage, Math.floor(svc.clock() / 1000));
   return report;

@@ -1,5 +1,13 @@
 import { defaultInlineMaxBytes, loadConfig, type SluiceConfig } from '../config.js';
 import type { Storage } from '../storage/port.js';
+import { ClaimService } from './claim-service.js';
+import { ConsumerGroupsService } from './consumer-groups.js';
+import { DlqService } from './dlq-service.js';
+import { KmsKeyProvider, LocalKeyProvider, PayloadCipher, type KeyProvider } from './encryption.js';
+import { LeaseService } from './lease-service.js';
+import { RetentionService } from './retention-service.js';
+import { TransactionService } from './transaction-service.js';
+import { parseKey } from '../core/sealing.js';
 import { GroupRegistry } from './groups.js';
 import { LogService } from './log-service.js';
 import { Notifier } from './notifier.js';
@@ -16,6 +24,18 @@ export interface Services {
   clock: () => number;
   log: LogService;
   groups: GroupRegistry;
+  /** Record claims: consumer groups as shared work queues (docs/CLAIMS.md). */
+  claims: ClaimService;
+  /** Partition leases: pop, ack, extend (docs/LEASES.md). */
+  leases: LeaseService;
+  /** The partition-lease dead-letter queue. */
+  dlq: DlqService;
+  /** Lease consumer groups: lag, delete, subscription, seek. */
+  consumerGroups: ConsumerGroupsService;
+  /** Atomic pushes + acks. */
+  transactions: TransactionService;
+  /** Retention of lease queues (run by maintenance). */
+  retention: RetentionService;
   telemetry: Telemetry;
   /** Aborted when the process is shutting down: long polls answer early. */
   shutdown: AbortSignal;
@@ -26,6 +46,8 @@ export interface BuildOptions {
   notifier?: Notifier;
   shutdown?: AbortSignal;
   telemetry?: Telemetry;
+  /** Keys for `encryptionEnabled` queues; by default from SLUICE_ENCRYPTION_KEY or SLUICE_KMS_KEY_ID. */
+  keyProvider?: KeyProvider;
 }
 
 /**
@@ -44,7 +66,27 @@ export function buildServices(storage: Storage, cfg: SluiceConfig, opts: BuildOp
   const log = new LogService({ storage, config, notifier, clock });
   const groups = new GroupRegistry(storage, clock, config.queueCacheMs);
   const telemetry = opts.telemetry ?? new MemoryTelemetry();
-  return { config, storage, notifier, clock, log, groups, telemetry, shutdown: opts.shutdown ?? new AbortController().signal };
+  const claims = new ClaimService({ storage, log, groups, notifier, telemetry, config, clock });
+  const keys = opts.keyProvider ?? keyProviderFromConfig(config, storage, clock);
+  if (keys) log.setCipher(new PayloadCipher(keys));
+  const dlq = new DlqService(storage, log);
+  const leases = new LeaseService({ storage, config, log, groups, dlq, notifier, telemetry, clock });
+  const consumerGroups = new ConsumerGroupsService(storage, log, groups, leases, clock);
+  const transactions = new TransactionService(log, leases);
+  const retention = new RetentionService(log, groups, clock);
+  return { config, storage, notifier, clock, log, groups, claims, leases, dlq, consumerGroups, transactions, retention, telemetry, shutdown: opts.shutdown ?? new AbortController().signal };
+}
+
+/** SLUICE_ENCRYPTION_KEY (a local key) wins over SLUICE_KMS_KEY_ID (KMS data keys). */
+function keyProviderFromConfig(config: SluiceConfig, storage: Storage, clock: () => number): KeyProvider | undefined {
+  if (config.encryptionKey) return new LocalKeyProvider(parseKey(config.encryptionKey));
+  if (config.kmsKeyId) {
+    const kmsKeyId = config.kmsKeyId;
+    let client: Promise<{ send(cmd: unknown): Promise<unknown> }> | undefined;
+    const kms = () => (client ??= import('@aws-sdk/client-kms').then((m) => new m.KMSClient({}) as unknown as { send(cmd: unknown): Promise<unknown> }));
+    return new KmsKeyProvider(storage, kmsKeyId, kms, clock);
+  }
+  return undefined;
 }
 
 let current: Promise<Services> | undefined;

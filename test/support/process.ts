@@ -24,7 +24,7 @@ export interface ServerProcess {
  * Starts the local server the way `npm start` does (tsx lambdas/local/main.ts), in a child
  * process, and waits until /health answers.
  */
-export async function startServerProcess(env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {
+export async function startServerProcess(env: Record<string, string>, args: string[] = [], opts: { healthHeaders?: Record<string, string> } = {}): Promise<ServerProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'lambdas/local/main.ts', '--port', String(port), ...args], {
     env: { ...process.env, SLUICE_MAINTENANCE_INTERVAL_MS: '0', ...env },
@@ -39,7 +39,7 @@ export async function startServerProcess(env: Record<string, string>, args: stri
   for (;;) {
     if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}): ${out}`);
     try {
-      const r = await fetch(`${url}/health`);
+      const r = await fetch(`${url}/health`, { headers: opts.healthHeaders ?? {} });
       if (r.ok) break;
     } catch {
       // not listening yet

@@ -5,6 +5,7 @@ import { QueueOptionsInput, queueOptionsProblem, resolveQueueOptions, type Queue
 import type { PushItem, PushResult, StoredMessage } from '../../service/log-service.js';
 import type { Services } from '../../service/runtime.js';
 import { RawJson, rawPayload } from '../json.js';
+import { payloadSpans } from '../raw-json.js';
 import { defineRoute, type RouteDef } from '../route.js';
 
 /** A queue, partition or group name: the schema carries the same rule as `core/names.ts`. */
@@ -42,7 +43,8 @@ export const configure = defineRoute({
   body: ConfigureBody,
   access: { action: 'manage', queues: ({ body }) => [body.queue] },
   async run({ body, services }) {
-    const options = resolveQueueOptions(body.options ?? undefined);
+    // Claim options left out take the service-wide defaults (SLUICE_GROUP_*).
+    const options = resolveQueueOptions(body.options ?? undefined, services.config.claimDefaults);
     const problem = queueOptionsProblem(options);
     if (problem) throw new SluiceError('invalid_request', problem);
     const { queue, defaultPartition } = await services.log.configure({ queue: body.queue, namespace: body.namespace, task: body.task, options });
@@ -75,7 +77,10 @@ const PushBody = z.object({ items: z.array(PushItemSchema, { error: 'items must 
 type PushItemInput = z.infer<typeof PushItemSchema>;
 
 /** Checks names and sizes of every item before anything is written (nothing half-written). */
-export function preparePushItems(items: PushItemInput[], services: Services, path = 'items'): PushItem[] {
+export function preparePushItems(items: PushItemInput[], services: Services, path = 'items', raw?: Buffer): PushItem[] {
+  // The exact bytes each payload was sent as, when the body is the plain push shape.
+  const spans = raw ? payloadSpans(raw) : undefined;
+  const exact = spans && spans.length === items.length ? spans : undefined;
   const { maxMessageBytes, maxPushItems } = services.config;
   if (items.length > maxPushItems) {
     throw new SluiceError('payload_too_large', `a push may carry at most ${maxPushItems} messages (got ${items.length}); split it`, { limit: maxPushItems });
@@ -93,8 +98,13 @@ export function preparePushItems(items: PushItemInput[], services: Services, pat
     const partition = it.partition ?? DEFAULT_PARTITION;
     checkName(partition, 'partition', i);
     // Queen: payload when present (even null), else data, else an empty object.
-    const value = 'payload' in it ? it.payload : 'data' in it ? it.data : {};
-    const payload = Buffer.from(JSON.stringify(value === undefined ? null : value), 'utf8');
+    const span = exact?.[i];
+    let payload: Buffer;
+    if (span && raw) payload = raw.subarray(span[0], span[1]);
+    else {
+      const value = 'payload' in it ? it.payload : 'data' in it ? it.data : {};
+      payload = Buffer.from(JSON.stringify(value === undefined ? null : value), 'utf8');
+    }
     if (payload.byteLength > maxMessageBytes) {
       throw new SluiceError('payload_too_large', `${path}[${i}]: payload is ${payload.byteLength} bytes; the limit is ${maxMessageBytes}`, { index: i, limit: maxMessageBytes });
     }
@@ -126,8 +136,8 @@ export const push = defineRoute({
   summary: 'Push messages; one result per item, in order (201).',
   body: PushBody,
   access: { action: 'push', queues: ({ body }) => body.items.map((i) => i.queue) },
-  async run({ body, services }) {
-    const items = preparePushItems(body.items, services);
+  async run({ body, rawBody, services }) {
+    const items = preparePushItems(body.items, services, 'items', rawBody());
     const results = items.length === 0 ? [] : await services.log.push(items);
     const queued = results.filter((r) => r.status === 'queued').length;
     if (queued > 0) services.telemetry.count('MessagesPushed', queued);
@@ -171,7 +181,8 @@ export const getMessage = defineRoute({
     return {
       statusCode: 200,
       raw: true,
-      body: messageJson(msg, { partitionId: part.id, queue: part.queue, partition: part.name, status: 'pending' }),
+      // Per-group progress (seed 004): status is `completed` once every lease group passed it.
+      body: messageJson(msg, { partitionId: part.id, queue: part.queue, partition: part.name, ...(await services.consumerGroups.messageProgress(part, msg.offset)) }),
     };
   },
 });

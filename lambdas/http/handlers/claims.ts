@@ -1,0 +1,226 @@
+import { z } from 'zod';
+import { MAX_ACK_OFFSETS } from '../../core/claims.js';
+import type { ClaimedRecord } from '../../service/claim-service.js';
+import { rawPayload } from '../json.js';
+import { defineRoute, type RouteDef } from '../route.js';
+import { iso, nameSchema } from './log.js';
+
+/**
+ * Record claims (docs/CLAIMS.md): a consumer group read as a shared work queue on one
+ * partition. Every route lives under
+ * `G = /api/v1/queues/{queue}/partitions/{partition}/groups/{group}`.
+ */
+const G = '/api/v1/queues/{queue}/partitions/{partition}/groups/{group}';
+
+const GroupParams = z.object({ queue: nameSchema('queue'), partition: nameSchema('partition'), group: nameSchema('consumer group') });
+const DeadParams = GroupParams.extend({ offset: z.coerce.number({ error: 'offset must be a number' }).int().min(0).max(Number.MAX_SAFE_INTEGER) });
+const offset = z.number({ error: 'offset must be a number' }).int('offset must be an integer').min(0).max(Number.MAX_SAFE_INTEGER);
+const ms = (what: string) => z.number({ error: `${what} must be a number of milliseconds` }).int().min(0).max(Number.MAX_SAFE_INTEGER);
+const attempts = z.number({ error: 'attempts must be a number' }).int().min(1);
+
+const onQueue = { queues: ({ params }: { params: { queue: string } }) => [params.queue] };
+
+const PollBody = z
+  .object({
+    max: z.number({ error: 'max must be a number' }).int().min(1, 'max must be at least 1').optional(),
+    waitMs: ms('waitMs').optional(),
+    visibilityMs: ms('visibilityMs').min(1).optional(),
+    consumer: nameSchema('consumer').optional(),
+    session: z.string({ error: 'session must be a string' }).min(1).max(128, 'session must be at most 128 characters').optional(),
+    reclaim: z.boolean({ error: 'reclaim must be true or false' }).optional(),
+  })
+  .strict()
+  .default({});
+
+/** A claimed record on the wire: its payload spliced in verbatim. */
+function recordJson(r: ClaimedRecord): Record<string, unknown> {
+  return {
+    offset: r.offset,
+    transactionId: r.message.transactionId,
+    attempts: r.attempts,
+    ...(r.skippedBefore > 0 ? { skippedBefore: r.skippedBefore } : {}),
+    createdAt: iso(r.message.createdAt),
+    data: rawPayload(r.message.payload),
+  };
+}
+
+export const claimPoll = defineRoute({
+  method: 'POST',
+  path: `${G}/poll`,
+  group: 'claims',
+  summary: 'Claim up to `max` records (owed ones first), long-polling up to `waitMs`.',
+  params: GroupParams,
+  body: PollBody,
+  access: { action: 'consume', ...onQueue },
+  async run({ params, body, principal, services, signal }) {
+    const r = await services.claims.poll(params.queue, params.partition, params.group, { ...body, principal }, signal);
+    return { statusCode: 200, raw: true, body: { records: r.records.map(recordJson), capped: r.capped } };
+  },
+});
+
+export const claimAck = defineRoute({
+  method: 'POST',
+  path: `${G}/ack`,
+  group: 'claims',
+  summary: 'Finish a list of offsets in one write; answers the group position after it.',
+  params: GroupParams,
+  body: z.object({ offsets: z.array(offset, { error: 'offsets must be an array of offsets' }).min(1, 'offsets must not be empty').max(MAX_ACK_OFFSETS) }).strict(),
+  access: { action: 'consume', ...onQueue },
+  async run({ params, body, services }) {
+    const r = await services.claims.ack(params.queue, params.partition, params.group, body.offsets);
+    return { statusCode: 200, body: { committed: r.committed } };
+  },
+});
+
+export const claimNack = defineRoute({
+  method: 'POST',
+  path: `${G}/nack`,
+  group: 'claims',
+  summary: 'Hand a record back: owed at once, or after `delayMs`.',
+  params: GroupParams,
+  body: z.object({ offset, attempts: attempts.optional(), delayMs: ms('delayMs').optional() }).strict(),
+  access: { action: 'consume', ...onQueue },
+  async run({ params, body, services }) {
+    const r = await services.claims.nack(params.queue, params.partition, params.group, body);
+    return { statusCode: 200, body: r };
+  },
+});
+
+export const claimExtend = defineRoute({
+  method: 'POST',
+  path: `${G}/extend`,
+  group: 'claims',
+  summary: 'Make the claim named by its delivery (`attempts`) stand for `extendMs` from now.',
+  params: GroupParams,
+  body: z.object({ offset, attempts, extendMs: ms('extendMs').min(1) }).strict(),
+  access: { action: 'consume', ...onQueue },
+  async run({ params, body, services }) {
+    const r = await services.claims.extend(params.queue, params.partition, params.group, body);
+    return { statusCode: 200, body: r };
+  },
+});
+
+export const claimDeadLetter = defineRoute({
+  method: 'POST',
+  path: `${G}/dead-letter`,
+  group: 'claims',
+  summary: 'Give up on a record: list it as a dead letter and finish it.',
+  params: GroupParams,
+  body: z.object({ offset, attempts: attempts.optional() }).strict(),
+  access: { action: 'consume', ...onQueue },
+  async run({ params, body, services }) {
+    const r = await services.claims.deadLetter(params.queue, params.partition, params.group, body);
+    return { statusCode: 200, body: { offset: r.offset, deadLettered: true, committed: r.committed } };
+  },
+});
+
+export const claimListDeadLetters = defineRoute({
+  method: 'GET',
+  path: `${G}/dead-letters`,
+  group: 'claims',
+  summary: "The group's dead-lettered offsets, ascending (`after`, `limit` page through them).",
+  params: GroupParams,
+  query: z.object({
+    after: z.coerce.number().int().min(0).optional(),
+    limit: z.coerce.number().int().min(1).max(10_000).optional(),
+  }),
+  access: { action: 'consume', ...onQueue },
+  async run({ params, query, services }) {
+    const r = await services.claims.listDeadLetters(params.queue, params.partition, params.group, query);
+    return { statusCode: 200, body: r };
+  },
+});
+
+export const claimRedrive = defineRoute({
+  method: 'POST',
+  path: `${G}/dead-letters/{offset}/redrive`,
+  group: 'claims',
+  summary: 'Put a dead letter back: attempts reset, owed again; the cursor does not move back.',
+  params: DeadParams,
+  access: { action: 'manage', ...onQueue },
+  async run({ params, services }) {
+    return { statusCode: 200, body: await services.claims.redrive(params.queue, params.partition, params.group, params.offset) };
+  },
+});
+
+export const claimDiscard = defineRoute({
+  method: 'DELETE',
+  path: `${G}/dead-letters/{offset}`,
+  group: 'claims',
+  summary: 'Stop tracking a dead letter (the record stays in the log).',
+  params: DeadParams,
+  access: { action: 'manage', ...onQueue },
+  async run({ params, services }) {
+    return { statusCode: 200, body: await services.claims.discard(params.queue, params.partition, params.group, params.offset) };
+  },
+});
+
+const Start = z.union([z.literal('earliest'), z.literal('latest'), z.object({ offset }).strict()], {
+  error: 'start must be "earliest", "latest" or {"offset": n}',
+});
+
+export const claimCreate = defineRoute({
+  method: 'PUT',
+  path: G,
+  group: 'claims',
+  summary: 'Create the group at earliest, latest or an offset; an existing group is left alone.',
+  params: GroupParams,
+  body: z.object({ start: Start.default('earliest') }).strict().default({ start: 'earliest' }),
+  access: { action: 'manage', ...onQueue },
+  async run({ params, body, services }) {
+    return { statusCode: 200, body: await services.claims.create(params.queue, params.partition, params.group, body.start) };
+  },
+});
+
+export const claimSeek = defineRoute({
+  method: 'POST',
+  path: `${G}/seek`,
+  group: 'claims',
+  summary: 'Move the group (back to replay, forward to skip); voids every standing claim.',
+  params: GroupParams,
+  body: z.object({ start: Start }).strict(),
+  access: { action: 'manage', ...onQueue },
+  async run({ params, body, services }) {
+    return { statusCode: 200, body: await services.claims.seek(params.queue, params.partition, params.group, body.start) };
+  },
+});
+
+export const claimDescribe = defineRoute({
+  method: 'GET',
+  path: G,
+  group: 'claims',
+  summary: 'Where the group stands: committed, tail, lag, in-flight, owed and dead-letter counts.',
+  params: GroupParams,
+  access: { action: 'consume', ...onQueue },
+  async run({ params, services }) {
+    const d = await services.claims.describe(params.queue, params.partition, params.group);
+    return { statusCode: 200, body: { committed: d.committed, tail: d.tail, lag: d.lag, inFlight: d.inFlight, owed: d.owed, delayed: d.delayed, deadLetters: d.deadLetters } };
+  },
+});
+
+export const claimDelete = defineRoute({
+  method: 'DELETE',
+  path: G,
+  group: 'claims',
+  summary: "Delete the group's position, claims and dead letters on this partition.",
+  params: GroupParams,
+  access: { action: 'manage', ...onQueue },
+  async run({ params, services }) {
+    return { statusCode: 200, body: await services.claims.deleteGroup(params.queue, params.partition, params.group) };
+  },
+});
+
+export const claimRoutes: RouteDef[] = [
+  claimPoll,
+  claimAck,
+  claimNack,
+  claimExtend,
+  claimDeadLetter,
+  claimListDeadLetters,
+  claimRedrive,
+  claimDiscard,
+  claimCreate,
+  claimSeek,
+  claimDescribe,
+  claimDelete,
+];

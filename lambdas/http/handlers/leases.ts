@@ -1,0 +1,251 @@
+/**
+ * Partition-lease routes (Queen wire format, seed 002 semantics): pop, ack, ack batch, lease
+ * extension and transactions. Thin: parse and validate, call the lease service, serialise.
+ */
+import { z } from 'zod';
+import { SluiceError, invalid } from '../../core/errors.js';
+import { decodeLeaseId, parseAckStatus } from '../../core/leases.js';
+import { QUEUE_MODE_GROUP, nameProblem } from '../../core/names.js';
+import type { AckRequestItem, AckResult, PopResult } from '../../service/lease-service.js';
+import type { Services } from '../../service/runtime.js';
+import type { TxOp } from '../../service/transaction-service.js';
+import type { Action } from '../route.js';
+import { defineRoute, type RouteDef } from '../route.js';
+import { iso, nameSchema, preparePushItems } from './log.js';
+
+/** Queen booleans: true only for `true` or `1`. */
+const qbool = z
+  .string()
+  .optional()
+  .transform((v) => v === 'true' || v === '1');
+const qint = (min: number, dflt: number) => z.coerce.number({ error: 'must be a number' }).int().min(min).default(dflt);
+
+/** A consumer group, or queue mode when absent, null or empty. */
+const groupName = z
+  .string()
+  .nullish()
+  .superRefine((v, ctx) => {
+    if (v === null || v === undefined || v === '') return;
+    const p = nameProblem(v, 'consumer group');
+    if (p) ctx.addIssue({ code: 'custom', message: p });
+  })
+  .transform((v) => (v === null || v === undefined || v === '' ? QUEUE_MODE_GROUP : v));
+
+// ---------------------------------------------------------------------- pop
+
+const PopQuery = z.object({
+  consumerGroup: groupName,
+  batch: qint(1, 1),
+  wait: qbool,
+  timeout: qint(0, 30_000),
+  autoAck: qbool,
+  leaseSeconds: z.coerce.number().int().min(0).max(43_200).optional(),
+  subscriptionMode: z.string().max(64).optional(),
+  subscriptionFrom: z.string().max(64).optional(),
+  partitions: qint(1, 1),
+  // Sent by the Queen client; they select nothing on these routes.
+  namespace: z.string().optional(),
+  task: z.string().optional(),
+});
+
+/** JSON string literal; ids are usually plain ASCII and skip JSON.stringify. */
+const PLAIN = /^[\w.:@+=-]*$/;
+const str = (s: string | null): string => (s === null ? 'null' : PLAIN.test(s) ? `"${s}"` : JSON.stringify(s));
+
+/** The pop response, written directly: payloads are spliced in as the JSON text they are. */
+export function popJson(r: PopResult): string {
+  const first = r.partitions[0];
+  const tail = `,"leaseId":${str(r.leaseId)},"consumerGroup":${str(r.group)},"queue":${str(r.queue)},"offset":`;
+  const names = new Map(r.partitions.map((p) => [p.id, `,"partitionId":${str(p.id)},"partition":${str(p.name)}`]));
+  let lastAt = Number.NaN;
+  let lastIso = '';
+  const parts = new Array<string>(r.messages.length);
+  for (let i = 0; i < r.messages.length; i++) {
+    const m = r.messages[i] as PopResult['messages'][number];
+    // Messages of one push share a timestamp: format it once.
+    if (m.createdAt !== lastAt) {
+      lastAt = m.createdAt;
+      lastIso = new Date(m.createdAt).toISOString();
+    }
+    const data = Buffer.from(m.payload.buffer, m.payload.byteOffset, m.payload.byteLength).toString('utf8');
+    const where = names.get(m.partitionId) ?? `,"partitionId":${str(m.partitionId)},"partition":${str(m.partition)}`;
+    parts[i] = `{"id":${str(m.id)},"transactionId":${str(m.transactionId)},"traceId":${str(m.traceId)},"data":${data},"producerSub":null,"createdAt":"${lastIso}"${where}${tail}${m.offset}}`;
+  }
+  return `{"success":true,"queue":${str(r.queue)},"partition":${str(first?.name ?? null)},"partitionId":${str(first?.id ?? null)},"leaseId":${str(r.leaseId)},"consumerGroup":${str(r.group)},"partitionsClaimed":${r.partitions.length},"messages":[${parts.join(',')}]}`;
+}
+
+async function runPop(services: Services, signal: AbortSignal, queue: string, partition: string | undefined, q: z.infer<typeof PopQuery>) {
+  const r = await services.leases.pop(
+    {
+      queue,
+      partition,
+      group: q.consumerGroup,
+      batch: q.batch,
+      partitions: partition === undefined ? q.partitions : 1,
+      autoAck: q.autoAck,
+      leaseSeconds: q.leaseSeconds,
+      subscriptionMode: q.subscriptionMode,
+      subscriptionFrom: q.subscriptionFrom,
+      wait: q.wait,
+      timeoutMs: q.timeout,
+    },
+    signal,
+  );
+  // 204 for every "nothing to deliver": empty, unknown, leased, held back, timed out.
+  if (!r) return { statusCode: 204 };
+  return { statusCode: 200, body: popJson(r) };
+}
+
+export const popPartition = defineRoute({
+  method: 'GET',
+  path: '/api/v1/pop/queue/{queue}/partition/{partition}',
+  group: 'leases',
+  summary: 'Lease the next batch of one partition for a consumer group (204 when nothing is available).',
+  params: z.object({ queue: nameSchema('queue'), partition: nameSchema('partition') }),
+  query: PopQuery,
+  access: { action: 'consume', queues: ({ params }) => [params.queue] },
+  run: ({ params, query, services, signal }) => runPop(services, signal, params.queue, params.partition, query),
+});
+
+export const popQueue = defineRoute({
+  method: 'GET',
+  path: '/api/v1/pop/queue/{queue}',
+  group: 'leases',
+  summary: 'Lease the next batch of any partition with work (up to `partitions` of them) for a consumer group.',
+  params: z.object({ queue: nameSchema('queue') }),
+  query: PopQuery,
+  access: { action: 'consume', queues: ({ params }) => [params.queue] },
+  run: ({ params, query, services, signal }) => runPop(services, signal, params.queue, undefined, query),
+});
+
+// ---------------------------------------------------------------------- ack
+
+const statusSchema = z
+  .unknown()
+  .optional()
+  .superRefine((v, ctx) => {
+    if (parseAckStatus(v) === undefined) ctx.addIssue({ code: 'custom', message: `status must be completed, success, failed, retry or dlq (got ${JSON.stringify(v)})` });
+  })
+  .transform((v) => parseAckStatus(v) ?? 'completed');
+
+const AckItemSchema = z.object({
+  transactionId: z.string({ error: 'transactionId is required' }).min(1).max(256),
+  partitionId: z.string({ error: 'partitionId is required' }).min(1).max(64),
+  status: statusSchema,
+  error: z.string().max(8192).nullish(),
+  leaseId: z.string().max(4096).nullish(),
+});
+
+/** Resolves the queues of acked partitions and checks the caller may consume them. */
+async function authorizeParts(services: Services, pids: Iterable<string>, authorize: (queue: string, action?: Action) => void): Promise<void> {
+  for (const pid of new Set(pids)) {
+    const part = await services.log.partitionById(pid);
+    if (part) authorize(part.queue, 'consume');
+  }
+}
+
+const ackJson = (r: AckResult) => ({ index: r.index, transactionId: r.transactionId, success: r.success, error: r.error, queueName: r.queueName, partitionName: r.partitionName, leaseReleased: r.leaseReleased, dlq: r.dlq });
+
+export const ack = defineRoute({
+  method: 'POST',
+  path: '/api/v1/ack',
+  group: 'leases',
+  summary: 'Acknowledge one message: completed/success, failed, retry or dlq (an array with one result).',
+  body: AckItemSchema.extend({ consumerGroup: groupName }),
+  access: { action: 'consume' },
+  async run({ body, services, authorize }) {
+    await authorizeParts(services, [body.partitionId], authorize);
+    const items: AckRequestItem[] = [{ index: 0, partitionId: body.partitionId, transactionId: body.transactionId, status: body.status, error: body.error, leaseId: body.leaseId }];
+    const results = await services.leases.ack(items, body.consumerGroup);
+    return { statusCode: 200, body: results.map(ackJson) };
+  },
+});
+
+export const ackBatch = defineRoute({
+  method: 'POST',
+  path: '/api/v1/ack/batch',
+  group: 'leases',
+  summary: 'Acknowledge many messages; the top-level consumerGroup applies to every item.',
+  body: z.object({ acknowledgments: z.array(AckItemSchema, { error: 'acknowledgments must be an array' }).max(10_000), consumerGroup: groupName }),
+  access: { action: 'consume' },
+  async run({ body, services, authorize }) {
+    await authorizeParts(services, body.acknowledgments.map((a) => a.partitionId), authorize);
+    const items: AckRequestItem[] = body.acknowledgments.map((a, index) => ({ index, partitionId: a.partitionId, transactionId: a.transactionId, status: a.status, error: a.error, leaseId: a.leaseId }));
+    const results = await services.leases.ack(items, body.consumerGroup);
+    return { statusCode: 200, body: results.map(ackJson) };
+  },
+});
+
+// ------------------------------------------------------------------- extend
+
+export const extendLease = defineRoute({
+  method: 'POST',
+  path: '/api/v1/lease/{leaseId}/extend',
+  group: 'leases',
+  summary: 'Renew every live lease held by a lease id (never shortens); 200 with success false when none is live.',
+  params: z.object({ leaseId: z.string().min(1).max(4096) }),
+  body: z.object({ seconds: z.coerce.number().int().min(1).max(43_200).optional() }).nullish(),
+  access: { action: 'consume' },
+  async run({ params, body, services, authorize }) {
+    const ref = decodeLeaseId(params.leaseId, QUEUE_MODE_GROUP);
+    if (ref) await authorizeParts(services, ref.partitionIds, authorize);
+    const r = await services.leases.extend(params.leaseId, body?.seconds ?? 60);
+    const at = iso(r.expiresAt);
+    return { statusCode: 200, body: { leaseId: r.leaseId, success: r.success, renewed: r.renewed, newExpiresAt: at, expiresAt: at, lease_expires_at: at } };
+  },
+});
+
+// -------------------------------------------------------------- transaction
+
+const TxPushItem = z.object({
+  queue: z.string({ error: 'queue is required and must be a string' }),
+  partition: z.string().optional(),
+  payload: z.unknown().optional(),
+  data: z.unknown().optional(),
+  traceId: z.string().max(256).nullish(),
+  transactionId: z.unknown().optional(),
+});
+const TxOpSchema = z.discriminatedUnion(
+  'type',
+  [
+    z.object({ type: z.literal('push'), items: z.array(TxPushItem, { error: 'items must be an array' }).min(1, 'a push operation needs at least one item') }),
+    z.object({
+      type: z.literal('ack'),
+      transactionId: z.string({ error: 'transactionId is required' }).min(1).max(256),
+      partitionId: z.string({ error: 'partitionId is required' }).min(1).max(64),
+      status: z.unknown().optional(),
+      consumerGroup: groupName,
+      error: z.string().max(8192).nullish(),
+    }),
+  ],
+  { error: 'each operation needs type "push" or "ack"' },
+);
+
+export const transaction = defineRoute({
+  method: 'POST',
+  path: '/api/v1/transaction',
+  group: 'leases',
+  summary: 'Apply pushes and acks atomically: all or nothing (200 with success false on a business failure).',
+  body: z.object({ operations: z.array(TxOpSchema, { error: 'operations must be an array' }).min(1, 'operations must not be empty'), requiredLeases: z.array(z.string()).optional() }),
+  access: { action: 'push', queues: ({ body }) => body.operations.flatMap((o) => (o.type === 'push' ? o.items.map((i) => i.queue) : [])) },
+  async run({ body, services, authorize }) {
+    await authorizeParts(services, body.operations.flatMap((o) => (o.type === 'ack' ? [o.partitionId] : [])), authorize);
+    const ops: TxOp[] = body.operations.map((o, i) => {
+      if (o.type === 'ack') return { type: 'ack', transactionId: o.transactionId, partitionId: o.partitionId, status: o.status, consumerGroup: o.consumerGroup, error: o.error };
+      o.items.forEach((it, j) => {
+        if (it.transactionId !== undefined) throw invalid(`operations[${i}].items[${j}].transactionId: transaction pushes take no transactionId; the server mints one`);
+      });
+      return { type: 'push', items: preparePushItems(o.items.map((it) => ({ queue: it.queue, partition: it.partition, payload: 'payload' in it ? it.payload : 'data' in it ? it.data : {}, traceId: it.traceId })), services, `operations[${i}].items`) };
+    });
+    try {
+      const r = await services.transactions.run(ops);
+      return { statusCode: 200, body: r };
+    } catch (e) {
+      // Business failures answer 200 with success false (a 5xx would make the client retry a non-idempotent call).
+      if (e instanceof SluiceError && (e.code === 'queue_full' || e.code === 'not_found')) return { statusCode: 200, body: { transactionId: null, success: false, error: e.message, results: [] } };
+      throw e;
+    }
+  },
+});
+
+export const leaseRoutes: RouteDef[] = [popPartition, popQueue, ack, ackBatch, extendLease, transaction];

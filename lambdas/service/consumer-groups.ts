@@ -1,0 +1,240 @@
+/**
+ * Consumer-group administration for lease groups (seed 004, reference §2.10): lag views,
+ * delete (cursors, READY entries, scan watermark and optionally the registration), the
+ * subscription start time, seeks, and per-message group progress.
+ *
+ * These are admin paths: they walk a queue's partitions (O(partitions) requests), unlike
+ * pop and ack.
+ */
+import { SluiceError, conflict, notFound } from '../core/errors.js';
+import { isLive } from '../core/leases.js';
+import type { Storage } from '../storage/port.js';
+import type { GroupRecord, GroupRegistry } from './groups.js';
+import { leaseKeys } from './lease-keys.js';
+import { decodeCursor, type LeaseService } from './lease-service.js';
+import type { LogService, PartitionRef } from './log-service.js';
+
+export interface PartitionLag {
+  partition: string;
+  partitionId: string;
+  /** Last completed offset (-1: none); null when the group has not read this partition yet. */
+  committed: number | null;
+  /** Next offset to be written. */
+  next: number;
+  lagMessages: number;
+  lagSeconds: number;
+  /** ISO time the live lease lapses, null when none. */
+  leaseExpiresAt: number | null;
+  retryCount: number;
+  redeliveries: number;
+}
+
+export interface QueueLag {
+  queue: string;
+  subscription: GroupRecord['subscription'];
+  partitions: number;
+  lagMessages: number;
+  /** Age of the oldest message the group has not completed, in seconds. */
+  lagSeconds: number;
+  leased: number;
+  detail?: PartitionLag[];
+}
+
+export interface GroupView {
+  name: string;
+  queues: QueueLag[];
+  lagMessages: number;
+  maxLagSeconds: number;
+}
+
+/** Runs `fn` over `xs` with at most `n` in flight. */
+async function pool<T, R>(xs: readonly T[], n: number, fn: (x: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(xs.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, xs.length) }, async () => {
+      while (next < xs.length) {
+        const i = next++;
+        out[i] = await fn(xs[i] as T);
+      }
+    }),
+  );
+  return out;
+}
+
+export class ConsumerGroupsService {
+  constructor(
+    private readonly storage: Storage,
+    private readonly log: LogService,
+    private readonly groups: GroupRegistry,
+    private readonly leases: LeaseService,
+    private readonly clock: () => number,
+  ) {}
+
+  /** Lag of one lease group on one queue. */
+  async lagOf(reg: GroupRecord, withDetail: boolean): Promise<QueueLag> {
+    const now = this.clock();
+    const parts = await this.log.listPartitions(reg.queue);
+    const rows = await this.leases.cursorRows(parts.map((p) => p.id), reg.group);
+    const detail = await pool(parts, 16, async (p): Promise<PartitionLag> => {
+      const i = parts.indexOf(p);
+      const row = rows[i];
+      const st = row ? decodeCursor(row) : undefined;
+      const tail = await this.log.readTail(p.id);
+      // A lane never read: `all` owes everything retained; `new`/`from` count from the tail (approximate).
+      const committed = st ? st.committed : reg.subscription.mode === 'all' ? -1 : tail.next - 1;
+      let lagMessages = Math.max(0, tail.next - 1 - committed);
+      let lagSeconds = 0;
+      if (lagMessages > 0) {
+        // The segment holding the next wanted offset, or (retention removed it) the first one after.
+        const holding = await this.log.segmentAt(p.id, committed + 1);
+        const oldest = holding && holding.end >= committed + 1 ? holding : (await this.log.segmentPage(p.id, committed + 1, 1)).segs[0];
+        if (oldest) {
+          lagMessages = Math.max(0, tail.next - Math.max(committed + 1, oldest.base));
+          lagSeconds = Math.max(0, Math.floor((now - oldest.at) / 1000));
+        } else lagMessages = 0;
+      }
+      return {
+        partition: p.name,
+        partitionId: p.id,
+        committed: st ? st.committed : null,
+        next: tail.next,
+        lagMessages,
+        lagSeconds,
+        leaseExpiresAt: st && isLive(st.lease, now) ? st.lease.exp : null,
+        retryCount: st?.retry ?? 0,
+        redeliveries: st?.redeliveries ?? 0,
+      };
+    });
+    return {
+      queue: reg.queue,
+      subscription: reg.subscription,
+      partitions: parts.length,
+      lagMessages: detail.reduce((n, d) => n + d.lagMessages, 0),
+      lagSeconds: detail.reduce((n, d) => Math.max(n, d.lagSeconds), 0),
+      leased: detail.filter((d) => d.leaseExpiresAt !== null).length,
+      ...(withDetail ? { detail } : {}),
+    };
+  }
+
+  /** The lease registrations of a group (claim groups are left to their own routes). */
+  private async registrations(group: string): Promise<GroupRecord[]> {
+    const out: GroupRecord[] = [];
+    for (const q of await this.groups.queuesOf(group)) {
+      const reg = await this.groups.get(q, group);
+      if (reg?.kind === 'lease') out.push(reg);
+    }
+    return out;
+  }
+
+  async describe(group: string, withDetail = true): Promise<GroupView> {
+    const regs = await this.registrations(group);
+    if (regs.length === 0) throw notFound(`no consumer group ${JSON.stringify(group)} consumes any queue by partition leases`);
+    const queues = await pool(regs, 4, (r) => this.lagOf(r, withDetail));
+    return { name: group, queues, lagMessages: queues.reduce((n, q) => n + q.lagMessages, 0), maxLagSeconds: queues.reduce((n, q) => Math.max(n, q.lagSeconds), 0) };
+  }
+
+  /** Every lease group with its per-queue lag. */
+  async list(): Promise<GroupView[]> {
+    const names = await this.groups.allGroups();
+    const views = await pool(names, 4, async (g) => {
+      try {
+        return await this.describe(g, false);
+      } catch (e) {
+        if (e instanceof SluiceError && e.code === 'not_found') return undefined;
+        throw e;
+      }
+    });
+    return views.filter((v): v is GroupView => v !== undefined);
+  }
+
+  /** Groups with a queue whose oldest unfinished message is at least `minLagSeconds` old. */
+  async lagging(minLagSeconds: number): Promise<GroupView[]> {
+    return (await this.list()).filter((g) => g.queues.some((q) => q.lagMessages > 0 && q.lagSeconds >= minLagSeconds));
+  }
+
+  /**
+   * Deletes a group's cursors (every partition), READY entries and scan watermark, on every
+   * queue or on one; with `deleteMetadata` also its registration, so the name starts over
+   * with a new subscription.
+   */
+  async delete(group: string, opts: { queue?: string | undefined; deleteMetadata: boolean }): Promise<{ deletedPartitions: number; metadataDeleted: boolean }> {
+    const queues = opts.queue !== undefined ? [opts.queue] : await this.groups.queuesOf(group);
+    let deletedPartitions = 0;
+    let metadataDeleted = false;
+    for (const q of queues) {
+      const reg = await this.groups.get(q, group);
+      if (reg?.kind === 'claim') {
+        if (opts.queue !== undefined) throw conflict(`consumer group ${JSON.stringify(group)} on ${q} consumes by record claims; delete it under /api/v1/groups`);
+        continue;
+      }
+      const parts = await this.log.listPartitions(q);
+      const rows = await this.leases.cursorRows(parts.map((p) => p.id), group);
+      const present = parts.filter((_, i) => rows[i] !== undefined);
+      for (let i = 0; i < present.length; i += 25) {
+        await this.storage.items.writeEach(present.slice(i, i + 25).map((p) => ({ op: 'delete' as const, table: 'leases' as const, key: leaseKeys.cursor(p.id, group) })));
+      }
+      deletedPartitions += present.length;
+      await this.leases.ready.purge(q, group);
+      if (opts.deleteMetadata && reg && (await this.groups.remove(q, group))) metadataDeleted = true;
+      this.groups.forget(q, group);
+    }
+    return { deletedPartitions, metadataDeleted };
+  }
+
+  /**
+   * Sets the stored start time of a group on every queue it consumes: partitions it has not
+   * read yet start after the last message before `at`; existing cursors stay put.
+   */
+  async updateSubscription(group: string, at: number): Promise<number> {
+    let n = 0;
+    for (const reg of await this.registrations(group)) {
+      if (await this.groups.updateSubscription(reg.queue, group, { mode: 'from', from: at })) {
+        n++;
+        // Partitions with messages after `at` must be findable by wildcard pops: re-run the scan.
+        await this.storage.items.delete('leases', leaseKeys.scan(reg.queue, group));
+        this.leases.ready.forget(reg.queue, group);
+      }
+    }
+    return n;
+  }
+
+  /**
+   * Moves a group on a queue: to the end (each cursor to its partition's newest message) or
+   * to a time (the next delivery is the first message pushed after it). Releases the group's
+   * leases there; acks for them are refused afterwards.
+   */
+  async seek(group: string, queue: string, to: { toEnd: true } | { timestamp: number }): Promise<number> {
+    const q = await this.log.getQueue(queue);
+    if (!q) throw notFound(`no queue ${JSON.stringify(queue)}`);
+    await this.groups.register(queue, group, 'lease', { mode: 'all', from: null });
+    const parts = await this.log.listPartitions(queue);
+    const done = await pool(parts, 8, async (p: PartitionRef) => {
+      const tail = await this.log.readTail(p.id);
+      const target = 'toEnd' in to ? tail.next - 1 : await this.leases.lastBefore(p.id, to.timestamp, true);
+      await this.leases.setCursor(p, group, target, tail.next);
+      return 1;
+    });
+    return done.length;
+  }
+
+  /**
+   * Per-group progress of one message (seed 004): for every lease group of its queue,
+   * whether its cursor has passed the message and when a lease on it lapses. `completed` once
+   * every group has passed it.
+   */
+  async messageProgress(part: PartitionRef, offset: number): Promise<{ consumerGroups: { name: string; consumed: boolean; leaseExpiresAt: string | null }[]; status: 'completed' | 'processing' | 'pending' }> {
+    const now = this.clock();
+    const { groups } = await this.groups.list(part.queue);
+    const lease = groups.filter((g) => g.kind === 'lease');
+    const rows = lease.length === 0 ? [] : await this.storage.items.getMany('leases', lease.map((g) => leaseKeys.cursor(part.id, g.group)));
+    const consumerGroups = lease.map((g, i) => {
+      const row = rows[i];
+      const st = row ? decodeCursor(row) : undefined;
+      const held = st && isLive(st.lease, now) && offset >= st.lease.start && offset <= st.lease.end ? st.lease.exp : null;
+      return { name: g.group, consumed: st !== undefined && st.committed >= offset, leaseExpiresAt: held === null ? null : new Date(held).toISOString() };
+    });
+    const status = consumerGroups.length > 0 && consumerGroups.every((g) => g.consumed) ? 'completed' : consumerGroups.some((g) => g.leaseExpiresAt !== null) ? 'processing' : 'pending';
+    return { consumerGroups, status };
+  }
+}

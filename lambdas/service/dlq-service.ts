@@ -1,0 +1,249 @@
+/**
+ * The dead-letter queue of the partition-lease design (seed 002).
+ *
+ * A filing is written in the same atomic write as the cursor advance and lease release
+ * (the lease service decodes the segment before writing, so the seed's two-step SQL hand-off
+ * collapses into one transaction). Each filing is three items in table `dlq` (see
+ * `lease-keys.ts`): the entry, holding everything (the payload verbatim — sealed on an
+ * encrypted queue — in the item's bytes, or in a blob when large), and two list pointers
+ * (by queue, by queue + group) whose sort keys start with the failure time, so listing is
+ * newest first. Rows survive retention; only replay, delete and bulk redrive remove them.
+ */
+import { SluiceError, notFound } from '../core/errors.js';
+import { uuidv7 } from '../core/ids.js';
+import { ConditionFailedError, MAX_GET_MANY, type Item, type Json, type Storage, type WriteOp } from '../storage/port.js';
+import { dlqBlobKey, dlqKeys, entryPk, listSk } from './lease-keys.js';
+import type { LogService, PartitionRef, PushResult, StoredMessage } from './log-service.js';
+
+/** Payloads up to this size stay inside the entry item; larger ones go to a blob. */
+const INLINE_PAYLOAD_BYTES = 256 * 1024;
+/** Most rows one bulk redrive moves. */
+export const MAX_REDRIVE = 500;
+
+interface EntryAttrs {
+  id: string;
+  transactionId: string;
+  partitionId: string;
+  queue: string;
+  partition: string;
+  consumerGroup: string;
+  errorMessage: string;
+  retryCount: number;
+  failedAt: number;
+  offset: number;
+  traceId: string | null;
+  sealed: boolean;
+  blob?: string;
+  /** Sort key of both list pointers. */
+  listSk: string;
+}
+
+/** A DLQ row as the API shows it (payload as plaintext JSON text). */
+export interface DlqEntry {
+  id: string;
+  transactionId: string;
+  partitionId: string;
+  queue: string;
+  partition: string;
+  consumerGroup: string;
+  errorMessage: string;
+  retryCount: number;
+  failedAt: number;
+  offset: number;
+  traceId: string | null;
+  payload: Uint8Array;
+}
+
+export class DlqService {
+  constructor(
+    private readonly storage: Storage,
+    private readonly log: LogService,
+  ) {}
+
+  /**
+   * The ops that file `msg` (as stored: sealed stays sealed) for `group`, to be written with
+   * the cursor advance. A large payload is uploaded to a blob first.
+   */
+  async filingOps(a: { part: PartitionRef; group: string; msg: StoredMessage; error: string; retryCount: number; now: number }): Promise<WriteOp[]> {
+    const { part, group, msg, now } = a;
+    const e = dlqKeys.entry(part.id, msg.transactionId, group);
+    const sk = listSk(now, part.id, msg.offset, group, msg.transactionId);
+    const byQueue = dlqKeys.byQueue(part.queue, sk);
+    const attrs: EntryAttrs = {
+      id: msg.id,
+      transactionId: msg.transactionId,
+      partitionId: part.id,
+      queue: part.queue,
+      partition: part.name,
+      consumerGroup: group,
+      errorMessage: a.error,
+      retryCount: a.retryCount,
+      failedAt: now,
+      offset: msg.offset,
+      traceId: msg.traceId,
+      sealed: msg.sealed === true,
+      listSk: byQueue.sk,
+    };
+    let bin: Uint8Array | undefined = msg.payload;
+    if (msg.payload.byteLength > INLINE_PAYLOAD_BYTES) {
+      attrs.blob = dlqBlobKey(part.id, uuidv7(now));
+      await this.storage.blobs.put(attrs.blob, msg.payload);
+      bin = undefined;
+    }
+    const pointer = { entryPk: e.pk, entrySk: e.sk, failedAt: now };
+    return [
+      { op: 'put', table: 'dlq', item: { ...e, ver: 1, attrs: attrs as unknown as Record<string, Json>, bin } },
+      { op: 'put', table: 'dlq', item: { ...byQueue, ver: 1, attrs: pointer } },
+      { op: 'put', table: 'dlq', item: { ...dlqKeys.byGroup(part.queue, group, sk), ver: 1, attrs: pointer } },
+    ];
+  }
+
+  /**
+   * One page of a queue's dead letters (optionally one group's), newest first. `offset`
+   * rows are skipped (read and dropped: deep offsets cost reads).
+   */
+  async list(q: { queue: string; consumerGroup?: string | undefined; limit: number; offset: number; oldestFirst?: boolean }): Promise<DlqEntry[]> {
+    const pk = q.consumerGroup !== undefined ? `LG#${q.queue}#${q.consumerGroup}` : `L#${q.queue}`;
+    const pointers: Item[] = [];
+    let skip = q.offset;
+    let after: string | undefined;
+    while (pointers.length < q.limit) {
+      const want = skip + q.limit - pointers.length;
+      const page = await this.storage.items.query('dlq', pk, { reverse: !q.oldestFirst, after, limit: Math.min(1000, want) });
+      for (const it of page.items) {
+        if (skip > 0) skip--;
+        else if (pointers.length < q.limit) pointers.push(it);
+      }
+      if (!page.next || page.items.length === 0) break;
+      after = page.next;
+    }
+    const out: DlqEntry[] = [];
+    for (let i = 0; i < pointers.length; i += MAX_GET_MANY) {
+      const chunk = pointers.slice(i, i + MAX_GET_MANY);
+      const got = await this.storage.items.getMany('dlq', chunk.map((p) => ({ pk: p.attrs.entryPk as string, sk: p.attrs.entrySk as string })));
+      for (const it of got) if (it) out.push(await this.toEntry(it));
+    }
+    return out;
+  }
+
+  /** The rows filed for (partitionId, transactionId), every group's or one group's. */
+  async lookup(partitionId: string, transactionId: string, group?: string): Promise<Item[]> {
+    const page = await this.storage.items.query('dlq', entryPk(partitionId, transactionId), { limit: 1000 });
+    return page.items.filter((it) => group === undefined || it.sk === group);
+  }
+
+  /** Deletes the DLQ rows of (partitionId, transactionId); 404 when there are none. */
+  async delete(partitionId: string, transactionId: string, group?: string): Promise<{ removed: number }> {
+    const rows = await this.lookup(partitionId, transactionId, group);
+    if (rows.length === 0) throw notFound(`no dead-letter row for transactionId ${transactionId} in partition ${partitionId}`);
+    for (const r of rows) await this.removeRow(r);
+    return { removed: rows.length };
+  }
+
+  /**
+   * Replays a dead letter: re-pushes the payload to its queue and partition under a fresh
+   * transactionId (the original would be a duplicate), then removes the row(s). The row goes
+   * only after the push was accepted; if that delete fails the answer says so.
+   */
+  async retry(partitionId: string, transactionId: string, group?: string): Promise<{ replayed: boolean; dlqRowRemoved: boolean; push: PushResult; removed: number }> {
+    const rows = await this.lookup(partitionId, transactionId, group);
+    const first = rows[0];
+    if (!first) throw notFound(`no dead-letter row for transactionId ${transactionId} in partition ${partitionId}`);
+    const entry = await this.toEntry(first);
+    const [push] = await this.log.push([{ queue: entry.queue, partition: entry.partition, payload: entry.payload, traceId: entry.traceId }]);
+    if (!push || push.status !== 'queued') throw new SluiceError('unavailable', `replay push failed: ${push?.error ?? 'unknown error'}; the row stays in the dead-letter queue`);
+    let removed = 0;
+    try {
+      for (const r of rows) {
+        await this.removeRow(r);
+        removed++;
+      }
+    } catch {
+      return { replayed: true, dlqRowRemoved: false, push, removed };
+    }
+    return { replayed: true, dlqRowRemoved: true, push, removed };
+  }
+
+  /**
+   * Bulk redrive: replays up to `limit` dead letters of a queue (optionally one group's),
+   * oldest first, grouped into one push per partition, then removes their rows. Resumable:
+   * moved rows are gone, so the next call continues with the rest (`more` says whether any
+   * remain). A crash between a push and its row deletes replays those rows again on the
+   * next call (at least once).
+   */
+  async redrive(q: { queue: string; consumerGroup?: string | undefined; limit: number }): Promise<{ moved: number; failed: number; more: boolean; errors: string[] }> {
+    const entries = await this.list({ queue: q.queue, consumerGroup: q.consumerGroup, limit: q.limit + 1, offset: 0, oldestFirst: true });
+    const more = entries.length > q.limit;
+    const batch = entries.slice(0, q.limit);
+    // The same message dead-lettered by several groups is replayed once when no group is named.
+    const unique = new Map<string, DlqEntry[]>();
+    for (const e of batch) {
+      const k = `${e.partitionId}\u0000${e.transactionId}`;
+      unique.set(k, [...(unique.get(k) ?? []), e]);
+    }
+    const groups = [...unique.values()];
+    const results = groups.length === 0 ? [] : await this.log.push(groups.map(([e]) => ({ queue: (e as DlqEntry).queue, partition: (e as DlqEntry).partition, payload: (e as DlqEntry).payload, traceId: (e as DlqEntry).traceId })));
+    let moved = 0;
+    let failed = 0;
+    const errors: string[] = [];
+    for (let i = 0; i < groups.length; i++) {
+      const r = results[i];
+      const es = groups[i] as DlqEntry[];
+      if (!r || r.status !== 'queued') {
+        failed += es.length;
+        if (r?.error) errors.push(r.error);
+        continue;
+      }
+      for (const e of es) {
+        const [row] = await this.lookup(e.partitionId, e.transactionId, e.consumerGroup);
+        if (row) await this.removeRow(row);
+        moved++;
+      }
+    }
+    return { moved, failed, more, errors: errors.slice(0, 5) };
+  }
+
+  private async removeRow(row: Item): Promise<void> {
+    const a = row.attrs as unknown as EntryAttrs;
+    const ops: WriteOp[] = [
+      { op: 'delete', table: 'dlq', key: { pk: row.pk, sk: row.sk }, cond: { kind: 'version', ver: row.ver } },
+      { op: 'delete', table: 'dlq', key: { pk: `L#${a.queue}`, sk: a.listSk } },
+      { op: 'delete', table: 'dlq', key: { pk: `LG#${a.queue}#${a.consumerGroup}`, sk: a.listSk } },
+    ];
+    try {
+      await this.storage.items.transact(ops);
+    } catch (e) {
+      if (e instanceof ConditionFailedError) return; // removed (or replaced) meanwhile
+      throw e;
+    }
+    if (a.blob) await this.storage.blobs.delete(a.blob);
+  }
+
+  private async toEntry(it: Item): Promise<DlqEntry> {
+    const a = it.attrs as unknown as EntryAttrs;
+    let payload = it.bin;
+    if (a.blob) payload = await this.storage.blobs.get(a.blob);
+    if (!payload) throw new SluiceError('unavailable', `dead-letter payload of ${a.transactionId} is missing`);
+    const plain = await this.log.openPayload({ payload, sealed: a.sealed });
+    return { id: a.id, transactionId: a.transactionId, partitionId: a.partitionId, queue: a.queue, partition: a.partition, consumerGroup: a.consumerGroup, errorMessage: a.errorMessage, retryCount: a.retryCount, failedAt: a.failedAt, offset: a.offset, traceId: a.traceId, payload: plain };
+  }
+
+  /** Deletes every DLQ row of a queue (queue deletion). Returns how many entries went. */
+  async purgeQueue(queue: string): Promise<number> {
+    let n = 0;
+    for (;;) {
+      const page = await this.storage.items.query('dlq', `L#${queue}`, { limit: 100 });
+      if (page.items.length === 0) break;
+      const got = await this.storage.items.getMany('dlq', page.items.map((p) => ({ pk: p.attrs.entryPk as string, sk: p.attrs.entrySk as string })));
+      for (let i = 0; i < page.items.length; i++) {
+        const row = got[i];
+        const ptr = page.items[i] as Item;
+        if (row) await this.removeRow(row);
+        else await this.storage.items.delete('dlq', { pk: ptr.pk, sk: ptr.sk });
+        n++;
+      }
+      if (!page.next) break;
+    }
+    return n;
+  }
+}

@@ -1,0 +1,249 @@
+/**
+ * The READY index: which partitions of a queue may have work for a lease group, so a
+ * wildcard pop (`GET /api/v1/pop/queue/:queue`) costs a bounded number of storage requests
+ * however many idle partitions the queue has.
+ *
+ * - Item: table `leases`, pk `READY#<queue>#<group>`, sk partitionId, `ver` = the partition's
+ *   last offset when it was marked.
+ * - Marked by every push, atomically with its segment: the commit hook adds a `check` of the
+ *   queue's group-list version (so a group registered meanwhile is never missed: the check
+ *   fails and the commit re-runs the hook) and one unconditional put per registered lease
+ *   group. Cost per push: +1 check and +G puts inside the commit transaction.
+ * - Read by a wildcard pop: one query (up to {@link PAGE} items, starting after the
+ *   partition this process served last, for fairness), one `getMany` of those partitions'
+ *   cursor rows, then the pop of a free partition with work.
+ * - Cleaned by the wildcard pop: an item whose partition's cursor has reached `ver` (and has
+ *   no live lease) is deleted with a guard `ver = that end`, so a push in between (which
+ *   bumps `ver`) makes the delete fail harmlessly.
+ * - Seeded lazily for a group registered on a queue that already has data: one page of
+ *   {@link SCAN_PAGE} partitions per wildcard pop marks those holding messages
+ *   (put-if-absent), with progress in the group's scan-state item, until done.
+ */
+import { isLive, type CursorState } from '../core/leases.js';
+import { ConditionFailedError, MAX_GET_MANY, type Item, type Storage, type WriteOp } from '../storage/port.js';
+import { groupKeys, type GroupRecord, type GroupRegistry } from './groups.js';
+import { leaseKeys, readyPk } from './lease-keys.js';
+import type { CommitHook, LogService } from './log-service.js';
+import { PARTITION_PREFIX, keys } from './keys.js';
+
+/** READY items read per query. */
+export const PAGE = 20;
+/** Partitions examined per wildcard pop while a new group's existing partitions are being marked. */
+export const SCAN_PAGE = 25;
+/**
+ * How long this process reuses the READY page it read last, so back-to-back wildcard pops
+ * skip the index query. Only discovery of newly marked partitions can wait this long (a
+ * pop that finds nothing free in the cached page reads the index again); correctness never
+ * depends on it, and entries are only deleted on a fresh read.
+ */
+export const READY_CACHE_MS = 250;
+/** Candidates a pop checks from the cached page (the next ones in rotation order). */
+const CACHED_PICK = 4;
+
+export interface ReadyCandidate {
+  partitionId: string;
+  /** The partition's last offset when marked. */
+  ver: number;
+  /** The group's cursor row for it, as just read (undefined: none yet). */
+  row: Item | undefined;
+}
+
+export class ReadyIndex {
+  /** Per (queue, group): the partition this process served last, and whether the whole set fit in one page. */
+  private readonly rr = new Map<string, { last?: string | undefined; whole: boolean }>();
+  /** Groups whose existing partitions are known to be marked (keyed with the registration time). */
+  private readonly scanned = new Set<string>();
+  /** Per (queue, group): the READY items read last (partition id and ver) and when (monotonic ms). */
+  private readonly pageCache = new Map<string, { at: number; items: { sk: string; ver: number }[] }>();
+
+  constructor(
+    private readonly storage: Storage,
+    private readonly log: LogService,
+    private readonly groups: GroupRegistry,
+    private readonly decode: (item: Item) => CursorState,
+  ) {}
+
+  /**
+   * The commit hook (see the module doc). With lease groups on the queue, the READY puts and
+   * a check of the group-list version join the segment's commit. With none, the push stays a
+   * single conditional put, and once it has committed one read of the version tells whether
+   * a group registered meanwhile (whose registration scan may have run before this segment
+   * existed); then that group's mark is written.
+   */
+  readonly hook: CommitHook = async ({ queue, partition, end, retry }) => {
+    const { ver, groups } = await this.groups.list(queue.name, { fresh: retry });
+    const lease = groups.filter((g) => g.kind === 'lease');
+    if (lease.length === 0) {
+      return {
+        ops: [],
+        after: async () => {
+          const now = await this.storage.items.get('meta', groupKeys.version(queue.name));
+          if ((now?.ver ?? 0) === ver) return;
+          const fresh = await this.groups.list(queue.name, { fresh: true });
+          for (const g of fresh.groups) if (g.kind === 'lease') await this.markAtLeast(queue.name, g.group, partition.id, end);
+        },
+      };
+    }
+    const ops: WriteOp[] = [{ op: 'check', table: 'meta', key: groupKeys.version(queue.name), cond: ver > 0 ? { kind: 'version', ver } : { kind: 'absent' } }];
+    for (const g of lease) ops.push({ op: 'put', table: 'leases', item: { ...leaseKeys.ready(queue.name, g.group, partition.id), ver: end, attrs: {} } });
+    return { ops };
+  };
+
+  /**
+   * Marks a partition READY up to at least `end` (outside a commit): creates the item, or
+   * raises a lower `ver`, never lowers one (a lower mark could let the entry be cleaned
+   * while messages up to `end` are still owed).
+   */
+  async markAtLeast(queue: string, group: string, partitionId: string, end: number): Promise<void> {
+    const key = leaseKeys.ready(queue, group, partitionId);
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const cur = await this.storage.items.get('leases', key);
+      if (cur && cur.ver >= end) return;
+      try {
+        await this.storage.items.put('leases', { ...key, ver: end, attrs: {} }, cur ? { kind: 'version', ver: cur.ver } : { kind: 'absent' });
+        return;
+      } catch (e) {
+        if (!(e instanceof ConditionFailedError)) throw e;
+      }
+    }
+  }
+
+  /**
+   * Free partitions that may have work for the group, read with one query (two when this
+   * process's rotation wraps around) and one `getMany`. Drained items found on the way are
+   * deleted (guarded by their `ver`).
+   */
+  async candidates(queue: string, group: string, now: number, skip: (partitionId: string) => boolean = () => false): Promise<ReadyCandidate[]> {
+    const k = `${queue}\u0000${group}`;
+    const cached = this.pageCache.get(k);
+    if (cached && cached.items.some((it) => !skip(it.sk)) && performance.now() - cached.at < READY_CACHE_MS) {
+      // Only the next few in rotation order: fewer rows to read and decode per pop.
+      const last = this.rr.get(k)?.last;
+      const order = last === undefined ? cached.items : [...cached.items.filter((it) => it.sk > last), ...cached.items.filter((it) => it.sk <= last)];
+      const next = order.filter((it) => !skip(it.sk)).slice(0, CACHED_PICK);
+      const rows = await this.storage.items.getMany('leases', next.map((it) => leaseKeys.cursor(it.sk, group)));
+      const free: ReadyCandidate[] = [];
+      next.forEach((it, i) => {
+        const st = rows[i] ? this.decode(rows[i] as Item) : undefined;
+        if (st && (isLive(st.lease, now) || st.committed >= it.ver)) return;
+        free.push({ partitionId: it.sk, ver: it.ver, row: rows[i] });
+      });
+      if (free.length > 0) return this.rotate(k, free);
+    }
+    const pos = this.rr.get(k) ?? { whole: false };
+    const startAfter = pos.whole ? undefined : pos.last;
+    for (let pass = 0; pass < 2; pass++) {
+      const after = pass === 0 ? startAfter : undefined;
+      const page = await this.storage.items.query('leases', readyPk(queue, group), { after, limit: PAGE });
+      if (page.items.length === 0) {
+        if (after !== undefined) continue; // wrap around
+        this.rr.set(k, { whole: true });
+        return [];
+      }
+      const rows = await this.storage.items.getMany('leases', page.items.slice(0, MAX_GET_MANY).map((it) => leaseKeys.cursor(it.sk, group)));
+      const free: ReadyCandidate[] = [];
+      const drained: Item[] = [];
+      page.items.forEach((it, i) => {
+        const row = rows[i];
+        const st = row ? this.decode(row) : undefined;
+        if (st && isLive(st.lease, now)) return;
+        if (st && st.committed >= it.ver) drained.push(it);
+        else free.push({ partitionId: it.sk, ver: it.ver, row });
+      });
+      if (drained.length > 0) await this.removeDrained(queue, group, drained);
+      this.pageCache.set(k, { at: performance.now(), items: free.map((f) => ({ sk: f.partitionId, ver: f.ver })) });
+      const whole = after === undefined && page.next === undefined;
+      if (free.length > 0) {
+        this.rr.set(k, { last: pos.last, whole });
+        return this.rotate(k, free);
+      }
+      // Nothing free on this page: continue after it next time (bounded work per call).
+      this.rr.set(k, { last: page.items[page.items.length - 1]?.sk, whole });
+      if (page.next !== undefined || after === undefined) return [];
+    }
+    return [];
+  }
+
+  /** Rotation: partitions after the one served last come first, so one busy partition does not starve the others. */
+  private rotate(k: string, free: ReadyCandidate[]): ReadyCandidate[] {
+    const last = this.rr.get(k)?.last;
+    if (last !== undefined) free.sort((a, b) => Number(a.partitionId <= last) - Number(b.partitionId <= last) || (a.partitionId < b.partitionId ? -1 : 1));
+    return free;
+  }
+
+  /** Remembers the partition this process just served (for the rotation). */
+  served(queue: string, group: string, partitionId: string): void {
+    const k = `${queue}\u0000${group}`;
+    const cur = this.rr.get(k);
+    this.rr.set(k, { last: partitionId, whole: cur?.whole ?? false });
+  }
+
+  private async removeDrained(queue: string, group: string, items: Item[]): Promise<void> {
+    await this.storage.items.writeEach(items.map((it) => ({ op: 'delete' as const, table: 'leases' as const, key: leaseKeys.ready(queue, group, it.sk), cond: { kind: 'version' as const, ver: it.ver } })));
+  }
+
+  /** Deletes a READY item whatever its version (its partition is gone). */
+  async remove(queue: string, group: string, partitionId: string): Promise<void> {
+    await this.storage.items.delete('leases', leaseKeys.ready(queue, group, partitionId));
+  }
+
+  /**
+   * One bounded step of marking the partitions that existed before `reg` (a group's first
+   * registration on the queue): nothing to do for `new` subscriptions, whose start is after
+   * every message that existed then.
+   */
+  async scanStep(reg: GroupRecord): Promise<void> {
+    const k = `${reg.queue}\u0000${reg.group}\u0000${reg.createdAt}`;
+    if (this.scanned.has(k)) return;
+    if (reg.subscription.mode === 'new') {
+      this.scanned.add(k);
+      return;
+    }
+    const key = leaseKeys.scan(reg.queue, reg.group);
+    const st = await this.storage.items.get('leases', key);
+    if (st && st.attrs.regAt === reg.createdAt && st.attrs.done === true) {
+      this.scanned.add(k);
+      return;
+    }
+    const fresh = !st || st.attrs.regAt !== reg.createdAt;
+    const after = fresh ? undefined : (st.attrs.after as string | null) ?? undefined;
+    const page = await this.storage.items.query('meta', keys.queue(reg.queue).pk, { prefix: PARTITION_PREFIX, after, limit: SCAN_PAGE });
+    await Promise.all(
+      page.items.map(async (it) => {
+        const pid = (it.attrs as { id: string }).id;
+        const tail = await this.log.readTail(pid);
+        if (tail.next > 0) await this.markAtLeast(reg.queue, reg.group, pid, tail.next - 1);
+      }),
+    );
+    const done = page.next === undefined;
+    const next: Item = { ...key, ver: (st?.ver ?? 0) + 1, attrs: { regAt: reg.createdAt, after: page.next ?? null, done } };
+    try {
+      await this.storage.items.put('leases', next, st ? { kind: 'version', ver: st.ver } : { kind: 'absent' });
+      if (done) this.scanned.add(k);
+    } catch (e) {
+      if (!(e instanceof ConditionFailedError)) throw e; // another pop advanced it
+    }
+  }
+
+  /** Forgets what this process knows about a group on a queue (after a delete). */
+  forget(queue: string, group: string): void {
+    this.rr.delete(`${queue}\u0000${group}`);
+    this.pageCache.delete(`${queue}\u0000${group}`);
+    for (const k of this.scanned) if (k.startsWith(`${queue}\u0000${group}\u0000`)) this.scanned.delete(k);
+  }
+
+  /** Deletes every READY item and the scan state of a group on a queue; returns how many items went. */
+  async purge(queue: string, group: string): Promise<number> {
+    let n = 0;
+    for (let guard = 0; guard < 100_000; guard++) {
+      const page = await this.storage.items.query('leases', readyPk(queue, group), { limit: 100 });
+      if (page.items.length === 0) break;
+      await this.storage.items.writeEach(page.items.map((it) => ({ op: 'delete' as const, table: 'leases' as const, key: { pk: it.pk, sk: it.sk } })));
+      n += page.items.length;
+      if (!page.next) break;
+    }
+    await this.storage.items.delete('leases', leaseKeys.scan(queue, group));
+    this.forget(queue, group);
+    return n;
+  }
+}

@@ -1,0 +1,197 @@
+/**
+ * `POST /api/v1/transaction`: pushes and acks applied atomically, all or nothing, in ONE
+ * `storage.items.transact` (at most 100 ops, DynamoDB's TransactWriteItems limit).
+ *
+ * Each (queue, partition) of the pushes becomes one segment, prepared by the log service
+ * exactly as a push would commit it (blob uploaded first, commit hooks' ops included); each
+ * (partition, group) of the acks becomes one cursor write, planned by the lease service (a
+ * transactional `failed` or `dlq` files the message at once, its DLQ items in the same
+ * transaction). When a guard fails — another push took the segment's base, the group list
+ * moved, a lane's row changed — the affected part is prepared again and the whole set is
+ * retried; nothing is ever half-applied.
+ */
+import { SluiceError, invalid } from '../core/errors.js';
+import { uuidv7 } from '../core/ids.js';
+import { parseAckStatus, type AckStatus } from '../core/leases.js';
+import { QUEUE_MODE_GROUP } from '../core/names.js';
+import { ConditionFailedError, ContentionError, MAX_TRANSACT_OPS, type WriteOp } from '../storage/port.js';
+import type { LeaseService, LanePrep } from './lease-service.js';
+import { mergeOps, type LogService, type PreparedCommit, type PushItem } from './log-service.js';
+
+export type TxOp =
+  | { type: 'push'; items: PushItem[] }
+  | { type: 'ack'; transactionId: string; partitionId: string; status?: unknown; consumerGroup?: string | null | undefined; error?: string | null | undefined };
+
+export type TxOpResult =
+  | { index: number; type: 'push'; success: true; transactionId: string; messageId: string; partitionId: string; queueName: string; messages: { transactionId: string; messageId: string; partitionId: string; queueName: string; partition: string }[] }
+  | { index: number; type: 'ack'; success: true; transactionId: string; error: null; dlq: boolean };
+
+export interface TxResult {
+  transactionId: string;
+  success: boolean;
+  error?: string;
+  results: TxOpResult[];
+}
+
+interface PushGroup {
+  items: { op: number; pos: number; item: PushItem }[];
+  prep?: PreparedCommit;
+  base: number;
+  collisions: number;
+}
+
+interface Lane {
+  partitionId: string;
+  group: string;
+  items: { op: number; transactionId: string; status: AckStatus; error?: string | null | undefined }[];
+  prep?: LanePrep;
+}
+
+const fail = (transactionId: string, error: string): TxResult => ({ transactionId, success: false, error, results: [] });
+
+export class TransactionService {
+  constructor(
+    private readonly log: LogService,
+    private readonly leases: LeaseService,
+  ) {}
+
+  async run(ops: readonly TxOp[]): Promise<TxResult> {
+    const txId = uuidv7(this.leases.clock());
+    if (ops.length === 0) throw invalid('operations must not be empty');
+    const pushes = new Map<string, PushGroup>();
+    const lanes = new Map<string, Lane>();
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i] as TxOp;
+      if (op.type === 'push') {
+        op.items.forEach((item, pos) => {
+          const k = `${item.queue}\u0000${item.partition ?? 'Default'}`;
+          const g = pushes.get(k) ?? { items: [], base: 0, collisions: 0 };
+          g.items.push({ op: i, pos, item });
+          pushes.set(k, g);
+        });
+      } else {
+        const status = parseAckStatus(op.status);
+        if (status === undefined || status === 'retry') return fail(txId, `ACK operation failed: status must be completed, success, failed or dlq (got ${JSON.stringify(op.status)})`);
+        const group = op.consumerGroup ?? QUEUE_MODE_GROUP;
+        const k = `${op.partitionId}\u0000${group}`;
+        const lane = lanes.get(k) ?? { partitionId: op.partitionId, group, items: [] };
+        lane.items.push({ op: i, transactionId: op.transactionId, status, error: op.error });
+        lanes.set(k, lane);
+      }
+    }
+
+    // Lanes first: a bad ack fails the transaction before anything (a blob) is written.
+    const laneError = await this.prepareLanes([...lanes.values()]);
+    if (laneError) return fail(txId, laneError);
+    for (const g of pushes.values()) {
+      const first = g.items[0] as PushGroup['items'][number];
+      const queue = await this.log.ensureQueue(first.item.queue);
+      const part = await this.log.ensurePartition(queue, first.item.partition ?? 'Default');
+      g.prep = await this.log.prepareCommit(queue, part, g.items.map((x) => x.item));
+      g.base = await g.prep.firstBase();
+    }
+
+    let hookRetry = false;
+    for (let attempt = 0; ; attempt++) {
+      if (attempt >= 50) throw new SluiceError('unavailable', 'transaction could not commit: too much contention on its partitions; retry it');
+      const writes: WriteOp[] = [];
+      const owners: ({ kind: 'seg'; g: PushGroup } | { kind: 'marker' } | { kind: 'hook' } | { kind: 'lane' })[] = [];
+      const hookOps: WriteOp[] = [];
+      let conflict = false;
+      for (const g of pushes.values()) {
+        const built = await (g.prep as PreparedCommit).ops(g.base, hookRetry);
+        if (built === 'hook-conflict') {
+          conflict = true;
+          break;
+        }
+        built.ops.forEach((op, j) => {
+          if (j >= built.hookStart) hookOps.push(op);
+          else {
+            writes.push(op);
+            owners.push(j === 0 ? { kind: 'seg', g } : { kind: 'marker' });
+          }
+        });
+      }
+      const merged = conflict ? 'conflict' : mergeOps(hookOps);
+      if (merged === 'conflict') {
+        hookRetry = true;
+        continue;
+      }
+      for (const op of merged) {
+        writes.push(op);
+        owners.push({ kind: 'hook' });
+      }
+      for (const lane of lanes.values()) {
+        for (const op of (lane.prep as LanePrep).ops) {
+          writes.push(op);
+          owners.push({ kind: 'lane' });
+        }
+      }
+      if (writes.length > MAX_TRANSACT_OPS) {
+        throw invalid(`this transaction needs ${writes.length} storage writes; the limit is ${MAX_TRANSACT_OPS} (DynamoDB TransactWriteItems): split it, or push to fewer partitions per transaction`, { limit: MAX_TRANSACT_OPS });
+      }
+      try {
+        if (writes.length > 0) await this.log.storage.items.transact(writes);
+        break;
+      } catch (e) {
+        if (e instanceof ContentionError) continue;
+        if (!(e instanceof ConditionFailedError)) throw e;
+        let lanesMoved = false;
+        for (const f of e.failed) {
+          const o = owners[f.index];
+          if (!o) continue;
+          if (o.kind === 'seg') o.g.base = await (o.g.prep as PreparedCommit).nextBase(f.current, ++o.g.collisions);
+          else if (o.kind === 'hook') hookRetry = true;
+          else if (o.kind === 'lane') lanesMoved = true;
+          else throw e;
+        }
+        if (lanesMoved) {
+          const err = await this.prepareLanes([...lanes.values()]);
+          if (err) return fail(txId, err);
+        }
+      }
+    }
+
+    for (const g of pushes.values()) await this.log.committed(g.prep as PreparedCommit, g.base);
+    for (const lane of lanes.values()) this.leases.afterLane(lane.prep as LanePrep);
+    return { transactionId: txId, success: true, results: this.results(ops, pushes, lanes) };
+  }
+
+  /** Plans every ack lane; returns the first failure as the transaction's error. */
+  private async prepareLanes(lanes: Lane[]): Promise<string | undefined> {
+    for (const lane of lanes) {
+      const part = await this.log.partitionById(lane.partitionId);
+      if (!part) return 'ACK operation failed: Message not found';
+      lane.prep = await this.leases.prepareLane(part, lane.group, lane.items.map((it, j) => ({ index: j, transactionId: it.transactionId, status: it.status, error: it.error })), 'transaction');
+      const bad = lane.prep.plan.results.find((r) => !r.success);
+      if (bad) return `ACK operation failed: ${bad.error ?? 'unknown error'}`;
+    }
+    return undefined;
+  }
+
+  private results(ops: readonly TxOp[], pushes: Map<string, PushGroup>, lanes: Map<string, Lane>): TxOpResult[] {
+    const pushed = new Map<number, { transactionId: string; messageId: string; partitionId: string; queueName: string; partition: string }[]>();
+    for (const g of pushes.values()) {
+      const prep = g.prep as PreparedCommit;
+      g.items.forEach((x, j) => {
+        const m = prep.messages[j] as PreparedCommit['messages'][number];
+        const list = pushed.get(x.op) ?? [];
+        list[x.pos] = { transactionId: m.transactionId, messageId: m.id, partitionId: prep.partition.id, queueName: prep.queue.name, partition: prep.partition.name };
+        pushed.set(x.op, list);
+      });
+    }
+    const acked = new Map<number, { transactionId: string; dlq: boolean }>();
+    for (const lane of lanes.values()) {
+      lane.items.forEach((it, j) => acked.set(it.op, { transactionId: it.transactionId, dlq: (lane.prep as LanePrep).plan.results[j]?.dlq ?? false }));
+    }
+    return ops.map((op, index): TxOpResult => {
+      if (op.type === 'push') {
+        const msgs = pushed.get(index) ?? [];
+        const first = msgs[0];
+        return { index, type: 'push', success: true, transactionId: first?.transactionId ?? '', messageId: first?.messageId ?? '', partitionId: first?.partitionId ?? '', queueName: first?.queueName ?? '', messages: msgs };
+      }
+      const a = acked.get(index);
+      return { index, type: 'ack', success: true, transactionId: op.transactionId, error: null, dlq: a?.dlq ?? false };
+    });
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * Least privilege, declared once: which tables and which bucket operations each Lambda
+ * function may use. The stack turns this map into IAM statements (and nothing else); the
+ * tests check the template against it, and check the map against what each function's routes
+ * really do by recording storage calls while the HTTP suite runs.
+ *
+ * Read the services to change it: a group needs a table when any of its routes (including
+ * commit hooks that run inside them) reads or writes it.
+ */
+import type { FunctionGroup } from '../lambdas/http/route.js';
+import { SEGMENT_BLOB_PREFIX } from '../lambdas/service/keys.js';
+import { dlqBlobKey } from '../lambdas/service/lease-keys.js';
+import type { TableName } from '../lambdas/storage/port.js';
+
+/** Every Lambda function Sluice deploys: one per route group plus scheduled maintenance. */
+export type FunctionName = FunctionGroup | 'maintenance';
+export const FUNCTIONS: readonly FunctionName[] = ['log', 'leases', 'claims', 'admin', 'maintenance'];
+
+export type TableAccess = 'read' | 'readwrite';
+export type BucketOp = 'read' | 'write' | 'delete' | 'list';
+
+export interface FunctionAccess {
+  tables: Partial<Record<TableName, TableAccess>>;
+  bucket: BucketOp[];
+}
+
+/**
+ * The map. `read` covers GetItem/BatchGetItem/Query and the ConditionCheckItem of a
+ * transaction's `check` op; `readwrite` adds PutItem and DeleteItem (the adapter never uses
+ * UpdateItem or Scan).
+ *
+ * Why each entry (services built in `lambdas/service/runtime.ts`; every function builds all of
+ * them, so commit hooks registered by one service run inside another's routes):
+ * - Every push (log routes, transactions, DLQ retries) commits segments and markers (`log`),
+ *   reserves transactionIds (`dedup`), creates queues and partitions (`meta`), writes large
+ *   segments to the bucket, and marks the partition READY for each lease group in `leases`
+ *   (the ReadyIndex commit hook of the lease service).
+ * - Lease routes (pop, ack, renew, transaction) keep cursors and leases in `leases`, register
+ *   groups in `meta`, file dead letters in `dlq` (large payloads as `dlq/` blobs), read
+ *   segments (and their blobs), and push (transactions).
+ * - Claim routes keep positions, claims and dead letters in `claims`, register groups in
+ *   `meta` and read the log (and its blobs); they never push.
+ * - Admin routes configure queues (`meta`), list, retry (a push) and delete dead letters
+ *   (`dlq` and its blobs) and manage lease groups (`leases`, `meta`).
+ * - Maintenance sweeps orphan segment blobs (list, delete; abort markers in `log`, cursor in
+ *   `meta`) and applies retention (segments and their blobs, idle partitions in `meta`,
+ *   their cursors and READY marks in `leases`).
+ */
+export const FUNCTION_ACCESS: Record<FunctionName, FunctionAccess> = {
+  log: {
+    tables: { meta: 'readwrite', log: 'readwrite', dedup: 'readwrite', leases: 'readwrite' },
+    bucket: ['read', 'write'],
+  },
+  leases: {
+    tables: { meta: 'readwrite', log: 'readwrite', dedup: 'readwrite', leases: 'readwrite', dlq: 'readwrite' },
+    bucket: ['read', 'write'],
+  },
+  claims: {
+    tables: { meta: 'readwrite', log: 'read', claims: 'readwrite' },
+    bucket: ['read'],
+  },
+  admin: {
+    tables: { meta: 'readwrite', log: 'readwrite', dedup: 'readwrite', leases: 'readwrite', dlq: 'readwrite' },
+    bucket: ['read', 'write', 'delete'],
+  },
+  maintenance: {
+    tables: { meta: 'readwrite', log: 'readwrite', leases: 'readwrite' },
+    bucket: ['read', 'delete', 'list'],
+  },
+};
+
+export const TABLE_ACTIONS: Record<TableAccess, string[]> = {
+  read: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:ConditionCheckItem'],
+  readwrite: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
+};
+
+/** Object actions (on the {@link BLOB_PREFIXES}); `list` is ListBucket, limited to {@link LIST_PREFIXES}. */
+export const BUCKET_ACTIONS: Record<BucketOp, string> = {
+  read: 's3:GetObject',
+  write: 's3:PutObject',
+  delete: 's3:DeleteObject',
+  list: 's3:ListBucket',
+};
+
+/** Every key prefix Sluice writes blobs under (segments, large dead letters): object permissions are scoped to them. */
+export const BLOB_PREFIXES: readonly string[] = [SEGMENT_BLOB_PREFIX, dlqBlobKey('P', 'I').replace(/P\/I$/, '')];
+/** What maintenance lists (the orphan sweep walks the segments). */
+export const LIST_PREFIXES: readonly string[] = [SEGMENT_BLOB_PREFIX];

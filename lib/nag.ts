@@ -1,0 +1,66 @@
+/**
+ * The cdk-nag AwsSolutions findings `SluiceService` accepts, each with its reason. Everything
+ * else must pass: `test/cdk/nag.test.ts` fails on any unacknowledged finding.
+ *
+ * Wildcard resources (AwsSolutions-IAM5) are acknowledged finding by finding, and only when
+ * they have one of the two shapes justified below; any other wildcard stays a finding.
+ */
+import { Aspects, Stack, Validations, type CfnResource, type IAspect } from 'aws-cdk-lib';
+import { CfnManagedPolicy, CfnPolicy } from 'aws-cdk-lib/aws-iam';
+import { CfnFunction } from 'aws-cdk-lib/aws-lambda';
+import { rules } from 'cdk-nag';
+import type { IConstruct } from 'constructs';
+import { BLOB_PREFIXES } from './access.js';
+
+/** Why each accepted kind of finding is fine, keyed by what it applies to. */
+export const NAG_REASONS = {
+  blobObjects:
+    `Blob keys are minted at run time under fixed prefixes (${BLOB_PREFIXES.join(', ')}: segments/<partitionId>/<pushId>.zst, dlq/<partitionId>/<id>), so object permissions are scoped to those prefixes of this one bucket (the narrowest fixed scope), with only the object actions the function uses.`,
+  invokeRoutes:
+    'execute-api:Invoke on this API only, one resource per route of the role: "*" stands for the stage and for path parameters (queue, partition, group, ids), which are chosen by callers at run time. Per-queue limits are the grants, enforced in the handlers.',
+  runtime:
+    'nodejs22.x is the runtime Sluice is built and tested for (zstd in node:zlib since 22.15, bundles targeting node22); move to a newer runtime deliberately, together with the bundle target and the tests.',
+  accessLogs:
+    'Only Sluice functions touch this bucket, through their own least-privilege roles; requests are traceable in the functions\' structured logs and API access logs. Pass `accessLogsBucket` to add S3 server access logs (or enable CloudTrail S3 data events).',
+} as const;
+
+const IAM5 = 'AwsSolutions-IAM5';
+
+/**
+ * Records the accepted findings on `service`'s resources. Runs as an aspect, after every
+ * statement has been added, so the acknowledged wildcards are exactly those synthesised.
+ */
+export function acknowledgeNagFindings(service: IConstruct, opts: { bucket: IConstruct; apiLogicalId: () => string; hasAccessLogs: boolean }): void {
+  if (!opts.hasAccessLogs) Validations.of(opts.bucket).acknowledge({ id: 'AwsSolutions-S1', reason: NAG_REASONS.accessLogs });
+  const aspect: IAspect = {
+    visit(node: IConstruct): void {
+      if (node instanceof CfnFunction) {
+        Validations.of(node).acknowledge({ id: 'AwsSolutions-L1', reason: NAG_REASONS.runtime });
+        return;
+      }
+      if (!(node instanceof CfnPolicy || node instanceof CfnManagedPolicy)) return;
+      const findings = rules.iam.IAMNoWildcardPermissions(node as CfnResource);
+      if (!Array.isArray(findings)) return;
+      const api = `<${opts.apiLogicalId()}>`;
+      for (const finding of findings) {
+        const reason = wildcardReason(finding, api);
+        if (reason) Validations.of(node).acknowledge({ id: `${IAM5}[${finding}]`, reason });
+      }
+    },
+  };
+  Aspects.of(service).add(aspect);
+}
+
+/** The reason a wildcard finding is accepted, or undefined when it is not. */
+export function wildcardReason(finding: string, apiRef: string): string | undefined {
+  // Objects under a blob prefix of a bucket in this stack: Resource::<BucketXXXX.Arn>/segments/*
+  const objects = /^Resource::<[A-Za-z0-9]+\.Arn>\/(.+)\*$/.exec(finding);
+  if (objects && BLOB_PREFIXES.includes(objects[1] as string)) return NAG_REASONS.blobObjects;
+  // Routes of this API: Resource::arn:<AWS::Partition>:execute-api:<region>:<account>:<ApiXXXX>/*/METHOD/path
+  const m = /^Resource::arn:<AWS::Partition>:execute-api:(?:<AWS::Region>|[a-z0-9-]+):(?:<AWS::AccountId>|\d{12}):(<[A-Za-z0-9]+>)\/\*\/(GET|POST|PUT|DELETE)\/[A-Za-z0-9/_*.-]*$/.exec(finding);
+  if (m && m[1] === apiRef) return NAG_REASONS.invokeRoutes;
+  return undefined;
+}
+
+/** The logical id CloudFormation sees for a resource (what nag prints as `<Id>`). */
+export const logicalIdOf = (resource: CfnResource): string => Stack.of(resource).getLogicalId(resource);

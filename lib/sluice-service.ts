@@ -1,0 +1,434 @@
+/**
+ * `SluiceService`: everything Sluice needs in one reusable construct — the HTTP API, one
+ * Lambda function per route group plus scheduled maintenance, the DynamoDB tables, the segment
+ * bucket, least-privilege roles, the policies callers attach, alarms and a dashboard.
+ *
+ * Embed it in any CDK app:
+ * ```ts
+ * const sluice = new SluiceService(this, 'Queue', { removalPolicy: RemovalPolicy.DESTROY });
+ * new CfnOutput(this, 'Url', { value: sluice.apiUrl });
+ * myRole.addManagedPolicy(sluice.policies.Producer);
+ * ```
+ * Nothing is named by hand: CloudFormation names every resource, so two instances can share
+ * an account and region.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Annotations, Duration, RemovalPolicy, Stack, type CfnResource } from 'aws-cdk-lib';
+import { HttpApi, HttpMethod, HttpStage, LogGroupLogDestination, type IHttpRouteAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpIamAuthorizer, HttpJwtAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import { Construct } from 'constructs';
+import { GRANT_ACTIONS, parseGrants, type Grant } from '../lambdas/http/grants.js';
+import type { RouteDef } from '../lambdas/http/route.js';
+import { ALL_ROUTES } from '../lambdas/http/routes.js';
+import { SEGMENT_BLOB_PREFIX } from '../lambdas/service/keys.js';
+import { ITEM_TABLE_SCHEMA } from '../lambdas/storage/aws.js';
+import { TABLES, type TableName } from '../lambdas/storage/port.js';
+import { BLOB_PREFIXES, BUCKET_ACTIONS, FUNCTION_ACCESS, FUNCTIONS, LIST_PREFIXES, TABLE_ACTIONS, type FunctionName } from './access.js';
+import { API_ROLES, routesForRole, type ApiRole } from './api-access.js';
+import { acknowledgeNagFindings, logicalIdOf } from './nag.js';
+
+const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Env var each table's physical name is passed in (read by `awsStorageConfigFromEnv`). */
+export const TABLE_ENV: Record<TableName, string> = {
+  log: 'SLUICE_TABLE_LOG',
+  meta: 'SLUICE_TABLE_META',
+  dedup: 'SLUICE_TABLE_DEDUP',
+  leases: 'SLUICE_TABLE_LEASES',
+  claims: 'SLUICE_TABLE_CLAIMS',
+  dlq: 'SLUICE_TABLE_DLQ',
+};
+
+/** Long polls are capped at 25 s in the services; API Gateway's integration timeout is 30 s. */
+export const API_FUNCTION_TIMEOUT = Duration.seconds(29);
+
+/**
+ * esbuild settings for every function: one ESM file, no native modules (zstd comes from
+ * `node:zlib` on nodejs22.x, SQLite is never used on Lambda), the AWS SDK bundled at the
+ * version the adapter is tested with.
+ */
+export const BUNDLING: BundlingOptions = {
+  format: OutputFormat.ESM,
+  target: 'node22',
+  platform: 'node',
+  mainFields: ['module', 'main'],
+  minify: true,
+  sourceMap: true,
+  sourcesContent: false,
+  // CommonJS dependencies inside an ES module still call require() for Node built-ins.
+  banner: "import{createRequire as __sluiceCreateRequire}from'node:module';const require=__sluiceCreateRequire(import.meta.url);",
+  externalModules: ['@mongodb-js/zstd', 'better-sqlite3'],
+  forceDockerBundling: false,
+};
+
+export type AuthOptions =
+  /** SigV4-signed requests; callers need `execute-api:Invoke` (attach the published policies). */
+  | { type: 'iam' }
+  /** `Authorization: Bearer <JWT>` checked by API Gateway against the issuer and audience. */
+  | { type: 'jwt'; issuer: string; audience: string[] };
+
+export interface SluiceAlarmOptions {
+  /** Where alarm notifications go (none by default: the alarms still show in the console). */
+  topic?: sns.ITopic;
+  /** API 5xx responses per 5 minutes that raise the alarm (default 5). */
+  serverErrorsPer5Minutes?: number;
+  /** Oldest unconsumed message age, seconds, that raises the alarm (default 3600). */
+  oldestUnconsumedAgeSeconds?: number;
+}
+
+export interface SluiceServiceProps {
+  /** What happens to tables, bucket and logs when the stack is deleted (default RETAIN: data survives). */
+  removalPolicy?: RemovalPolicy;
+  /** How callers authenticate (default IAM/SigV4). */
+  auth?: AuthOptions;
+  /**
+   * Who may do what on which queues (docs/DEPLOYING.md#grants). Default: every authenticated
+   * caller may do everything, which with IAM auth leaves the decision to the IAM policies
+   * callers hold (the published Producer/Consumer/Admin policies).
+   */
+  grants?: Grant[];
+  /** Retention of function and access logs (default one month). */
+  logRetention?: logs.RetentionDays;
+  /** Memory of the API functions in MB (default 1024; CPU grows with it). */
+  memorySize?: number;
+  /** Memory of the maintenance function in MB (default 512). */
+  maintenanceMemorySize?: number;
+  /** How often maintenance runs (default every 15 minutes). */
+  maintenanceInterval?: Duration;
+  /** Extra environment for every function (SLUICE_* settings from `lambdas/config.ts`). */
+  environment?: Record<string, string>;
+  /** CloudWatch namespace of the EMF metrics (default `Sluice`). */
+  metricsNamespace?: string;
+  /** Steady-state and burst request limits of the API stage (default: the account's). */
+  throttle?: { rateLimit: number; burstLimit: number };
+  /**
+   * Deletes segment blobs older than this, as a backstop for orphans the sweeper misses. Only
+   * for deployments whose every queue keeps messages for less (default: never).
+   */
+  segmentExpiration?: Duration;
+  /** A bucket for S3 server access logs of the segment bucket (default: none). */
+  accessLogsBucket?: s3.IBucket;
+  alarms?: SluiceAlarmOptions;
+}
+
+/** Largest grants JSON passed in the environment (Lambda allows 4 KB for all variables). */
+export const MAX_GRANTS_ENV_BYTES = 2500;
+
+/** The default grants: every authenticated caller, every action, every queue. */
+export const ALLOW_ALL_AUTHENTICATED: Grant[] = [{ principal: '*', actions: [...GRANT_ACTIONS], queues: ['*'], description: 'every authenticated caller (IAM policies decide)' }];
+
+export class SluiceService extends Construct {
+  readonly api: HttpApi;
+  readonly stage: HttpStage;
+  /** Base URL of the API (no trailing slash): what clients use as their base URL. */
+  readonly apiUrl: string;
+  readonly tables: Record<TableName, dynamodb.Table>;
+  readonly bucket: s3.Bucket;
+  readonly functions: Record<FunctionName, NodejsFunction>;
+  /** IAM managed policies allowing `execute-api:Invoke` per role (IAM auth only). */
+  readonly policies: Partial<Record<ApiRole, iam.ManagedPolicy>>;
+  readonly alarms: cloudwatch.Alarm[] = [];
+  readonly dashboard: cloudwatch.Dashboard;
+  /** The service dimension of every Sluice metric of this instance. */
+  readonly metricsService: string;
+  readonly metricsNamespace: string;
+
+  constructor(scope: Construct, id: string, props: SluiceServiceProps = {}) {
+    super(scope, id);
+    const stack = Stack.of(this);
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    const logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
+    const auth = props.auth ?? { type: 'iam' };
+    this.metricsNamespace = props.metricsNamespace ?? 'Sluice';
+    this.metricsService = `${stack.stackName}-${this.node.id}`;
+
+    // ------------------------------------------------------------------ grants
+    const grants = props.grants ?? ALLOW_ALL_AUTHENTICATED;
+    parseGrants({ grants }, `${this.node.path} grants`);
+    const grantsJson = JSON.stringify({ grants });
+    if (Buffer.byteLength(grantsJson) > MAX_GRANTS_ENV_BYTES) {
+      throw new Error(`${this.node.path}: the grants are ${Buffer.byteLength(grantsJson)} bytes as JSON; at most ${MAX_GRANTS_ENV_BYTES} fit in the functions' environment. Use wider patterns.`);
+    }
+    if (auth.type === 'jwt' && props.grants === undefined) {
+      Annotations.of(this).addWarningV2('sluice:jwtDefaultGrants', 'JWT auth with the default grants: every token the issuer signs for the audience may use every queue. Pass `grants` to restrict.');
+    }
+
+    // ------------------------------------------------------------------ storage
+    this.tables = Object.fromEntries(
+      TABLES.map((name) => [
+        name,
+        new dynamodb.Table(this, `${capitalise(name)}Table`, {
+          partitionKey: { name: ITEM_TABLE_SCHEMA.partitionKey.name, type: dynamodb.AttributeType.STRING },
+          sortKey: { name: ITEM_TABLE_SCHEMA.sortKey.name, type: dynamodb.AttributeType.STRING },
+          billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+          timeToLiveAttribute: ITEM_TABLE_SCHEMA.timeToLiveAttribute,
+          pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+          encryption: dynamodb.TableEncryption.AWS_MANAGED,
+          removalPolicy,
+        }),
+      ]),
+    ) as Record<TableName, dynamodb.Table>;
+
+    this.bucket = new s3.Bucket(this, 'SegmentBucket', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      minimumTLSVersion: 1.2,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      versioned: false,
+      lifecycleRules: [
+        { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
+        ...(props.segmentExpiration ? [{ id: 'expire-old-segments', prefix: SEGMENT_BLOB_PREFIX, expiration: props.segmentExpiration }] : []),
+      ],
+      removalPolicy,
+      autoDeleteObjects: removalPolicy === RemovalPolicy.DESTROY,
+      ...(props.accessLogsBucket ? { serverAccessLogsBucket: props.accessLogsBucket, serverAccessLogsPrefix: 'sluice-segments/' } : {}),
+    });
+
+    // ---------------------------------------------------------------- functions
+    const environment: Record<string, string> = {
+      ...Object.fromEntries(TABLES.map((t) => [TABLE_ENV[t], this.tables[t].tableName])),
+      SLUICE_BUCKET: this.bucket.bucketName,
+      SLUICE_GRANTS: grantsJson,
+      POWERTOOLS_SERVICE_NAME: this.metricsService,
+      POWERTOOLS_METRICS_NAMESPACE: this.metricsNamespace,
+      POWERTOOLS_LOG_LEVEL: 'INFO',
+      NODE_OPTIONS: '--enable-source-maps',
+      ...props.environment,
+    };
+    const entry = (name: FunctionName): string => {
+      const file = join(REPO_ROOT, 'lambdas', 'entry', `${name}.ts`);
+      if (!existsSync(file)) throw new Error(`no Lambda entry for function ${name}: ${file}`);
+      return file;
+    };
+    const makeFunction = (name: FunctionName): NodejsFunction => {
+      const logGroup = new logs.LogGroup(this, `${capitalise(name)}Logs`, { retention: logRetention, removalPolicy });
+      // An explicit role with only this function's grants (no AWS managed policy).
+      const role = new iam.Role(this, `${capitalise(name)}Role`, {
+        assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+        description: `Sluice ${name} function (${this.node.path})`,
+      });
+      role.addToPolicy(new iam.PolicyStatement({ sid: 'WriteOwnLogs', actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logGroup.logGroupArn] }));
+      grantAccess(role, name, this.tables, this.bucket);
+      const isApi = name !== 'maintenance';
+      return new NodejsFunction(this, `${capitalise(name)}Function`, {
+        entry: entry(name),
+        handler: 'handler',
+        projectRoot: REPO_ROOT,
+        depsLockFilePath: join(REPO_ROOT, 'package-lock.json'),
+        runtime: lambda.Runtime.NODEJS_22_X,
+        architecture: lambda.Architecture.ARM_64,
+        memorySize: isApi ? (props.memorySize ?? 1024) : (props.maintenanceMemorySize ?? 512),
+        timeout: isApi ? API_FUNCTION_TIMEOUT : Duration.minutes(5),
+        description: `Sluice ${name} (${this.node.path})`,
+        role,
+        logGroup,
+        environment,
+        bundling: BUNDLING,
+        // Maintenance runs one pass at a time; overlapping passes would only repeat work.
+        ...(isApi ? {} : { reservedConcurrentExecutions: 1 }),
+      });
+    };
+    this.functions = Object.fromEntries(FUNCTIONS.map((f) => [f, makeFunction(f)])) as Record<FunctionName, NodejsFunction>;
+
+    new events.Rule(this, 'MaintenanceSchedule', {
+      description: `Sluice maintenance (${this.node.path})`,
+      schedule: events.Schedule.rate(props.maintenanceInterval ?? Duration.minutes(15)),
+      targets: [new targets.LambdaFunction(this.functions.maintenance, { retryAttempts: 0 })],
+    });
+
+    // --------------------------------------------------------------------- API
+    const authorizer: IHttpRouteAuthorizer =
+      auth.type === 'jwt' ? new HttpJwtAuthorizer('JwtAuthorizer', auth.issuer, { jwtAudience: auth.audience }) : new HttpIamAuthorizer();
+    this.api = new HttpApi(this, 'Api', {
+      // API names need not be unique; this one says which deployment it belongs to.
+      apiName: `${stack.stackName}-${this.node.id}`,
+      description: `Sluice (${this.node.path})`,
+      createDefaultStage: false,
+      defaultAuthorizer: authorizer,
+    });
+    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', { retention: logRetention, removalPolicy });
+    this.stage = new HttpStage(this, 'DefaultStage', {
+      httpApi: this.api,
+      stageName: '$default',
+      autoDeploy: true,
+      accessLogSettings: {
+        destination: new LogGroupLogDestination(accessLogs),
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: '$context.requestId',
+            time: '$context.requestTime',
+            ip: '$context.identity.sourceIp',
+            method: '$context.httpMethod',
+            path: '$context.path',
+            routeKey: '$context.routeKey',
+            status: '$context.status',
+            bytes: '$context.responseLength',
+            latencyMs: '$context.responseLatency',
+            principal: auth.type === 'jwt' ? '$context.authorizer.claims.sub' : '$context.identity.userArn',
+            authError: '$context.authorizer.error',
+            integrationError: '$context.integrationErrorMessage',
+          }),
+        ),
+      },
+      ...(props.throttle ? { throttle: props.throttle } : {}),
+    });
+    // The client appends paths to the base URL, which must not end in '/'.
+    this.apiUrl = `https://${this.api.apiId}.execute-api.${stack.region}.${stack.urlSuffix}`;
+
+    const integrations = Object.fromEntries(
+      FUNCTIONS.filter((f) => f !== 'maintenance').map((f) => [
+        f,
+        // One API-scoped invoke permission per function instead of one per route.
+        new HttpLambdaIntegration(`${capitalise(f)}Integration`, this.functions[f], { scopePermissionToRoute: false }),
+      ]),
+    ) as Record<Exclude<FunctionName, 'maintenance'>, HttpLambdaIntegration>;
+    for (const route of ALL_ROUTES) {
+      this.api.addRoutes({ path: route.path, methods: [HttpMethod[route.method]], integration: integrations[route.group], authorizer });
+    }
+
+    // ---------------------------------------------------------------- policies
+    this.policies = {};
+    if (auth.type === 'iam') {
+      for (const role of Object.keys(API_ROLES) as ApiRole[]) {
+        this.policies[role] = new iam.ManagedPolicy(this, `${role}Policy`, {
+          description: `Sluice ${role.toLowerCase()}: execute-api:Invoke on the ${API_ROLES[role].join('/')} routes of ${this.node.path}`,
+          statements: [invokeStatement(this.api, role, ALL_ROUTES)],
+        });
+      }
+    }
+
+    // ------------------------------------------------------------------ alarms
+    this.dashboard = this.buildObservability(props.alarms ?? {}, props.maintenanceInterval ?? Duration.minutes(15));
+
+    acknowledgeNagFindings(this, {
+      bucket: this.bucket,
+      apiLogicalId: () => logicalIdOf(this.api.node.defaultChild as CfnResource),
+      hasAccessLogs: props.accessLogsBucket !== undefined,
+    });
+  }
+
+  /** A CloudWatch metric this instance's functions publish (EMF, namespace/service). */
+  metric(name: string, props: cloudwatch.MetricOptions = {}): cloudwatch.Metric {
+    return new cloudwatch.Metric({ namespace: this.metricsNamespace, metricName: name, dimensionsMap: { service: this.metricsService }, period: Duration.minutes(5), ...props });
+  }
+
+  private buildObservability(opts: SluiceAlarmOptions, maintenanceInterval: Duration): cloudwatch.Dashboard {
+    const five = Duration.minutes(5);
+    const fns = FUNCTIONS.map((f) => [f, this.functions[f]] as const);
+    const sumOf = (label: string, metrics: Record<string, cloudwatch.IMetric>): cloudwatch.MathExpression =>
+      new cloudwatch.MathExpression({ expression: Object.keys(metrics).join(' + '), usingMetrics: metrics, label, period: five });
+
+    const server5xx = this.api.metricServerError({ period: five, statistic: 'Sum' });
+    const lambdaThrottles = sumOf('Lambda throttles', Object.fromEntries(fns.map(([f, fn]) => [`t${f}`, fn.metricThrottles({ period: five, statistic: 'Sum' })])));
+    const lambdaErrors = sumOf('Lambda errors', Object.fromEntries(fns.map(([f, fn]) => [`e${f}`, fn.metricErrors({ period: five, statistic: 'Sum' })])));
+    const tableMetric = (t: TableName, name: string): cloudwatch.Metric =>
+      new cloudwatch.Metric({ namespace: 'AWS/DynamoDB', metricName: name, dimensionsMap: { TableName: this.tables[t].tableName }, statistic: 'Sum', period: five });
+    const readThrottles = sumOf('DynamoDB read throttles', Object.fromEntries(TABLES.map((t) => [`r${t}`, tableMetric(t, 'ReadThrottleEvents')])));
+    const writeThrottles = sumOf('DynamoDB write throttles', Object.fromEntries(TABLES.map((t) => [`w${t}`, tableMetric(t, 'WriteThrottleEvents')])));
+    const deadLetters = sumOf('Messages dead-lettered', { dl: this.metric('DeadLettered', { statistic: 'Sum' }), cdl: this.metric('ClaimDeadLettered', { statistic: 'Sum' }) });
+    // Lag is measured by the maintenance pass: one datapoint per interval, so the alarm looks at
+    // one interval at a time (a 5-minute period would mostly see no data).
+    const oldestAge = this.metric('OldestUnconsumedAgeSeconds', { statistic: 'Maximum', period: maintenanceInterval });
+
+    const alarm = (id: string, metric: cloudwatch.IMetric, threshold: number, description: string, evaluationPeriods = 1): void => {
+      const a = new cloudwatch.Alarm(this, id, {
+        metric,
+        threshold,
+        evaluationPeriods,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        alarmDescription: `Sluice (${this.node.path}): ${description}`,
+      });
+      if (opts.topic) {
+        a.addAlarmAction(new SnsAction(opts.topic));
+        a.addOkAction(new SnsAction(opts.topic));
+      }
+      this.alarms.push(a);
+    };
+    alarm('ServerErrorsAlarm', server5xx, opts.serverErrorsPer5Minutes ?? 5, 'the API answered 5xx (function errors, timeouts or storage failures)');
+    alarm('LambdaThrottlesAlarm', lambdaThrottles, 1, 'Lambda throttled invocations (concurrency limit reached)');
+    alarm('LambdaErrorsAlarm', lambdaErrors, 1, 'a function invocation failed (crash, timeout, or a failed maintenance pass)');
+    alarm('TableReadThrottlesAlarm', readThrottles, 1, 'DynamoDB throttled reads (a hot partition key)');
+    alarm('TableWriteThrottlesAlarm', writeThrottles, 1, 'DynamoDB throttled writes (a hot partition key)');
+    alarm('DeadLettersAlarm', deadLetters, 1, 'messages were moved to the dead-letter queue');
+    alarm('OldestUnconsumedAgeAlarm', oldestAge, opts.oldestUnconsumedAgeSeconds ?? 3600, 'a consumer group is falling behind (oldest unconsumed message age, measured by each maintenance pass)');
+
+    const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) });
+    const graph = (title: string, left: cloudwatch.IMetric[], width = 8): cloudwatch.GraphWidget => new cloudwatch.GraphWidget({ title, left, width, height: 6 });
+    dashboard.addWidgets(
+      graph('API requests', [this.api.metricCount({ period: five, statistic: 'Sum' })]),
+      graph('API errors', [this.api.metricClientError({ period: five, statistic: 'Sum' }), server5xx]),
+      graph('API latency (p50, p99)', [this.api.metricLatency({ period: five, statistic: 'p50' }), this.api.metricLatency({ period: five, statistic: 'p99' })]),
+    );
+    dashboard.addWidgets(
+      graph('Messages', ['MessagesPushed', 'MessagesDelivered', 'Acks', 'DuplicatesRejected'].map((m) => this.metric(m, { statistic: 'Sum' }))),
+      graph('Polls', ['Pops', 'EmptyPops', 'ClaimPolls', 'ClaimPollsCapped', 'ClaimAcks'].map((m) => this.metric(m, { statistic: 'Sum' }))),
+      graph('Dead letters and lag', [deadLetters, oldestAge, this.metric('ConsumerLag', { statistic: 'Maximum', period: maintenanceInterval })]),
+    );
+    dashboard.addWidgets(
+      graph('Function duration (p99)', fns.map(([, fn]) => fn.metricDuration({ period: five, statistic: 'p99' }))),
+      graph('Function errors and throttles', [lambdaErrors, lambdaThrottles]),
+      graph('DynamoDB throttles', [readThrottles, writeThrottles]),
+    );
+    dashboard.addWidgets(new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24 }));
+    return dashboard;
+  }
+}
+
+function capitalise(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+/** Adds the statements {@link FUNCTION_ACCESS} declares for `name` to `role`, and nothing else. */
+function grantAccess(role: iam.Role, name: FunctionName, tables: Record<TableName, dynamodb.Table>, bucket: s3.Bucket): void {
+  const access = FUNCTION_ACCESS[name];
+  for (const mode of ['read', 'readwrite'] as const) {
+    const names = TABLES.filter((t) => access.tables[t] === mode);
+    if (names.length === 0) continue;
+    role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: mode === 'read' ? 'ReadTables' : 'ReadWriteTables',
+        actions: TABLE_ACTIONS[mode],
+        resources: names.map((t) => tables[t].tableArn),
+      }),
+    );
+  }
+  const objectOps = access.bucket.filter((op) => op !== 'list');
+  if (objectOps.length > 0) {
+    role.addToPolicy(new iam.PolicyStatement({ sid: 'BlobObjects', actions: objectOps.map((op) => BUCKET_ACTIONS[op]), resources: BLOB_PREFIXES.map((p) => bucket.arnForObjects(`${p}*`)) }));
+  }
+  if (access.bucket.includes('list')) {
+    role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'ListBlobs',
+        actions: [BUCKET_ACTIONS.list],
+        resources: [bucket.bucketArn],
+        conditions: { StringLike: { 's3:prefix': LIST_PREFIXES.map((p) => `${p}*`) } },
+      }),
+    );
+  }
+}
+
+function invokeStatement(api: HttpApi, role: ApiRole, routes: RouteDef[]): iam.PolicyStatement {
+  return new iam.PolicyStatement({
+    sid: `Invoke${role}Routes`,
+    actions: ['execute-api:Invoke'],
+    resources: routesForRole(role, routes).map((r) => api.arnForExecuteApi(r.method, r.path, '*')),
+  });
+}

@@ -1,0 +1,285 @@
+import { Annotations, Match } from 'aws-cdk-lib/assertions';
+import { App, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { Template } from 'aws-cdk-lib/assertions';
+import type { IConstruct } from 'constructs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ALL_ROUTES } from '../../lambdas/http/routes.js';
+import { awsStorageConfigFromEnv, TTL_ATTRIBUTE } from '../../lambdas/storage/aws.js';
+import { TABLES, type TableName } from '../../lambdas/storage/port.js';
+import { BLOB_PREFIXES, BUCKET_ACTIONS, FUNCTION_ACCESS, FUNCTIONS, TABLE_ACTIONS, type FunctionName } from '../../lib/access.js';
+import { API_ROLES, invokePath, routesForRole, type ApiRole } from '../../lib/api-access.js';
+import { MAX_GRANTS_ENV_BYTES, SluiceService, TABLE_ENV } from '../../lib/sluice-service.js';
+import type { SluiceStack } from '../../lib/sluice-stack.js';
+import { nagViolations, refId, resourcesOf, synthStack } from '../support/cdk.js';
+
+let stack: SluiceStack;
+let template: Template;
+beforeAll(() => {
+  ({ stack, template } = synthStack());
+});
+
+/** `Template.hasResourceProperties` as an expectation. */
+const expectResource = (t: Template, type: string, props: Record<string, unknown>): void => expect(() => t.hasResourceProperties(type, props)).not.toThrow();
+const logicalId = (c: IConstruct): string => Stack.of(c).getLogicalId(c.node.defaultChild as never);
+const tableIds = (): Record<TableName, string> => Object.fromEntries(TABLES.map((t) => [t, logicalId(stack.service.tables[t])])) as Record<TableName, string>;
+
+describe('cdk: API', () => {
+  it('serves exactly the route table, each route with the IAM authorizer', () => {
+    const routes = Object.values(resourcesOf(template, 'AWS::ApiGatewayV2::Route'));
+    expect(routes.map((r) => r.Properties['RouteKey']).sort()).toEqual(ALL_ROUTES.map((r) => `${r.method} ${r.path}`).sort());
+    expect(routes.filter((r) => r.Properties['AuthorizationType'] !== 'AWS_IAM').map((r) => r.Properties['RouteKey'])).toEqual([]);
+  });
+
+  it("sends each route to its group's function (payload 2.0), one invoke permission per function", () => {
+    const integrations = resourcesOf(template, 'AWS::ApiGatewayV2::Integration');
+    for (const r of Object.values(resourcesOf(template, 'AWS::ApiGatewayV2::Route'))) {
+      const def = ALL_ROUTES.find((d) => `${d.method} ${d.path}` === r.Properties['RouteKey']);
+      const integrationId = refId((r.Properties['Target'] as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1][1]);
+      const integration = integrations[integrationId as string];
+      expect(integration?.Properties).toMatchObject({ IntegrationType: 'AWS_PROXY', PayloadFormatVersion: '2.0' });
+      expect(refId(integration?.Properties['IntegrationUri'])).toBe(logicalId(stack.service.functions[def!.group]));
+    }
+    const apiPermissions = Object.values(resourcesOf(template, 'AWS::Lambda::Permission')).filter((p) => p.Properties['Principal'] === 'apigateway.amazonaws.com');
+    expect(apiPermissions.length).toBe(new Set(ALL_ROUTES.map((r) => r.group)).size);
+  });
+
+  it('logs access on the $default stage', () => {
+    expectResource(template, 'AWS::ApiGatewayV2::Stage', {
+      StageName: '$default',
+      AutoDeploy: true,
+      AccessLogSettings: { DestinationArn: Match.anyValue(), Format: Match.stringLikeRegexp('\\$context.requestId') },
+    });
+  });
+});
+
+describe('cdk: storage', () => {
+  it('has the six tables: pk/sk strings, on demand, TTL on `ttl`, PITR, KMS encryption', () => {
+    const tables = resourcesOf(template, 'AWS::DynamoDB::Table');
+    expect(Object.keys(tables).sort()).toEqual(Object.values(tableIds()).sort());
+    for (const t of Object.values(tables)) {
+      expect(t.Properties).toMatchObject({
+        KeySchema: [
+          { AttributeName: 'pk', KeyType: 'HASH' },
+          { AttributeName: 'sk', KeyType: 'RANGE' },
+        ],
+        AttributeDefinitions: [
+          { AttributeName: 'pk', AttributeType: 'S' },
+          { AttributeName: 'sk', AttributeType: 'S' },
+        ],
+        BillingMode: 'PAY_PER_REQUEST',
+        TimeToLiveSpecification: { AttributeName: TTL_ATTRIBUTE, Enabled: true },
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        // SSEEnabled: the AWS managed KMS key (absent would be an AWS owned key).
+        SSESpecification: { SSEEnabled: true },
+      });
+    }
+    // Claims and leases expire through TTL: named explicitly, as the issue asks.
+    for (const t of ['claims', 'leases'] as const) expect(tables[tableIds()[t]]?.Properties['TimeToLiveSpecification']).toEqual({ AttributeName: 'ttl', Enabled: true });
+  });
+
+  it('keeps data by default (Retain) and deletes it when asked', () => {
+    for (const t of Object.values(resourcesOf(template, 'AWS::DynamoDB::Table'))) expect(t['DeletionPolicy']).toBe('Retain');
+    const destroy = synthStack({ removalPolicy: RemovalPolicy.DESTROY }, 'Destroy').template;
+    for (const t of Object.values(resourcesOf(destroy, 'AWS::DynamoDB::Table'))) expect(t['DeletionPolicy']).toBe('Delete');
+    destroy.resourceCountIs('Custom::S3AutoDeleteObjects', 1);
+  });
+
+  it('locks the bucket down: encryption, no public access, TLS only, lifecycle', () => {
+    expectResource(template, 'AWS::S3::Bucket', {
+      BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
+      PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+      OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] },
+      LifecycleConfiguration: { Rules: Match.arrayWith([Match.objectLike({ AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 }, Status: 'Enabled' })]) },
+    });
+    expectResource(template, 'AWS::S3::BucketPolicy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Action: 's3:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+          Match.objectLike({ Effect: 'Deny', Action: 's3:*', Condition: { NumericLessThan: { 's3:TlsVersion': 1.2 } } }),
+        ]),
+      },
+    });
+  });
+});
+
+describe('cdk: functions', () => {
+  const fnOf = (name: FunctionName) => resourcesOf(template, 'AWS::Lambda::Function')[logicalId(stack.service.functions[name])]!;
+
+  it('run nodejs22.x on arm64 as ESM bundles; API functions stop before API Gateway does', () => {
+    for (const name of FUNCTIONS) {
+      const p = fnOf(name).Properties;
+      expect({ name, ...p }).toMatchObject({ name, Runtime: 'nodejs22.x', Architectures: ['arm64'], Handler: 'index.handler' });
+    }
+    const apiTimeouts = FUNCTIONS.filter((f) => f !== 'maintenance').map((f) => [f, fnOf(f).Properties['Timeout']]);
+    expect(apiTimeouts).toEqual(FUNCTIONS.filter((f) => f !== 'maintenance').map((f) => [f, 29]));
+  });
+
+  it('get the environment the runtime reads: every table, the bucket, the grants', () => {
+    for (const name of FUNCTIONS) {
+      const env = (fnOf(name).Properties['Environment'] as { Variables: Record<string, unknown> }).Variables;
+      for (const t of TABLES) expect(refId(env[TABLE_ENV[t]]), `${name} ${t}`).toBe(tableIds()[t]);
+      expect(refId(env['SLUICE_BUCKET'])).toBe(logicalId(stack.service.bucket));
+      expect(JSON.parse(String(env['SLUICE_GRANTS']))).toHaveProperty('grants');
+      // The same names the adapter reads (a rename on either side fails here).
+      const fake = Object.fromEntries(Object.keys(env).filter((k) => k.startsWith('SLUICE_TABLE_') || k === 'SLUICE_BUCKET').map((k) => [k, 'x']));
+      expect(awsStorageConfigFromEnv(fake)).toBeDefined();
+    }
+  });
+
+  it('each role holds only its own log group and the tables and bucket actions FUNCTION_ACCESS declares', () => {
+    const policies = resourcesOf(template, 'AWS::IAM::Policy');
+    const bucketId = logicalId(stack.service.bucket);
+    for (const name of FUNCTIONS) {
+      const roleId = refId(fnOf(name).Properties['Role']);
+      const role = resourcesOf(template, 'AWS::IAM::Role')[roleId!]!;
+      expect(role.Properties['ManagedPolicyArns'], `${name}: no managed policies`).toBeUndefined();
+      const attached = Object.values(policies).filter((p) => (p.Properties['Roles'] as unknown[]).some((r) => refId(r) === roleId));
+      expect(attached).toHaveLength(1);
+      const statements = (attached[0]!.Properties['PolicyDocument'] as { Statement: { Sid: string; Action: string | string[]; Resource: unknown; Effect: string; Condition?: unknown }[] }).Statement;
+      const access = FUNCTION_ACCESS[name];
+      const got: Record<string, { actions: string[]; resources: string[] }> = {};
+      for (const s of statements) {
+        expect(s.Effect).toBe('Allow');
+        const resources = (Array.isArray(s.Resource) ? s.Resource : [s.Resource]).map((r) => JSON.stringify(r));
+        expect(resources.join(), `${name} ${s.Sid}`).not.toMatch(/"\*"|"arn:aws:[^"]*\*/);
+        got[s.Sid] = { actions: [s.Action].flat().sort(), resources: resources.sort() };
+      }
+      const tablesWith = (mode: 'read' | 'readwrite') => TABLES.filter((t) => access.tables[t] === mode).map((t) => JSON.stringify({ 'Fn::GetAtt': [tableIds()[t], 'Arn'] })).sort();
+      const expected: typeof got = { WriteOwnLogs: { actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [JSON.stringify({ 'Fn::GetAtt': [logicalId(stack.service.functions[name].logGroup as never as IConstruct), 'Arn'] })] } };
+      if (tablesWith('read').length) expected['ReadTables'] = { actions: [...TABLE_ACTIONS.read].sort(), resources: tablesWith('read') };
+      if (tablesWith('readwrite').length) expected['ReadWriteTables'] = { actions: [...TABLE_ACTIONS.readwrite].sort(), resources: tablesWith('readwrite') };
+      const objectOps = access.bucket.filter((op) => op !== 'list');
+      const objects = BLOB_PREFIXES.map((p) => JSON.stringify({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [bucketId, 'Arn'] }, `/${p}*`]] })).sort();
+      if (objectOps.length) expected['BlobObjects'] = { actions: objectOps.map((op) => BUCKET_ACTIONS[op]).sort(), resources: objects };
+      if (access.bucket.includes('list')) expected['ListBlobs'] = { actions: ['s3:ListBucket'], resources: [JSON.stringify({ 'Fn::GetAtt': [bucketId, 'Arn'] })] };
+      expect({ name, statements: got }).toEqual({ name, statements: expected });
+    }
+  });
+
+  it('runs maintenance on a schedule', () => {
+    expectResource(template, 'AWS::Events::Rule', {
+      ScheduleExpression: 'rate(15 minutes)',
+      State: 'ENABLED',
+      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [logicalId(stack.service.functions.maintenance), 'Arn'] } })],
+    });
+  });
+});
+
+describe('cdk: policies callers attach', () => {
+  it('Producer, Consumer and Admin allow execute-api:Invoke on exactly their routes of this API', () => {
+    const apiId = logicalId(stack.service.api);
+    const managed = resourcesOf(template, 'AWS::IAM::ManagedPolicy');
+    for (const role of Object.keys(API_ROLES) as ApiRole[]) {
+      const policy = managed[logicalId(stack.service.policies[role]!)]!;
+      const [statement, ...more] = (policy.Properties['PolicyDocument'] as { Statement: { Action: string; Resource: unknown[] }[] }).Statement;
+      expect(more).toHaveLength(0);
+      expect(statement!.Action).toBe('execute-api:Invoke');
+      const got = statement!.Resource.map((r) => {
+        const parts = (r as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
+        expect(parts).toContainEqual({ Ref: apiId });
+        return String(parts[parts.length - 1]).replace(/^\/\*\//, '');
+      });
+      expect({ role, routes: got.sort() }).toEqual({ role, routes: routesForRole(role, ALL_ROUTES).map((r) => `${r.method}${r.path}`).sort() });
+    }
+    expect(routesForRole('Producer', ALL_ROUTES).map((r) => r.path)).toContain(invokePath('/api/v1/push'));
+    expect(routesForRole('Producer', ALL_ROUTES).map((r) => r.path)).not.toContain('/api/v1/configure');
+  });
+
+  it('outputs the API URL and the policy ARNs', () => {
+    const outputs = template.findOutputs('*');
+    expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['ApiUrl', 'AuthMode', 'ProducerPolicyArn', 'ConsumerPolicyArn', 'AdminPolicyArn', 'DashboardName', 'Grants']));
+    expect(JSON.stringify(outputs['ApiUrl']?.['Value'])).toContain('execute-api');
+  });
+});
+
+describe('cdk: operations', () => {
+  it('alarms on 5xx, throttles, errors, dead letters and the oldest unconsumed message', () => {
+    const alarms = Object.values(resourcesOf(template, 'AWS::CloudWatch::Alarm')).map((a) => JSON.stringify(a.Properties));
+    const withMetric = (name: string) => alarms.filter((a) => a.includes(`"MetricName":"${name}"`));
+    expect(withMetric('5xx')).toHaveLength(1);
+    expect(withMetric('Throttles')).toHaveLength(1);
+    expect(withMetric('Errors')).toHaveLength(1);
+    expect(withMetric('ReadThrottleEvents')).toHaveLength(1);
+    expect(withMetric('WriteThrottleEvents')).toHaveLength(1);
+    expect(withMetric('DeadLettered')).toHaveLength(1);
+    expect(withMetric('OldestUnconsumedAgeSeconds')).toHaveLength(1);
+    // Custom metrics are read in the namespace and with the service dimension the functions write.
+    expect(withMetric('DeadLettered')[0]).toContain(`"Namespace":"${stack.service.metricsNamespace}"`);
+    expect(withMetric('DeadLettered')[0]).toContain(`"Value":"${stack.service.metricsService}"`);
+    const env = (Object.values(resourcesOf(template, 'AWS::Lambda::Function'))[0]!.Properties['Environment'] as { Variables: Record<string, string> }).Variables;
+    expect(env['POWERTOOLS_METRICS_NAMESPACE']).toBe(stack.service.metricsNamespace);
+    expect(env['POWERTOOLS_SERVICE_NAME']).toBe(stack.service.metricsService);
+    template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+  });
+
+  it('names nothing by hand (CloudFormation generates every physical name)', () => {
+    const named: Record<string, string> = {
+      'AWS::DynamoDB::Table': 'TableName',
+      'AWS::S3::Bucket': 'BucketName',
+      'AWS::Lambda::Function': 'FunctionName',
+      'AWS::IAM::Role': 'RoleName',
+      'AWS::IAM::ManagedPolicy': 'ManagedPolicyName',
+      'AWS::Logs::LogGroup': 'LogGroupName',
+      'AWS::CloudWatch::Alarm': 'AlarmName',
+      'AWS::CloudWatch::Dashboard': 'DashboardName',
+      'AWS::Events::Rule': 'Name',
+    };
+    for (const [type, prop] of Object.entries(named)) {
+      for (const [id, r] of Object.entries(resourcesOf(template, type))) expect(r.Properties[prop], `${id}.${prop}`).toBeUndefined();
+    }
+  });
+});
+
+describe('cdk: cdk-nag AwsSolutions', () => {
+  it('has no unacknowledged finding', () => {
+    expect(nagViolations(stack)).toEqual([]);
+  });
+
+  it('records a reason with every acknowledgment', () => {
+    const acks: [string, string][] = [];
+    const visit = (c: IConstruct): void => {
+      for (const m of c.node.metadata) if (m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY) acks.push(...Object.entries(m.data as Record<string, string>));
+      c.node.children.forEach(visit);
+    };
+    visit(stack);
+    expect(acks.length).toBeGreaterThan(0);
+    expect(acks.filter(([, reason]) => reason.length < 40)).toEqual([]);
+  });
+
+  it('still flags wildcards it was not told about', () => {
+    const { stack: other } = synthStack({}, 'Other');
+    other.service.functions.log.addToRolePolicy(new PolicyStatement({ actions: ['s3:GetObject'], resources: ['arn:aws:s3:::someone-elses-bucket/*'] }));
+    expect(nagViolations(other).map((v) => v.rule)).toContain('AwsSolutions-IAM5[Resource::arn:aws:s3:::someone-elses-bucket/*]');
+  });
+});
+
+describe('cdk: options', () => {
+  it('JWT auth: every route gets the JWT authorizer; no IAM policies; a warning with the default grants', () => {
+    const { stack: jwt, template: t } = synthStack({ auth: { type: 'jwt', issuer: 'https://issuer.example.com/', audience: ['sluice'] } }, 'Jwt');
+    expectResource(t, 'AWS::ApiGatewayV2::Authorizer', { AuthorizerType: 'JWT', JwtConfiguration: { Issuer: 'https://issuer.example.com/', Audience: ['sluice'] } });
+    for (const r of Object.values(resourcesOf(t, 'AWS::ApiGatewayV2::Route'))) expect(r.Properties).toMatchObject({ AuthorizationType: 'JWT', AuthorizerId: expect.anything() });
+    t.resourceCountIs('AWS::IAM::ManagedPolicy', 0);
+    Annotations.fromStack(jwt).hasWarning('*', Match.stringLikeRegexp('JWT auth with the default grants'));
+    expect(nagViolations(jwt)).toEqual([]);
+  });
+
+  it('grants are validated at synth and passed to the functions', () => {
+    const grants = [{ principal: 'arn:aws:iam::111122223333:role/writer', actions: ['push' as const], queues: ['orders-*'] }];
+    const { template: t } = synthStack({ grants }, 'Granted');
+    const env = (Object.values(resourcesOf(t, 'AWS::Lambda::Function'))[0]!.Properties['Environment'] as { Variables: Record<string, string> }).Variables;
+    expect(JSON.parse(env['SLUICE_GRANTS']!)).toEqual({ grants });
+    expect(() => synthStack({ grants: [{ principal: 'x', actions: ['read' as never], queues: ['q'] }] }, 'Bad')).toThrow(/grants/);
+    const many = Array.from({ length: 60 }, (_, i) => ({ principal: `arn:aws:iam::111122223333:role/role-number-${i}`, actions: ['push' as const], queues: [`queue-${i}-*`] }));
+    expect(() => synthStack({ grants: many }, 'TooMany')).toThrow(new RegExp(`at most ${MAX_GRANTS_ENV_BYTES} fit`));
+  });
+
+  it('SluiceService embeds in any stack', () => {
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const host = new Stack(app, 'Host');
+    const a = new SluiceService(host, 'QueueA');
+    const b = new SluiceService(host, 'QueueB');
+    expect(a.metricsService).not.toBe(b.metricsService);
+    expect(() => app.synth()).not.toThrow();
+  });
+});

@@ -1,0 +1,233 @@
+// Black-box tests of consumer groups on partition leases (seed 004): fan-out, where a group
+// starts, lag views, per-message progress, delete, seek, retention; plus encrypted queues.
+// Both backends; time is the services' TestClock.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeSegment } from '../../lambdas/codec/segment.js';
+import type { LocalServer } from '../../lambdas/local/server.js';
+import { keys } from '../../lambdas/service/keys.js';
+import { runMaintenance } from '../../lambdas/service/maintenance.js';
+import type { Services } from '../../lambdas/service/runtime.js';
+import type { Storage } from '../../lambdas/storage/port.js';
+import { testBackends } from '../support/backends.js';
+import { call, startTestServer } from '../support/http.js';
+import { testServices, type TestClock } from '../support/services.js';
+
+const { backends, setup, teardown } = testBackends();
+beforeAll(setup);
+afterAll(teardown);
+
+interface Msg {
+  transactionId: string;
+  partitionId: string;
+  partition: string;
+  leaseId: string;
+  data: unknown;
+}
+
+describe.each(backends)('http: consumer groups on $name', (backend) => {
+  let storage: Storage;
+  let cleanup: () => Promise<void>;
+  let server: LocalServer;
+  let url: string;
+  let svc: Services;
+  let clock: TestClock;
+
+  beforeAll(async () => {
+    ({ storage, cleanup } = await backend.newStorage());
+    const s = testServices(storage, { config: { maxPopWaitMs: 1000, encryptionKey: Buffer.alloc(32, 3).toString('base64') } });
+    svc = s;
+    clock = s.testClock;
+    server = await startTestServer(svc);
+    url = server.url;
+  });
+  afterAll(async () => {
+    await server.close();
+    await cleanup();
+  });
+
+  const push = async (queue: string, payloads: unknown[], partition?: string): Promise<{ transaction_id: string; partition_id: string }[]> => {
+    const r = await call(url, 'POST', '/api/v1/push', { items: payloads.map((payload) => ({ queue, partition, payload })) });
+    expect(r.status).toBe(201);
+    return r.body;
+  };
+  const pop = (queue: string, qs = '') => call<{ leaseId: string; messages: Msg[] }>(url, 'GET', `/api/v1/pop/queue/${queue}${qs ? `?${qs}` : ''}`);
+  /** Pops and completes everything a group can get now; returns the payloads in order. */
+  const drain = async (queue: string, group: string, extra = ''): Promise<unknown[]> => {
+    const out: unknown[] = [];
+    for (;;) {
+      const r = await pop(queue, `consumerGroup=${group}&batch=100${extra}`);
+      if (r.status === 204) return out;
+      expect(r.status).toBe(200);
+      out.push(...r.body.messages.map((m) => m.data));
+      const ack = await call(url, 'POST', '/api/v1/ack/batch', { consumerGroup: group, acknowledgments: r.body.messages.map((m) => ({ transactionId: m.transactionId, partitionId: m.partitionId, leaseId: m.leaseId, status: 'completed' })) });
+      expect(ack.body.every((a: { success: boolean }) => a.success)).toBe(true);
+    }
+  };
+
+  it('004.1 fan-out: each named group (and queue mode) receives every message; one group’s failures do not touch another', async () => {
+    await push('fan', [1, 2, 3]);
+    const bad = await pop('fan', 'consumerGroup=billing&batch=10');
+    await call(url, 'POST', '/api/v1/ack/batch', { consumerGroup: 'billing', acknowledgments: bad.body.messages.map((m) => ({ transactionId: m.transactionId, partitionId: m.partitionId, status: 'failed' })) });
+    expect(await drain('fan', 'analytics')).toEqual([1, 2, 3]);
+    expect(await drain('fan', 'billing')).toEqual([1, 2, 3]);
+    expect(await drain('fan', '')).toEqual([1, 2, 3]);
+  });
+
+  it('004.2 subscription new (or subscriptionFrom=now): the first pop gets 204, later pops keep skipping history', async () => {
+    await push('sub-new', ['old']);
+    clock.advance(1);
+    expect((await pop('sub-new', 'consumerGroup=fresh&subscriptionMode=new')).status).toBe(204);
+    clock.advance(1);
+    await push('sub-new', ['new']);
+    expect(await drain('sub-new', 'fresh')).toEqual(['new']);
+    expect((await pop('sub-new', 'consumerGroup=now&subscriptionFrom=now')).status).toBe(204);
+    expect(await drain('sub-new', 'now', '&subscriptionMode=all')).toEqual([]);
+  });
+
+  it('004.2 subscriptionFrom=<ISO> delivers from that instant on; all (or any unknown mode) delivers history', async () => {
+    await push('sub-from', ['a']);
+    clock.advance(10_000);
+    const cut = new Date(clock.t).toISOString();
+    await push('sub-from', ['b', 'c']);
+    expect(await drain('sub-from', 'since', `&subscriptionFrom=${encodeURIComponent(cut)}`)).toEqual(['b', 'c']);
+    expect(await drain('sub-from', 'hist', '&subscriptionMode=from_beginning')).toEqual(['a', 'b', 'c']);
+  });
+
+  it('004.3 the choice is recorded on the first pop and never revisited; a partition created later seeds from its start', async () => {
+    await push('sub-later', ['before'], 'p1');
+    clock.advance(1);
+    expect((await pop('sub-later', 'consumerGroup=late&subscriptionMode=new')).status).toBe(204);
+    clock.advance(1);
+    await push('sub-later', ['fresh-partition'], 'p2');
+    // Options on later pops are ignored: still `new`.
+    expect(await drain('sub-later', 'late', '&subscriptionMode=all')).toEqual(['fresh-partition']);
+  });
+
+  it('004.4 queue mode ignores subscription options (always from the oldest message)', async () => {
+    await push('qm', ['h1', 'h2']);
+    clock.advance(1);
+    expect(await drain('qm', '', '&subscriptionMode=new')).toEqual(['h1', 'h2']);
+  });
+
+  it('004.5 lag views: GET /consumer-groups, /consumer-groups/:group and /lagging?minLagSeconds (default 3600)', async () => {
+    await push('lag', [1, 2, 3]);
+    await drain('lag', 'fast');
+    const slow = await pop('lag', 'consumerGroup=slow&batch=1');
+    await call(url, 'POST', '/api/v1/ack', { consumerGroup: 'slow', transactionId: slow.body.messages[0]!.transactionId, partitionId: slow.body.messages[0]!.partitionId });
+    clock.advance(600_000);
+    const list = await call(url, 'GET', '/api/v1/consumer-groups');
+    expect(list.status).toBe(200);
+    const lagOf = (name: string) => list.body.consumerGroups.find((g: { name: string }) => g.name === name)?.queues.find((q: { queue: string }) => q.queue === 'lag');
+    expect(lagOf('fast')).toMatchObject({ lagMessages: 0 });
+    expect(lagOf('slow')).toMatchObject({ lagMessages: 2, lagSeconds: 600 });
+    const one = await call(url, 'GET', '/api/v1/consumer-groups/slow');
+    expect(one.body.queues[0].detail[0]).toMatchObject({ partition: 'Default', committed: 0, next: 3, lagMessages: 2 });
+    expect((await call(url, 'GET', '/api/v1/consumer-groups/lagging')).body.consumerGroups.map((g: { name: string }) => g.name)).not.toContain('slow');
+    const lagging = await call(url, 'GET', '/api/v1/consumer-groups/lagging?minLagSeconds=300');
+    expect(lagging.body.consumerGroups.map((g: { name: string }) => g.name)).toContain('slow');
+    expect(lagging.body.consumerGroups.map((g: { name: string }) => g.name)).not.toContain('fast');
+    expect((await call(url, 'GET', '/api/v1/consumer-groups/nobody')).status).toBe(404);
+  });
+
+  it('004.6 GET /messages/:p/:t reports each group’s progress; status completed once every group passed it', async () => {
+    const [r] = await push('progress', ['m']);
+    const path = `/api/v1/messages/${r!.partition_id}/${r!.transaction_id}`;
+    await drain('progress', 'one');
+    const held = await pop('progress', 'consumerGroup=two');
+    let m = await call(url, 'GET', path);
+    expect(m.body.status).toBe('processing');
+    expect(m.body.consumerGroups).toEqual(
+      expect.arrayContaining([
+        { name: 'one', consumed: true, leaseExpiresAt: null },
+        { name: 'two', consumed: false, leaseExpiresAt: new Date(clock.t + 60_000).toISOString() },
+      ]),
+    );
+    await call(url, 'POST', '/api/v1/ack', { consumerGroup: 'two', transactionId: held.body.messages[0]!.transactionId, partitionId: r!.partition_id });
+    m = await call(url, 'GET', path);
+    expect(m.body.status).toBe('completed');
+    expect(m.body.data).toBe('m');
+  });
+
+  it('004.7 DELETE /consumer-groups/:group drops its cursors: the same name re-consumes from the start', async () => {
+    await push('regroup', ['x', 'y'], 'a');
+    await push('regroup', ['z'], 'b');
+    expect((await drain('regroup', 'again')).length).toBe(3);
+    const del = await call(url, 'DELETE', '/api/v1/consumer-groups/again?deleteMetadata=true');
+    expect(del.status).toBe(200);
+    expect(del.body).toMatchObject({ success: true, consumerGroup: 'again', deletedPartitions: 2, metadataDeleted: true });
+    expect((await drain('regroup', 'again')).sort()).toEqual(['x', 'y', 'z']);
+    const perQueue = await call(url, 'DELETE', '/api/v1/consumer-groups/again/queues/regroup');
+    expect(perQueue.body).toMatchObject({ success: true, consumerGroup: 'again', queueName: 'regroup', deletedPartitions: 2 });
+    expect((await call(url, 'DELETE', '/api/v1/consumer-groups/never-was')).body).toMatchObject({ success: true, deletedPartitions: 0 });
+  });
+
+  it('004.8 seek to the end or to a timestamp moves the group; the subscription route sets the stored start time', async () => {
+    await push('seek', ['s1']);
+    clock.advance(5000);
+    const mid = new Date(clock.t - 1).toISOString();
+    await push('seek', ['s2', 's3']);
+    expect((await drain('seek', 'sk')).length).toBe(3);
+    const back = await call(url, 'POST', '/api/v1/consumer-groups/sk/queues/seek/seek', { timestamp: mid });
+    expect(back.body).toMatchObject({ success: true, consumerGroup: 'sk', queueName: 'seek', seekToEnd: false, partitionsUpdated: 1 });
+    expect(await drain('seek', 'sk')).toEqual(['s2', 's3']);
+    const toEnd = await call(url, 'POST', '/api/v1/consumer-groups/sk2/queues/seek/seek', { toEnd: true });
+    expect(toEnd.body).toMatchObject({ seekToEnd: true, partitionsUpdated: 1 });
+    expect(await drain('seek', 'sk2')).toEqual([]);
+    expect((await call(url, 'POST', '/api/v1/consumer-groups/sk/queues/seek/seek', {})).status).toBe(400);
+    const sub = await call(url, 'POST', '/api/v1/consumer-groups/sk/subscription', { subscriptionTimestamp: mid });
+    expect(sub.body).toMatchObject({ success: true, consumerGroup: 'sk', rowsUpdated: 1 });
+    expect((await call(url, 'POST', '/api/v1/consumer-groups/sk/subscription', {})).status).toBe(400);
+  });
+
+  it('004.9 retention: retentionSeconds deletes by age; completedRetentionSeconds only below the slowest cursor; DLQ rows survive', async () => {
+    await call(url, 'POST', '/api/v1/configure', { queue: 'keep', options: { retentionEnabled: true, completedRetentionSeconds: 1 } });
+    await push('keep', ['k1']);
+    clock.advance(1);
+    await push('keep', ['k2']);
+    clock.advance(1);
+    await push('keep', ['k3']);
+    await drain('keep', 'fast');
+    const slow = await pop('keep', 'consumerGroup=slow&batch=1');
+    await call(url, 'POST', '/api/v1/ack/batch', { consumerGroup: 'slow', acknowledgments: slow.body.messages.map((m) => ({ transactionId: m.transactionId, partitionId: m.partitionId, status: 'dlq' })) });
+    clock.advance(10_000);
+    await runMaintenance(svc);
+    // Only k1 is below both cursors; the slow group still gets k2 and k3.
+    const pid = slow.body.messages[0]!.partitionId;
+    expect(await svc.storage.items.get('log', keys.segment(pid, 0))).toBeUndefined();
+    expect(await drain('keep', 'slow')).toEqual(['k2', 'k3']);
+    expect((await call(url, 'GET', '/api/v1/dlq?queue=keep')).body.messages.map((m: { data: string }) => m.data)).toEqual(['k1']);
+
+    await call(url, 'POST', '/api/v1/configure', { queue: 'age', options: { retentionEnabled: true, retentionSeconds: 10 } });
+    await push('age', ['a1']);
+    clock.advance(1);
+    await push('age', ['a2']);
+    clock.advance(11_000);
+    await runMaintenance(svc);
+    expect((await pop('age')).status).toBe(204);
+  });
+
+  it('004.10 an empty partition idle for 30 days is removed with its cursors; a push recreates it from offset 0', async () => {
+    await call(url, 'POST', '/api/v1/configure', { queue: 'idle', options: { retentionEnabled: true, retentionSeconds: 60 } });
+    const [first] = await push('idle', ['i']);
+    expect(await drain('idle', 'g')).toEqual(['i']);
+    clock.advance(31 * 86_400_000);
+    await runMaintenance(svc);
+    const [again] = await push('idle', ['j']);
+    expect(again!.partition_id).not.toBe(first!.partition_id);
+    expect(await drain('idle', 'g')).toEqual(['j']);
+  });
+
+  it('encryptionEnabled: payloads are sealed at rest and come back as plaintext', async () => {
+    const cfg = await call(url, 'POST', '/api/v1/configure', { queue: 'secret', options: { encryptionEnabled: true } });
+    expect(cfg.body.options.encryptionEnabled).toBe(true);
+    const [r] = await push('secret', [{ card: '4111-1111' }]);
+    const seg = await svc.storage.items.get('log', keys.segment(r!.partition_id, 0));
+    const [frame] = await decodeSegment(seg!.bin!);
+    expect(frame!.sealed).toBe(true);
+    expect(Buffer.from(frame!.payload).includes('4111')).toBe(false);
+    const p = await pop('secret');
+    expect(p.body.messages[0]!.data).toEqual({ card: '4111-1111' });
+    const one = await call(url, 'GET', `/api/v1/messages/${r!.partition_id}/${r!.transaction_id}`);
+    expect(one.body.data).toEqual({ card: '4111-1111' });
+  });
+});

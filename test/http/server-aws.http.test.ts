@@ -1,0 +1,49 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureBucket, ensureTables } from '../../lambdas/storage/aws.js';
+import { TABLES, type TableName } from '../../lambdas/storage/port.js';
+import { emulatorClients, startAwsEmulator, type AwsEmulator } from '../support/moto.js';
+import { startServerProcess } from '../support/process.js';
+
+let emulator: AwsEmulator;
+beforeAll(async () => {
+  emulator = await startAwsEmulator();
+});
+afterAll(() => emulator.stop());
+
+describe('http: npm start on the AWS backend (configured by environment)', () => {
+  it('serves pushes and reads from DynamoDB + S3 when SLUICE_TABLE_* and SLUICE_BUCKET are set', async () => {
+    const suffix = randomBytes(4).toString('hex');
+    const tables = Object.fromEntries(TABLES.map((t) => [t, `srv-${suffix}-${t}`])) as Record<TableName, string>;
+    const bucket = `srv-${suffix}`;
+    const { dynamodb, s3 } = emulatorClients(emulator.endpoint);
+    await Promise.all([ensureTables(dynamodb, tables), ensureBucket(s3, bucket)]);
+    const env: Record<string, string> = {
+      AWS_ENDPOINT_URL: emulator.endpoint,
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      SLUICE_BUCKET: bucket,
+      SLUICE_EMULATOR_ISOLATE_TRANSACTIONS: '1',
+    };
+    for (const t of TABLES) env[`SLUICE_TABLE_${t.toUpperCase()}`] = tables[t];
+    const server = await startServerProcess(env);
+    try {
+      const health = await fetch(`${server.url}/health`);
+      expect(await health.json()).toMatchObject({ status: 'healthy', backend: 'aws' });
+      const push = await fetch(`${server.url}/api/v1/push`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ items: [{ queue: 'aws-q', payload: { big: 'x'.repeat(20_000) }, transactionId: 't1' }, { queue: 'aws-q', payload: 2 }] }),
+      });
+      expect(push.status).toBe(201);
+      const read = await fetch(`${server.url}/api/v1/queues/aws-q/partitions/Default/messages`);
+      const body = (await read.json()) as { messages: { data: unknown }[] };
+      expect(body.messages.map((m) => m.data)).toEqual([{ big: 'x'.repeat(20_000) }, 2]);
+    } finally {
+      await server.stop();
+      dynamodb.destroy();
+      s3.destroy();
+    }
+  });
+});

@@ -1,0 +1,69 @@
+/**
+ * Per-queue authorization as a black box, for any target that can call as different
+ * principals: the local server with bearer tokens, the bundles behind the simulated gateway.
+ *
+ * The principals must be granted as in {@link grantsFor}: `producer` may push to `orders-*`,
+ * `reader` may consume `orders-*`, `admin` may do everything, `stranger` nothing.
+ */
+import { expect, it } from 'vitest';
+import type { GrantsConfig } from '../../../lambdas/http/grants.js';
+import { callTarget, type HttpTarget } from '../../support/http.js';
+
+export type Role = 'producer' | 'reader' | 'admin' | 'stranger';
+
+/** The grants the suite expects, with each role's principal as `principal(role)` names it. */
+export function grantsFor(principal: (role: Role) => string): GrantsConfig['grants'] {
+  return [
+    { principal: principal('producer'), actions: ['push'], queues: ['orders-*'] },
+    { principal: principal('reader'), actions: ['consume'], queues: ['orders-*'] },
+    { principal: principal('admin'), actions: ['push', 'consume', 'manage'], queues: ['*'] },
+  ];
+}
+
+export interface GrantsSuiteOptions {
+  /** Status for a request with no credentials: 401 locally, 403 from API Gateway's IAM authorizer. */
+  unauthenticatedStatus: 401 | 403;
+}
+
+export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, opts: GrantsSuiteOptions): void {
+  const http = (role: Role | 'anonymous', method: string, path: string, body?: unknown) => callTarget(as(role), method, path, body);
+
+  it('a request without credentials is refused before any handler runs', async () => {
+    const r = await http('anonymous', 'POST', '/api/v1/push', { items: [{ queue: 'orders-a', payload: 1 }] });
+    expect(r.status).toBe(opts.unauthenticatedStatus);
+    expect((await http('admin', 'GET', '/api/v1/queues/orders-a/partitions/Default/messages')).status).toBe(404);
+  });
+
+  it('every authenticated principal may call /health', async () => {
+    expect((await http('stranger', 'GET', '/health')).status).toBe(200);
+  });
+
+  it('a producer pushes to its queues and nowhere else', async () => {
+    expect((await http('producer', 'POST', '/api/v1/push', { items: [{ queue: 'orders-a', payload: 1 }] })).status).toBe(201);
+    const denied = await http('producer', 'POST', '/api/v1/push', { items: [{ queue: 'orders-b', payload: 1 }, { queue: 'billing', payload: 2 }] });
+    expect(denied.status).toBe(403);
+    expect(denied.body.code).toBe('forbidden');
+    expect(denied.body.error).toContain('push');
+    expect(denied.body.error).toContain('"billing"');
+    // All or nothing: the allowed item of a refused push was not written either.
+    expect((await http('admin', 'GET', '/api/v1/queues/orders-b/partitions/Default/messages')).status).toBe(404);
+  });
+
+  it('a producer may not configure or read; a reader may not push', async () => {
+    expect((await http('producer', 'POST', '/api/v1/configure', { queue: 'orders-a' })).body.code).toBe('forbidden');
+    expect((await http('producer', 'GET', '/api/v1/queues/orders-a/partitions/Default/messages')).status).toBe(403);
+    expect((await http('reader', 'POST', '/api/v1/push', { items: [{ queue: 'orders-a', payload: 1 }] })).status).toBe(403);
+    expect((await http('stranger', 'POST', '/api/v1/configure', { queue: 'anything' })).status).toBe(403);
+  });
+
+  it('a reader reads its queues; a lookup by partition id checks the queue it resolves to', async () => {
+    const mine = await http('admin', 'POST', '/api/v1/push', { items: [{ queue: 'orders-c', payload: { n: 1 }, transactionId: 'tx-c' }] });
+    const theirs = await http('admin', 'POST', '/api/v1/push', { items: [{ queue: 'payroll', payload: { n: 2 }, transactionId: 'tx-p' }] });
+    expect((await http('reader', 'GET', '/api/v1/queues/orders-c/partitions/Default/messages')).status).toBe(200);
+    expect((await http('reader', 'GET', `/api/v1/messages/${mine.body[0].partition_id}/tx-c`)).status).toBe(200);
+    const denied = await http('reader', 'GET', `/api/v1/messages/${theirs.body[0].partition_id}/tx-p`);
+    expect(denied.status).toBe(403);
+    expect(denied.body).toMatchObject({ code: 'forbidden', queue: 'payroll' });
+    expect(JSON.stringify(denied.body)).not.toContain('"n":2');
+  });
+}

@@ -1,0 +1,255 @@
+// The lease service over both storage backends: the READY index keeps wildcard pops bounded,
+// registrations racing pushes never lose a partition, transactions race pushes safely, and
+// pops and acks cost a constant number of storage requests.
+import { CreateKeyCommand, KMSClient } from '@aws-sdk/client-kms';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
+import { resolveQueueOptions } from '../../lambdas/core/queue-options.js';
+import { KmsKeyProvider } from '../../lambdas/service/encryption.js';
+import { keys } from '../../lambdas/service/keys.js';
+import type { PopRequest, PopResult } from '../../lambdas/service/lease-service.js';
+import { buildServices, type Services } from '../../lambdas/service/runtime.js';
+import type { ItemStore, Storage } from '../../lambdas/storage/port.js';
+import { loadConfig } from '../../lambdas/config.js';
+import { testBackends } from '../support/backends.js';
+import { newAwsTestStorage, startAwsEmulator, TEST_REGION } from '../support/moto.js';
+import { json, testServices, text } from '../support/services.js';
+
+const { backends, setup, teardown } = testBackends();
+beforeAll(setup);
+afterAll(teardown);
+
+/** Counts storage requests the way the AWS adapter issues them. */
+function counted(inner: Storage): { storage: Storage; n: () => number; reset: () => void } {
+  let n = 0;
+  const i = inner.items;
+  const items: ItemStore = {
+    get: (t, k) => (n++, i.get(t, k)),
+    getMany: (t, ks) => ((n += Math.ceil(ks.length / 100)), i.getMany(t, ks)),
+    query: (t, pk, o) => (n++, i.query(t, pk, o)),
+    put: (t, it, c) => (n++, i.put(t, it, c)),
+    delete: (t, k, c) => (n++, i.delete(t, k, c)),
+    writeEach: (ops) => ((n += ops.length), i.writeEach(ops)),
+    transact: (ops) => (n++, i.transact(ops)),
+  };
+  const storage: Storage = { kind: inner.kind, items, blobs: inner.blobs, close: () => inner.close() };
+  return { storage, n: () => n, reset: () => (n = 0) };
+}
+
+/**
+ * Runs `inject` once, just before the first commit of a segment through this storage (a put
+ * or transaction whose first op writes a `log` segment): a deterministic interleaving of a
+ * concurrent writer, independent of the emulator's scheduling.
+ */
+function beforeFirstCommit(inner: Storage, inject: () => Promise<void>): Storage {
+  let armed = true;
+  const i = inner.items;
+  const fire = async (isSegment: boolean): Promise<void> => {
+    if (armed && isSegment) {
+      armed = false;
+      await inject();
+    }
+  };
+  const items: ItemStore = {
+    get: (t, k) => i.get(t, k),
+    getMany: (t, ks) => i.getMany(t, ks),
+    query: (t, pk, o) => i.query(t, pk, o),
+    writeEach: (ops) => i.writeEach(ops),
+    delete: (t, k, c) => i.delete(t, k, c),
+    put: async (t, it, c) => {
+      await fire(t === 'log' && it.sk.startsWith('S#'));
+      return i.put(t, it, c);
+    },
+    transact: async (ops) => {
+      const first = ops[0];
+      await fire(first?.op === 'put' && first.table === 'log' && first.item.sk.startsWith('S#'));
+      return i.transact(ops);
+    },
+  };
+  return { kind: inner.kind, items, blobs: inner.blobs, close: () => inner.close() };
+}
+
+const req = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({ queue, group: QUEUE_MODE_GROUP, batch: 100, partitions: 1, autoAck: false, wait: false, timeoutMs: 0, ...over });
+const ackAll = (svc: Services, r: PopResult) => svc.leases.ack(r.messages.map((m, index) => ({ index, partitionId: m.partitionId, transactionId: m.transactionId, status: 'completed' as const, leaseId: r.leaseId })), r.group);
+
+describe.each(backends)('integration: partition leases on $name', (backend) => {
+  let inner: Storage;
+  let cleanup: () => Promise<void>;
+  beforeAll(async () => ({ storage: inner, cleanup } = await backend.newStorage()));
+  afterAll(() => cleanup());
+
+  it('a wildcard pop over hundreds of idle partitions and one with work costs the same few requests as over none', async () => {
+    const c = counted(inner);
+    const svc = testServices(c.storage, { config: { queueCacheMs: 60_000 } });
+    // The group is registered before the partitions exist (so no registration scan is involved).
+    const q = await svc.log.ensureQueue('idle');
+    expect(await svc.leases.pop(req('idle', { group: 'g' }))).toBeNull();
+    // moto serves a few concurrent transactions at a time: create them 5 by 5.
+    const idle = backend.name === 'aws' ? 100 : 300;
+    for (let i = 0; i < idle; i += 5) await Promise.all(Array.from({ length: 5 }, (_, j) => svc.log.ensurePartition(q, `idle-${i + j}`)));
+    await svc.log.push([{ queue: 'idle', partition: 'busy', payload: json('work') }]);
+    c.reset();
+    const r = await svc.leases.pop(req('idle', { group: 'g' }));
+    expect(r?.messages.map((m) => text(m.payload))).toEqual(['"work"']);
+    const popRequests = c.n();
+    expect(popRequests).toBeLessThanOrEqual(5);
+    c.reset();
+    await ackAll(svc, r!);
+    expect(c.n()).toBe(2);
+    c.reset();
+    expect(await svc.leases.pop(req('idle', { group: 'g' }))).toBeNull();
+    // Empty: the rows of the cached READY page, then the READY query, its rows and one
+    // guarded delete of the drained entry.
+    expect(c.n()).toBeLessThanOrEqual(4);
+    c.reset();
+    expect(await svc.leases.pop(req('idle', { group: 'g' }))).toBeNull();
+    expect(c.n()).toBe(1);
+  });
+
+  it('a partition pop is 3 requests and an ack 2, whatever the backlog depth', async () => {
+    const c = counted(inner);
+    const svc = testServices(c.storage, { config: { queueCacheMs: 60_000 } });
+    for (let b = 0; b < 10; b++) await svc.log.push(Array.from({ length: 50 }, (_, i) => ({ queue: 'deep', payload: json(b * 50 + i) })));
+    const warm = await svc.leases.pop(req('deep', { partition: 'Default', batch: 50 }));
+    await ackAll(svc, warm!);
+    const counts: number[] = [];
+    for (let k = 0; k < 3; k++) {
+      c.reset();
+      const r = await svc.leases.pop(req('deep', { partition: 'Default', batch: 50 }));
+      counts.push(c.n());
+      c.reset();
+      const acks = await ackAll(svc, r!);
+      expect(acks.every((a) => a.success && a.leaseReleased)).toBe(true);
+      counts.push(c.n());
+    }
+    expect(counts).toEqual([3, 2, 3, 2, 3, 2]);
+  });
+
+  it('a group registered after the data exists finds every partition through the bounded registration scan', async () => {
+    const svc = testServices(inner);
+    for (let p = 0; p < 30; p++) await svc.log.push([{ queue: 'scan', partition: `s${p}`, payload: json(p) }]);
+    const got = new Set<string>();
+    for (let i = 0; i < 40 && got.size < 30; i++) {
+      const r = await svc.leases.pop(req('scan', { group: 'late', partitions: 20 }));
+      if (!r) continue;
+      r.messages.forEach((m) => got.add(text(m.payload)));
+      await ackAll(svc, r);
+    }
+    expect(got.size).toBe(30);
+  });
+
+  it('a group registering between a push’s read of the group list and its commit still gets the partition marked (no lease group yet)', async () => {
+    const svc = testServices(inner);
+    const q = await svc.log.ensureQueue('reg-race-0');
+    await svc.log.ensurePartition(q, 'Default');
+    // The newcomer registers, and its registration scan completes, while the push is in flight.
+    const pusher = testServices(beforeFirstCommit(inner, async () => {
+      expect(await svc.leases.pop(req('reg-race-0', { group: 'newcomer' }))).toBeNull();
+    }));
+    const [r] = await pusher.log.push([{ queue: 'reg-race-0', payload: json('missed?') }]);
+    expect(r?.status).toBe('queued');
+    const got = await svc.leases.pop(req('reg-race-0', { group: 'newcomer' }));
+    expect(got?.messages.map((m) => text(m.payload))).toEqual(['"missed?"']);
+  });
+
+  it('a group registering between a push’s read of the group list and its commit fails the commit’s version check: the retry marks it', async () => {
+    const svc = testServices(inner);
+    await svc.log.push([{ queue: 'reg-race-1', payload: json('first') }]);
+    expect((await svc.leases.pop(req('reg-race-1', { group: 'old' })))?.messages).toHaveLength(1);
+    const pusher = testServices(beforeFirstCommit(inner, async () => {
+      const first = await svc.leases.pop(req('reg-race-1', { group: 'newcomer' }));
+      expect(first?.messages).toHaveLength(1);
+      await ackAll(svc, first!);
+    }));
+    const [r] = await pusher.log.push([{ queue: 'reg-race-1', payload: json('second') }]);
+    expect(r?.status).toBe('queued');
+    const seen: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const p = await svc.leases.pop(req('reg-race-1', { group: 'newcomer' }));
+      if (!p) break;
+      seen.push(...p.messages.map((m) => text(m.payload)));
+      await ackAll(svc, p);
+    }
+    expect(seen).toContain('"second"');
+  });
+
+  it('a transaction whose segment base is taken by a push meanwhile retries at the next base: atomic, dense offsets', async () => {
+    const svc0 = testServices(inner);
+    await svc0.log.push([{ queue: 'tx-race', payload: json('src') }]);
+    const src = await svc0.leases.pop(req('tx-race', { group: 'w' }));
+    const other = testServices(inner);
+    const svc = testServices(beforeFirstCommit(inner, async () => {
+      expect((await other.log.push([{ queue: 'tx-race', payload: json('pushed-meanwhile') }]))[0]?.status).toBe('queued');
+    }));
+    const res = await svc.transactions.run([
+      { type: 'push', items: [{ queue: 'tx-race', payload: json('t1') }, { queue: 'tx-race', payload: json('t2') }] },
+      { type: 'ack', partitionId: src!.messages[0]!.partitionId, transactionId: src!.messages[0]!.transactionId, consumerGroup: 'w', status: 'completed' },
+    ]);
+    expect(res.success).toBe(true);
+    const part = await svc.log.getPartition('tx-race', 'Default');
+    const all = await svc.log.read(part!.id, 0, { maxCount: 100 });
+    expect(all.map((m) => `${m.offset}:${text(m.payload)}`)).toEqual(['0:"src"', '1:"pushed-meanwhile"', '2:"t1"', '3:"t2"']);
+    const rest = await svc.leases.pop(req('tx-race', { group: 'w' }));
+    expect(rest?.messages.map((m) => text(m.payload))).toEqual(['"pushed-meanwhile"', '"t1"', '"t2"']);
+  });
+
+  it('seek to a timestamp over many segments uses a logarithmic number of reads', async () => {
+    const c = counted(inner);
+    const svc = testServices(c.storage);
+    for (let i = 0; i < 64; i++) {
+      await svc.log.push([{ queue: 'seek-log', payload: json(i) }]);
+      svc.testClock.advance(1000);
+    }
+    const part = await svc.log.getPartition('seek-log', 'Default');
+    c.reset();
+    const at = svc.testClock.t - 64_000 + 40_500; // after message 40 was pushed
+    expect(await svc.leases.lastBefore(part!.id, at, true)).toBe(40);
+    expect(c.n()).toBeLessThanOrEqual(9);
+  });
+
+  it('the DLQ keeps a sealed payload sealed and opens it on read', async () => {
+    const svc = testServices(inner, { config: { encryptionKey: Buffer.alloc(32, 5).toString('base64') } });
+    await svc.log.configure({ queue: 'sealed-dlq', options: resolveQueueOptions({ encryptionEnabled: true, retryLimit: 0 }) });
+    await svc.log.push([{ queue: 'sealed-dlq', payload: json({ secret: 1 }) }]);
+    const r = await svc.leases.pop(req('sealed-dlq'));
+    await svc.leases.ack([{ index: 0, partitionId: r!.messages[0]!.partitionId, transactionId: r!.messages[0]!.transactionId, status: 'failed' }], QUEUE_MODE_GROUP);
+    const rows = await svc.dlq.lookup(r!.messages[0]!.partitionId, r!.messages[0]!.transactionId);
+    expect(rows[0]?.attrs.sealed).toBe(true);
+    expect(Buffer.from(rows[0]!.bin!).includes('secret')).toBe(false);
+    const [entry] = await svc.dlq.list({ queue: 'sealed-dlq', limit: 10, offset: 0 });
+    expect(text(entry!.payload)).toBe('{"secret":1}');
+  });
+
+  it('/configure refuses encryptionEnabled when the server has no key', async () => {
+    const svc = testServices(inner);
+    await expect(svc.log.configure({ queue: 'nokey', options: resolveQueueOptions({ encryptionEnabled: true }) })).rejects.toThrow(/SLUICE_ENCRYPTION_KEY/);
+  });
+});
+
+describe.runIf(backends.some((b) => b.name === 'aws'))('integration: KMS data keys on the aws backend', () => {
+  it('seals with a KMS data key, stores only the wrapped key, and a second process opens it', async () => {
+    const emulator = await startAwsEmulator();
+    const { storage, cleanup } = await newAwsTestStorage(emulator.endpoint);
+    try {
+      const kms = new KMSClient({ endpoint: emulator.endpoint, region: TEST_REGION, credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+      const key = await kms.send(new CreateKeyCommand({}));
+      const keyId = key.KeyMetadata!.KeyId!;
+      const mk = () => buildServices(storage, { ...loadConfig({}), queueCacheMs: 0 }, { keyProvider: new KmsKeyProvider(storage, keyId, async () => kms) });
+      const a = mk();
+      await a.log.configure({ queue: 'kms', options: resolveQueueOptions({ encryptionEnabled: true }) });
+      const [pushed] = await a.log.push([{ queue: 'kms', payload: json({ pan: '4111' }) }]);
+      const stored = await storage.items.query('meta', 'ENCKEY', { limit: 10 });
+      expect(stored.items).toHaveLength(1);
+      expect(typeof stored.items[0]!.attrs.wrapped).toBe('string');
+      const seg = await storage.items.get('log', keys.segment(pushed!.partitionId, 0));
+      expect(seg?.bin).toBeDefined();
+      const b = mk(); // another process: unwraps the data key through KMS
+      const r = await b.leases.pop(req('kms'));
+      expect(text(r!.messages[0]!.payload)).toBe('{"pan":"4111"}');
+      kms.destroy();
+    } finally {
+      await cleanup();
+      await emulator.stop();
+    }
+  });
+});
