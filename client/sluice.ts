@@ -1,0 +1,406 @@
+import { DeadLetterQueue, GroupAdmin, retryMessage } from './admin.js';
+import type { Auth } from './auth.js';
+import { ClaimGroup } from './claims.js';
+import { consumeLeases, type LeaseConsumeOptions, type LeaseConsumeStats, type LeaseContext, type LeaseHandler } from './consume.js';
+import { SluiceApiError } from './errors.js';
+import { DEFAULT_ENDPOINT, LONG_POLL_MARGIN_MS, seg, Transport, type RetryEvent } from './http.js';
+import type { RetryPolicy } from './retry.js';
+import { Transaction } from './transaction.js';
+import type { AckResult, AckStatus, ConfigureResult, Message, PushItem, PushResult, PushStatus, QueueOptions, RenewResult, RetryMessageResult } from './types.js';
+import { uuidv7 } from './uuid.js';
+
+/** The implicit group of a pop that names none. */
+export const QUEUE_MODE = '__QUEUE_MODE__';
+export const DEFAULT_PARTITION = 'Default';
+
+export interface SluiceOptions {
+  /** Base URL. Default: SLUICE_ENDPOINT, else http://127.0.0.1:6632. */
+  endpoint?: string;
+  /** `{type:'sigv4'}` for an IAM-protected deployment, `{type:'bearer', token}`, or none (default). */
+  auth?: Auth;
+  /** Shorthand for `auth: {type: 'bearer', token}`. */
+  token?: string;
+  /** Extra headers on every request. */
+  headers?: Record<string, string>;
+  /** Per-request timeout (default 30 s; long polls get their wait plus 5 s). */
+  timeoutMs?: number;
+  /** Retry policy (attempts, baseDelayMs, maxDelayMs, factor). */
+  retry?: Partial<RetryPolicy>;
+  /** Most items per push request (default 1000; the server takes up to 10,000). */
+  maxPushItems?: number;
+  /** Most JSON bytes per push request (default 4 MiB, under Lambda's 6 MB payload limit). */
+  maxPushBytes?: number;
+  onRetry?: (e: RetryEvent) => void;
+  /** Test hooks. */
+  fetch?: typeof fetch;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  random?: () => number;
+  now?: () => Date;
+}
+
+/**
+ * The Sluice client.
+ *
+ * @example
+ * ```ts
+ * import { Sluice } from 'sluice/client';
+ * const sluice = new Sluice({ endpoint: process.env.SLUICE_ENDPOINT });
+ * await sluice.queue('orders').partition('eu').push([{ data: { id: 1 } }]);
+ * ```
+ */
+export class Sluice {
+  readonly http: Transport;
+  readonly maxPushItems: number;
+  readonly maxPushBytes: number;
+  /** Partition-lease consumer groups: list, describe, lagging, delete, seek, subscription. */
+  readonly groups: GroupAdmin;
+
+  constructor(opts: SluiceOptions = {}) {
+    const endpoint = opts.endpoint ?? process.env['SLUICE_ENDPOINT'] ?? DEFAULT_ENDPOINT;
+    const auth: Auth | undefined = opts.auth ?? (opts.token ? { type: 'bearer', token: opts.token } : undefined);
+    this.http = new Transport({
+      endpoint,
+      auth,
+      headers: opts.headers,
+      timeoutMs: opts.timeoutMs,
+      retry: opts.retry,
+      fetch: opts.fetch,
+      sleep: opts.sleep,
+      random: opts.random,
+      now: opts.now,
+      onRetry: opts.onRetry,
+    });
+    this.maxPushItems = opts.maxPushItems ?? 1000;
+    this.maxPushBytes = opts.maxPushBytes ?? 4 * 1024 * 1024;
+    this.groups = new GroupAdmin(this.http);
+  }
+
+  /** A builder for one queue. Builders are immutable: each call returns a new one. */
+  queue(name: string): QueueRef {
+    return new QueueRef(this, { queue: name, batch: 1, wait: true, timeoutMs: 30_000, partitions: 1, options: {} });
+  }
+
+  /**
+   * Acks lease-delivered messages: `true`/`'completed'`, `false`/`'failed'`, `'retry'`, `'dlq'`.
+   * One message goes to `/ack`, several to one `/ack/batch` per group. The group is each
+   * message's own `consumerGroup` unless `group` is given. Retried (acks name their lease).
+   */
+  async ack(messages: Message | readonly Message[], status: AckStatus | boolean = 'completed', opts: { group?: string; error?: string; signal?: AbortSignal } = {}): Promise<AckResult[]> {
+    const st = status === true ? 'completed' : status === false ? 'failed' : status;
+    const list = Array.isArray(messages) ? (messages as readonly Message[]) : [messages as Message];
+    if (list.length === 0) return [];
+    for (const m of list) {
+      if (!m || typeof m.transactionId !== 'string' || typeof m.partitionId !== 'string') throw new TypeError('ack: each message needs transactionId and partitionId (pass the messages pop() or consume() gave you)');
+    }
+    const item = (m: Message) => {
+      const o = m as Message & { _status?: string; _error?: string };
+      return { transactionId: m.transactionId, partitionId: m.partitionId, status: o._status ?? st, error: o._error ?? opts.error ?? null, ...(m.leaseId ? { leaseId: m.leaseId } : {}) };
+    };
+    if (!Array.isArray(messages)) {
+      const m = messages as Message;
+      const r = await this.http.json<AckResult[] | AckResult>({ method: 'POST', path: '/api/v1/ack', body: { ...item(m), consumerGroup: opts.group ?? m.consumerGroup ?? null }, retry: 'idempotent', signal: opts.signal });
+      return Array.isArray(r) ? r : r ? [r] : [];
+    }
+    const byGroup = new Map<string, Message[]>();
+    for (const m of list) {
+      const g = opts.group ?? m.consumerGroup ?? QUEUE_MODE;
+      byGroup.set(g, [...(byGroup.get(g) ?? []), m]);
+    }
+    const out: AckResult[] = [];
+    for (const [g, ms] of byGroup) {
+      const r = await this.http.json<AckResult[]>({ method: 'POST', path: '/api/v1/ack/batch', body: { acknowledgments: ms.map(item), consumerGroup: g }, retry: 'idempotent', signal: opts.signal });
+      out.push(...(r ?? []));
+    }
+    return out;
+  }
+
+  /**
+   * Extends leases (`POST /api/v1/lease/{id}/extend`): every live lease of each distinct id
+   * moves to at least now + `seconds`. An expired lease renews nothing (`success: false`).
+   */
+  async renew(target: string | Message | readonly Message[], seconds?: number, opts: { signal?: AbortSignal } = {}): Promise<RenewResult[]> {
+    const ids = typeof target === 'string' ? [target] : [...new Set((Array.isArray(target) ? (target as readonly Message[]) : [target as Message]).map((m) => m.leaseId).filter(Boolean))];
+    const out: RenewResult[] = [];
+    for (const id of ids) {
+      const r = await this.http.json<RenewResult & { expiresAt?: string }>({ method: 'POST', path: `/api/v1/lease/${seg(id)}/extend`, body: seconds === undefined ? {} : { seconds }, retry: 'idempotent', signal: opts.signal });
+      out.push({ leaseId: r?.leaseId ?? id, success: r?.success ?? false, renewed: r?.renewed ?? 0, newExpiresAt: r?.newExpiresAt ?? r?.expiresAt ?? null });
+    }
+    return out;
+  }
+
+  /** Pushes and acks applied together. */
+  transaction(): Transaction {
+    return new Transaction(this.http);
+  }
+
+  /** A queue's dead-letter queue (lease groups). */
+  dlq(queue: string): DeadLetterQueue {
+    return new DeadLetterQueue(this.http, queue);
+  }
+
+  /** Replays one dead letter with a fresh transaction id, then removes its row. Not retried on 5xx. */
+  retryMessage(partitionId: string, transactionId: string, opts: { consumerGroup?: string; signal?: AbortSignal } = {}): Promise<RetryMessageResult> {
+    return retryMessage(this.http, partitionId, transactionId, opts);
+  }
+
+  /** Deletes a dead-letter row (404 when there is none). */
+  async deleteMessage(partitionId: string, transactionId: string, opts: { consumerGroup?: string; signal?: AbortSignal } = {}): Promise<Record<string, unknown>> {
+    return ((await this.http.json({ method: 'DELETE', path: `/api/v1/messages/${seg(partitionId)}/${seg(transactionId)}`, query: { consumerGroup: opts.consumerGroup }, retry: 'idempotent', signal: opts.signal })) ?? {}) as Record<string, unknown>;
+  }
+
+  /** One message by partition id and transactionId (with per-group progress where the server has it). */
+  async getMessage<T = unknown>(partitionId: string, transactionId: string, opts: { signal?: AbortSignal } = {}): Promise<Record<string, unknown> & { data: T }> {
+    return (await this.http.json({ method: 'GET', path: `/api/v1/messages/${seg(partitionId)}/${seg(transactionId)}`, retry: 'idempotent', signal: opts.signal })) as Record<string, unknown> & { data: T };
+  }
+
+  /** `GET /health`. */
+  async health(opts: { signal?: AbortSignal } = {}): Promise<{ status: string; [k: string]: unknown }> {
+    return (await this.http.json({ method: 'GET', path: '/health', retry: 'idempotent', signal: opts.signal })) as { status: string };
+  }
+}
+
+/** What a {@link QueueRef} carries. */
+export interface QueueSpec {
+  queue: string;
+  partition?: string;
+  group?: string;
+  batch: number;
+  wait: boolean;
+  timeoutMs: number;
+  partitions: number;
+  leaseSeconds?: number;
+  subscriptionMode?: string;
+  subscriptionFrom?: string;
+  options: QueueOptions;
+}
+
+export interface PushOptions {
+  /** Throw when any item failed (default true); false returns the failures in the results. */
+  throwOnFailure?: boolean;
+  signal?: AbortSignal;
+}
+
+/**
+ * A queue, optionally narrowed to a partition and a consumer group.
+ *
+ * @example
+ * ```ts
+ * const orders = sluice.queue('orders');
+ * await orders.config({ leaseTime: 30 }).create();
+ * await orders.partition('eu').push([{ data: { id: 1 } }]);
+ * const msgs = await orders.group('billing').batch(10).wait(false).pop();
+ * await sluice.ack(msgs);
+ * ```
+ */
+export class QueueRef {
+  constructor(
+    readonly client: Sluice,
+    readonly spec: Readonly<QueueSpec>,
+  ) {}
+
+  private with(patch: Partial<QueueSpec>): QueueRef {
+    return new QueueRef(this.client, { ...this.spec, ...patch });
+  }
+
+  get name(): string {
+    return this.spec.queue;
+  }
+
+  /** Pushes and pops on this partition (pushes default to `Default`; pops to any partition). */
+  partition(name: string): QueueRef {
+    return this.with({ partition: name });
+  }
+  /** Consumer group for pops, acks and consume (default: queue mode, `__QUEUE_MODE__`). */
+  group(name: string): QueueRef {
+    return this.with({ group: name });
+  }
+  /** Messages per pop (default 1). */
+  batch(n: number): QueueRef {
+    return this.with({ batch: n });
+  }
+  /** Long-poll (default true). */
+  wait(on: boolean): QueueRef {
+    return this.with({ wait: on });
+  }
+  /** Long-poll wait in ms (default 30,000; the server caps it below API Gateway's 30 s). */
+  timeout(ms: number): QueueRef {
+    return this.with({ timeoutMs: ms });
+  }
+  /** Partitions one wildcard pop may lease together (default 1). */
+  partitions(n: number): QueueRef {
+    return this.with({ partitions: n });
+  }
+  /** Lease length for pops, overriding the queue's `leaseTime`. */
+  leaseSeconds(s: number): QueueRef {
+    return this.with({ leaseSeconds: s });
+  }
+  /** Where a new group starts: `all` (default), `new`. Fixed on the group's first pop. */
+  subscriptionMode(mode: string): QueueRef {
+    return this.with({ subscriptionMode: mode });
+  }
+  /** A new group starts at this time (`now` or ISO-8601). */
+  subscriptionFrom(from: string | Date): QueueRef {
+    return this.with({ subscriptionFrom: from instanceof Date ? from.toISOString() : from });
+  }
+  /** Options for {@link create}. */
+  config(options: QueueOptions): QueueRef {
+    return this.with({ options: { ...this.spec.options, ...options } });
+  }
+
+  /**
+   * Creates the queue or replaces its whole configuration (`POST /api/v1/configure`): options
+   * not given go back to the server's defaults.
+   */
+  async create(opts: { namespace?: string; task?: string; signal?: AbortSignal } = {}): Promise<ConfigureResult> {
+    return (await this.client.http.json<ConfigureResult>({
+      method: 'POST',
+      path: '/api/v1/configure',
+      body: { queue: this.spec.queue, namespace: opts.namespace ?? null, task: opts.task ?? null, options: this.spec.options },
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as ConfigureResult;
+  }
+
+  /** Deletes the queue with its partitions, messages, cursors and dead letters. */
+  async delete(opts: { signal?: AbortSignal } = {}): Promise<{ deleted: boolean; existed: boolean; [k: string]: unknown }> {
+    return (await this.client.http.json({ method: 'DELETE', path: `/api/v1/resources/queues/${seg(this.spec.queue)}`, retry: 'idempotent', signal: opts.signal })) as { deleted: boolean; existed: boolean };
+  }
+
+  /**
+   * Pushes items in order, split into requests under the server's limits (item count and
+   * body size). Items without a transactionId get a UUIDv7, so retrying a push (which the
+   * client does on 429, 5xx and network errors) never duplicates a message.
+   */
+  async push(items: readonly (PushItem | unknown)[], opts: PushOptions = {}): Promise<PushResult[]> {
+    const prepared = items.map((it) => this.toWire(it));
+    const results: PushResult[] = [];
+    let chunk: typeof prepared = [];
+    let bytes = 0;
+    let first = 0;
+    const flush = async (): Promise<void> => {
+      if (chunk.length === 0) return;
+      const body = await this.client.http.json<Record<string, unknown>[]>({ method: 'POST', path: '/api/v1/push', body: { items: chunk.map((c) => c.item) }, retry: 'idempotent', signal: opts.signal });
+      (body ?? []).forEach((r, i) => results.push(pushResult(r, first + i, this.spec.queue)));
+      first += chunk.length;
+      chunk = [];
+      bytes = 0;
+    };
+    for (const p of prepared) {
+      if (chunk.length > 0 && (chunk.length >= this.client.maxPushItems || bytes + p.bytes > this.client.maxPushBytes)) await flush();
+      chunk.push(p);
+      bytes += p.bytes;
+    }
+    await flush();
+    const failed = results.filter((r) => r.status === 'failed');
+    if (failed.length > 0 && opts.throwOnFailure !== false) {
+      throw new SluiceApiError(201, 'operation_failed', `${failed.length} of ${results.length} pushed items failed; first: ${failed[0]?.error ?? 'unknown error'} (items without a failure were stored; pushing all again is safe, duplicates are skipped)`, failed, 'POST /api/v1/push');
+    }
+    return results;
+  }
+
+  private toWire(it: unknown): { item: Record<string, unknown>; bytes: number } {
+    const o = it && typeof it === 'object' && !Array.isArray(it) ? (it as PushItem) : undefined;
+    const payload = o && 'data' in o ? o.data : o && 'payload' in o ? o.payload : it;
+    const item: Record<string, unknown> = {
+      queue: this.spec.queue,
+      partition: (o && typeof o.partition === 'string' && ('data' in o || 'payload' in o) ? o.partition : undefined) ?? this.spec.partition ?? DEFAULT_PARTITION,
+      payload: payload === undefined ? null : payload,
+      transactionId: o && typeof o.transactionId === 'string' ? o.transactionId : uuidv7(),
+    };
+    if (o && typeof o.traceId === 'string') item['traceId'] = o.traceId;
+    return { item, bytes: JSON.stringify(item).length + 1 };
+  }
+
+  /**
+   * One pop: up to `batch` messages leased to the group, or `[]` when nothing is available
+   * (the server answered 204). Unlike Queen's client, errors are thrown, not swallowed.
+   */
+  async pop<T = unknown>(opts: { autoAck?: boolean; signal?: AbortSignal } = {}): Promise<Message<T>[]> {
+    const s = this.spec;
+    const path = s.partition !== undefined ? `/api/v1/pop/queue/${seg(s.queue)}/partition/${seg(s.partition)}` : `/api/v1/pop/queue/${seg(s.queue)}`;
+    const r = await this.client.http.json<{ queue?: string; consumerGroup?: string; leaseId?: string; messages?: Message<T>[] }>({
+      method: 'GET',
+      path,
+      query: {
+        batch: s.batch,
+        wait: s.wait,
+        timeout: s.timeoutMs,
+        consumerGroup: s.group,
+        subscriptionMode: s.subscriptionMode,
+        subscriptionFrom: s.subscriptionFrom,
+        partitions: s.partitions > 1 ? s.partitions : undefined,
+        leaseSeconds: s.leaseSeconds,
+        autoAck: opts.autoAck ? true : undefined,
+      },
+      // A pop whose answer was lost leaves its span leased until the lease lapses: delayed, not lost.
+      retry: 'idempotent',
+      timeoutMs: s.wait ? s.timeoutMs + LONG_POLL_MARGIN_MS : undefined,
+      signal: opts.signal,
+    });
+    if (!r) return [];
+    return (r.messages ?? []).map((m) => ({
+      ...m,
+      queue: (m.queue as string | undefined) ?? r.queue ?? s.queue,
+      consumerGroup: m.consumerGroup ?? r.consumerGroup ?? s.group ?? QUEUE_MODE,
+      leaseId: m.leaseId ?? r.leaseId ?? '',
+    }));
+  }
+
+  /** Acks messages for this builder's group (when the messages do not name one). */
+  ack(messages: Message | readonly Message[], status: AckStatus | boolean = 'completed', opts: { error?: string; signal?: AbortSignal } = {}): Promise<AckResult[]> {
+    const list = Array.isArray(messages) ? (messages as readonly Message[]) : [messages as Message];
+    const withGroup = list.map((m) => ({ ...m, consumerGroup: m.consumerGroup || this.spec.group || QUEUE_MODE }));
+    return this.client.ack(Array.isArray(messages) ? withGroup : (withGroup[0] as Message), status, opts);
+  }
+
+  /**
+   * Consumes with partition leases until `signal` aborts (or `limit`/`idleMs`): pops, runs the
+   * handler, acks (completed after it resolves, failed when it throws), renews leases of
+   * long handlers. See {@link LeaseConsumeOptions}.
+   */
+  consume<T = unknown>(handler: (message: Message<T>, ctx: LeaseContext<T>) => unknown, opts: LeaseConsumeOptions & { each: true }): Promise<LeaseConsumeStats>;
+  consume<T = unknown>(handler: (messages: Message<T>[], ctx: LeaseContext<T>) => unknown, opts?: LeaseConsumeOptions & { each?: false }): Promise<LeaseConsumeStats>;
+  consume<T = unknown>(handler: LeaseHandler<T>, opts: LeaseConsumeOptions = {}): Promise<LeaseConsumeStats> {
+    return consumeLeases<T>(this, handler, opts);
+  }
+
+  /** A record-claim group on this partition (the builder must name a partition). */
+  claimGroup(group: string): ClaimGroup {
+    if (this.spec.partition === undefined) throw new TypeError(`claimGroup("${group}") needs a partition: sluice.queue("${this.spec.queue}").partition("…").claimGroup("${group}")`);
+    return new ClaimGroup(this.client.http, this.spec.queue, this.spec.partition, group);
+  }
+
+  /** This queue's dead letters (for this builder's group, when one is set). */
+  dlq(): DeadLetterQueue {
+    const d = this.client.dlq(this.spec.queue);
+    return this.spec.group ? d.group(this.spec.group) : d;
+  }
+
+  /** Replays a partition in offset order from `from` (no lease, no group). */
+  async read<T = unknown>(opts: { from?: number; limit?: number; signal?: AbortSignal } = {}): Promise<{ messages: (Message<T> & { offset: number })[]; next: number }> {
+    const p = this.spec.partition ?? DEFAULT_PARTITION;
+    const r = await this.client.http.json<{ messages: (Message<T> & { offset: number })[]; next: number; partitionId: string }>({
+      method: 'GET',
+      path: `/api/v1/queues/${seg(this.spec.queue)}/partitions/${seg(p)}/messages`,
+      query: { from: opts.from ?? 0, limit: opts.limit ?? 100 },
+      retry: 'idempotent',
+      signal: opts.signal,
+    });
+    return { messages: (r?.messages ?? []).map((m) => ({ ...m, queue: this.spec.queue, partition: p, partitionId: r?.partitionId ?? '' })), next: r?.next ?? opts.from ?? 0 };
+  }
+}
+
+function pushResult(r: Record<string, unknown>, index: number, queue: string): PushResult {
+  const out: PushResult = {
+    index,
+    status: (r['status'] as PushStatus) ?? 'failed',
+    transactionId: (r['transaction_id'] ?? r['transactionId']) as string,
+    messageId: ((r['message_id'] ?? r['messageId']) as string | undefined) ?? null,
+    partitionId: ((r['partition_id'] ?? r['partitionId']) as string | undefined) ?? null,
+    queue: (r['queueName'] as string | undefined) ?? queue,
+    partition: (r['partition'] as string | undefined) ?? null,
+  };
+  if (typeof r['offset'] === 'number') out.offset = r['offset'];
+  if (typeof r['error'] === 'string') out.error = r['error'];
+  return out;
+}

@@ -1,0 +1,160 @@
+/**
+ * The real `sluice` binary against the real local server (both child processes): pushes
+ * 10,000 lines from a file and tails them, pops, lists and redrives the DLQ with progress,
+ * polls and acks claims; exit codes and `--json` output.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Sluice, type Message } from '../../client/index.js';
+import { sluiceCli } from '../support/cli.js';
+import { startServerProcess, type ServerProcess } from '../support/process.js';
+
+let dir: string;
+let server: ServerProcess;
+let env: Record<string, string>;
+let sluice: Sluice;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sluice-cli-'));
+  server = await startServerProcess({ SLUICE_DATA_DIR: join(dir, 'data'), SLUICE_SYNC: 'normal' });
+  env = { SLUICE_ENDPOINT: server.url };
+  sluice = new Sluice({ endpoint: server.url });
+});
+afterAll(async () => {
+  await server?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const lines = (s: string): string[] => s.split('\n').filter(Boolean);
+
+describe('cli against the local server', () => {
+  it('pushes 10,000 lines from a file and tails every one of them', async () => {
+    const file = join(dir, 'orders.jsonl');
+    await writeFile(file, Array.from({ length: 10_000 }, (_, i) => JSON.stringify({ n: i, region: i % 2 ? 'eu' : 'us' })).join('\n') + '\n');
+    const push = await sluiceCli(['--json', 'push', 'cli-orders', '--partition', 'all', '--file', file, '--batch', '2000'], { env });
+    expect(push.stderr).toBe('');
+    expect(push.code).toBe(0);
+    expect(JSON.parse(push.stdout)).toEqual({ queue: 'cli-orders', partition: 'all', lines: 10_000, queued: 10_000, duplicate: 0, failed: 0 });
+
+    const again = await sluiceCli(['push', 'cli-orders', '--partition', 'all', '--file', file, '--id-field', 'n'], { env });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe('pushed 10000 messages to cli-orders/all: 10000 queued, 0 duplicate, 0 failed\n');
+
+    const tail = await sluiceCli(['--json', 'tail', 'cli-orders', '--group', 'audit', '--batch', '1000', '--limit', '20000'], { env, timeoutMs: 120_000 });
+    expect(tail.code).toBe(0);
+    const got = lines(tail.stdout).map((l) => JSON.parse(l) as Message<{ n: number }>);
+    expect(got).toHaveLength(20_000);
+    expect(got.slice(0, 10_000).map((m) => m.data.n)).toEqual(Array.from({ length: 10_000 }, (_, i) => i));
+    expect(got.every((m) => m.consumerGroup === 'audit' && m.queue === 'cli-orders')).toBe(true);
+
+    const groups = await sluiceCli(['--json', 'groups', '--queue', 'cli-orders'], { env });
+    expect(groups.code).toBe(0);
+    const view = (JSON.parse(groups.stdout) as { name: string; queues: { queue: string; lagMessages: number; detail: { committed: number }[] }[] }[]).find((g) => g.name === 'audit');
+    expect(view?.queues[0]).toMatchObject({ queue: 'cli-orders', lagMessages: 0, detail: [{ committed: 19_999 }] });
+    const table = await sluiceCli(['groups', '--group', 'audit'], { env });
+    expect(lines(table.stdout)[0]).toMatch(/^GROUP\s+QUEUE\s+PARTITION\s+COMMITTED\s+NEXT\s+LAG\s+AGE\s+LEASED$/);
+    expect(lines(table.stdout)[1]).toMatch(/^audit\s+cli-orders\s+all\s+19999\s+20000\s+0\s/);
+  });
+
+  it('pushes from stdin, pops, and stops a limited tail after exactly the limit', async () => {
+    const push = await sluiceCli(['push', 'cli-small', '-p', 'a'], { env, stdin: '{"a":1}\n{"a":2}\n{"a":3}\n{"a":4}\n' });
+    expect(push.code).toBe(0);
+    const pop = await sluiceCli(['--json', 'pop', 'cli-small', '-p', 'a', '-n', '2'], { env });
+    expect(pop.code).toBe(0);
+    expect((JSON.parse(pop.stdout) as Message[]).map((m) => m.data)).toEqual([{ a: 1 }, { a: 2 }]);
+    const tail = await sluiceCli(['tail', 'cli-small', '--limit', '1'], { env });
+    expect(tail.code).toBe(0);
+    expect(lines(tail.stdout)).toEqual([expect.stringMatching(/^a\t2\t\S+\t\{"a":3\}$/)]);
+    const rest = await sluiceCli(['--json', 'pop', 'cli-small', '-n', '10'], { env });
+    expect((JSON.parse(rest.stdout) as Message[]).map((m) => m.data)).toEqual([{ a: 4 }]);
+    const none = await sluiceCli(['pop', 'cli-small'], { env });
+    expect(none).toMatchObject({ code: 0, stdout: '', stderr: 'no messages available in cli-small\n' });
+    const peek = await sluiceCli(['tail', 'cli-small', '-p', 'a', '--peek', '--idle', '300', '--from', '2'], { env });
+    expect(lines(peek.stdout).map((l) => l.split('\t')[3])).toEqual(['{"a":3}', '{"a":4}']);
+  });
+
+  it('lists the DLQ and redrives it with a progress bar and a rate limit', async () => {
+    const q = sluice.queue('cli-dlq').partition('a');
+    await q.push(Array.from({ length: 30 }, (_, i) => ({ data: i })));
+    for (let i = 0; i < 30; i++) await sluice.ack(await q.group('g').wait(false).pop(), 'dlq', { error: `bad input ${i}` });
+
+    const list = await sluiceCli(['--json', 'dlq', 'list', 'cli-dlq', '--group', 'g', '--limit', '50'], { env });
+    expect(list.code).toBe(0);
+    const rows = JSON.parse(list.stdout) as { errorMessage: string; consumerGroup: string }[];
+    expect(rows).toHaveLength(30);
+    expect(rows.every((r) => r.consumerGroup === 'g' && /^bad input \d+$/.test(r.errorMessage))).toBe(true);
+    const text = await sluiceCli(['dlq', 'list', 'cli-dlq', '--limit', '2'], { env });
+    expect(lines(text.stdout)[0]).toMatch(/^FAILED_AT\s+GROUP\s+PARTITION_ID\s+TRANSACTION_ID\s+RETRIES\s+ERROR$/);
+    expect(lines(text.stdout)).toHaveLength(3);
+
+    const started = Date.now();
+    const redrive = await sluiceCli(['dlq', 'redrive-all', 'cli-dlq', '--batch', '10', '--rate', '40'], { env });
+    expect(redrive.code).toBe(0);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(500); // 30 at 40/s: at least 0.5 s of pacing
+    expect(redrive.stdout).toBe('redrove 30 dead letters of cli-dlq\n');
+    const progress = lines(redrive.stderr);
+    expect(progress[0]).toMatch(/^redrive \[\.+\] 0\/30 0%/);
+    expect(progress.at(-1)).toMatch(/^redrive \[#+\] 30\/30 100% [\d.]+\/s$/);
+    expect((JSON.parse((await sluiceCli(['--json', 'dlq', 'list', 'cli-dlq'], { env })).stdout) as unknown[]).length).toBe(0);
+    const back = await q.group('g').batch(100).wait(false).pop();
+    expect(back.map((m) => m.data)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+
+    const replay = await sluice.ack(back.slice(0, 1), 'dlq');
+    expect(replay[0]?.dlq).toBe(true);
+    const [row] = (await sluice.dlq('cli-dlq').list()).messages;
+    const one = await sluiceCli(['--json', 'dlq', 'retry', row!.partitionId, row!.transactionId], { env });
+    expect(one.code).toBe(0);
+    expect(JSON.parse(one.stdout)).toMatchObject({ replayed: true, dlqRowRemoved: true });
+  });
+
+  it('polls, acks, describes and redrives claims', async () => {
+    await sluice.queue('cli-jobs').partition('p0').push(Array.from({ length: 5 }, (_, i) => ({ data: { job: i } })));
+    const poll = await sluiceCli(['--json', 'claims', 'poll', 'cli-jobs', 'p0', 'workers', '--max', '3'], { env });
+    expect(poll.code).toBe(0);
+    const polled = JSON.parse(poll.stdout) as { records: { offset: number; attempts: number; data: unknown }[]; capped: boolean };
+    expect(polled.records.map((r) => [r.offset, r.attempts, r.data])).toEqual([
+      [0, 1, { job: 0 }],
+      [1, 1, { job: 1 }],
+      [2, 1, { job: 2 }],
+    ]);
+    const ack = await sluiceCli(['--json', 'claims', 'ack', 'cli-jobs', 'p0', 'workers', '0', '1', '2'], { env });
+    expect(JSON.parse(ack.stdout)).toEqual({ committed: 3 });
+    const text = await sluiceCli(['claims', 'poll', 'cli-jobs', 'p0', 'workers', '--max', '5', '--ack'], { env });
+    expect(lines(text.stdout)[0]).toMatch(/^OFFSET\s+ATTEMPTS\s+TRANSACTION_ID\s+DATA$/);
+    expect(lines(text.stdout)).toHaveLength(3);
+    expect(text.stderr).toContain("the group's position is now 5");
+    const describe = await sluiceCli(['--json', 'claims', 'describe', 'cli-jobs', 'p0', 'workers'], { env });
+    expect(JSON.parse(describe.stdout)).toMatchObject({ committed: 5, tail: 5, lag: 0, inFlight: 0, deadLetters: 0 });
+
+    await sluice.queue('cli-jobs').partition('p0').push([{ data: { job: 5 } }, { data: { job: 6 } }]);
+    const g = sluice.queue('cli-jobs').partition('p0').claimGroup('workers');
+    for (const r of (await g.poll({ max: 2 })).records) await g.deadLetter(r.offset, { attempts: r.attempts });
+    const dead = await sluiceCli(['--json', 'claims', 'dead-letters', 'cli-jobs', 'p0', 'workers'], { env });
+    expect(JSON.parse(dead.stdout)).toEqual({ offsets: [5, 6] });
+    const redrive = await sluiceCli(['claims', 'redrive', 'cli-jobs', 'p0', 'workers', '--all'], { env });
+    expect(redrive.code).toBe(0);
+    expect(redrive.stdout).toBe('redrove 2 of 2 dead letters\n');
+    expect(lines(redrive.stderr).at(-1)).toMatch(/^redrive \[#+\] 2\/2 100%/);
+    expect((await g.poll({ max: 5 })).records.map((r) => r.offset)).toEqual([5, 6]);
+  });
+
+  it('exits with codes and messages a person can act on', async () => {
+    const notFound = await sluiceCli(['describe', 'nobody'], { env });
+    expect(notFound.code).toBe(3);
+    expect(notFound.stderr).toMatch(/^sluice: .*nobody.* \[HTTP 404 not_found\]\n$/);
+    const bad = await sluiceCli(['--json', 'claims', 'ack', 'cli-jobs', 'p0', 'workers', '999'], { env });
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(bad.stderr)).toMatchObject({ code: 'invalid_request', status: 400 });
+    const usage = await sluiceCli(['push'], { env });
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("missing required argument 'queue'");
+    const down = await sluiceCli(['groups'], { env: { SLUICE_ENDPOINT: 'http://127.0.0.1:9' } });
+    expect(down.code).toBe(5);
+    expect(down.stderr).toContain('Is the server running');
+    const help = await sluiceCli(['dlq', '--help'], { env });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('redrive-all');
+  });
+});
