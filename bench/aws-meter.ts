@@ -97,5 +97,5 @@ export async function meteredAwsStorage(endpoint: string): Promise<{ storage: St
     },
     { step: 'initialize', name: 'sluiceMeter' },
   );
-  return { storage: createAwsStorage({ tables, bucket, dynamodb, s3, isolateTransactions: true }), meter };
+  return { storage: createAwsStorage({ tables, bucket, dynamodb, s3, serializeWrites: true }), meter };
 }

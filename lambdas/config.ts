@@ -67,13 +67,19 @@ export interface ClaimDefaults {
 
 export const MIB = 1024 * 1024;
 
-const num = (env: Record<string, string | undefined>, key: string, dflt: number, min = 0): number => {
+const num = (env: Record<string, string | undefined>, key: string, dflt: number, min = 0, max = Number.POSITIVE_INFINITY): number => {
   const raw = env[key];
   if (raw === undefined || raw === '') return dflt;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n < min) throw new Error(`${key} must be a number >= ${min} (got ${JSON.stringify(raw)})`);
+  if (!Number.isFinite(n) || n < min || n > max) throw new Error(`${key} must be a number >= ${min}${max < Number.POSITIVE_INFINITY ? ` and <= ${max}` : ''} (got ${JSON.stringify(raw)})`);
   return n;
 };
+
+/**
+ * Largest inline segment: an inline segment's item (keys, index attributes, the bytes) must
+ * stay under the 400 KB item limit both backends enforce, or every push that large would fail.
+ */
+export const MAX_INLINE_BYTES = 390_000;
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): SluiceConfig {
   const sync = env.SLUICE_SYNC ?? 'full';
@@ -83,7 +89,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port: num(env, 'SLUICE_PORT', 6632),
     dataDir: env.SLUICE_DATA_DIR ?? './.sluice-data',
     sync,
-    inlineMaxBytes: env.SLUICE_INLINE_MAX_BYTES ? num(env, 'SLUICE_INLINE_MAX_BYTES', 0) : undefined,
+    inlineMaxBytes: env.SLUICE_INLINE_MAX_BYTES ? num(env, 'SLUICE_INLINE_MAX_BYTES', 0, 0, MAX_INLINE_BYTES) : undefined,
     maxBodyBytes: num(env, 'SLUICE_MAX_BODY_BYTES', 6 * MIB, 1024),
     maxMessageBytes: num(env, 'SLUICE_MAX_MESSAGE_BYTES', 2 * MIB, 1),
     maxPushItems: num(env, 'SLUICE_MAX_PUSH_ITEMS', 10_000, 1),

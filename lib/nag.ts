@@ -1,6 +1,7 @@
 /**
  * The cdk-nag AwsSolutions findings `SluiceService` accepts, each with its reason. Everything
- * else must pass: `test/cdk/nag.test.ts` fails on any unacknowledged finding.
+ * else must pass: `test/cdk/stack.test.ts` ("cdk-nag AwsSolutions") fails on any
+ * unacknowledged finding, and so does `npm run synth`.
  *
  * Wildcard resources (AwsSolutions-IAM5) are acknowledged finding by finding, and only when
  * they have one of the two shapes justified below; any other wildcard stays a finding.

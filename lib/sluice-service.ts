@@ -32,6 +32,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
+import { loadConfig } from '../lambdas/config.js';
 import { GRANT_ACTIONS, parseGrants, type Grant } from '../lambdas/http/grants.js';
 import type { RouteDef } from '../lambdas/http/route.js';
 import { ALL_ROUTES } from '../lambdas/http/routes.js';
@@ -56,6 +57,49 @@ export const TABLE_ENV: Record<TableName, string> = {
 
 /** Long polls are capped at 25 s in the services; API Gateway's integration timeout is 30 s. */
 export const API_FUNCTION_TIMEOUT = Duration.seconds(29);
+/** API Gateway HTTP APIs end every integration at 30 s: an API function must answer before. */
+export const API_GATEWAY_TIMEOUT = Duration.seconds(30);
+/**
+ * What an API function needs between the end of its longest wait and its own timeout: the
+ * handler stops 1 s early (middy's `timeoutEarlyInMillis`), and the empty answer must still
+ * be written.
+ */
+export const LONG_POLL_HEADROOM = Duration.seconds(2);
+
+/**
+ * Checks that the long-poll caps the functions will run with (SLUICE_MAX_POP_WAIT_MS,
+ * SLUICE_CLAIM_MAX_WAIT_MS, from `environment` or their defaults) end with
+ * {@link LONG_POLL_HEADROOM} to spare before `timeout`, and that `timeout` ends before API
+ * Gateway's: otherwise a waiting client gets a 504 (which Queen's client retries and then
+ * fails on) instead of an empty 204. Throws with what to change; answers the caps.
+ *
+ * @example
+ * ```ts
+ * checkLongPollBudget({ SLUICE_MAX_POP_WAIT_MS: '20000' }); // { maxPopWaitMs: 20000, claimMaxWaitMs: 25000 }
+ * checkLongPollBudget({ SLUICE_MAX_POP_WAIT_MS: '29000' }); // throws
+ * ```
+ */
+export function checkLongPollBudget(environment: Record<string, string | undefined>, timeout: Duration = API_FUNCTION_TIMEOUT): { maxPopWaitMs: number; claimMaxWaitMs: number } {
+  const { maxPopWaitMs, claimMaxWaitMs } = loadConfig(environment);
+  const timeoutMs = timeout.toMilliseconds();
+  if (timeoutMs >= API_GATEWAY_TIMEOUT.toMilliseconds()) {
+    throw new Error(`the API functions' timeout (${timeoutMs} ms) must be below API Gateway's ${API_GATEWAY_TIMEOUT.toMilliseconds()} ms integration timeout`);
+  }
+  const budget = timeoutMs - LONG_POLL_HEADROOM.toMilliseconds();
+  for (const [key, ms] of [['SLUICE_MAX_POP_WAIT_MS', maxPopWaitMs], ['SLUICE_CLAIM_MAX_WAIT_MS', claimMaxWaitMs]] as const) {
+    if (ms > budget) {
+      throw new Error(`${key} is ${ms} ms, but the API functions time out after ${timeoutMs} ms and need ${LONG_POLL_HEADROOM.toMilliseconds()} ms of that to answer: set it to at most ${budget} ms (API Gateway ends every request at 30 s)`);
+    }
+  }
+  return { maxPopWaitMs, claimMaxWaitMs };
+}
+
+/** Lambda's memory range (MB). */
+export const MEMORY_RANGE = { min: 128, max: 10_240 } as const;
+const checkMemory = (what: string, mb: number | undefined): void => {
+  if (mb === undefined) return;
+  if (!Number.isInteger(mb) || mb < MEMORY_RANGE.min || mb > MEMORY_RANGE.max) throw new Error(`${what} must be a whole number of MB from ${MEMORY_RANGE.min} to ${MEMORY_RANGE.max} (got ${mb})`);
+};
 
 /**
  * esbuild settings for every function: one ESM file, no native modules (zstd comes from
@@ -211,6 +255,10 @@ export class SluiceService extends Construct {
       NODE_OPTIONS: '--enable-source-maps',
       ...props.environment,
     };
+    // Long polls must end (with an empty 204) before the function and API Gateway time out.
+    checkLongPollBudget(environment, API_FUNCTION_TIMEOUT);
+    checkMemory(`${this.node.path}: memorySize`, props.memorySize);
+    checkMemory(`${this.node.path}: maintenanceMemorySize`, props.maintenanceMemorySize);
     const entry = (name: FunctionName): string => {
       const file = join(REPO_ROOT, 'lambdas', 'entry', `${name}.ts`);
       if (!existsSync(file)) throw new Error(`no Lambda entry for function ${name}: ${file}`);

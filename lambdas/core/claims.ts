@@ -430,7 +430,10 @@ export function planPoll(view: GroupView, member: Member | undefined, req: PollR
       const e = effective(state, item, rec, now);
       if (e === 'claimed') {
         inFlight++;
-        if (m && req.consumer !== undefined && reservedFor(item, rec, m, req.principal, req.consumer, seq)) reserved.push({ item, rec });
+        // A reserved record that already had maxAttempts deliveries is not handed back (that
+        // would be one delivery past the bound, and a member crash-looping on a poison record
+        // would reclaim it for ever): it waits out its claim and is then dead-lettered.
+        if (m && req.consumer !== undefined && rec.attempts < limits.maxAttempts && reservedFor(item, rec, m, req.principal, req.consumer, seq)) reserved.push({ item, rec });
       } else if (e === 'delayed') inFlight++;
       else if (rec.attempts >= limits.maxAttempts) dead.push({ item, rec });
       else owed.push({ item, rec });
@@ -650,8 +653,15 @@ function named(d: Draft, state: GroupState, offset: number, attempts: number | u
     if (k === 'stale') throw staleSeek(offset);
     throw new SluiceError('stale_claim', `offset ${offset} is already finished (acknowledged or dead-lettered); it cannot be ${what}`, { offset });
   }
-  const live = hits.filter((h) => effective(state, h.item, h.rec, now) !== 'voided');
-  if (live.length === 0) throw staleSeek(offset);
+  const notVoided = hits.filter((h) => effective(state, h.item, h.rec, now) !== 'voided');
+  if (notVoided.length === 0) throw staleSeek(offset);
+  // A redriven record not handed out since (attempts 0) has no delivery anyone could hold:
+  // handing it back or giving up on it would park it (a delayed nack takes an in-flight slot
+  // nobody was granted) or list it again without a delivery. It is owed; a poll hands it out.
+  const live = notVoided.filter((h) => h.rec.attempts > 0);
+  if (live.length === 0) {
+    throw new SluiceError('stale_claim', `offset ${offset} was redriven and has not been handed out since: no delivery of it is current, so it cannot be ${what}`, { offset, attempts: 0 });
+  }
   if (attempts === undefined) return live;
   const mine = live.filter((h) => h.rec.attempts === attempts);
   if (mine.length === 0) {
@@ -679,8 +689,8 @@ export interface NackRequest {
  */
 export function nack(view: GroupView, req: NackRequest, now: number, limits: ClaimLimits): { changes: Changes; delayMs: number } {
   const state = requireState(view, 'nack');
-  const delayMs = req.delayMs ?? 0;
-  if (delayMs > limits.maxVisibilityMs) throw invalid(`delayMs ${delayMs} is over this queue's maxVisibilityMs (${limits.maxVisibilityMs})`, { limit: limits.maxVisibilityMs });
+  // The seed caps delays at maxVisibilityMs (and the answer says what was granted).
+  const delayMs = Math.min(req.delayMs ?? 0, limits.maxVisibilityMs);
   const d = new Draft(view);
   for (const { item, rec } of named(d, state, req.offset, req.attempts, now, 'handed back')) {
     if (delayMs > 0) {
@@ -703,7 +713,8 @@ export function nack(view: GroupView, req: NackRequest, now: number, limits: Cla
  */
 export function extend(view: GroupView, req: { offset: number; attempts: number; extendMs: number }, now: number, limits: ClaimLimits): { changes: Changes; visibleMs: number } {
   const state = requireState(view, 'extend');
-  if (req.extendMs > limits.maxVisibilityMs) throw invalid(`extendMs ${req.extendMs} is over this queue's maxVisibilityMs (${limits.maxVisibilityMs})`, { limit: limits.maxVisibilityMs });
+  // Capped at maxVisibilityMs: the claim stands for the granted duration, which is returned.
+  const extendMs = Math.min(req.extendMs, limits.maxVisibilityMs);
   const d = new Draft(view);
   const hits = named(d, state, req.offset, req.attempts, now, 'extended');
   const claims = hits.filter((h) => h.rec.status === 'c');
@@ -712,10 +723,10 @@ export function extend(view: GroupView, req: { offset: number; attempts: number;
     throw new SluiceError('stale_claim', `offset ${req.offset} is ${s}; nobody holds it, so there is no claim to extend`, { offset: req.offset });
   }
   for (const { item, rec } of claims) {
-    rec.until = now + req.extendMs;
+    rec.until = now + extendMs;
     d.touch(item);
   }
-  return { changes: d.changes(), visibleMs: req.extendMs };
+  return { changes: d.changes(), visibleMs: extendMs };
 }
 
 /**
@@ -794,13 +805,28 @@ export function create(view: GroupView, offset: number, now: number, seeds: Seed
 /**
  * Moves the group to `offset` (back to replay, forward to skip). Every claim standing is void
  * (its ack becomes `stale_claim`), in-flight batches are dropped, dead letters are kept, and
- * redriven records stay owed.
+ * redriven records stay owed (those at or above `offset` as part of the replay, so that each
+ * goes out once). A seek back over more owed redriven records than one write can replace is
+ * refused as `conflict`.
  */
 export function seek(view: GroupView, offset: number, now: number): { changes: Changes; offset: number; moved: boolean } {
   void now;
   const state = view.state;
   if (!state) throw new SluiceError('not_found', 'this group does not exist on this partition; create it with PUT first');
   const d = new Draft({ ...view, items: view.items.filter((it) => it.kind !== 'B') });
+  // A redriven record at or above the new position is handed out again as the group replays
+  // from there: its own item would hand the offset out a second time, alongside the replay.
+  // It goes, in this write (it stays owed: the replay owes it).
+  const superseded = d.items.filter((it) => it.kind === 'R' && it.first >= offset);
+  const maxSuperseded = 100 - 1 - MAX_GARBAGE_PER_CALL;
+  if (superseded.length > maxSuperseded) {
+    throw new SluiceError(
+      'conflict',
+      `${superseded.length} redriven records at or above offset ${offset} are still owed; a seek back over them replaces at most ${maxSuperseded} at once. Let the group finish some of them, or seek to a higher offset first`,
+      { redriven: superseded.length, limit: maxSuperseded },
+    );
+  }
+  for (const it of superseded) for (const r of [...it.recs]) d.remove(it, r);
   d.state.epoch = state.epoch + 1;
   d.state.frontier = offset;
   d.state.high = Math.max(state.high, offset);
@@ -808,7 +834,7 @@ export function seek(view: GroupView, offset: number, now: number): { changes: C
   const changes = d.changes();
   // The old epoch's batches are garbage now: delete as many as one transaction holds, and
   // leave the rest for later calls (readers already ignore them: their epoch is old).
-  const room = 100 - 1 - changes.garbageDeletes.length;
+  const room = 100 - 1 - changes.garbageDeletes.length - changes.deletes.length;
   changes.deletes.push(...view.items.filter((it) => it.kind === 'B').slice(0, room));
   return { changes, offset, moved: offset !== state.committed };
 }

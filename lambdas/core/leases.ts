@@ -474,6 +474,39 @@ export function narrowSeek(range: { lo: number; hi: number; best: number }, seg:
   return { lo: range.lo, hi: seg.base - 1, best: range.best };
 }
 
+// ------------------------------------------------------------- group progress
+
+/**
+ * Per-group progress of one message (seed 004): a group has consumed offset N once its cursor
+ * has passed it (`committed >= N`); a live lease covering N means it is being processed. The
+ * summary is `completed` only when every lease group of the queue has passed the message,
+ * `processing` while some group holds it under a live lease, else `pending`. A group with no
+ * cursor row on the partition (`state` undefined) has consumed nothing there.
+ */
+export function messageProgress(
+  lanes: readonly { group: string; state: CursorState | undefined }[],
+  offset: number,
+  now: number,
+): { consumerGroups: { name: string; consumed: boolean; leaseExpiresAt: number | null }[]; status: 'completed' | 'processing' | 'pending' } {
+  const consumerGroups = lanes.map(({ group, state }) => {
+    const held = state && isLive(state.lease, now) && offset >= state.lease.start && offset <= state.lease.end ? state.lease.exp : null;
+    return { name: group, consumed: state !== undefined && state.committed >= offset, leaseExpiresAt: held };
+  });
+  const status = consumerGroups.length > 0 && consumerGroups.every((g) => g.consumed) ? 'completed' : consumerGroups.some((g) => g.leaseExpiresAt !== null) ? 'processing' : 'pending';
+  return { consumerGroups, status };
+}
+
+/**
+ * A lane's lag (seed 004 lag views): messages from the group's next wanted offset to the
+ * partition's end, and the age of the oldest of them. `oldest` is the segment holding the next
+ * wanted offset, or the first one after it when retention removed it (undefined: nothing is
+ * retained there, so nothing is owed).
+ */
+export function laneLag(a: { committed: number; next: number; oldest: { base: number; at: number } | undefined; now: number }): { lagMessages: number; lagSeconds: number } {
+  if (a.next - 1 - a.committed <= 0 || !a.oldest) return { lagMessages: 0, lagSeconds: 0 };
+  return { lagMessages: Math.max(0, a.next - Math.max(a.committed + 1, a.oldest.base)), lagSeconds: Math.max(0, Math.floor((a.now - a.oldest.at) / 1000)) };
+}
+
 // -------------------------------------------------------------------- lease ids
 
 /** What a lease id names: the group and every partition one pop claimed. */

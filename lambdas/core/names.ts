@@ -8,6 +8,12 @@ export const MAX_NAME_BYTES = 128;
 // `/ ? #` cannot travel in a URL path, `%` would be ambiguous after decoding, and `\` and
 // control characters only ever arrive by mistake.
 const FORBIDDEN = /[\u0000-\u001f\u007f/\\?#%]/u;
+// A lone UTF-16 surrogate has no UTF-8 form: SQLite stores it but reads it back as U+FFFD,
+// and DynamoDB's keys are UTF-8, so such a key would not round-trip on either backend.
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** Whether `s` is well-formed Unicode text (no lone surrogates), as every stored key must be. */
+export const isWellFormedText = (s: string): boolean => !LONE_SURROGATE.test(s);
 
 export type NameKind = 'queue' | 'partition' | 'consumer group' | 'consumer';
 
@@ -18,6 +24,7 @@ export function nameProblem(name: unknown, kind: NameKind): string | undefined {
   if (Buffer.byteLength(name) > MAX_NAME_BYTES) return `${kind} name must be at most ${MAX_NAME_BYTES} bytes`;
   if (name.trim() !== name) return `${kind} name must not start or end with whitespace`;
   if (FORBIDDEN.test(name)) return `${kind} name must not contain control characters or any of / \\ ? # %`;
+  if (!isWellFormedText(name)) return `${kind} name must be valid Unicode text (it holds a lone UTF-16 surrogate)`;
   return undefined;
 }
 

@@ -6,7 +6,9 @@
  * - `retentionSeconds` deletes by age, consumed or not;
  * - `completedRetentionSeconds` deletes only what every lease group has passed: a segment
  *   goes only when it is old enough and ends below MIN(committed) + 1 across the partition's
- *   cursor rows; a partition without cursor rows keeps everything.
+ *   cursor rows; a partition without cursor rows keeps everything, and a lease group
+ *   registered on the queue that has not read the partition yet keeps what it is owed
+ *   (everything for `all`, what was pushed from its instant on for `new` / `from`).
  * The newest segment of a partition is never deleted: it anchors the partition's next offset
  * (offsets are never reused). Reads filter expired messages themselves, so a lagging sweep
  * never delivers one.
@@ -41,16 +43,40 @@ export function consumedFloor(committedByGroup: readonly number[]): number | nul
 }
 
 /**
- * How many leading segments (ascending by base) may go. `isLast` says whether the final
- * element is the partition's newest segment (which always stays).
+ * Where the lease groups registered on the queue that have no cursor row on a partition yet
+ * would start reading it: they have passed nothing there, so completedRetentionSeconds must
+ * keep what they are owed. A group subscribed to `all` (and queue mode) is owed everything:
+ * -Infinity. A `new` / `from` group is owed the messages pushed at or after its instant (its
+ * cursor will seed after the last one pushed before it). Null when there is no such group.
+ *
+ * @example
+ * ```ts
+ * unreadKeepFrom([{ mode: 'from', from: T0 }, { mode: 'new', from: T0 + 5 }]); // T0
+ * unreadKeepFrom([{ mode: 'all', from: null }]); // -Infinity
+ * ```
  */
-export function deletableSegments(segs: readonly { base: number; end: number; at: number }[], w: RetentionWindows, floor: number | null, isLast: boolean): number {
+export function unreadKeepFrom(unread: readonly { mode: 'all' | 'new' | 'from'; from: number | null }[]): number | null {
+  let keep: number | null = null;
+  for (const u of unread) {
+    const at = u.mode === 'all' || u.from === null ? Number.NEGATIVE_INFINITY : u.from;
+    keep = keep === null ? at : Math.min(keep, at);
+  }
+  return keep;
+}
+
+/**
+ * How many leading segments (ascending by base) may go. `isLast` says whether the final
+ * element is the partition's newest segment (which always stays). `keepFrom` (see
+ * {@link unreadKeepFrom}) keeps, from completedRetentionSeconds, every segment pushed at or
+ * after it: registered groups that have not read the partition yet are owed those.
+ */
+export function deletableSegments(segs: readonly { base: number; end: number; at: number }[], w: RetentionWindows, floor: number | null, isLast: boolean, keepFrom: number | null = null): number {
   let n = 0;
   for (let i = 0; i < segs.length; i++) {
     const s = segs[i] as { base: number; end: number; at: number };
     if (isLast && i === segs.length - 1) break;
     const byAge = w.retentionMs > 0 && s.at + w.retentionMs <= w.now;
-    const byCompletion = w.completedRetentionMs > 0 && s.at + w.completedRetentionMs <= w.now && floor !== null && s.end < floor;
+    const byCompletion = w.completedRetentionMs > 0 && s.at + w.completedRetentionMs <= w.now && floor !== null && s.end < floor && (keepFrom === null || s.at < keepFrom);
     if (!byAge && !byCompletion) break;
     n++;
   }

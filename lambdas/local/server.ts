@@ -51,6 +51,24 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
+/**
+ * Reads and discards the rest of a refused request body (for at most `maxMs`), so the client
+ * has finished sending when the 413 and the connection close reach it: a close while it is
+ * still writing makes its send fail (EPIPE, reset) and it never reads the answer.
+ */
+function drain(req: IncomingMessage, maxMs = 10_000): Promise<void> {
+  if (req.readableEnded || req.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(done, maxMs);
+    req.once('end', done).once('close', done).once('error', done);
+    req.resume();
+  });
+}
+
 /** Translates a Node request into the event API Gateway would send. */
 export function toEvent(req: IncomingMessage, body: Buffer, requestId: string): HttpEvent {
   const url = new URL(req.url ?? '/', 'http://local');
@@ -132,7 +150,10 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
         const err = e instanceof BodyTooLarge ? new SluiceError('payload_too_large', `request body is ${e.message} bytes or more; the limit is ${opts.maxBodyBytes}`, { limit: opts.maxBodyBytes }) : e;
         const r = errorResponse(err, { error: (m, f) => console.error(JSON.stringify({ level: 'ERROR', message: m, ...f })) });
         out = { statusCode: r.statusCode, headers: { 'content-type': 'application/json' }, body: toJson(r.body) };
-        if (e instanceof BodyTooLarge) res.setHeader('connection', 'close');
+        if (e instanceof BodyTooLarge) {
+          res.setHeader('connection', 'close');
+          await drain(req);
+        }
       }
       send(res, out);
     })();

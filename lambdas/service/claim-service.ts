@@ -395,10 +395,8 @@ export class ClaimService {
     if (input.consumer !== undefined) assertName(input.consumer, 'consumer');
     if (input.session !== undefined && input.consumer === undefined) throw invalid('session needs a consumer name: a session belongs to a named member');
     if (input.reclaim && input.session === undefined) throw invalid('reclaim needs a session token: only a new session takes back what the name held under older ones');
-    const visibilityMs = input.visibilityMs ?? limits.visibilityTimeoutMs;
-    if (visibilityMs > limits.maxVisibilityMs) {
-      throw invalid(`visibilityMs ${visibilityMs} is over this queue's maxVisibilityMs (${limits.maxVisibilityMs})`, { limit: limits.maxVisibilityMs });
-    }
+    // The seed caps a poll's visibility at maxVisibilityMs rather than refusing it.
+    const visibilityMs = Math.min(input.visibilityMs ?? limits.visibilityTimeoutMs, limits.maxVisibilityMs);
     const req: PollRequest = {
       max: Math.min(input.max ?? 10, core.MAX_POLL_RECORDS),
       visibilityMs,

@@ -7,8 +7,8 @@
  * pop and ack.
  */
 import { SluiceError, conflict, notFound } from '../core/errors.js';
-import { isLive } from '../core/leases.js';
-import type { Storage } from '../storage/port.js';
+import { isLive, laneLag, messageProgress } from '../core/leases.js';
+import type { Item, Storage } from '../storage/port.js';
 import type { GroupRecord, GroupRegistry } from './groups.js';
 import { leaseKeys } from './lease-keys.js';
 import { decodeCursor, type LeaseService } from './lease-service.js';
@@ -83,17 +83,13 @@ export class ConsumerGroupsService {
       const tail = await this.log.readTail(p.id);
       // A lane never read: `all` owes everything retained; `new`/`from` count from the tail (approximate).
       const committed = st ? st.committed : reg.subscription.mode === 'all' ? -1 : tail.next - 1;
-      let lagMessages = Math.max(0, tail.next - 1 - committed);
-      let lagSeconds = 0;
-      if (lagMessages > 0) {
+      let oldest: { base: number; at: number } | undefined;
+      if (tail.next - 1 > committed) {
         // The segment holding the next wanted offset, or (retention removed it) the first one after.
         const holding = await this.log.segmentAt(p.id, committed + 1);
-        const oldest = holding && holding.end >= committed + 1 ? holding : (await this.log.segmentPage(p.id, committed + 1, 1)).segs[0];
-        if (oldest) {
-          lagMessages = Math.max(0, tail.next - Math.max(committed + 1, oldest.base));
-          lagSeconds = Math.max(0, Math.floor((now - oldest.at) / 1000));
-        } else lagMessages = 0;
+        oldest = holding && holding.end >= committed + 1 ? holding : (await this.log.segmentPage(p.id, committed + 1, 1)).segs[0];
       }
+      const { lagMessages, lagSeconds } = laneLag({ committed, next: tail.next, oldest, now });
       return {
         partition: p.name,
         partitionId: p.id,
@@ -177,6 +173,9 @@ export class ConsumerGroupsService {
       deletedPartitions += present.length;
       await this.leases.ready.purge(q, group);
       if (opts.deleteMetadata && reg && (await this.groups.remove(q, group))) metadataDeleted = true;
+      // Kept registration: the group starts over from its stored subscription, so the
+      // partitions holding data must be found again by its wildcard pops.
+      else if (reg && !opts.deleteMetadata) await this.leases.ready.requestRescan(reg);
       this.groups.forget(q, group);
     }
     return { deletedPartitions, metadataDeleted };
@@ -228,13 +227,7 @@ export class ConsumerGroupsService {
     const { groups } = await this.groups.list(part.queue);
     const lease = groups.filter((g) => g.kind === 'lease');
     const rows = lease.length === 0 ? [] : await this.storage.items.getMany('leases', lease.map((g) => leaseKeys.cursor(part.id, g.group)));
-    const consumerGroups = lease.map((g, i) => {
-      const row = rows[i];
-      const st = row ? decodeCursor(row) : undefined;
-      const held = st && isLive(st.lease, now) && offset >= st.lease.start && offset <= st.lease.end ? st.lease.exp : null;
-      return { name: g.group, consumed: st !== undefined && st.committed >= offset, leaseExpiresAt: held === null ? null : new Date(held).toISOString() };
-    });
-    const status = consumerGroups.length > 0 && consumerGroups.every((g) => g.consumed) ? 'completed' : consumerGroups.some((g) => g.leaseExpiresAt !== null) ? 'processing' : 'pending';
-    return { consumerGroups, status };
+    const p = messageProgress(lease.map((g, i) => ({ group: g.group, state: rows[i] ? decodeCursor(rows[i] as Item) : undefined })), offset, now);
+    return { status: p.status, consumerGroups: p.consumerGroups.map((g) => ({ ...g, leaseExpiresAt: g.leaseExpiresAt === null ? null : new Date(g.leaseExpiresAt).toISOString() })) };
   }
 }

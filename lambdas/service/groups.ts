@@ -61,10 +61,17 @@ export class GroupRegistry {
   async get(queue: string, group: string): Promise<GroupRecord | undefined> {
     const ck = `${queue}\u0000${group}`;
     const hit = this.cache.get(ck);
-    // A registration never changes once written, so a hit stays valid until a delete.
-    if (hit) return hit.rec;
+    // A registration changes only by a delete (the name starts over) or a subscription
+    // update, possibly in another process: a hit is trusted for `cacheMs`, like a queue's
+    // options. Trusting it for ever would leave this process popping under a deleted
+    // registration, which pushes no longer mark READY for: its wildcard pops would find
+    // nothing new until the process restarts.
+    if (hit && this.clock() - hit.at < this.cacheMs) return hit.rec;
     const item = await this.storage.items.get('meta', groupKeys.registration(queue, group));
-    if (!item) return undefined;
+    if (!item) {
+      this.cache.delete(ck);
+      return undefined;
+    }
     const rec = item.attrs as unknown as GroupRecord;
     this.cache.set(ck, { at: this.clock(), rec });
     return rec;

@@ -60,8 +60,23 @@ import type { Telemetry } from './telemetry.js';
 
 /** Payload bytes one pop returns at most (Lambda answers at most 6 MB synchronously). */
 export const POP_MAX_BYTES = 5 * 1024 * 1024;
-/** JSON overhead counted per message against {@link POP_MAX_BYTES}. */
+/**
+ * JSON overhead counted per message against {@link POP_MAX_BYTES}, besides its payload, its
+ * transactionId and the names and lease id every message repeats (see
+ * {@link messageOverhead}): ids, timestamps and keys (~350 bytes).
+ */
 const MESSAGE_OVERHEAD_BYTES = 400;
+
+/**
+ * What one message of a pop response costs besides its payload: the fixed part plus the
+ * strings each message repeats. A multi-partition pop's lease id names up to
+ * {@link MAX_POP_PARTITIONS} partitions (~450 characters), which a fixed estimate would
+ * leave uncounted: 10,000 small messages would then answer well over Lambda's 6 MB.
+ */
+export function messageOverhead(m: { leaseId: string; group: string; queue: string; partition: string }): number {
+  return MESSAGE_OVERHEAD_BYTES + Buffer.byteLength(JSON.stringify([m.leaseId, m.group, m.queue, m.partition]));
+}
+
 /** Most messages one pop returns. */
 export const MAX_POP_BATCH = 10_000;
 /** Most partitions one wildcard pop claims. */
@@ -215,7 +230,7 @@ export class LeaseService {
     this.telemetry = deps.telemetry;
     this.config = deps.config;
     this.clock = deps.clock;
-    this.ready = new ReadyIndex(this.storage, this.log, this.groups, decodeCursor);
+    this.ready = new ReadyIndex(this.storage, this.log, this.groups, decodeCursor, { clock: this.clock, recheckMs: this.config.queueCacheMs });
     this.log.addCommitHook(this.ready.hook);
     this.log.addPushGuard((c) => this.maxSizeGuard(c.queue, c.partition, c.count));
   }
@@ -300,8 +315,13 @@ export class LeaseService {
     let budget = c.batch;
     let bytes = POP_MAX_BYTES;
     let leaseId = '';
+    // One lease id per pop, naming every partition the pop may claim (an extend finds the
+    // rows by it). A single-partition pop tries one candidate per round and has claimed
+    // nothing when a round starts, so each round mints its own. A multi-partition pop may
+    // claim in a later round (when a candidate of an earlier one turned out busy or empty)
+    // after claiming in an earlier one: its id must name every candidate from the start.
+    const shared = !c.autoAck && c.partitions > 1 && cands.length > 0 ? this.mintLeaseId(c.group, cands.map((x) => x.partitionId)) : undefined;
     for (let i = 0; i < cands.length && claimed.length < c.partitions && budget > 0 && bytes > 0; ) {
-      // One lease id names every partition this round may claim (an extend finds them by it).
       const round = cands.slice(i, i + (c.partitions - claimed.length));
       i += round.length;
       const parts: { part: PartitionRef; row: Item | undefined }[] = [];
@@ -314,17 +334,20 @@ export class LeaseService {
         parts.push({ part, row: cand.row });
       }
       if (parts.length === 0) continue;
-      const roundId = c.autoAck ? '' : leaseId || this.mintLeaseId(c.group, [...claimed.map((p) => p.id), ...parts.map((p) => p.part.id)]);
+      const roundId = c.autoAck ? '' : (shared ?? this.mintLeaseId(c.group, parts.map((p) => p.part.id)));
       for (const { part, row } of parts) {
         if (budget <= 0 || bytes <= 0) break;
         const out = await this.popLaneOnce({ ...c, part, leaseId: roundId, batch: budget, maxBytes: bytes }, { item: row });
+        // Rotation moves past a candidate that delivered nothing (held back by windowBuffer or
+        // delayedProcessing, or taken meanwhile), so a page of such partitions cannot keep the
+        // next pops from reaching the partitions after it.
+        this.ready.served(c.queue.name, c.group, part.id);
         if (out.kind !== 'delivered') continue;
         leaseId = roundId;
         claimed.push({ id: part.id, name: part.name });
         messages.push(...out.messages);
         budget -= out.messages.length;
         bytes -= out.bytes;
-        this.ready.served(c.queue.name, c.group, part.id);
       }
     }
     if (messages.length === 0) return null;
@@ -362,12 +385,13 @@ export class LeaseService {
     let skipThrough: number | null = null;
     let picked: { offset: number; frame: Frame; seg: SegmentMeta }[] = [];
     let segAvg = state.segAvg;
+    const overhead = messageOverhead({ leaseId: ctx.leaseId, group: ctx.group, queue: ctx.queue.name, partition: part.name });
     // Leading expired messages are skipped; a few rounds bound the work of one pop.
     for (let round = 0; round < 3; round++) {
       const read = await this.readFrom(part.id, from, hint, ctx.batch, segAvg);
       segAvg = read.segAvg;
       const sel = selectDeliverable(
-        read.items.map((x) => ({ offset: x.offset, createdAt: x.frame.createdAt, bytes: x.frame.payload.byteLength + MESSAGE_OVERHEAD_BYTES })),
+        read.items.map((x) => ({ offset: x.offset, createdAt: x.frame.createdAt, bytes: x.frame.payload.byteLength + x.frame.transactionId.length + overhead })),
         { ...vis, now, batch: ctx.batch, maxBytes: ctx.maxBytes },
       );
       if (sel.skipThrough !== null) skipThrough = sel.skipThrough;
@@ -420,7 +444,7 @@ export class LeaseService {
         partition: part.name,
       })),
     );
-    const bytes = picked.reduce((n, p) => n + p.frame.payload.byteLength + MESSAGE_OVERHEAD_BYTES, 0);
+    const bytes = picked.reduce((n, p) => n + p.frame.payload.byteLength + p.frame.transactionId.length + overhead, 0);
     return { kind: 'delivered', messages, bytes };
   }
 

@@ -407,39 +407,52 @@ export class LogService {
       [...groups.values()].map(async (g) => {
         const queue = await this.ensureQueue(g.queue);
         const part = await this.ensurePartition(queue, g.partition);
+        this.assertCanSeal(queue);
         await this.runPushGuards(queue, part, g.idx.length);
         return { g, queue, part };
       }),
     );
-    await Promise.all(
-      targets.map(async ({ g, queue, part }) => {
-        const sub = g.idx.map((i) => items[i] as PushItem);
-        let out: PushResult[];
-        try {
-          out = await this.pushPartition(queue, part, sub);
-        } catch (e) {
-          if (e instanceof SluiceError) throw e;
-          const error = e instanceof Error ? e.message : String(e);
-          out = sub.map((it) => ({
-            index: 0,
-            status: 'failed' as const,
-            queue: g.queue,
-            partition: g.partition,
-            partitionId: part.id,
-            transactionId: it.transactionId ?? '',
-            messageId: '',
-            traceId: it.traceId ?? null,
-            error: `push to ${g.queue}/${g.partition} failed: ${error}`,
-          }));
+    // Every partition's share runs to its end before the push answers: a reply must never go
+    // out while another share is still committing (a client retrying it would race that share).
+    const settled = await Promise.allSettled(targets.map(({ queue, part, g }) => this.pushPartition(queue, part, g.idx.map((i) => items[i] as PushItem))));
+    const anyCommitted = settled.some((s) => s.status === 'fulfilled' && s.value.some((r) => r.status === 'queued'));
+    settled.forEach((s, k) => {
+      const { g, part } = targets[k] as (typeof targets)[number];
+      let out: PushResult[];
+      if (s.status === 'fulfilled') out = s.value;
+      else {
+        const e: unknown = s.reason;
+        // Nothing of the push was written: a domain error answers the whole request (a 4xx,
+        // or a 503 the client may retry as a whole).
+        if (e instanceof SluiceError && !anyCommitted) throw e;
+        // Other shares are committed, so this one is reported per item ('failed'), never as
+        // an error status whose retry would store the committed shares again. The reason a
+        // person sees is the domain message; anything else stays in the log, not the reply.
+        let error: string;
+        if (e instanceof SluiceError) error = `push to ${g.queue}/${g.partition} failed: ${e.message}`;
+        else {
+          console.error(JSON.stringify({ level: 'ERROR', message: 'push to a partition failed', queue: g.queue, partition: g.partition, error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e) }));
+          error = `push to ${g.queue}/${g.partition} failed (internal error); retry it (repeated transactionIds are deduplicated)`;
         }
-        g.idx.forEach((i, j) => {
-          const r = out[j] as PushResult;
-          r.index = i;
-          results[i] = r;
+        out = g.idx.map((i) => {
+          const it = items[i] as PushItem;
+          return { index: 0, status: 'failed' as const, queue: g.queue, partition: g.partition, partitionId: part.id, transactionId: it.transactionId ?? '', messageId: '', traceId: it.traceId ?? null, error };
         });
-      }),
-    );
+      }
+      g.idx.forEach((i, j) => {
+        const r = out[j] as PushResult;
+        r.index = i;
+        results[i] = r;
+      });
+    });
     return results;
+  }
+
+  /** Refuses (before anything is written) a push to an encrypted queue this process cannot seal for. */
+  private assertCanSeal(queue: QueueRecord): void {
+    if (queue.options.encryptionEnabled && !this.cipher) {
+      throw new SluiceError('unavailable', `queue ${queue.name} has encryptionEnabled, but this server has no encryption key (set SLUICE_ENCRYPTION_KEY or SLUICE_KMS_KEY_ID)`);
+    }
   }
 
   private async pushPartition(queue: QueueRecord, part: PartitionRef, items: readonly PushItem[]): Promise<PushResult[]> {
@@ -463,19 +476,31 @@ export class LogService {
           if (p.supplied && firstIndex[i] === i) reserve.push({ i, txid: p.txid, mid: p.mid });
         }
       }
-      if (reserve.length > 0) {
-        const found = await this.reserve(part, pushId, reserve, windowMs);
-        for (const [i, mid] of found) dupOf.set(i, mid);
+      let committed: { base: number } | 'aborted' | undefined;
+      const store: number[] = [];
+      try {
+        if (reserve.length > 0) {
+          const found = await this.reserve(part, pushId, reserve, windowMs);
+          for (const [i, mid] of found) dupOf.set(i, mid);
+        }
+        for (let i = 0; i < prepared.length; i++) if (firstIndex[i] === i && !dupOf.has(i)) store.push(i);
+        if (store.length > 0) committed = await this.commit(queue, part, pushId, store.map((i) => prepared[i]!), reserve.length > 0 && reserve.some((r) => !dupOf.has(r.i)));
+      } catch (e) {
+        // This push will not commit: say so in its marker at once, so pushes of the same
+        // transactionIds take its reservations over now instead of waiting out the stall
+        // budget. Put-if-absent: if the commit did land (its reply was lost), the marker says
+        // `committed` and stays.
+        if (reserve.length > 0) await this.abortMarker(part.id, pushId, windowMs);
+        throw e;
       }
-      const store = prepared.map((_, i) => i).filter((i) => firstIndex[i] === i && !dupOf.has(i));
       const offsets = new Map<number, number>();
-      if (store.length > 0) {
-        const committed = await this.commit(queue, part, pushId, store.map((i) => prepared[i]!), reserve.length > 0 && reserve.some((r) => !dupOf.has(r.i)));
+      if (committed !== undefined) {
         if (committed === 'aborted') {
           if (attempt < 3) continue; // someone judged us stalled; our reservations are void
           throw new SluiceError('unavailable', 'push was aborted repeatedly by concurrent pushes of the same transactionIds; retry it');
         }
-        store.forEach((i, j) => offsets.set(i, committed.base + j));
+        const base = committed.base;
+        store.forEach((i, j) => offsets.set(i, base + j));
         this.notifier.notify(queue.name, part.id);
       }
       const out: PushResult[] = new Array<PushResult>(prepared.length);
@@ -585,6 +610,16 @@ export class LogService {
       contested = next;
     }
     return dups;
+  }
+
+  /** Best effort: marks a push that will not commit as `aborted` (put-if-absent), so its reservations can be taken over. */
+  private async abortMarker(partitionId: string, pushId: string, windowMs: number): Promise<void> {
+    const now = this.clock();
+    try {
+      await this.storage.items.put('log', { ...keys.marker(partitionId, pushId), ver: 1, attrs: { state: 'aborted', at: now }, expiresAt: Math.ceil((now + windowMs) / 1000) + MARKER_SLACK_S }, { kind: 'absent' });
+    } catch {
+      // It committed after all, or storage is down: then others abort it after the stall budget.
+    }
   }
 
   /** Encodes, stores and commits one segment. Returns its base, or 'aborted'. */
@@ -725,7 +760,15 @@ export class LogService {
         this.tailHint.set(part.id, base + count);
       },
       afterCommit: async () => {
-        for (const f of afters) await f();
+        // The segment is committed: its after-work (not atomic with it) failing must not turn
+        // an acknowledged commit into an error the client would retry (storing it twice).
+        for (const f of afters) {
+          try {
+            await f();
+          } catch (e) {
+            console.error(JSON.stringify({ level: 'ERROR', message: 'after-commit work failed', partitionId: part.id, error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e) }));
+          }
+        }
       },
     };
   }

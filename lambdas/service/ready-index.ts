@@ -10,8 +10,8 @@
  *   fails and the commit re-runs the hook) and one unconditional put per registered lease
  *   group. Cost per push: +1 check and +G puts inside the commit transaction.
  * - Read by a wildcard pop: one query (up to {@link PAGE} items, starting after the
- *   partition this process served last, for fairness), one `getMany` of those partitions'
- *   cursor rows, then the pop of a free partition with work.
+ *   partition this process served or tried last, for fairness), one `getMany` of those
+ *   partitions' cursor rows, then the pop of a free partition with work.
  * - Cleaned by the wildcard pop: an item whose partition's cursor has reached `ver` (and has
  *   no live lease) is deleted with a guard `ver = that end`, so a push in between (which
  *   bumps `ver`) makes the delete fail harmlessly.
@@ -51,8 +51,14 @@ export interface ReadyCandidate {
 export class ReadyIndex {
   /** Per (queue, group): the partition this process served last, and whether the whole set fit in one page. */
   private readonly rr = new Map<string, { last?: string | undefined; whole: boolean }>();
-  /** Groups whose existing partitions are known to be marked (keyed with the registration time). */
-  private readonly scanned = new Set<string>();
+  /**
+   * Groups whose existing partitions are known to be marked (keyed with the registration
+   * time), and when that was last confirmed. Re-confirmed (one read of the scan state) after
+   * `recheckMs`: a delete in another process clears the scan state and the READY entries
+   * while keeping the registration (`deleteMetadata=false`), and the partitions that hold
+   * data must then be marked again for the group to re-consume them.
+   */
+  private readonly scanned = new Map<string, number>();
   /** Per (queue, group): the READY items read last (partition id and ver) and when (monotonic ms). */
   private readonly pageCache = new Map<string, { at: number; items: { sk: string; ver: number }[] }>();
 
@@ -61,6 +67,7 @@ export class ReadyIndex {
     private readonly log: LogService,
     private readonly groups: GroupRegistry,
     private readonly decode: (item: Item) => CursorState,
+    private readonly recheck: { clock: () => number; recheckMs: number } = { clock: Date.now, recheckMs: 1000 },
   ) {}
 
   /**
@@ -190,21 +197,22 @@ export class ReadyIndex {
   /**
    * One bounded step of marking the partitions that existed before `reg` (a group's first
    * registration on the queue): nothing to do for `new` subscriptions, whose start is after
-   * every message that existed then.
+   * every message that existed then — unless a rescan was requested for them (see
+   * {@link requestRescan}).
    */
   async scanStep(reg: GroupRecord): Promise<void> {
     const k = `${reg.queue}\u0000${reg.group}\u0000${reg.createdAt}`;
-    if (this.scanned.has(k)) return;
-    if (reg.subscription.mode === 'new') {
-      this.scanned.add(k);
-      return;
-    }
+    const now = this.recheck.clock();
+    const seen = this.scanned.get(k);
+    if (seen !== undefined && now - seen < this.recheck.recheckMs) return;
     const key = leaseKeys.scan(reg.queue, reg.group);
     const st = await this.storage.items.get('leases', key);
-    if (st && st.attrs.regAt === reg.createdAt && st.attrs.done === true) {
-      this.scanned.add(k);
+    const requested = st !== undefined && st.attrs.regAt === reg.createdAt && st.attrs.done === false;
+    if ((reg.subscription.mode === 'new' && !requested) || (st && st.attrs.regAt === reg.createdAt && st.attrs.done === true)) {
+      this.scanned.set(k, now);
       return;
     }
+    this.scanned.delete(k);
     const fresh = !st || st.attrs.regAt !== reg.createdAt;
     const after = fresh ? undefined : (st.attrs.after as string | null) ?? undefined;
     const page = await this.storage.items.query('meta', keys.queue(reg.queue).pk, { prefix: PARTITION_PREFIX, after, limit: SCAN_PAGE });
@@ -219,17 +227,31 @@ export class ReadyIndex {
     const next: Item = { ...key, ver: (st?.ver ?? 0) + 1, attrs: { regAt: reg.createdAt, after: page.next ?? null, done } };
     try {
       await this.storage.items.put('leases', next, st ? { kind: 'version', ver: st.ver } : { kind: 'absent' });
-      if (done) this.scanned.add(k);
+      if (done) this.scanned.set(k, now);
     } catch (e) {
       if (!(e instanceof ConditionFailedError)) throw e; // another pop advanced it
     }
+  }
+
+  /**
+   * Asks for the group's existing partitions to be marked again, from the first: after a
+   * delete that kept the registration (`deleteMetadata=false`), the group re-consumes from
+   * its stored subscription, and the READY entries that would lead its wildcard pops to the
+   * data went with the delete. Needed for `new` subscriptions too: messages pushed after
+   * their start are owed again.
+   */
+  async requestRescan(reg: GroupRecord): Promise<void> {
+    // A version no earlier state carried, so a scan step that read the old state cannot
+    // overwrite this request with its progress.
+    await this.storage.items.put('leases', { ...leaseKeys.scan(reg.queue, reg.group), ver: Math.max(1, Math.floor(this.recheck.clock())), attrs: { regAt: reg.createdAt, after: null, done: false } });
+    this.forget(reg.queue, reg.group);
   }
 
   /** Forgets what this process knows about a group on a queue (after a delete). */
   forget(queue: string, group: string): void {
     this.rr.delete(`${queue}\u0000${group}`);
     this.pageCache.delete(`${queue}\u0000${group}`);
-    for (const k of this.scanned) if (k.startsWith(`${queue}\u0000${group}\u0000`)) this.scanned.delete(k);
+    for (const k of this.scanned.keys()) if (k.startsWith(`${queue}\u0000${group}\u0000`)) this.scanned.delete(k);
   }
 
   /** Deletes every READY item and the scan state of a group on a queue; returns how many items went. */

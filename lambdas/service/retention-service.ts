@@ -9,9 +9,10 @@
  * would push into the retired partition id; partitions are only removed after 30 idle days,
  * longer than Lambda containers live.
  */
-import { consumedFloor, deletableSegments, expiredByRetention, partitionRemovable, retentionWindows } from '../core/retention.js';
+import { QUEUE_MODE_GROUP } from '../core/names.js';
+import { consumedFloor, deletableSegments, expiredByRetention, partitionRemovable, retentionWindows, unreadKeepFrom } from '../core/retention.js';
 import type { WriteOp } from '../storage/port.js';
-import type { GroupRegistry } from './groups.js';
+import type { GroupRecord, GroupRegistry } from './groups.js';
 import { keys } from './keys.js';
 import { leaseKeys } from './lease-keys.js';
 import { decodeCursor } from './lease-service.js';
@@ -41,9 +42,10 @@ export class RetentionService {
         const q = await this.log.getQueue(it.sk, { fresh: true });
         if (!q || !q.options.retentionEnabled) continue;
         report.queues++;
+        const groups = q.options.completedRetentionSeconds > 0 ? (await this.groups.list(q.name, { fresh: true })).groups : [];
         for (const part of await this.log.listPartitions(q.name)) {
           report.partitions++;
-          const r = await this.partition(q, part);
+          const r = await this.partition(q, part, groups);
           report.segmentsDeleted += r.segmentsDeleted;
           if (r.removed) report.partitionsRemoved++;
         }
@@ -53,17 +55,21 @@ export class RetentionService {
     return report;
   }
 
-  /** Applies retention to one partition. */
-  async partition(q: QueueRecord, part: PartitionRef): Promise<{ segmentsDeleted: number; removed: boolean }> {
+  /** Applies retention to one partition; `groups` are the queue's registered groups (read when not given). */
+  async partition(q: QueueRecord, part: PartitionRef, groups?: readonly GroupRecord[]): Promise<{ segmentsDeleted: number; removed: boolean }> {
     const storage = this.log.storage;
     const now = this.clock();
     const w = retentionWindows(q.options, now);
     const rows = await storage.items.query('leases', part.id, { limit: 1000 });
     const floor = consumedFloor(rows.items.map((r) => decodeCursor(r).committed));
+    // Lease groups registered on the queue without a cursor row here have passed nothing yet.
+    const withRow = new Set(rows.items.map((r) => r.sk));
+    const registered = groups ?? (w.completedRetentionMs > 0 ? (await this.groups.list(q.name, { fresh: true })).groups : []);
+    const keepFrom = unreadKeepFrom(registered.filter((g) => g.kind === 'lease' && !withRow.has(g.group)).map((g) => (g.group === QUEUE_MODE_GROUP ? { mode: 'all' as const, from: null } : g.subscription)));
     let deleted = 0;
     for (let guard = 0; guard < 10_000; guard++) {
       const page = await this.log.segmentPage(part.id, 0, 100);
-      const n = deletableSegments(page.segs, w, floor, !page.more);
+      const n = deletableSegments(page.segs, w, floor, !page.more, keepFrom);
       const gone = page.segs.slice(0, n);
       for (const s of gone) if (s.blob) await storage.blobs.delete(s.blob);
       const ops: WriteOp[] = gone.flatMap((s) => [
@@ -77,7 +83,7 @@ export class RetentionService {
     if (deleted > 0) this.log.forgetSegments(part.id);
 
     const tail = await this.log.segmentAt(part.id, Number.MAX_SAFE_INTEGER);
-    const live = tail !== undefined && !expiredByRetention(tail.at, w) && (w.completedRetentionMs === 0 || floor === null || tail.end >= floor);
+    const live = tail !== undefined && !expiredByRetention(tail.at, w) && (w.completedRetentionMs === 0 || floor === null || tail.end >= floor || (keepFrom !== null && tail.at >= keepFrom));
     const lastActivityAt = Math.max(part.createdAt, tail?.at ?? 0);
     if (!partitionRemovable({ lastActivityAt, liveMessages: live }, now)) return { segmentsDeleted: deleted, removed: false };
     await this.removePartition(part, rows.items.map((r) => r.sk));

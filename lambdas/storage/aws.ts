@@ -59,7 +59,7 @@ import {
   type WriteOp,
   type WriteResult,
 } from './port.js';
-import { isolateTransactions } from './isolate.js';
+import { serializeWrites } from './serialize-writes.js';
 import { assertItemSize } from './size.js';
 
 /** Name of the DynamoDB TTL attribute (epoch seconds, {@link Item.expiresAt}). */
@@ -98,11 +98,11 @@ export interface AwsStorageOptions {
   /** Most single-item writes {@link ItemStore.writeEach} keeps in flight (default 32). */
   writeConcurrency?: number | undefined;
   /**
-   * Run each transaction alone (see `isolate.ts`): a workaround for moto_server, whose
-   * transactions roll back other requests' writes. Never needed against real DynamoDB.
-   * Also turned on by `SLUICE_EMULATOR_ISOLATE_TRANSACTIONS=1`.
+   * Run writes one at a time (see `serialize-writes.ts`): a workaround for moto_server, whose
+   * conditional writes and transactions are not atomic under concurrency. Never needed
+   * against real DynamoDB. Also turned on by `SLUICE_EMULATOR_SERIALIZE_WRITES=1`.
    */
-  isolateTransactions?: boolean | undefined;
+  serializeWrites?: boolean | undefined;
 }
 
 const ENV_TABLES: Record<TableName, string> = {
@@ -153,11 +153,11 @@ export function createAwsStorage(opts: AwsStorageOptions): Storage {
   const ddb = opts.dynamodb ?? new DynamoDBClient(opts.region ? { region: opts.region } : {});
   const s3 = opts.s3 ?? createS3Client(opts.region);
   const store = new DynamoItemStore(ddb, opts.tables, opts.writeConcurrency ?? 32);
-  const isolate = opts.isolateTransactions ?? process.env['SLUICE_EMULATOR_ISOLATE_TRANSACTIONS'] === '1';
+  const isolate = opts.serializeWrites ?? process.env['SLUICE_EMULATOR_SERIALIZE_WRITES'] === '1';
   let closed = false;
   return {
     kind: 'aws',
-    items: isolate ? isolateTransactions(store) : store,
+    items: isolate ? serializeWrites(store) : store,
     blobs: new S3BlobStore(s3, opts.bucket),
     async close() {
       if (closed) return;

@@ -91,8 +91,11 @@ class Embedded implements EmbeddedStorage {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    // The port promises pending writes are durable once close resolves.
+    // The port promises pending writes are durable once close resolves: commit the writes
+    // waiting for the next group commit now (their callers then resolve as usual).
+    this.items.flush();
     await this.blobs.drain();
+    this.items.flush();
     // Folding the WAL back keeps the data dir a single self-contained file at rest.
     this.db.pragma('wal_checkpoint(TRUNCATE)');
     this.db.close();
@@ -403,7 +406,8 @@ class SqliteItemStore implements ItemStore {
     });
   }
 
-  private flush(): void {
+  /** Commits every write waiting for the next group commit (the event loop's turn, or close). */
+  flush(): void {
     const jobs = this.pending;
     this.pending = [];
     if (jobs.length === 0) return;

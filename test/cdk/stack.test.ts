@@ -1,15 +1,17 @@
 import { Annotations, Match } from 'aws-cdk-lib/assertions';
-import { App, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { App, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lambdas/config.js';
 import { ALL_ROUTES } from '../../lambdas/http/routes.js';
 import { awsStorageConfigFromEnv, TTL_ATTRIBUTE } from '../../lambdas/storage/aws.js';
 import { TABLES, type TableName } from '../../lambdas/storage/port.js';
 import { BLOB_PREFIXES, BUCKET_ACTIONS, FUNCTION_ACCESS, FUNCTIONS, TABLE_ACTIONS, type FunctionName } from '../../lib/access.js';
 import { API_ROLES, invokePath, routesForRole, type ApiRole } from '../../lib/api-access.js';
-import { MAX_GRANTS_ENV_BYTES, SluiceService, TABLE_ENV } from '../../lib/sluice-service.js';
+import { API_GATEWAY_TIMEOUT, checkLongPollBudget, LONG_POLL_HEADROOM, MAX_GRANTS_ENV_BYTES, SluiceService, TABLE_ENV } from '../../lib/sluice-service.js';
 import type { SluiceStack } from '../../lib/sluice-stack.js';
 import { nagViolations, refId, resourcesOf, synthStack } from '../support/cdk.js';
 
@@ -113,6 +115,29 @@ describe('cdk: functions', () => {
     }
     const apiTimeouts = FUNCTIONS.filter((f) => f !== 'maintenance').map((f) => [f, fnOf(f).Properties['Timeout']]);
     expect(apiTimeouts).toEqual(FUNCTIONS.filter((f) => f !== 'maintenance').map((f) => [f, 29]));
+  });
+
+  it("outlast the long-poll caps they run with (SLUICE_MAX_POP_WAIT_MS, SLUICE_CLAIM_MAX_WAIT_MS) and stop before API Gateway's 30 s", () => {
+    for (const name of FUNCTIONS.filter((f) => f !== 'maintenance')) {
+      const p = fnOf(name).Properties;
+      const env = Object.fromEntries(Object.entries((p['Environment'] as { Variables: Record<string, unknown> }).Variables).filter((e): e is [string, string] => typeof e[1] === 'string'));
+      // The caps the deployed function will read from its environment (defaults: 25 s each).
+      const { maxPopWaitMs, claimMaxWaitMs } = loadConfig(env);
+      const timeoutMs = Number(p['Timeout']) * 1000;
+      expect({ name, maxPopWaitMs, claimMaxWaitMs }).toEqual({ name, maxPopWaitMs: 25_000, claimMaxWaitMs: 25_000 });
+      expect(Math.max(maxPopWaitMs, claimMaxWaitMs) + LONG_POLL_HEADROOM.toMilliseconds(), `${name}`).toBeLessThanOrEqual(timeoutMs);
+      expect(timeoutMs, `${name}`).toBeLessThan(API_GATEWAY_TIMEOUT.toMilliseconds());
+    }
+  });
+
+  it('refuse to synthesize long-poll caps that would outlast the function or API Gateway', () => {
+    expect(() => synthStack({ environment: { SLUICE_MAX_POP_WAIT_MS: '29000' } }, 'LongPop')).toThrow(/SLUICE_MAX_POP_WAIT_MS is 29000 ms.*at most 27000 ms/);
+    expect(() => synthStack({ environment: { SLUICE_CLAIM_MAX_WAIT_MS: '28000' } }, 'LongClaim')).toThrow(/SLUICE_CLAIM_MAX_WAIT_MS is 28000 ms/);
+    expect(() => synthStack({ environment: { SLUICE_MAX_POP_WAIT_MS: 'soon' } }, 'BadPop')).toThrow(/SLUICE_MAX_POP_WAIT_MS must be a number/);
+    expect(() => checkLongPollBudget({}, Duration.seconds(30))).toThrow(/below API Gateway's 30000 ms/);
+    // Shorter caps are fine, and reach the functions.
+    const { template: t } = synthStack({ environment: { SLUICE_MAX_POP_WAIT_MS: '10000' } }, 'ShortPop');
+    for (const f of Object.values(resourcesOf(t, 'AWS::Lambda::Function'))) expect((f.Properties['Environment'] as { Variables: Record<string, unknown> }).Variables['SLUICE_MAX_POP_WAIT_MS']).toBe('10000');
   });
 
   it('get the environment the runtime reads: every table, the bucket, the grants', () => {
@@ -272,6 +297,20 @@ describe('cdk: options', () => {
     expect(() => synthStack({ grants: [{ principal: 'x', actions: ['read' as never], queues: ['q'] }] }, 'Bad')).toThrow(/grants/);
     const many = Array.from({ length: 60 }, (_, i) => ({ principal: `arn:aws:iam::111122223333:role/role-number-${i}`, actions: ['push' as const], queues: [`queue-${i}-*`] }));
     expect(() => synthStack({ grants: many }, 'TooMany')).toThrow(new RegExp(`at most ${MAX_GRANTS_ENV_BYTES} fit`));
+  });
+
+  it('memory and log retention reach the functions and log groups; bad memory sizes are refused', () => {
+    const { stack: st, template: t } = synthStack({ memorySize: 2048, maintenanceMemorySize: 256, logRetention: RetentionDays.ONE_WEEK }, 'Sized');
+    const fns = resourcesOf(t, 'AWS::Lambda::Function');
+    const memoryOf = (name: FunctionName) => fns[Stack.of(st).getLogicalId(st.service.functions[name].node.defaultChild as never)]!.Properties['MemorySize'];
+    expect(FUNCTIONS.map((f) => [f, memoryOf(f)])).toEqual(FUNCTIONS.map((f) => [f, f === 'maintenance' ? 256 : 2048]));
+    const groups = Object.values(resourcesOf(t, 'AWS::Logs::LogGroup'));
+    expect(groups.length).toBe(FUNCTIONS.length + 1); // one per function, plus API access logs
+    for (const g of groups) expect(g.Properties['RetentionInDays']).toBe(7);
+    // Defaults: 1024 MB for the API functions, a month of logs.
+    for (const g of Object.values(resourcesOf(template, 'AWS::Logs::LogGroup'))) expect(g.Properties['RetentionInDays']).toBe(30);
+    expect(() => synthStack({ memorySize: 64 }, 'Tiny')).toThrow(/memorySize must be a whole number of MB from 128 to 10240 \(got 64\)/);
+    expect(() => synthStack({ memorySize: Number.NaN }, 'NaNMemory')).toThrow(/memorySize must be/);
   });
 
   it('SluiceService embeds in any stack', () => {

@@ -3,7 +3,7 @@
  * 10,000 lines from a file and tails them, pops, lists and redrives the DLQ with progress,
  * polls and acks claims; exit codes and `--json` output.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -75,6 +75,31 @@ describe('cli against the local server', () => {
     expect(lines(peek.stdout).map((l) => l.split('\t')[3])).toEqual(['{"a":3}', '{"a":4}']);
   });
 
+  it('describes a group, seeks it to the end, and configures a queue', async () => {
+    await sluice.queue('cli-seek').partition('a').push([{ data: 1 }, { data: 2 }]);
+    expect((await sluiceCli(['pop', 'cli-seek', '-g', 'sg', '-n', '10'], { env })).code).toBe(0);
+    await sluice.queue('cli-seek').partition('a').push([{ data: 3 }, { data: 4 }, { data: 5 }]);
+
+    const described = await sluiceCli(['--json', 'describe', 'sg'], { env });
+    expect(described.code).toBe(0);
+    expect(JSON.parse(described.stdout)).toMatchObject({ name: 'sg', queues: [{ queue: 'cli-seek', lagMessages: 3, detail: [{ partition: 'a', committed: 1, next: 5, lagMessages: 3 }] }] });
+    const text = await sluiceCli(['describe', 'sg'], { env });
+    expect(lines(text.stdout)[0]).toMatch(/^group sg: 3 messages behind, oldest \d+s$/);
+    expect(lines(text.stdout)[2]).toMatch(/^sg\s+cli-seek\s+a\s+1\s+5\s+3\s/);
+
+    const seek = await sluiceCli(['--json', 'seek', 'sg', 'cli-seek', '--to-end'], { env });
+    expect(seek.code).toBe(0);
+    expect(JSON.parse(seek.stdout)).toMatchObject({ success: true, seekToEnd: true, partitionsUpdated: 1 });
+    expect(await sluiceCli(['pop', 'cli-seek', '-g', 'sg'], { env })).toMatchObject({ code: 0, stdout: '', stderr: 'no messages available in cli-seek\n' });
+
+    const configured = await sluiceCli(['--json', 'configure', 'cli-seek', '--set', 'leaseTime=30', '--set', 'retryLimit=5'], { env });
+    expect(configured.code).toBe(0);
+    expect(JSON.parse(configured.stdout)).toMatchObject({ configured: true, queue: 'cli-seek', options: { leaseTime: 30, retryLimit: 5 } });
+    const refused = await sluiceCli(['configure', 'cli-seek', '--set', 'leaseTime=soon'], { env });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^sluice: .*leaseTime.*\[HTTP 400 invalid_request\]\n$/);
+  });
+
   it('lists the DLQ and redrives it with a progress bar and a rate limit', async () => {
     const q = sluice.queue('cli-dlq').partition('a');
     await q.push(Array.from({ length: 30 }, (_, i) => ({ data: i })));
@@ -139,6 +164,54 @@ describe('cli against the local server', () => {
     expect(lines(redrive.stderr).at(-1)).toMatch(/^redrive \[#+\] 2\/2 100%/);
     expect((await g.poll({ max: 5 })).records.map((r) => r.offset)).toEqual([5, 6]);
   });
+
+  it('authenticates with --token or SLUICE_TOKEN; refusals exit 4 with what to do', async () => {
+    const token = 'cli-test-token-0123456789abcdef';
+    const grantsFile = join(dir, 'grants.json');
+    await writeFile(grantsFile, JSON.stringify({ grants: [{ principal: 'ops', actions: ['push', 'consume', 'manage'], queues: ['cli-auth-*'] }], tokens: { [token]: 'ops' } }));
+    const guarded = await startServerProcess({ SLUICE_DATA_DIR: join(dir, 'guarded'), SLUICE_SYNC: 'normal' }, ['--grants', grantsFile], { healthHeaders: { authorization: `Bearer ${token}` } });
+    try {
+      const at = { SLUICE_ENDPOINT: guarded.url };
+      const pushed = await sluiceCli(['--token', token, 'push', 'cli-auth-a'], { env: at, stdin: '{"k":1}\n' });
+      expect(pushed).toMatchObject({ code: 0, stdout: 'pushed 1 messages to cli-auth-a/Default: 1 queued, 0 duplicate, 0 failed\n' });
+      const popped = await sluiceCli(['--json', 'pop', 'cli-auth-a'], { env: { ...at, SLUICE_TOKEN: token } });
+      expect(popped.code).toBe(0);
+      expect((JSON.parse(popped.stdout) as Message[]).map((m) => m.data)).toEqual([{ k: 1 }]);
+      const anonymous = await sluiceCli(['groups'], { env: at });
+      expect(anonymous.code).toBe(4);
+      expect(anonymous.stderr).toMatch(/^sluice: missing bearer token.*\[HTTP 401 unauthorized\].*--token/);
+      const elsewhere = await sluiceCli(['--token', token, 'push', 'payroll'], { env: at, stdin: '{"k":2}\n' });
+      expect(elsewhere.code).toBe(4);
+      expect(elsewhere.stderr).toMatch(/^sluice: ops may not push on queue "payroll".*\[HTTP 403 forbidden\]/);
+    } finally {
+      await guarded.stop();
+    }
+  });
+
+  it("runs the README's CLI session as written", async () => {
+    const readme = await readFile('README.md', 'utf8');
+    const block = /## CLI\n[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(block, 'README.md has a "## CLI" section with a sh block').toBeDefined();
+    const commands = block!
+      .split('\n')
+      .map((l) => l.replace(/\s+#.*$/, '').trim())
+      .filter((l) => l.startsWith('npx sluice '));
+    expect(commands.length).toBeGreaterThanOrEqual(5);
+    // The session's input file, made as docs/CLIENT.md makes it.
+    const cwd = join(dir, 'readme');
+    await mkdir(cwd, { recursive: true });
+    await writeFile(join(cwd, 'orders.jsonl'), Array.from({ length: 10_000 }, (_, i) => `{"n":${i + 1}}`).join('\n') + '\n');
+    const readmeServer = await startServerProcess({ SLUICE_DATA_DIR: join(dir, 'readme-data'), SLUICE_SYNC: 'normal' });
+    try {
+      for (const command of commands) {
+        expect(command, 'README commands are plain words (no quoting)').not.toMatch(/["'`$\\|;&<>]/);
+        const r = await sluiceCli(command.split(/\s+/).slice(2), { env: { SLUICE_ENDPOINT: readmeServer.url }, cwd, timeoutMs: 120_000 });
+        expect({ command, code: r.code, stderr: r.code === 0 ? '' : r.stderr }).toEqual({ command, code: 0, stderr: '' });
+      }
+    } finally {
+      await readmeServer.stop();
+    }
+  }, 240_000);
 
   it('exits with codes and messages a person can act on', async () => {
     const notFound = await sluiceCli(['describe', 'nobody'], { env });

@@ -161,6 +161,18 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     expect((await call(url, 'DELETE', '/api/v1/consumer-groups/never-was')).body).toMatchObject({ success: true, deletedPartitions: 0 });
   });
 
+  it('004.7 DELETE with deleteMetadata=false keeps the subscription: a `new` group re-consumes what was pushed after its start, through wildcard pops', async () => {
+    await push('keepsub', ['before']);
+    clock.advance(1);
+    expect((await pop('keepsub', 'consumerGroup=nw&subscriptionMode=new')).status).toBe(204);
+    clock.advance(1);
+    await push('keepsub', ['n1', 'n2']);
+    expect(await drain('keepsub', 'nw')).toEqual(['n1', 'n2']);
+    const del = await call(url, 'DELETE', '/api/v1/consumer-groups/nw/queues/keepsub?deleteMetadata=false');
+    expect(del.body).toMatchObject({ success: true, deletedPartitions: 1, metadataDeleted: false });
+    expect(await drain('keepsub', 'nw')).toEqual(['n1', 'n2']);
+  });
+
   it('004.8 seek to the end or to a timestamp moves the group; the subscription route sets the stored start time', async () => {
     await push('seek', ['s1']);
     clock.advance(5000);
@@ -204,6 +216,35 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     clock.advance(11_000);
     await runMaintenance(svc);
     expect((await pop('age')).status).toBe(204);
+  });
+
+  it('004.9 completedRetentionSeconds keeps what a registered group that has not read the partition yet is owed', async () => {
+    await call(url, 'POST', '/api/v1/configure', { queue: 'owed', options: { retentionEnabled: true, completedRetentionSeconds: 1 } });
+    await push('owed', ['o1']);
+    clock.advance(1);
+    await push('owed', ['o2']);
+    clock.advance(1);
+    await push('owed', ['o3']);
+    await drain('owed', 'reader');
+    // `late` subscribes to everything but has only popped another partition so far.
+    await push('owed', ['elsewhere'], 'other');
+    const other = await call<{ messages: Msg[] }>(url, 'GET', '/api/v1/pop/queue/owed/partition/other?consumerGroup=late');
+    expect(other.body.messages.map((m) => m.data)).toEqual(['elsewhere']);
+    clock.advance(10_000);
+    await runMaintenance(svc);
+    const got: unknown[] = [];
+    for (;;) {
+      const r = await call<{ messages: Msg[] }>(url, 'GET', '/api/v1/pop/queue/owed/partition/Default?consumerGroup=late&batch=100');
+      if (r.status === 204) break;
+      got.push(...r.body.messages.map((m) => m.data));
+      await call(url, 'POST', '/api/v1/ack/batch', { consumerGroup: 'late', acknowledgments: r.body.messages.map((m) => ({ transactionId: m.transactionId, partitionId: m.partitionId, status: 'completed' })) });
+    }
+    expect(got).toEqual(['o1', 'o2', 'o3']);
+    // Now every group has passed them: the next sweep deletes all but the newest segment.
+    await runMaintenance(svc);
+    const pid = (await svc.log.getPartition('owed', 'Default'))!.id;
+    expect(await svc.storage.items.get('log', keys.segment(pid, 0))).toBeUndefined();
+    expect(await svc.storage.items.get('log', keys.segment(pid, 2))).toBeDefined();
   });
 
   it('004.10 an empty partition idle for 30 days is removed with its cursors; a push recreates it from offset 0', async () => {

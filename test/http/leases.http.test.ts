@@ -368,6 +368,54 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     expect(ack.body.every((a: { success: boolean }) => a.success)).toBe(true);
   });
 
+  it('partitions=N: a partition claimed in a later round (an earlier candidate had nothing to deliver) is renewed by the pop’s one lease id', async () => {
+    // READY candidates come in partition-id order (a, b, c). b holds only a message older
+    // than maxWaitTimeSeconds: the first round [a, b] claims a alone, the second claims c.
+    await configure('rounds', { maxWaitTimeSeconds: 10 });
+    await push('rounds', ['a-old'], 'a');
+    clock.advance(1);
+    await push('rounds', ['b-old'], 'b');
+    clock.advance(1);
+    await push('rounds', ['c-old'], 'c');
+    clock.advance(11_000);
+    await push('rounds', ['a-new'], 'a');
+    await push('rounds', ['c-new'], 'c');
+    const p = await popped('rounds', 'partitions=2&batch=10');
+    expect(data(p.messages).sort()).toEqual(['a-new', 'c-new']);
+    expect(new Set(p.messages.map((m) => m.leaseId))).toEqual(new Set([p.leaseId]));
+    clock.advance(30_000);
+    const r = await call(url, 'POST', `/api/v1/lease/${p.leaseId}/extend`, { seconds: 120 });
+    expect(r.body).toMatchObject({ success: true, renewed: 2 });
+    clock.advance(60_000); // past the original expiry: both lanes are still leased
+    expect((await pop('rounds', 'partitions=2')).status).toBe(204);
+    expect((await ackBatch(p.messages, 'completed')).body.every((a: { success: boolean }) => a.success)).toBe(true);
+  });
+
+  it('a pop answers at most ~5 MB of JSON, counting the lease id every message repeats (Lambda answers at most 6 MB)', async () => {
+    // 20 partitions x 500 tiny messages; one pop of all 20 carries a lease id naming 20 partitions.
+    for (let p = 0; p < 20; p++) await push('big-pop', Array.from({ length: 500 }, (_, i) => i), `bp${p}`);
+    const res = await fetch(`${url}/api/v1/pop/queue/big-pop?partitions=20&batch=10000`);
+    expect(res.status).toBe(200);
+    const raw = await res.text();
+    const body = JSON.parse(raw) as { leaseId: string; messages: Msg[] };
+    expect(body.leaseId.length).toBeGreaterThan(400);
+    expect(body.messages.length).toBeGreaterThan(1000);
+    expect(Buffer.byteLength(raw)).toBeLessThanOrEqual(5.5 * 1024 * 1024);
+  });
+
+  it('002.18 a replay whose push is refused leaves the dead-letter row in place', async () => {
+    await configure('full-replay', { maxSize: 1 });
+    await push('full-replay', ['a']);
+    const p = await popped('full-replay');
+    await ackBatch(p.messages, 'dlq');
+    await push('full-replay', ['b']); // the partition is full again
+    const m = p.messages[0]!;
+    const r = await call(url, 'POST', `/api/v1/messages/${m.partitionId}/${m.transactionId}/retry`);
+    expect(r.status).toBe(429);
+    const dlq = await call(url, 'GET', '/api/v1/dlq?queue=full-replay');
+    expect(dlq.body.messages.map((x: { data: unknown }) => x.data)).toEqual(['a']);
+  });
+
   it('delayedProcessing hides a message until that many seconds after it was pushed', async () => {
     await configure('delayed', { delayedProcessing: 10 });
     await push('delayed', ['d']);
@@ -385,6 +433,25 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     expect((await pop('window', 'batch=10')).status).toBe(204);
     clock.advance(2000);
     expect(data((await popped('window', 'batch=10')).messages)).toEqual([1, 2, 3]);
+  });
+
+  it('windowBuffer: a page of held-back partitions does not keep wildcard pops from the partitions after it', async () => {
+    await configure('held', { windowBuffer: 5 });
+    const names = Array.from({ length: 21 }, (_, p) => `h${String(p).padStart(2, '0')}`);
+    for (const n of names) {
+      await push('held', ['h'], n);
+      clock.advance(1); // partition ids follow creation time: the READY index lists them in this order
+    }
+    await push('held', ['ready'], 'last');
+    clock.advance(5_000);
+    for (const n of names) await push('held', ['h2'], n); // held back for 5 s more
+    const got: unknown[] = [];
+    for (let i = 0; i < 4 && got.length === 0; i++) {
+      const r = await pop('held', 'batch=10');
+      if (r.status === 200) got.push(...data(r.body.messages));
+      await new Promise((res) => setTimeout(res, 300)); // past this process's 250 ms READY page cache
+    }
+    expect(got).toEqual(['ready']);
   });
 
   it('maxWaitTimeSeconds discards pending messages older than it; retention hides expired messages on read', async () => {

@@ -4,6 +4,7 @@ import type { Services } from '../../lambdas/service/runtime.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { startTestServer } from '../support/http.js';
+import { storeFingerprint } from '../support/store-fingerprint.js';
 import { testServices } from '../support/services.js';
 import { defineLogRoutesSuite } from './suites/log.suite.js';
 
@@ -28,5 +29,5 @@ describe.each(backends)('http: log routes on $name', (backend) => {
     await cleanup();
   });
 
-  defineLogRoutesSuite(() => ({ url: server.url }), { ...limits, backend: backend.name });
+  defineLogRoutesSuite(() => ({ url: server.url }), { ...limits, backend: backend.name, storeFingerprint: () => storeFingerprint(storage) });
 });

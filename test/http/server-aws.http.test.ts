@@ -24,7 +24,7 @@ describe('http: npm start on the AWS backend (configured by environment)', () =>
       AWS_ACCESS_KEY_ID: 'test',
       AWS_SECRET_ACCESS_KEY: 'test',
       SLUICE_BUCKET: bucket,
-      SLUICE_EMULATOR_ISOLATE_TRANSACTIONS: '1',
+      SLUICE_EMULATOR_SERIALIZE_WRITES: '1',
     };
     for (const t of TABLES) env[`SLUICE_TABLE_${t.toUpperCase()}`] = tables[t];
     const server = await startServerProcess(env);

@@ -93,6 +93,28 @@ process.exit(0);
   });
 });
 
+  it('close commits item writes still waiting for the next group commit', async () => {
+    const dataDir = await freshDir();
+    const s = await openEmbeddedStorage({ dataDir });
+    // Not awaited: these sit in the group-commit queue when close() is called.
+    const pending = [
+      s.items.put('log', item('queued-put'), { kind: 'absent' }),
+      s.items.transact([{ op: 'put', table: 'meta', item: item('queued-tx') }, { op: 'put', table: 'dedup', item: item('queued-tx') }]),
+      s.items.writeEach([{ op: 'put', table: 'dedup', item: item('queued-each'), cond: { kind: 'absent' } }]),
+    ];
+    await s.close();
+    await Promise.all(pending);
+    const again = await openEmbeddedStorage({ dataDir });
+    try {
+      expect(await again.items.get('log', { pk: 'p', sk: 'queued-put' })).toBeDefined();
+      expect(await again.items.get('meta', { pk: 'p', sk: 'queued-tx' })).toBeDefined();
+      expect(await again.items.get('dedup', { pk: 'p', sk: 'queued-tx' })).toBeDefined();
+      expect(await again.items.get('dedup', { pk: 'p', sk: 'queued-each' })).toBeDefined();
+    } finally {
+      await again.close();
+    }
+  });
+
 describe('embedded storage: large items', () => {
   it('stores a near-limit item whose bulk is bin (rows spill to SQLite overflow pages)', async () => {
     const s = await openEmbeddedStorage({ dataDir: await freshDir(), sync: 'normal' });

@@ -13,7 +13,7 @@ import type { ItemStore, Storage } from '../../lambdas/storage/port.js';
 import { loadConfig } from '../../lambdas/config.js';
 import { testBackends } from '../support/backends.js';
 import { newAwsTestStorage, startAwsEmulator, TEST_REGION } from '../support/moto.js';
-import { json, testServices, text } from '../support/services.js';
+import { json, TestClock, testServices, text } from '../support/services.js';
 
 const { backends, setup, teardown } = testBackends();
 beforeAll(setup);
@@ -78,15 +78,16 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
   beforeAll(async () => ({ storage: inner, cleanup } = await backend.newStorage()));
   afterAll(() => cleanup());
 
-  it('a wildcard pop over hundreds of idle partitions and one with work costs the same few requests as over none', async () => {
+  it('a wildcard pop over 10,000 idle partitions (100 on the emulator) and one with work costs the same few requests as over none', async () => {
     const c = counted(inner);
     const svc = testServices(c.storage, { config: { queueCacheMs: 60_000 } });
     // The group is registered before the partitions exist (so no registration scan is involved).
     const q = await svc.log.ensureQueue('idle');
     expect(await svc.leases.pop(req('idle', { group: 'g' }))).toBeNull();
-    // moto serves a few concurrent transactions at a time: create them 5 by 5.
-    const idle = backend.name === 'aws' ? 100 : 300;
-    for (let i = 0; i < idle; i += 5) await Promise.all(Array.from({ length: 5 }, (_, j) => svc.log.ensurePartition(q, `idle-${i + j}`)));
+    // moto serves a few concurrent transactions at a time (~200 writes/s): create them 5 by 5,
+    // and only 100 (idle partitions never enter the READY index, so the count is what varies).
+    const [idle, step] = backend.name === 'aws' ? [100, 5] : [10_000, 100];
+    for (let i = 0; i < idle; i += step) await Promise.all(Array.from({ length: step }, (_, j) => svc.log.ensurePartition(q, `idle-${i + j}`)));
     await svc.log.push([{ queue: 'idle', partition: 'busy', payload: json('work') }]);
     c.reset();
     const r = await svc.leases.pop(req('idle', { group: 'g' }));
@@ -171,6 +172,63 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
       await ackAll(svc, p);
     }
     expect(seen).toContain('"second"');
+  });
+
+  it('50 concurrent pops on one lane from 50 processes: the conditional write lets exactly one win, every time', async () => {
+    const clock = new TestClock();
+    const procs = Array.from({ length: 50 }, () => testServices(inner, { clock }));
+    await procs[0]!.log.push([{ queue: 'race-x', payload: json(1) }, { queue: 'race-x', payload: json(2) }]);
+    // Round 0 races on a lane with no row yet (put if absent); round 1, after the lease
+    // lapsed, on its row's version.
+    for (let round = 0; round < 2; round++) {
+      const got = await Promise.all(procs.map((svc) => svc.leases.pop(req('race-x', { group: 'r', partition: 'Default' }))));
+      const winners = got.filter((r) => r !== null);
+      expect(winners).toHaveLength(1);
+      expect(winners[0]!.messages.map((m) => text(m.payload))).toEqual(['1', '2']);
+      clock.advance(61_000);
+    }
+  });
+
+  it('a long poll sees a push made by another process by re-reading storage (about once a second)', async () => {
+    const a = testServices(inner);
+    const b = testServices(inner); // another process: its push wakes nobody in `a`
+    await a.log.ensureQueue('lp-x');
+    const started = performance.now();
+    const waiting = a.leases.pop(req('lp-x', { group: 'w', wait: true, timeoutMs: 5000 }));
+    await new Promise((r) => setTimeout(r, 200));
+    await b.log.push([{ queue: 'lp-x', payload: json('elsewhere') }]);
+    const r = await waiting;
+    expect(r?.messages.map((m) => text(m.payload))).toEqual(['"elsewhere"']);
+    expect(performance.now() - started).toBeLessThan(3000);
+  });
+
+  it('a group deleted by another process starts over there within the cache time (with or without its metadata)', async () => {
+    const clock = new TestClock();
+    const a = testServices(inner, { clock, config: { queueCacheMs: 1000 } });
+    const b = testServices(inner, { clock, config: { queueCacheMs: 1000 } }); // another process
+    await a.log.push([{ queue: 'xproc', payload: json('one') }]);
+    const payloads = async (svc: Services, group: string, over: Partial<PopRequest> = {}): Promise<string[]> => {
+      const r = await svc.leases.pop(req('xproc', { group, ...over }));
+      if (!r) return [];
+      await ackAll(svc, r);
+      return r.messages.map((m) => text(m.payload));
+    };
+    // Kept registration: the group re-consumes from its stored subscription.
+    expect(await payloads(a, 'kept')).toEqual(['"one"']);
+    expect(await payloads(a, 'kept')).toEqual([]); // drained: nothing left in this process's READY page
+    await b.consumerGroups.delete('kept', { deleteMetadata: false });
+    clock.advance(1001);
+    expect(await payloads(a, 'kept')).toEqual(['"one"']);
+    // Deleted registration: the name starts over with the subscription of its next pop, and
+    // pushes from any process are found by its wildcard pops again.
+    expect(await payloads(a, 'gone')).toEqual(['"one"']);
+    await b.consumerGroups.delete('gone', { deleteMetadata: true });
+    clock.advance(1001);
+    expect(await payloads(a, 'gone', { subscriptionMode: 'new' })).toEqual([]);
+    clock.advance(1);
+    await b.log.push([{ queue: 'xproc', payload: json('two') }]);
+    expect(await payloads(a, 'gone')).toEqual(['"two"']);
+    expect((await b.groups.get('xproc', 'gone'))?.subscription.mode).toBe('new');
   });
 
   it('a transaction whose segment base is taken by a push meanwhile retries at the next base: atomic, dense offsets', async () => {

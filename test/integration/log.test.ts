@@ -1,9 +1,59 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { encodeSegment } from '../../lambdas/codec/segment.js';
-import { keys, segmentBlobKey } from '../../lambdas/service/keys.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import { SluiceError } from '../../lambdas/core/errors.js';
+import { resolveQueueOptions } from '../../lambdas/core/queue-options.js';
+import { SEGMENT_BLOB_PREFIX, keys, segmentBlobKey } from '../../lambdas/service/keys.js';
+import type { Storage, WriteOp } from '../../lambdas/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { json, testServices, text } from '../support/services.js';
+
+/**
+ * The storage as it is, except that `beforeCommit` runs just before every write that commits
+ * a segment (after a large segment's blob is written): it may throw (a crash or a storage
+ * error at that point) or do something else first (a sweeper running meanwhile).
+ */
+function interceptCommits(storage: Storage, beforeCommit: (ops: WriteOp[]) => Promise<void> | void): Storage {
+  const inner = storage.items;
+  const commitsSegment = (ops: WriteOp[]): boolean => ops.some((o) => o.op === 'put' && o.table === 'log' && o.item.sk.startsWith('S#'));
+  return {
+    kind: storage.kind,
+    blobs: storage.blobs,
+    close: () => storage.close(),
+    items: {
+      get: (t, k) => inner.get(t, k),
+      getMany: (t, k) => inner.getMany(t, k),
+      query: (t, pk, o) => inner.query(t, pk, o),
+      delete: (t, k, c) => inner.delete(t, k, c),
+      writeEach: (ops) => inner.writeEach(ops),
+      put: async (t, item, c) => {
+        const op: WriteOp = { op: 'put', table: t, item, cond: c };
+        if (commitsSegment([op])) await beforeCommit([op]);
+        return inner.put(t, item, c);
+      },
+      transact: async (ops) => {
+        if (commitsSegment(ops)) await beforeCommit(ops);
+        return inner.transact(ops);
+      },
+    },
+  };
+}
+
+/** Every segment blob of a partition. */
+async function segmentBlobs(storage: Storage, partitionId: string): Promise<string[]> {
+  return (await storage.blobs.list(`${SEGMENT_BLOB_PREFIX}${partitionId}/`)).blobs.map((b) => b.key);
+}
+
+/** Resolves with `p`, or fails the test after `ms` (a push waiting on a reservation forever). */
+async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms)));
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 const { backends, setup, teardown } = testBackends();
 beforeAll(setup);
@@ -116,12 +166,23 @@ describe.each(backends)('integration: the log on $name', (backend) => {
 
   it('stores a repeat again once the dedup window has passed', async () => {
     const svc = testServices(storage);
-    await svc.log.configure({ queue: 'win', options: { ...(await import('../../lambdas/core/queue-options.js')).resolveQueueOptions({ dedupWindowSeconds: 10 }) } });
+    await svc.log.configure({ queue: 'win', options: resolveQueueOptions({ dedupWindowSeconds: 10 }) });
     expect((await svc.log.push([{ queue: 'win', payload: json(1), transactionId: 't' }]))[0]!.status).toBe('queued');
     svc.testClock.advance(9_000);
     expect((await svc.log.push([{ queue: 'win', payload: json(2), transactionId: 't' }]))[0]!.status).toBe('duplicate');
     svc.testClock.advance(1_000);
     expect((await svc.log.push([{ queue: 'win', payload: json(3), transactionId: 't' }]))[0]!.status).toBe('queued');
+  });
+
+  it('with the window at 0 checks no earlier push, but still collapses repeats inside one push', async () => {
+    const svc = testServices(storage);
+    await svc.log.configure({ queue: 'nodedup', options: resolveQueueOptions({ dedupWindowSeconds: 0 }) });
+    const first = await svc.log.push([{ queue: 'nodedup', payload: json(1), transactionId: 't' }, { queue: 'nodedup', payload: json(2), transactionId: 't' }]);
+    expect(first.map((r) => r.status)).toEqual(['queued', 'duplicate']);
+    const [again] = await svc.log.push([{ queue: 'nodedup', payload: json(3), transactionId: 't' }]);
+    expect(again).toMatchObject({ status: 'queued', offset: 1 });
+    // Nothing was reserved: dedup off costs no writes.
+    expect(await storage.items.get('dedup', keys.dedup(again!.partitionId, 't'))).toBeUndefined();
   });
 
   it('takes over the reservation of a push that stalled before committing', async () => {
@@ -153,7 +214,175 @@ describe.each(backends)('integration: the log on $name', (backend) => {
     expect(await storage.blobs.get(orphanKey)).toBeUndefined();
     const [back] = await svc.log.read(r!.partitionId, 0, { maxCount: 1 });
     expect(JSON.parse(text(back!.payload)).big).toHaveLength(5000);
+    // The committed segment really is a blob, and the sweep left it in place.
+    const [seg] = await svc.log.segmentsFrom(r!.partitionId, 0, 1);
+    expect(seg?.blob).toBeDefined();
+    expect(await segmentBlobs(storage, r!.partitionId)).toEqual([seg!.blob]);
     // The aborted marker fences the crashed push: it can never commit later.
     expect((await storage.items.get('log', keys.marker(r!.partitionId, 'crashed-push')))?.attrs.state).toBe('aborted');
+  });
+  it('keeps offsets dense and each pusher in order when pushers race through dedup (transactional commits)', async () => {
+    const svc = testServices(storage);
+    // Fewer than the 20 above: on moto every write runs alone (see serialize-writes.ts), and
+    // each collision costs one.
+    const pushers = 8;
+    const batches = 2;
+    const perBatch = 3;
+    const results = await Promise.all(
+      Array.from({ length: pushers }, async (_, p) => {
+        const own = testServices(storage, { clock: svc.testClock });
+        const statuses: string[] = [];
+        for (let b = 0; b < batches; b++) {
+          // Each batch repeats the previous batch's last transactionId: a duplicate across batches.
+          const ids = Array.from({ length: perBatch }, (_, i) => `p${p}-${b * perBatch + i}`);
+          if (b > 0) ids.unshift(`p${p}-${b * perBatch - 1}`);
+          const res = await own.log.push(ids.map((id) => ({ queue: 'race-tx', payload: json({ p, id }), transactionId: id })));
+          statuses.push(...res.map((r) => r.status));
+          const queued = res.filter((r) => r.status === 'queued').map((r) => r.offset!);
+          expect(queued).toEqual(queued.map((_, i) => queued[0]! + i));
+        }
+        return statuses;
+      }),
+    );
+    const expected = Array.from({ length: batches }, (_, b) => [...(b > 0 ? ['duplicate'] : []), ...Array.from({ length: perBatch }, () => 'queued')]).flat();
+    for (const st of results) expect(st).toEqual(expected);
+    const part = await svc.log.getPartition('race-tx', 'Default');
+    const all = await svc.log.read(part!.id, 0, { maxCount: 10_000 });
+    const total = pushers * batches * perBatch;
+    expect(all.map((m) => m.offset)).toEqual(Array.from({ length: total }, (_, i) => i));
+    for (let p = 0; p < pushers; p++) {
+      const mine = all.map((m) => JSON.parse(text(m.payload)) as { p: number; id: string }).filter((v) => v.p === p).map((v) => v.id);
+      expect(mine).toEqual(Array.from({ length: batches * perBatch }, (_, i) => `p${p}-${i}`));
+    }
+  });
+
+  it('a push that crashes between its blob and its commit leaves only that blob, which the sweeper removes', async () => {
+    let crash = false;
+    const faulty = interceptCommits(storage, () => {
+      if (crash) throw new Error('simulated crash before the commit');
+    });
+    const svc = testServices(faulty, { config: { inlineMaxBytes: 64 } });
+    const big = (): Buffer => json({ r: randomBytes(600).toString('hex') });
+    const [kept] = await svc.log.push([{ queue: 'crash', payload: big() }]);
+    expect(kept!.status).toBe('queued');
+    const keptBlobs = await segmentBlobs(storage, kept!.partitionId);
+    expect(keptBlobs).toHaveLength(1);
+    crash = true;
+    vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    const [lost] = await svc.log.push([{ queue: 'crash', payload: big() }]);
+    vi.restoreAllMocks();
+    crash = false;
+    // Not acknowledged, and nothing of it readable.
+    expect(lost!.status).toBe('failed');
+    expect(lost!.error).not.toContain('simulated');
+    expect(await svc.log.read(kept!.partitionId, 0, { maxCount: 10 })).toHaveLength(1);
+    const orphans = (await segmentBlobs(storage, kept!.partitionId)).filter((k) => !keptBlobs.includes(k));
+    expect(orphans).toHaveLength(1);
+    // Inside the grace period the sweeper keeps it (its push might still be running) ...
+    await svc.log.sweepOrphanBlobs();
+    expect(await segmentBlobs(storage, kept!.partitionId)).toHaveLength(2);
+    // ... after it, only the orphan goes.
+    svc.testClock.t = Date.now() + svc.config.sweepGraceMs + 1000;
+    for (let wrapped = false; !wrapped; ) wrapped = (await svc.log.sweepOrphanBlobs()).wrapped;
+    expect(await segmentBlobs(storage, kept!.partitionId)).toEqual(keptBlobs);
+    const back = await svc.log.read(kept!.partitionId, 0, { maxCount: 10 });
+    expect(back.map((m) => m.id)).toEqual([kept!.messageId]);
+    // A retry stores it once, at the next offset.
+    const [again] = await svc.log.push([{ queue: 'crash', payload: big() }]);
+    expect(again).toMatchObject({ status: 'queued', offset: 1 });
+  });
+
+  it('a push whose blob was swept while it stalled never commits a segment without data', async () => {
+    let sweptOnce = false;
+    const sweeper: { svc?: ReturnType<typeof testServices> } = {};
+    const racing = interceptCommits(storage, async () => {
+      const s = sweeper.svc;
+      if (sweptOnce || !s) return;
+      sweptOnce = true;
+      // The push stalled past the grace period between its blob and its commit.
+      s.testClock.t = Date.now() + s.config.sweepGraceMs + 1000;
+      for (let wrapped = false; !wrapped; ) wrapped = (await s.log.sweepOrphanBlobs()).wrapped;
+    });
+    const svc = (sweeper.svc = testServices(racing, { config: { inlineMaxBytes: 64 } }));
+    const payload = json({ r: randomBytes(600).toString('hex') });
+    const [r] = await svc.log.push([{ queue: 'fenced', payload }]);
+    expect(sweptOnce).toBe(true);
+    expect(r).toMatchObject({ status: 'queued', offset: 0 });
+    const [m] = await svc.log.read(r!.partitionId, 0, { maxCount: 10 });
+    expect(text(m!.payload)).toBe(text(payload));
+    const [seg] = await svc.log.segmentsFrom(r!.partitionId, 0, 1);
+    expect(await segmentBlobs(storage, r!.partitionId)).toEqual([seg!.blob]);
+  });
+
+  it('a push that fails to commit frees its transactionIds at once and reveals no internals', async () => {
+    let fail = true;
+    const faulty = interceptCommits(storage, () => {
+      if (fail) throw new Error('secret-internal-detail');
+    });
+    const svc = testServices(faulty);
+    const log = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    const [first] = await svc.log.push([{ queue: 'refail', payload: json(1), transactionId: 'once' }]);
+    expect(log).toHaveBeenCalled();
+    vi.restoreAllMocks();
+    expect(first!.status).toBe('failed');
+    expect(first!.error).toMatch(/refail\/Default/);
+    expect(first!.error).not.toContain('secret');
+    fail = false;
+    // The clock does not move: without the failed push marking itself aborted, this retry
+    // would wait out the stall budget on its reservation.
+    const [retry] = await within(5_000, 'the retry', svc.log.push([{ queue: 'refail', payload: json(2), transactionId: 'once' }]));
+    expect(retry).toMatchObject({ status: 'queued', offset: 0 });
+    const [dup] = await svc.log.push([{ queue: 'refail', payload: json(3), transactionId: 'once' }]);
+    expect(dup).toMatchObject({ status: 'duplicate', messageId: retry!.messageId });
+  });
+
+  it('reports a partition that fails after others committed per item, never as an error for the whole push', async () => {
+    const svc = testServices(storage);
+    svc.log.addCommitHook(({ partition }) => {
+      if (partition.name === 'broken') throw new SluiceError('unavailable', 'simulated contention');
+      return [];
+    });
+    const res = await svc.log.push([
+      { queue: 'partial', partition: 'fine', payload: json('a') },
+      { queue: 'partial', partition: 'broken', payload: json('b') },
+      { queue: 'partial', partition: 'fine', payload: json('c') },
+    ]);
+    expect(res.map((r) => r.status)).toEqual(['queued', 'failed', 'queued']);
+    expect(res[1]!.error).toContain('simulated contention');
+    const fine = await svc.log.getPartition('partial', 'fine');
+    expect((await svc.log.read(fine!.id, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"a"', '"c"']);
+    // With nothing committed, the domain error answers the whole push.
+    await expect(svc.log.push([{ queue: 'partial', partition: 'broken', payload: json('d') }])).rejects.toThrow(/simulated contention/);
+    const broken = await svc.log.getPartition('partial', 'broken');
+    expect((await svc.log.readTail(broken!.id)).next).toBe(0);
+  });
+
+  it('answers queued for a committed push even when a hook\'s after-commit work fails', async () => {
+    const svc = testServices(storage);
+    svc.log.addCommitHook(() => ({ ops: [], after: () => Promise.reject(new Error('after-commit boom')) }));
+    const log = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    const [r] = await svc.log.push([{ queue: 'after', payload: json(1), transactionId: 'after-1' }]);
+    expect(log).toHaveBeenCalled();
+    vi.restoreAllMocks();
+    // Committed, so acknowledged: a 'failed' here would make the client store it again.
+    expect(r).toMatchObject({ status: 'queued', offset: 0 });
+    expect(await svc.log.read(r!.partitionId, 0, { maxCount: 10 })).toHaveLength(1);
+  });
+
+  it('refuses a push that includes an encrypted queue it cannot seal before writing any of it', async () => {
+    const withKey = testServices(storage, { config: { encryptionKey: randomBytes(32).toString('base64') } });
+    await withKey.log.configure({ queue: 'sealed', options: resolveQueueOptions({ encryptionEnabled: true }) });
+    const noKey = testServices(storage);
+    await expect(
+      noKey.log.push([
+        { queue: 'plain', payload: json(1) },
+        { queue: 'sealed', payload: json(2) },
+      ]),
+    ).rejects.toMatchObject({ code: 'unavailable' });
+    // Its queue and partition may exist (names are resolved first), but no message does, not
+    // even a little later (a share still committing after the refusal would show up by then).
+    await new Promise((r) => setTimeout(r, 200));
+    const plain = await noKey.log.getPartition('plain', 'Default');
+    expect(plain ? (await noKey.log.readTail(plain.id)).next : 0).toBe(0);
   });
 });

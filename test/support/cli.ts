@@ -1,4 +1,8 @@
 import { spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 export interface CliResult {
   code: number | null;
@@ -14,8 +18,8 @@ export interface CliResult {
  * const r = await sluiceCli(['--json', 'groups'], { env: { SLUICE_ENDPOINT: server.url } });
  * ```
  */
-export function sluiceCli(args: string[], opts: { env?: Record<string, string>; stdin?: string; timeoutMs?: number } = {}): Promise<CliResult> {
-  return runNode(['cli/sluice.js', ...args], opts);
+export function sluiceCli(args: string[], opts: { env?: Record<string, string>; stdin?: string; timeoutMs?: number; cwd?: string } = {}): Promise<CliResult> {
+  return runNode([join(REPO, 'cli', 'sluice.js'), ...args], opts);
 }
 
 /** Runs a TypeScript file the way `npx tsx file.ts` does. */
@@ -23,9 +27,9 @@ export function runTs(file: string, opts: { env?: Record<string, string>; timeou
   return runNode(['--import', 'tsx', file], opts);
 }
 
-function runNode(args: string[], opts: { env?: Record<string, string>; stdin?: string; timeoutMs?: number }): Promise<CliResult> {
+function runNode(args: string[], opts: { env?: Record<string, string>; stdin?: string; timeoutMs?: number; cwd?: string }): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { env: { ...process.env, ...opts.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, { env: { ...process.env, ...opts.env }, stdio: ['pipe', 'pipe', 'pipe'], ...(opts.cwd ? { cwd: opts.cwd } : {}) });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -14,6 +14,7 @@
  * | `AWS_REGION` | signing region for SigV4 (default us-east-1) |
  * | `SLUICE_BEHIND_GATEWAY` | `1` when a base URL is an API Gateway (set automatically after discovery) |
  * | `SLUICE_TEST_PREFIX` | queue-name prefix (default: unique per run) |
+ * | `SLUICE_MAX_BODY_BYTES`, `SLUICE_MAX_MESSAGE_BYTES` | the target's limits, when not the defaults (`npm run test:localstack`) |
  *
  * @example
  * ```ts

@@ -179,8 +179,8 @@ export async function newAwsTestStorage(endpoint: string): Promise<{ storage: St
   const bucket = `sluice-test-${suffix}`;
   const { dynamodb, s3 } = emulatorClients(endpoint);
   await Promise.all([ensureTables(dynamodb, tables), ensureBucket(s3, bucket)]);
-  // moto's transactions roll back concurrent writes (see lambdas/storage/isolate.ts); LocalStack's do not.
-  const storage = createAwsStorage({ tables, bucket, dynamodb, s3, isolateTransactions: !process.env['AWS_ENDPOINT_URL'] });
+  // moto's conditional writes are not atomic under concurrency (see lambdas/storage/serialize-writes.ts); LocalStack's are.
+  const storage = createAwsStorage({ tables, bucket, dynamodb, s3, serializeWrites: !process.env['AWS_ENDPOINT_URL'] });
 
   let cleaned = false;
   const cleanup = async (): Promise<void> => {

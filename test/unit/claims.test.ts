@@ -291,6 +291,28 @@ describe('unit: claim rules beyond the scenarios (pure core)', () => {
     expect(w.describe()).toMatchObject({ inFlight: 0, owed: 1 });
   });
 
+  it('refuses to nack, extend or dead-letter a redriven record not handed out since: nothing is parked or listed', () => {
+    const w = new World({ maxInFlight: 1 });
+    w.push(2);
+    w.poll({ max: 1 });
+    w.deadLetter(0, 1);
+    w.poll({ max: 1 });
+    w.ack([1]);
+    w.redrive(0);
+    // No delivery of 0 is current: a delayed nack would take an in-flight slot nobody was granted.
+    expect(codeOf(() => w.nack(0, { delayMs: 60_000 }))).toBe('stale_claim');
+    expect(codeOf(() => w.nack(0))).toBe('stale_claim');
+    expect(codeOf(() => w.nack(0, { attempts: 1 }))).toBe('stale_claim');
+    expect(codeOf(() => w.extend(0, 1, 1000))).toBe('stale_claim');
+    expect(codeOf(() => w.deadLetter(0))).toBe('stale_claim');
+    expect(w.deadList()).toEqual([]);
+    expect(w.describe()).toMatchObject({ inFlight: 0, owed: 1, delayed: 0 });
+    // Once handed out, the delivery is current again.
+    expect(w.poll().map((r) => [r.offset, r.attempts])).toEqual([[0, 1]]);
+    w.nack(0, { delayMs: 60_000 });
+    expect(w.describe()).toMatchObject({ inFlight: 1, delayed: 1 });
+  });
+
   it('does not extend a record that was handed back or is waiting out a delay', () => {
     const w = new World();
     w.push(2);
@@ -305,9 +327,14 @@ describe('unit: claim rules beyond the scenarios (pure core)', () => {
     const w = new World({ maxVisibilityMs: 60_000 });
     w.push(1);
     w.poll();
-    expect(codeOf(() => w.extend(0, 1, 60_001))).toBe('invalid_request');
-    expect(codeOf(() => w.nack(0, { delayMs: 60_001 }))).toBe('invalid_request');
-    expect(w.extend(0, 1, 60_000)).toBe(60_000);
+    // Capped, not refused: the answer is the duration granted.
+    expect(w.extend(0, 1, 600_000)).toBe(60_000);
+    expect(w.extend(0, 1, 30_000)).toBe(30_000);
+    w.nack(0, { delayMs: 600_000 });
+    w.now += 60_000 - 1;
+    expect(w.offsets()).toEqual([]);
+    w.now += 1;
+    expect(w.offsets()).toEqual([0]);
   });
 
   it('answers capped at the in-flight cap, counting delayed nacks, and frees room on settle or lapse', () => {
@@ -443,6 +470,30 @@ describe('unit: claim rules beyond the scenarios (pure core)', () => {
       expect(w.offsets({ max: 2, consumer: 'worker', session: 's2' })).toEqual([5, 6]);
     });
 
+    it('does not hand back a record that is out of attempts: it waits out its claim and is dead-lettered', () => {
+      // A member crash-looping on a poison record must not reclaim it for ever.
+      const w = new World({ maxAttempts: 2 });
+      w.push(3);
+      expect(w.offsets({ max: 2, consumer: 'worker', session: 's1' })).toEqual([0, 1]);
+      w.advance(30_000);
+      expect(w.poll({ max: 1, consumer: 'worker', session: 's1' }).map((r) => [r.offset, r.attempts])).toEqual([[0, 2]]);
+      // s2 reclaims: 0 had its maxAttempts deliveries, 1 had one.
+      expect(w.poll({ max: 3, consumer: 'worker', session: 's2', reclaim: true }).map((r) => [r.offset, r.attempts])).toEqual([[1, 2], [2, 1]]);
+      expect(w.describe()).toMatchObject({ inFlight: 3, owed: 0 });
+      w.advance(30_000);
+      // Every claim lapsed: 0 and 1 are out of attempts and dead-lettered, 2 goes out again.
+      expect(w.poll({ max: 3, consumer: 'worker', session: 's3', reclaim: true }).map((r) => [r.offset, r.attempts])).toEqual([[2, 2]]);
+      expect(w.deadList()).toEqual([0, 1]);
+      expect(w.ack([2])).toBe(3);
+    });
+
+    it('does not reclaim a delayed nack: nobody holds it', () => {
+      const w = setup(); // s1 holds 0, 1, 2
+      w.nack(0, { attempts: 1, delayMs: 60_000 });
+      expect(w.offsets({ max: 5, consumer: 'worker', session: 's2', reclaim: true })).toEqual([1, 2, 3, 4, 5]);
+      expect(w.describe()).toMatchObject({ delayed: 1 });
+    });
+
     it('remembers the most recent sessions of a name', () => {
       let m: core.Member | undefined;
       for (let i = 0; i < core.MAX_SESSIONS_PER_MEMBER + 10; i++) m = core.seeSession(m, 1, `s${i}`).member;
@@ -467,6 +518,41 @@ describe('unit: claim rules beyond the scenarios (pure core)', () => {
     expect(w.poll().map((r) => [r.offset, r.attempts])).toEqual([[0, 2]]);
     w.ack([0]);
     expect(w.describe()).toMatchObject({ committed: 5, owed: 0, inFlight: 0 });
+  });
+
+  it('a seek back over a redriven record hands it out once, with the replay', () => {
+    const w = new World();
+    w.push(5);
+    w.poll({ max: 3 });
+    w.deadLetter(2, 1);
+    w.ack([0, 1]);
+    w.poll({ max: 2 });
+    expect(w.ack([3, 4])).toBe(5);
+    w.redrive(2);
+    expect(w.poll({ max: 1 }).map((r) => [r.offset, r.attempts])).toEqual([[2, 1]]); // claimed, then...
+    w.seek({ offset: 0 }); // ...voided: the group replays 0..4, 2 among them
+    expect(w.poll({ max: 10 }).map((r) => [r.offset, r.attempts])).toEqual([[0, 1], [1, 1], [2, 1], [3, 1], [4, 1]]);
+    expect(w.offsets({ max: 10 })).toEqual([]);
+    expect(w.describe()).toMatchObject({ inFlight: 5, owed: 0, deadLetters: 0 });
+    expect(w.ack([0, 1, 2, 3, 4])).toBe(5);
+    expect(w.view.items).toEqual([]);
+  });
+
+  it('refuses a seek back over more redriven records than one write replaces, as a conflict', () => {
+    const w = new World();
+    w.push(100);
+    w.poll({ max: 100 });
+    for (let o = 0; o < 95; o++) w.deadLetter(o, 1);
+    w.ack([95, 96, 97, 98, 99]);
+    for (let o = 0; o < 95; o++) w.redrive(o);
+    expect(codeOf(() => w.seek('earliest'))).toBe('conflict');
+    expect(w.describe()).toMatchObject({ committed: 100, owed: 95 });
+    // One fewer fits: the replay then owes all of them once.
+    w.poll({ max: 1 });
+    w.ack([0]);
+    expect(w.seek('earliest')).toEqual({ offset: 0, moved: true });
+    expect(w.view.items).toEqual([]);
+    expect(w.offsets({ max: 1000 })).toEqual(Array.from({ length: 100 }, (_, i) => i));
   });
 
   it('resolves starts inside the retained range only', () => {

@@ -186,6 +186,27 @@ describe('client: authentication', () => {
     expect(() => authenticator({ type: 'sigv4', credentials: creds }, plain, { env: {} })).toThrow(/needs a region/);
   });
 
+  it('takes credentials from the standard AWS provider chain when none are given (here: the environment)', async () => {
+    const keys = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE'] as const;
+    const saved = Object.fromEntries(keys.map((k) => [k, process.env[k]]));
+    try {
+      delete process.env['AWS_PROFILE'];
+      Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'AKIDFROMENV', AWS_SECRET_ACCESS_KEY: creds.secretAccessKey, AWS_SESSION_TOKEN: 'env-token' });
+      const url = new URL('https://abc123.execute-api.eu-west-1.amazonaws.com/health');
+      const headers = await authenticator({ type: 'sigv4' }, url, { now: () => fixed })({ method: 'GET', url, headers: {} });
+      expect(headers['authorization']).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDFROMENV\/20260501\/eu-west-1\/execute-api\/aws4_request, /);
+      expect(headers['x-amz-security-token']).toBe('env-token');
+      // The same signature as with those credentials passed in.
+      const explicit = await authenticator({ type: 'sigv4', credentials: { accessKeyId: 'AKIDFROMENV', secretAccessKey: creds.secretAccessKey, sessionToken: 'env-token' } }, url, { now: () => fixed })({ method: 'GET', url, headers: {} });
+      expect(headers['authorization']).toBe(explicit['authorization']);
+    } finally {
+      for (const k of keys) {
+        if (saved[k] === undefined) delete process.env[k];
+        else process.env[k] = saved[k];
+      }
+    }
+  });
+
   it('sends a bearer token, or nothing', async () => {
     const u = new URL('http://127.0.0.1:6632/health');
     expect(await authenticator({ type: 'bearer', token: 's3cret' }, u)({ method: 'GET', url: u, headers: { accept: 'application/json' } })).toEqual({ accept: 'application/json', authorization: 'Bearer s3cret' });

@@ -1,8 +1,14 @@
+import type { Context } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import { RawJson, toJson } from '../../lambdas/http/json.js';
 import { ALL_ROUTES } from '../../lambdas/http/routes.js';
 import { STATUS, errorResponse } from '../../lambdas/http/errors.js';
 import { SluiceError } from '../../lambdas/core/errors.js';
+import { Grants } from '../../lambdas/http/grants.js';
+import { logRoutes } from '../../lambdas/http/handlers/log.js';
+import { makeHandler } from '../../lambdas/http/route.js';
+import type { HttpEvent } from '../../lambdas/http/types.js';
+import type { Services } from '../../lambdas/service/runtime.js';
 
 describe('unit: toJson', () => {
   it('splices raw JSON verbatim and matches JSON.stringify otherwise', () => {
@@ -32,5 +38,24 @@ describe('unit: route table', () => {
   it('has no two routes with the same method and path', () => {
     const keys = ALL_ROUTES.map((r) => `${r.method} ${r.path}`);
     expect(new Set(keys).size).toBe(keys.length);
+  });
+});
+
+describe('unit: GET /health', () => {
+  const event = (path: string) => ({ version: '2.0', rawPath: path, headers: {}, requestContext: { http: { method: 'GET', path } } }) as unknown as HttpEvent;
+  const handlerOver = (get: () => Promise<unknown>) =>
+    makeHandler(logRoutes, {
+      grants: Grants.open(),
+      services: async () => ({ storage: { kind: 'aws', items: { get } }, config: {}, telemetry: { count() {} }, shutdown: new AbortController().signal }) as unknown as Services,
+    });
+  it('answers 200 healthy while storage answers, 503 (naming no internals) when it does not', async () => {
+    const ok = await handlerOver(async () => undefined)(event('/health'), {} as Context);
+    expect(ok.statusCode).toBe(200);
+    expect(JSON.parse(ok.body as string)).toMatchObject({ status: 'healthy', backend: 'aws' });
+    const down = await handlerOver(() => Promise.reject(Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:443 table secret-prod'), { name: 'TimeoutError' })))(event('/health'), {} as Context);
+    expect(down.statusCode).toBe(503);
+    expect(JSON.parse(down.body as string)).toMatchObject({ status: 'unhealthy' });
+    expect(down.body).not.toContain('secret');
+    expect(down.body).not.toContain('10.0.0.7');
   });
 });

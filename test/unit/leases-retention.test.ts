@@ -1,6 +1,6 @@
 // Retention boundaries (seed 004) and payload sealing, as pure functions.
 import { describe, expect, it } from 'vitest';
-import { consumedFloor, deletableSegments, expiredByRetention, partitionRemovable, retentionWindows } from '../../lambdas/core/retention.js';
+import { consumedFloor, deletableSegments, expiredByRetention, partitionRemovable, retentionWindows, unreadKeepFrom } from '../../lambdas/core/retention.js';
 import { envelopeKeyId, localKeyId, open, parseKey, seal } from '../../lambdas/core/sealing.js';
 
 const T0 = Date.UTC(2026, 10, 1);
@@ -29,6 +29,22 @@ describe('unit: seed 004 — retention', () => {
     expect(deletableSegments(segs, w, consumedFloor([25, 14, 40]), false)).toBe(1);
     expect(deletableSegments(segs, w, consumedFloor([29]), false)).toBe(3);
     expect(deletableSegments(segs, w, consumedFloor([]), false)).toBe(0);
+  });
+
+  it('004.8 a registered group without a cursor row on the partition keeps what it is owed: all of it, or what was pushed from its instant on', () => {
+    const w = retentionWindows(opts({ completedRetentionSeconds: 1 }), T0 + 60_000);
+    const floor = consumedFloor([29]);
+    expect(unreadKeepFrom([])).toBeNull();
+    expect(deletableSegments(segs, w, floor, false, unreadKeepFrom([]))).toBe(3);
+    expect(unreadKeepFrom([{ mode: 'all', from: null }, { mode: 'new', from: T0 }])).toBe(Number.NEGATIVE_INFINITY);
+    expect(deletableSegments(segs, w, floor, false, unreadKeepFrom([{ mode: 'all', from: null }]))).toBe(0);
+    // A `new` / `from` group seeds after the last message pushed before its instant.
+    expect(unreadKeepFrom([{ mode: 'from', from: T0 + 20_000 }, { mode: 'new', from: T0 + 5_000 }])).toBe(T0 + 5_000);
+    expect(deletableSegments(segs, w, floor, false, T0 + 5_000)).toBe(1);
+    expect(deletableSegments(segs, w, floor, false, T0 + 5_001)).toBe(2);
+    // Retention by age is not affected: it deletes regardless of consumption.
+    const age = retentionWindows(opts({ retentionSeconds: 10 }), T0 + 60_000);
+    expect(deletableSegments(segs, age, null, false, Number.NEGATIVE_INFINITY)).toBe(3);
   });
 
   it('004.9 the newest segment always stays (it anchors the next offset); reads filter what expired', () => {

@@ -14,6 +14,8 @@ import {
   fingerprint,
   hintFor,
   isLive,
+  laneLag,
+  messageProgress,
   narrowSeek,
   offsetsByFingerprint,
   parseAckStatus,
@@ -332,6 +334,40 @@ describe('unit: seed 004 — where a group starts', () => {
   it('004.5 a seek moves the cursor, releases the lease and resets the budget', () => {
     const s = applySeek({ ...pop(emptyCursor(), 0, 9), retry: 2 }, 42, null);
     expect(s).toMatchObject({ committed: 42, lease: null, retry: 0 });
+  });
+});
+
+describe('unit: seed 004 — watching the groups diverge', () => {
+  it('004.6 per-message progress: consumed once a group’s cursor passed it; completed only when every group has', () => {
+    const done = { ...emptyCursor(7) };
+    const holding = pop(emptyCursor(4), 5, 9, T0);
+    const lanes = [
+      { group: 'one', state: done },
+      { group: 'two', state: holding },
+      { group: 'three', state: undefined },
+    ];
+    expect(messageProgress(lanes, 6, T0 + 1)).toEqual({
+      consumerGroups: [
+        { name: 'one', consumed: true, leaseExpiresAt: null },
+        { name: 'two', consumed: false, leaseExpiresAt: T0 + 60_000 },
+        { name: 'three', consumed: false, leaseExpiresAt: null },
+      ],
+      status: 'processing',
+    });
+    // The lease lapsed: nobody is processing it any more.
+    expect(messageProgress(lanes, 6, T0 + 60_000).status).toBe('pending');
+    // A group with no cursor row on the partition has not passed anything.
+    expect(messageProgress(lanes.slice(0, 1).concat({ group: 'three', state: undefined }), 3, T0).status).toBe('pending');
+    expect(messageProgress([{ group: 'one', state: done }, { group: 'two', state: emptyCursor(6) }], 6, T0).status).toBe('completed');
+    expect(messageProgress([], 0, T0).status).toBe('pending');
+  });
+
+  it('004.5 lag: messages from the next wanted offset to the end, and the age of the oldest (retention-removed offsets do not count)', () => {
+    expect(laneLag({ committed: 0, next: 3, oldest: { base: 0, at: T0 }, now: T0 + 600_000 })).toEqual({ lagMessages: 2, lagSeconds: 600 });
+    expect(laneLag({ committed: 2, next: 3, oldest: { base: 0, at: T0 }, now: T0 + 600_000 })).toEqual({ lagMessages: 0, lagSeconds: 0 });
+    // Offsets 1..9 were removed by retention: the oldest owed segment starts at 10.
+    expect(laneLag({ committed: 0, next: 15, oldest: { base: 10, at: T0 + 1000 }, now: T0 + 61_000 })).toEqual({ lagMessages: 5, lagSeconds: 60 });
+    expect(laneLag({ committed: -1, next: 5, oldest: undefined, now: T0 })).toEqual({ lagMessages: 0, lagSeconds: 0 });
   });
 });
 

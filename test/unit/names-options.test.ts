@@ -4,7 +4,7 @@ import { QUEUE_OPTION_DEFAULTS, QueueOptionsInput, effectiveLeaseSeconds, queueO
 import { loadConfig } from '../../lambdas/config.js';
 
 describe('unit: names', () => {
-  it.each([['orders'], ['Default'], ['a.b-c_d:e@f'], ['émoji-✓'], ['x'.repeat(128)]])('accepts %s', (n) => {
+  it.each([['orders'], ['Default'], ['a.b-c_d:e@f'], ['émoji-✓'], ['pair-😀'], ['x'.repeat(128)]])('accepts %s', (n) => {
     expect(nameProblem(n, 'queue')).toBeUndefined();
   });
   it.each([
@@ -16,6 +16,8 @@ describe('unit: names', () => {
     [' lead', 'whitespace'],
     ['tab\tin', 'must not contain'],
     ['x'.repeat(129), 'at most 128 bytes'],
+    ['lone-\ud800', 'valid Unicode'],
+    ['\udc00-lone', 'valid Unicode'],
   ])('refuses %j', (n, why) => {
     expect(nameProblem(n, 'queue')).toContain(why);
   });
@@ -61,5 +63,9 @@ describe('unit: config', () => {
     expect(loadConfig({ SLUICE_PORT: '7000', SLUICE_DATA_DIR: '/d' })).toMatchObject({ port: 7000, dataDir: '/d' });
     expect(() => loadConfig({ SLUICE_PORT: 'x' })).toThrow(/SLUICE_PORT/);
     expect(() => loadConfig({ SLUICE_SYNC: 'maybe' })).toThrow(/SLUICE_SYNC/);
+  });
+  it('refuses an inline threshold whose segments would not fit in one item', () => {
+    expect(loadConfig({ SLUICE_INLINE_MAX_BYTES: '8192' }).inlineMaxBytes).toBe(8192);
+    expect(() => loadConfig({ SLUICE_INLINE_MAX_BYTES: '1000000' })).toThrow(/SLUICE_INLINE_MAX_BYTES must be a number >= 0 and <= 390000/);
   });
 });

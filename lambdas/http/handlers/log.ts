@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SluiceError, notFound } from '../../core/errors.js';
-import { DEFAULT_PARTITION, nameProblem, type NameKind } from '../../core/names.js';
+import { DEFAULT_PARTITION, isWellFormedText, nameProblem, type NameKind } from '../../core/names.js';
 import { QueueOptionsInput, queueOptionsProblem, resolveQueueOptions, type QueueOptions } from '../../core/queue-options.js';
 import type { PushItem, PushResult, StoredMessage } from '../../service/log-service.js';
 import type { Services } from '../../service/runtime.js';
@@ -70,7 +70,13 @@ const PushItemSchema = z.object({
   partition: z.string({ error: 'partition must be a string' }).optional(),
   payload: z.unknown().optional(),
   data: z.unknown().optional(),
-  transactionId: z.string({ error: 'transactionId must be a string' }).min(1, 'transactionId must not be empty').max(256, 'transactionId must be at most 256 characters').optional(),
+  transactionId: z
+    .string({ error: 'transactionId must be a string' })
+    .min(1, 'transactionId must not be empty')
+    .max(256, 'transactionId must be at most 256 characters')
+    // It is a storage key (the dedup reservation's sort key): it must have a UTF-8 form.
+    .refine(isWellFormedText, 'transactionId must be valid Unicode text (it holds a lone UTF-16 surrogate)')
+    .optional(),
   traceId: z.string({ error: 'traceId must be a string' }).max(256).nullish(),
 });
 const PushBody = z.object({ items: z.array(PushItemSchema, { error: 'items must be an array' }) });

@@ -23,6 +23,12 @@ export interface LogSuiteOptions {
    * is left out.
    */
   behindGateway?: boolean;
+  /**
+   * A fingerprint of everything stored (see `test/support/store-fingerprint.ts`), where the
+   * runner can see the storage: bad-input cases then check that it did not change at all, not
+   * only that their queues do not exist.
+   */
+  storeFingerprint?: () => Promise<string>;
 }
 
 /**
@@ -88,6 +94,24 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
     expect(empty).toMatchObject({ status: 201, body: [] });
   });
 
+  it('POST /api/v1/push answers 201 when every item is a duplicate; Queen\'s defaults fill what an item leaves out', async () => {
+    const defaults = q('defaults');
+    const first = await http('POST', '/api/v1/push', { items: [{ queue: defaults, transactionId: 'd-1' }, { queue: defaults, data: { via: 'data' }, transactionId: 'd-2' }, { queue: defaults }] });
+    expect(first.status).toBe(201);
+    // No partition: Default. No payload: {}. `data` stands in for `payload`. No transactionId: one is made.
+    expect(first.body.map((r: { status: string }) => r.status)).toEqual(['queued', 'queued', 'queued']);
+    expect(typeof first.body[2].transaction_id).toBe('string');
+    expect(first.body[2].transaction_id.length).toBeGreaterThan(0);
+    const again = await http('POST', '/api/v1/push', { items: [{ queue: defaults, payload: 'x', transactionId: 'd-2' }, { queue: defaults, partition: 'Default', transactionId: 'd-1' }] });
+    expect(again.status).toBe(201);
+    expect(again.body).toMatchObject([
+      { index: 0, status: 'duplicate', transaction_id: 'd-2', message_id: first.body[1].message_id, queueName: defaults },
+      { index: 1, status: 'duplicate', transaction_id: 'd-1', message_id: first.body[0].message_id, queueName: defaults },
+    ]);
+    const read = await http('GET', `/api/v1/queues/${encodeURIComponent(defaults)}/partitions/Default/messages`);
+    expect(read.body.messages.map((m: { data: unknown }) => m.data)).toEqual([{}, { via: 'data' }, {}]);
+  });
+
   it('GET /api/v1/messages/:partitionId/:transactionId returns the message, 404 when unknown', async () => {
     const look = q('look');
     const pushed = await http('POST', '/api/v1/push', { items: [{ queue: look, payload: { hello: 'world' }, transactionId: 'find-me' }] });
@@ -127,9 +151,16 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
       ['empty queue name', { items: [{ queue: '' }] }, 400, 'invalid_request'],
       ['bad partition name', { items: [{ queue: ok, payload: 1 }, { queue: bad, partition: 'x#y' }] }, 400, 'invalid_request'],
       ['message over the limit', { items: [{ queue: ok, payload: 1 }, { queue: bad, payload: 'z'.repeat(opts.maxMessageBytes + 100) }] }, 413, 'payload_too_large'],
+      ['transactionId over 256 characters', { items: [{ queue: ok, payload: 1 }, { queue: bad, transactionId: 't'.repeat(257) }] }, 400, 'invalid_request'],
+      // A lone surrogate has no UTF-8 form, so it cannot be a storage key on either backend.
+      ['transactionId not valid Unicode', { items: [{ queue: ok, payload: 1 }, { queue: bad, transactionId: 'tx-\ud800' }] }, 400, 'invalid_request'],
+      ['queue name not valid Unicode', { items: [{ queue: ok, payload: 1 }, { queue: `${bad}-\udc00` }] }, 400, 'invalid_request'],
+      ['item not an object', { items: [{ queue: ok, payload: 1 }, 'x'] }, 400, 'invalid_request'],
+      ['body not an object', [{ queue: ok, payload: 1 }], 400, 'invalid_request'],
     ];
     if (!opts.behindGateway) cases.push(['body over the limit', { items: Array.from({ length: overBody }, () => ({ queue: ok, payload: 'z'.repeat(990) })) }, 413, 'payload_too_large']);
     it.each(cases)('%s', async (_name, body, status, code) => {
+      const before = await opts.storeFingerprint?.();
       const r = await http('POST', '/api/v1/push', body);
       expect(r.status).toBe(status);
       expect(r.body.code).toBe(code);
@@ -137,15 +168,39 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
       expect(r.body.error.length).toBeGreaterThan(10);
       await absent(bad);
       await absent(ok);
+      expect(await opts.storeFingerprint?.(), 'the store changed').toBe(before);
+    });
+
+    it('a rejected push to existing queues and partitions leaves the store exactly as it was', async () => {
+      const existing = q('bad-existing');
+      const seed = await http('POST', '/api/v1/push', { items: [{ queue: existing, payload: 0, transactionId: 'seed' }, { queue: existing, partition: 'eu', payload: 0 }] });
+      expect(seed.status).toBe(201);
+      const before = await opts.storeFingerprint?.();
+      const rejected: unknown[] = [
+        // Valid items first (to both partitions, with new and repeated transactionIds), the bad one last.
+        { items: [{ queue: existing, payload: 1, transactionId: 'new' }, { queue: existing, partition: 'eu', payload: 2 }, { queue: existing, payload: 3, transactionId: 'seed' }, { queue: existing, partition: 'x/y', payload: 4 }] },
+        { items: [{ queue: existing, payload: 1, transactionId: 'new' }, { queue: existing, partition: 'eu', payload: 'z'.repeat(opts.maxMessageBytes + 1) }] },
+      ];
+      for (const body of rejected) expect((await http('POST', '/api/v1/push', body)).status).toBeGreaterThanOrEqual(400);
+      const read = await http('GET', `/api/v1/queues/${encodeURIComponent(existing)}/partitions/Default/messages`);
+      expect(read.body.messages.map((m: { data: number }) => m.data)).toEqual([0]);
+      expect(await opts.storeFingerprint?.(), 'the store changed').toBe(before);
+      // The transactionId of a rejected push was not reserved: it is queued now.
+      const now = await http('POST', '/api/v1/push', { items: [{ queue: existing, payload: 1, transactionId: 'new' }] });
+      expect(now.body[0]).toMatchObject({ status: 'queued', offset: 1 });
     });
 
     it('configure without a string queue says so', async () => {
+      const before = await opts.storeFingerprint?.();
       const r = await http('POST', '/api/v1/configure', { options: {} });
       expect(r.status).toBe(400);
       expect(r.body.error).toContain('queue is required');
       expect((await http('POST', '/api/v1/configure', { queue: bad, options: { leaseTime: 'long' } })).status).toBe(400);
       expect((await http('POST', '/api/v1/configure', { queue: bad, options: { nonsense: 1 } })).body.code).toBe('invalid_request');
+      expect((await http('POST', '/api/v1/configure', { queue: 'a/b', options: {} })).status).toBe(400);
+      expect((await http('POST', '/api/v1/configure', '{"queue":')).body.code).toBe('invalid_json');
       await absent(bad);
+      expect(await opts.storeFingerprint?.(), 'the store changed').toBe(before);
     });
 
     it('unknown routes are 404 and wrong methods 405, as JSON', async () => {

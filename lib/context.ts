@@ -1,0 +1,62 @@
+/**
+ * The CDK app's options, read from context (`-c key=value`, or `cdk.json` "context"):
+ *
+ * | key | default | meaning |
+ * |---|---|---|
+ * | `stackName` | `Sluice` | stack name |
+ * | `grantsFile` | none | grants JSON file (docs/DEPLOYING.md#grants); default: every authenticated caller |
+ * | `auth` | `iam` | `iam` (SigV4) or `jwt`, with `jwtIssuer` and `jwtAudience` (comma-separated) |
+ * | `removalPolicy` | `retain` | `destroy` deletes tables, bucket and logs with the stack |
+ * | `memorySize` | 1024 | MB per API function |
+ * | `logRetentionDays` | 30 | days CloudWatch keeps function and access logs |
+ *
+ * Bad values stop the synth with a message naming the key, before anything is built.
+ *
+ * @example
+ * ```ts
+ * const { stackName, props } = stackOptionsFromContext((k) => ({ auth: 'jwt', jwtIssuer: 'https://id.example.com/', jwtAudience: 'sluice' })[k]);
+ * ```
+ */
+import { RemovalPolicy } from 'aws-cdk-lib';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { readGrantsFile } from '../lambdas/http/grants.js';
+import { MEMORY_RANGE } from './sluice-service.js';
+import type { SluiceStackProps } from './sluice-stack.js';
+
+/** Reads one context value; undefined when unset or empty. */
+export type ContextReader = (key: string) => string | undefined;
+
+export function stackOptionsFromContext(ctx: ContextReader): { stackName: string; props: SluiceStackProps } {
+  const props: SluiceStackProps = {};
+  const grantsFile = ctx('grantsFile');
+  if (grantsFile) props.grants = readGrantsFile(grantsFile).grants;
+
+  const auth = ctx('auth') ?? 'iam';
+  if (auth === 'jwt') {
+    const issuer = ctx('jwtIssuer');
+    const audience = ctx('jwtAudience')?.split(',').map((s) => s.trim()).filter(Boolean) ?? [];
+    if (!issuer || audience.length === 0) throw new Error('auth=jwt needs -c jwtIssuer=https://... and -c jwtAudience=aud1[,aud2]');
+    props.auth = { type: 'jwt', issuer, audience };
+  } else if (auth !== 'iam') {
+    throw new Error(`auth must be iam or jwt (got ${auth})`);
+  }
+
+  const removal = ctx('removalPolicy') ?? 'retain';
+  if (removal !== 'retain' && removal !== 'destroy') throw new Error(`removalPolicy must be retain or destroy (got ${removal})`);
+  props.removalPolicy = removal === 'destroy' ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
+
+  const memory = ctx('memorySize');
+  if (memory !== undefined) {
+    const mb = Number(memory);
+    if (!Number.isInteger(mb) || mb < MEMORY_RANGE.min || mb > MEMORY_RANGE.max) throw new Error(`memorySize must be a whole number of MB from ${MEMORY_RANGE.min} to ${MEMORY_RANGE.max} (got ${memory})`);
+    props.memorySize = mb;
+  }
+
+  const days = ctx('logRetentionDays');
+  if (days !== undefined) {
+    const retention = Object.values(RetentionDays).find((v) => v === Number(days));
+    if (retention === undefined) throw new Error(`logRetentionDays must be one CloudWatch accepts (1, 3, 5, 7, 14, 30, 60, 90, ...); got ${days}`);
+    props.logRetention = retention as RetentionDays;
+  }
+  return { stackName: ctx('stackName') ?? 'Sluice', props };
+}

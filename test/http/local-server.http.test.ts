@@ -1,0 +1,85 @@
+/**
+ * The local server's HTTP edge: a body over the limit is answered 413 with a code, and the
+ * client gets to read that answer however large its body and however slowly it sends it (the
+ * server reads the refused body to its end before answering and closing, instead of closing
+ * while the client is still writing, which makes the client's send fail with EPIPE).
+ */
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
+
+const LIMIT = 64 * 1024;
+let server: LocalServer;
+let handled = 0;
+
+beforeAll(async () => {
+  server = await startLocalServer({
+    handler: async () => {
+      handled++;
+      return { statusCode: 200, headers: { 'content-type': 'application/json' }, body: '{}' };
+    },
+    host: '127.0.0.1',
+    port: 0,
+    maxBodyBytes: LIMIT,
+  });
+});
+afterAll(() => server.close());
+
+/**
+ * Sends a request by hand, its body in `chunks` pieces `gapMs` apart, the way a client that
+ * writes its whole body before reading does. Resolves with the answer, and whether the
+ * server closed the connection before the body was all sent (such a client then fails with
+ * EPIPE or a reset and never reads the answer).
+ */
+function slowPost(contentLength: number | undefined, body: Buffer, chunks: number, gapMs: number): Promise<{ response: string; closedBeforeSent: boolean; error?: string }> {
+  return new Promise((resolve) => {
+    const sock = connect({ port: server.port, host: '127.0.0.1', allowHalfOpen: true });
+    let response = '';
+    let sent = false;
+    let closedBeforeSent = false;
+    let error: string | undefined;
+    sock.on('data', (d: Buffer) => (response += d.toString()));
+    sock.on('end', () => {
+      if (!sent) closedBeforeSent = true;
+      sock.end();
+    });
+    sock.on('error', (e: NodeJS.ErrnoException) => (error ??= e.code ?? e.message));
+    sock.on('close', () => resolve({ response, closedBeforeSent, ...(error ? { error } : {}) }));
+    sock.on('connect', async () => {
+      const head = ['POST /api/v1/push HTTP/1.1', 'host: local', 'content-type: application/json', contentLength === undefined ? 'transfer-encoding: chunked' : `content-length: ${contentLength}`, '', ''].join('\r\n');
+      sock.write(head);
+      const size = Math.ceil(body.length / chunks);
+      for (let i = 0; i < body.length; i += size) {
+        await new Promise((r) => setTimeout(r, gapMs));
+        if (sock.destroyed || sock.writableEnded) return;
+        const part = body.subarray(i, i + size);
+        sock.write(contentLength === undefined ? Buffer.concat([Buffer.from(`${part.length.toString(16)}\r\n`), part, Buffer.from('\r\n')]) : part);
+      }
+      if (contentLength === undefined && !sock.destroyed) sock.write('0\r\n\r\n');
+      sent = true;
+    });
+  });
+}
+
+describe('local server: request bodies over the limit', () => {
+  it('answers 413 payload_too_large to a client still sending a declared-too-large body', async () => {
+    const body = Buffer.alloc(LIMIT * 4, 'z');
+    const r = await slowPost(body.length, body, 8, 40);
+    expect(r).toMatchObject({ closedBeforeSent: false });
+    expect(r.error).toBeUndefined();
+    expect(r.response).toMatch(/^HTTP\/1\.1 413 /);
+    expect(r.response).toMatch(/connection: close/i);
+    expect(r.response).toContain('"code":"payload_too_large"');
+    expect(handled).toBe(0);
+  });
+
+  it('answers 413 to a chunked body that grows past the limit', async () => {
+    const body = Buffer.alloc(LIMIT * 3, 'z');
+    const r = await slowPost(undefined, body, 6, 40);
+    expect(r).toMatchObject({ closedBeforeSent: false });
+    expect(r.error).toBeUndefined();
+    expect(r.response).toMatch(/^HTTP\/1\.1 413 /);
+    expect(r.response).toContain('"code":"payload_too_large"');
+    expect(handled).toBe(0);
+  });
+});
