@@ -55,18 +55,12 @@ export function rssMiB(pid: number): { peak: number; now: number } {
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 
-async function embeddedHttp(): Promise<string[]> {
+async function embeddedHttp(sync: 'full' | 'normal', plan: [batch: number, total: number][]): Promise<string[]> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sluice-bench-'));
-  const server = await startServerProcess({ SLUICE_DATA_DIR: dataDir });
+  const server = await startServerProcess({ SLUICE_DATA_DIR: dataDir, SLUICE_SYNC: sync });
   const pid = server.child.pid as number;
   const load = httpLoad(server.url, 8);
   const rows: string[] = [];
-  const plan: [batch: number, total: number][] = [
-    [1, 4_000],
-    [10, 30_000],
-    [100, 200_000],
-    [1000, 300_000],
-  ];
   try {
     let seq = 0;
     for (const [batch, total] of plan) {
@@ -91,10 +85,9 @@ async function embeddedHttp(): Promise<string[]> {
       );
       const secs = Number(process.hrtime.bigint() - started) / 1e9;
       const msgs = perWorker * workers * batch;
-      rows.push(`| ${batch} | ${fmt(msgs)} | ${fmt(msgs / secs)} | ${(bytes / secs / 2 ** 20).toFixed(1)} | ${fmt((perWorker * workers) / secs)} |`);
+      const rss = rssMiB(pid);
+      rows.push(`| ${sync} | ${batch} | ${fmt(msgs)} | ${fmt(msgs / secs)} | ${(bytes / secs / 2 ** 20).toFixed(1)} | ${fmt((perWorker * workers) / secs)} | ${rss.now} | ${rss.peak} |`);
     }
-    const rss = rssMiB(pid);
-    rows.push('', `Server RSS after the run: ${rss.now} MiB (peak ${rss.peak} MiB).`);
   } finally {
     load.agent.destroy();
     await server.stop();
@@ -141,7 +134,15 @@ async function awsCounts(): Promise<string[]> {
 
 /** Push throughput (embedded, over HTTP) and storage requests per push (AWS backend on moto). */
 export async function pushBench(): Promise<string> {
-  const emb = await embeddedHttp();
+  const emb = [
+    ...(await embeddedHttp('full', [
+      [1, 4_000],
+      [10, 30_000],
+      [100, 200_000],
+      [1000, 300_000],
+    ])),
+    ...(await embeddedHttp('normal', [[100, 200_000]])),
+  ];
   const aws = await awsCounts();
   return [
     '## Push',
@@ -150,10 +151,10 @@ export async function pushBench(): Promise<string> {
     '',
     '### Embedded backend, through HTTP',
     '',
-    'The local server (`npm start`, SQLite with `SLUICE_SYNC=full`) in its own process; 8 keep-alive connections, each pushing to its own partition; 1 KiB JSON messages, each with a transactionId (dedup on).',
+    'The local server (`npm start`) in its own process, on the same two cores as the load generator; 8 keep-alive connections, each pushing to its own partition; 1 KiB JSON messages, each with a transactionId (dedup on). `SLUICE_SYNC=full` (the default) fsyncs every SQLite commit; `normal` survives a process crash but not a power loss. RSS is read from /proc after each row (batch sizes run in order in one server process).',
     '',
-    '| batch | messages | msgs/s | MB/s (payload) | pushes/s |',
-    '|---:|---:|---:|---:|---:|',
+    '| SLUICE_SYNC | batch | messages | msgs/s | MB/s (payload) | pushes/s | server RSS after, MiB | peak so far, MiB |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
     ...emb,
     '',
     '### AWS backend (DynamoDB + S3 on moto): requests and units per push',

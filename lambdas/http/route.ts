@@ -143,7 +143,8 @@ function parseBody(event: HttpEvent, maxBytes: number): unknown {
   const raw = event.body;
   if (raw === undefined || raw === null || raw === '') return undefined;
   const text = event.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw;
-  const size = Buffer.byteLength(text);
+  // The exact byte count scans the whole body; three bytes per UTF-16 unit bounds it.
+  const size = text.length * 3 <= maxBytes ? 0 : Buffer.byteLength(text);
   if (size > maxBytes) {
     throw new SluiceError('payload_too_large', `request body is ${size} bytes; the limit is ${maxBytes}`, { limit: maxBytes });
   }

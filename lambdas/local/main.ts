@@ -15,7 +15,6 @@ import { makeHandler } from '../http/route.js';
 import { ALL_ROUTES } from '../http/routes.js';
 import { runMaintenance } from '../service/maintenance.js';
 import { buildServices, useServices } from '../service/runtime.js';
-import { awsStorageConfigFromEnv, createAwsStorage } from '../storage/aws.js';
 import type { Storage } from '../storage/port.js';
 import { assertSafeBind, withBearerTokens } from './auth.js';
 import { startLocalServer, type LambdaHttpHandler } from './server.js';
@@ -54,9 +53,12 @@ async function main(): Promise<void> {
   } else {
     handler = makeHandler(ALL_ROUTES, { grants: Grants.open() });
   }
-  const aws = awsStorageConfigFromEnv(env);
+  // The AWS SDK costs ~30 MB of memory to load: only when the AWS backend is configured.
+  const wantsAws = Object.keys(env).some((k) => (k.startsWith('SLUICE_TABLE_') || k === 'SLUICE_BUCKET') && env[k]);
+  const awsModule = wantsAws ? await import('../storage/aws.js') : undefined;
+  const aws = awsModule?.awsStorageConfigFromEnv(env);
   let storage: Storage;
-  if (aws) storage = createAwsStorage(aws);
+  if (awsModule && aws) storage = awsModule.createAwsStorage(aws);
   else {
     const { openEmbeddedStorage } = await import('../storage/embedded.js');
     storage = await openEmbeddedStorage({ dataDir: config.dataDir, sync: config.sync });

@@ -37,6 +37,11 @@ export class ItemTooLargeError extends Error {
 }
 
 export function assertItemSize(item: Item): void {
+  // A UTF-16 code unit is at most 3 UTF-8 bytes: most items are far enough below the limit
+  // that the exact byte count (a scan of every string) is not needed.
+  const json = attrsJson(item);
+  const bound = 3 * (item.pk.length + item.sk.length + json.length) + (item.bin?.byteLength ?? 0) + 64;
+  if (bound <= MAX_ITEM_BYTES) return;
   const size = itemSize(item);
   if (size > MAX_ITEM_BYTES) throw new ItemTooLargeError(size);
 }
