@@ -278,20 +278,28 @@ async function awsCounts(): Promise<string[]> {
       const ack = { n: 0, detail: '' };
       const popMeter = new Map<string, number>();
       const ackMeter = new Map<string, number>();
+      let wru = 0;
+      let rru = 0;
+      let delivered = 0;
       for (let i = 0; i < 10; i++) {
         meter.reset();
         const r = await consumer.leases.pop(req);
         pop.n += meter.totalRequests();
+        wru += meter.writeUnits;
+        rru += meter.readUnits;
+        delivered += r?.messages.length ?? 0;
         for (const [k, v] of meter.requests) popMeter.set(k, (popMeter.get(k) ?? 0) + v);
         if (!r) throw new Error(`bench: ${queue} ran dry`);
         meter.reset();
         await ackAll(consumer, r);
         ack.n += meter.totalRequests();
+        wru += meter.writeUnits;
+        rru += meter.readUnits;
         for (const [k, v] of meter.requests) ackMeter.set(k, (ackMeter.get(k) ?? 0) + v);
       }
       pop.detail = by({ ...meter, requests: popMeter } as AwsMeter);
       ack.detail = by({ ...meter, requests: ackMeter } as AwsMeter);
-      rows.push(`| ${label} | ${fx(pop.n / 10)} | ${pop.detail} | ${fx(ack.n / 10)} | ${ack.detail} |`);
+      rows.push(`| ${label} | ${fx(pop.n / 10)} | ${pop.detail} | ${fx(ack.n / 10)} | ${ack.detail} | ${fmt((wru / delivered) * 1000)} | ${fmt((rru / delivered) * 1000)} |`);
     };
     const small = (n: number): Buffer => Buffer.from(payload(n));
     // 1.2 KB of random hex: 100 of them compress to ~60 KB, stored as an S3 object.
@@ -355,8 +363,8 @@ export async function leasesBench(): Promise<string> {
     '',
     '1,200 messages pushed by one process; popped (batch 100) and acked by another (separate caches, as separate Lambda functions), so every S3 segment costs the consumer one GetObject. Segments up to 4 KiB compressed are stored inline (their bytes come with the query). Average over 10 cycles after a warm-up cycle; a wildcard pop reuses the READY page it read within the last 250 ms. Targets: ≤ 4 per pop, ≤ 2 per ack call.',
     '',
-    '| case | requests per pop | pop requests by kind | requests per ack | ack requests by kind |',
-    '|---|---:|---|---:|---|',
+    '| case | requests per pop | pop requests by kind | requests per ack | ack requests by kind | write units per 1,000 msgs (pop+ack) | read units per 1,000 msgs |',
+    '|---|---:|---|---:|---|---:|---:|',
     ...aws,
   ].join('\n');
 }

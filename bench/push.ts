@@ -116,7 +116,10 @@ async function awsCounts(): Promise<string[]> {
       meter.reset();
       const pushes = Math.ceil(1000 / batch);
       for (let r = 0; r < pushes; r++) {
-        const items = Array.from({ length: batch }, () => ({ queue, payload: Buffer.from(oneKiBPayload(n)), transactionId: dedup ? `tx-${n++}` : undefined }));
+        const items = Array.from({ length: batch }, () => {
+          const i = n++;
+          return { queue, payload: Buffer.from(oneKiBPayload(i)), transactionId: dedup ? `tx-${i}` : undefined };
+        });
         const res = await svc.log.push(items);
         if (res.some((x) => x.status !== 'queued')) throw new Error('bench push not queued');
       }

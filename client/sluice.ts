@@ -261,9 +261,14 @@ export class QueueRef {
     })) as ConfigureResult;
   }
 
-  /** Deletes the queue with its partitions, messages, cursors and dead letters. */
-  async delete(opts: { signal?: AbortSignal } = {}): Promise<{ deleted: boolean; existed: boolean; [k: string]: unknown }> {
-    return (await this.client.http.json({ method: 'DELETE', path: `/api/v1/resources/queues/${seg(this.spec.queue)}`, retry: 'idempotent', signal: opts.signal })) as { deleted: boolean; existed: boolean };
+  /**
+   * Deletes the queue with its partitions, messages, cursors, claim state and dead letters
+   * (`DELETE /api/v1/resources/queues/{queue}`). Its consumer groups stay registered, so a
+   * queue created again under the name inherits them. `deleted` is true even when the queue
+   * did not exist; `existed` says whether it did.
+   */
+  async delete(opts: { signal?: AbortSignal } = {}): Promise<{ deleted: boolean; queue: string; existed: boolean }> {
+    return (await this.client.http.json({ method: 'DELETE', path: `/api/v1/resources/queues/${seg(this.spec.queue)}`, retry: 'idempotent', signal: opts.signal })) as { deleted: boolean; queue: string; existed: boolean };
   }
 
   /**

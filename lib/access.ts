@@ -40,11 +40,15 @@ export interface FunctionAccess {
  *   segments (and their blobs), and push (transactions).
  * - Claim routes keep positions, claims and dead letters in `claims`, register groups in
  *   `meta` and read the log (and its blobs); they never push.
- * - Admin routes configure queues (`meta`), list, retry (a push) and delete dead letters
- *   (`dlq` and its blobs) and manage lease groups (`leases`, `meta`).
+ * - Admin routes configure and delete queues (`meta`: the queue, its partitions' names, the
+ *   tombstones; the lease groups' scan state in `leases`), list, retry (a push) and delete
+ *   dead letters (`dlq` and its blobs) and manage lease groups (`leases`, `meta`).
  * - Maintenance sweeps orphan segment blobs (list, delete; abort markers in `log`, cursor in
- *   `meta`) and applies retention (segments and their blobs, idle partitions in `meta`,
- *   their cursors and READY marks in `leases`).
+ *   `meta`), applies retention (segments and their blobs, idle partitions retired in `meta`;
+ *   claim positions read in `claims`), and removes what deleted queues and retired partitions
+ *   left (tombstones in `meta`): segments, markers and blobs (`log`, the bucket), reservations
+ *   (`dedup`), cursors and READY marks (`leases`), claim state (`claims`), DLQ rows and their
+ *   blobs (`dlq`).
  */
 export const FUNCTION_ACCESS: Record<FunctionName, FunctionAccess> = {
   log: {
@@ -64,7 +68,7 @@ export const FUNCTION_ACCESS: Record<FunctionName, FunctionAccess> = {
     bucket: ['read', 'write', 'delete'],
   },
   maintenance: {
-    tables: { meta: 'readwrite', log: 'readwrite', leases: 'readwrite' },
+    tables: { meta: 'readwrite', log: 'readwrite', dedup: 'readwrite', leases: 'readwrite', claims: 'readwrite', dlq: 'readwrite' },
     bucket: ['read', 'delete', 'list'],
   },
 };

@@ -6,9 +6,9 @@ import type { Action, Method, RouteDef } from '../lambdas/http/route.js';
 
 /** The policies the stack publishes, and the route actions each one covers. */
 export const API_ROLES = {
-  /** Push to queues. */
+  /** Push to queues (transactions included: routes whose `access.also` names an action count for it too). */
   Producer: ['push'],
-  /** Pop, ack, renew, claim, read, replay. */
+  /** Pop, ack (transactions included), renew, claim, read, replay. */
   Consumer: ['consume'],
   /** Everything, including configuration, deletion and group management. */
   Admin: ['push', 'consume', 'manage'],
@@ -24,7 +24,7 @@ export function routesForRole(role: ApiRole, routes: RouteDef[]): { method: Meth
   const seen = new Set<string>();
   const out: { method: Method; path: string }[] = [];
   for (const r of routes) {
-    if (!actions.includes(r.access.action)) continue;
+    if (![r.access.action, ...(r.access.also ?? [])].some((a) => actions.includes(a))) continue;
     const path = invokePath(r.path);
     const key = `${r.method} ${path}`;
     if (seen.has(key)) continue;

@@ -4,11 +4,13 @@
  * Retention is opt-in per queue (`retentionEnabled` plus a positive window) and deletes whole
  * segments, oldest first:
  * - `retentionSeconds` deletes by age, consumed or not;
- * - `completedRetentionSeconds` deletes only what every lease group has passed: a segment
- *   goes only when it is old enough and ends below MIN(committed) + 1 across the partition's
- *   cursor rows; a partition without cursor rows keeps everything, and a lease group
- *   registered on the queue that has not read the partition yet keeps what it is owed
- *   (everything for `all`, what was pushed from its instant on for `new` / `from`).
+ * - `completedRetentionSeconds` deletes only what every group has finished: a segment goes
+ *   only when it is old enough and ends below the floor — MIN(committed) + 1 across the
+ *   partition's lease cursor rows, and each record-claim group's position (or a redriven
+ *   record below it); a partition no group has a position on keeps everything, and a group
+ *   registered on the queue that has no position on the partition yet keeps what it is owed
+ *   (everything for `all` and claim groups, what was pushed from its instant on for `new` /
+ *   `from`).
  * The newest segment of a partition is never deleted: it anchors the partition's next offset
  * (offsets are never reused). Reads filter expired messages themselves, so a lagging sweep
  * never delivers one.
@@ -36,10 +38,20 @@ export function retentionWindows(o: { retentionEnabled: boolean; retentionSecond
   return { now, retentionMs: Math.max(0, o.retentionSeconds) * 1000, completedRetentionMs: Math.max(0, o.completedRetentionSeconds) * 1000 };
 }
 
-/** The slowest group's next wanted offset: MIN(committed) + 1, or null when no cursor rows exist. */
-export function consumedFloor(committedByGroup: readonly number[]): number | null {
-  if (committedByGroup.length === 0) return null;
-  return Math.min(...committedByGroup) + 1;
+/**
+ * The slowest group's next wanted offset, or null when no group has a position on the
+ * partition: MIN(committed) + 1 over the lease groups' cursor rows, and over the record-claim
+ * groups' positions (`claimNeeds`: each claim group's lowest offset it may still hand out —
+ * its `committed`, or a redriven record below it).
+ *
+ * @example
+ * ```ts
+ * consumedFloor([25, 14], [12]); // 12: the claim group has not finished offset 12
+ * ```
+ */
+export function consumedFloor(committedByGroup: readonly number[], claimNeeds: readonly number[] = []): number | null {
+  if (committedByGroup.length === 0 && claimNeeds.length === 0) return null;
+  return Math.min(...committedByGroup.map((c) => c + 1), ...claimNeeds);
 }
 
 /**
@@ -92,4 +104,29 @@ export const expiredByRetention = (createdAt: number, w: RetentionWindows): bool
  */
 export function partitionRemovable(p: { lastActivityAt: number; liveMessages: boolean }, now: number, days = PARTITION_CLEANUP_DAYS): boolean {
   return !p.liveMessages && now - p.lastActivityAt >= days * 86_400_000;
+}
+
+/** What idle-partition retention does with a partition on this pass (see {@link idleStep}). */
+export type IdleStep = 'keep' | 'mark' | 'wait' | 'unmark' | 'retire';
+
+/**
+ * Idle-partition retention in two steps, so it never retires a partition a push may still be
+ * committing to. A partition found removable is first **marked** (its last offset recorded);
+ * a push that reads the partition meanwhile clears the mark. Only once `graceMs` has passed
+ * since the mark, and only if the partition is still removable, still marked and has not grown,
+ * is it **retired**. Any push that could still commit then read the partition before the mark
+ * and has been running for longer than the grace period (see `retention-service.ts`).
+ *
+ * @example
+ * ```ts
+ * idleStep({ removable: true, mark: undefined, end: 4 }, now, 900_000);              // 'mark'
+ * idleStep({ removable: true, mark: { at: now - 900_000, end: 4 }, end: 4 }, now, 900_000); // 'retire'
+ * ```
+ */
+export function idleStep(p: { removable: boolean; mark: { at: number; end: number } | undefined; end: number }, now: number, graceMs: number): IdleStep {
+  if (!p.mark) return p.removable ? 'mark' : 'keep';
+  if (!p.removable) return 'unmark';
+  // It grew since the mark (a push that found it before): the grace period starts over.
+  if (p.end !== p.mark.end) return 'mark';
+  return now - p.mark.at >= graceMs ? 'retire' : 'wait';
 }

@@ -66,7 +66,17 @@ export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
    * names must be granted; when it names none (absent, or only `undefined`s), the caller
    * must hold the action on some queue and the handler calls `authorize(queue)` itself.
    */
-  access: { action: Action; queues?: (input: { body: B; query: Q; params: P }) => (string | undefined)[] };
+  access: {
+    action: Action;
+    queues?: (input: { body: B; query: Q; params: P }) => (string | undefined)[];
+    /**
+     * Other actions that also open the route (and its IAM policy): a caller who holds `action`
+     * or one of these on some queue may call it, and the handler checks each queue it touches
+     * with `authorize(queue, action)`. The queues `queues` names still need `action`. A
+     * transaction, say, needs `push` on the queues it pushes to and `consume` on those it acks.
+     */
+    also?: readonly Exclude<Action, 'public'>[];
+  };
   /** Successful status when `run` returns a plain value. */
   run(input: RouteInput<B, Q, P>): Promise<HttpResult>;
 }
@@ -204,7 +214,10 @@ export function makeHandler(routes: RouteDef[], opts: { services?: () => Promise
     const allowed = (queue: string, action: Action = def.access.action): boolean => action === 'public' || g.allows(principal, action, queue);
     if (def.access.action !== 'public') {
       const named = (def.access.queues?.({ body, query, params }) ?? []).filter((q): q is string => typeof q === 'string');
-      if (named.length === 0) g.checkSome(principal, def.access.action);
+      if (named.length === 0) {
+        const alternatives = def.access.also ?? [];
+        if (!alternatives.some((a) => g.allowsSome(principal, a))) g.checkSome(principal, def.access.action);
+      }
       const unique = [...new Set(named)];
       // A name no queue can have is a bad request (400), whoever asks.
       for (const q of unique) assertName(q, 'queue');

@@ -615,11 +615,18 @@ export class ClaimService {
     return { ver: item.ver, view };
   }
 
-  /** Makes a dead letter owed again with its attempts reset; durable before it answers. */
+  /**
+   * Makes a dead letter owed again with its attempts reset; durable before it answers. A dead
+   * letter whose record retention has removed from the log cannot be redriven: `not_found`,
+   * and the dead letter stays listed until it is discarded.
+   */
   async redrive(queue: string, partition: string, group: string, offset: number): Promise<{ offset: number; redriven: true }> {
     const ctx = await this.resolve(queue, partition, group, 'check');
     await this.inTurn(ctx, () => this.retrying('redrive', async () => {
-      const { ver, view } = await this.deadPointer(ctx, offset);
+      const [{ ver, view }, head] = await Promise.all([this.deadPointer(ctx, offset), this.log.readHead(ctx.part.id)]);
+      if (offset < head) {
+        throw notFound(`offset ${offset} is a dead letter of this group, but retention has removed its record from the log (the partition now starts at offset ${head}), so there is nothing to redrive; discard the dead letter (DELETE .../dead-letters/${offset})`);
+      }
       const res = core.redrive(view, offset, this.clock());
       await this.write(ctx, view, res.changes, { deadVers: new Map([[offset, ver]]) });
     }));
@@ -635,6 +642,45 @@ export class ClaimService {
       await this.write(ctx, view, core.discard(view, offset).changes, { deadVers: new Map([[offset, ver]]) });
     }));
     return { offset, discarded: true };
+  }
+
+  // -------------------------------------------------------------- retention
+
+  /**
+   * What the record-claim groups `groups` still need on a partition, for retention's floor:
+   * for each group with a position there, the lowest offset it may still hand out — its
+   * `committed`, or a redriven record below it — in `needs`; `unread` counts the groups with no
+   * position there (their first poll starts at the earliest retained record, so they are owed
+   * everything). One `getMany` per 100 groups, plus one query per group with a position.
+   */
+  async retentionNeeds(partitionId: string, groups: readonly string[]): Promise<{ needs: number[]; unread: number }> {
+    const needs: number[] = [];
+    let unread = 0;
+    for (let i = 0; i < groups.length; i += 100) {
+      const chunk = groups.slice(i, i + 100);
+      const states = await this.storage.items.getMany('claims', chunk.map((g) => claimKeys.state(partitionId, g)));
+      await Promise.all(
+        chunk.map(async (g, j) => {
+          const st = states[j];
+          if (!st) {
+            unread++;
+            return;
+          }
+          const state = st.attrs as unknown as GroupState;
+          // Redrive items sort by offset: the first live one is the lowest redriven record
+          // (items of a deleted incarnation are skipped; there are rarely any).
+          let low: number | undefined;
+          let after: string | undefined;
+          do {
+            const page = await this.storage.items.query('claims', claimKeys.groupPk(partitionId, g), { prefix: 'R#', after, limit: 25 });
+            low = page.items.map(decodeItem).find((it) => it.inc === state.inc)?.first;
+            after = page.next;
+          } while (low === undefined && after !== undefined);
+          needs.push(low === undefined ? state.committed : Math.min(state.committed, low));
+        }),
+      );
+    }
+    return { needs, unread };
   }
 
   // ------------------------------------------------------------------ admin

@@ -36,6 +36,8 @@ interface EntryAttrs {
   blob?: string;
   /** Sort key of both list pointers. */
   listSk: string;
+  /** The queue incarnation it was filed in (absent on rows filed before queue deletion existed). */
+  queueId?: string;
 }
 
 /** A DLQ row as the API shows it (payload as plaintext JSON text). */
@@ -84,13 +86,15 @@ export class DlqService {
       sealed: msg.sealed === true,
       listSk: byQueue.sk,
     };
+    if (part.queueId !== undefined) attrs.queueId = part.queueId;
     let bin: Uint8Array | undefined = msg.payload;
     if (msg.payload.byteLength > INLINE_PAYLOAD_BYTES) {
       attrs.blob = dlqBlobKey(part.id, uuidv7(now));
       await this.storage.blobs.put(attrs.blob, msg.payload);
       bin = undefined;
     }
-    const pointer = { entryPk: e.pk, entrySk: e.sk, failedAt: now };
+    const pointer: Record<string, Json> = { entryPk: e.pk, entrySk: e.sk, failedAt: now };
+    if (part.queueId !== undefined) pointer.queueId = part.queueId;
     return [
       { op: 'put', table: 'dlq', item: { ...e, ver: 1, attrs: attrs as unknown as Record<string, Json>, bin } },
       { op: 'put', table: 'dlq', item: { ...byQueue, ver: 1, attrs: pointer } },
@@ -104,6 +108,7 @@ export class DlqService {
    */
   async list(q: { queue: string; consumerGroup?: string | undefined; limit: number; offset: number; oldestFirst?: boolean }): Promise<DlqEntry[]> {
     const pk = q.consumerGroup !== undefined ? `LG#${q.queue}#${q.consumerGroup}` : `L#${q.queue}`;
+    const live = await this.liveIn(q.queue);
     const pointers: Item[] = [];
     let skip = q.offset;
     let after: string | undefined;
@@ -111,6 +116,7 @@ export class DlqService {
       const want = skip + q.limit - pointers.length;
       const page = await this.storage.items.query('dlq', pk, { reverse: !q.oldestFirst, after, limit: Math.min(1000, want) });
       for (const it of page.items) {
+        if (!live(it.attrs.queueId)) continue; // a deleted incarnation's row, not removed yet
         if (skip > 0) skip--;
         else if (pointers.length < q.limit) pointers.push(it);
       }
@@ -126,10 +132,25 @@ export class DlqService {
     return out;
   }
 
+  /**
+   * Whether a row filed in queue incarnation `queueId` belongs to the queue as it exists now:
+   * rows of a deleted incarnation stay stored until maintenance removes them, and must not
+   * show up in (or be replayed into) a queue created again under the same name. Rows filed
+   * before queue deletion existed carry no incarnation and always count.
+   */
+  private async liveIn(queue: string): Promise<(queueId: Json | undefined) => boolean> {
+    const q = await this.log.getQueue(queue);
+    return (queueId) => queueId === undefined || queueId === q?.queueId;
+  }
+
   /** The rows filed for (partitionId, transactionId), every group's or one group's. */
   async lookup(partitionId: string, transactionId: string, group?: string): Promise<Item[]> {
     const page = await this.storage.items.query('dlq', entryPk(partitionId, transactionId), { limit: 1000 });
-    return page.items.filter((it) => group === undefined || it.sk === group);
+    const rows = page.items.filter((it) => group === undefined || it.sk === group);
+    const first = rows[0];
+    if (!first) return rows;
+    const live = await this.liveIn((first.attrs as unknown as EntryAttrs).queue);
+    return rows.filter((it) => live(it.attrs.queueId));
   }
 
   /** Deletes the DLQ rows of (partitionId, transactionId); 404 when there are none. */
@@ -228,22 +249,37 @@ export class DlqService {
     return { id: a.id, transactionId: a.transactionId, partitionId: a.partitionId, queue: a.queue, partition: a.partition, consumerGroup: a.consumerGroup, errorMessage: a.errorMessage, retryCount: a.retryCount, failedAt: a.failedAt, offset: a.offset, traceId: a.traceId, payload: plain };
   }
 
-  /** Deletes every DLQ row of a queue (queue deletion). Returns how many entries went. */
-  async purgeQueue(queue: string): Promise<number> {
-    let n = 0;
-    for (;;) {
-      const page = await this.storage.items.query('dlq', `L#${queue}`, { limit: 100 });
-      if (page.items.length === 0) break;
-      const got = await this.storage.items.getMany('dlq', page.items.map((p) => ({ pk: p.attrs.entryPk as string, sk: p.attrs.entrySk as string })));
-      for (let i = 0; i < page.items.length; i++) {
-        const row = got[i];
-        const ptr = page.items[i] as Item;
-        if (row) await this.removeRow(row);
-        else await this.storage.items.delete('dlq', { pk: ptr.pk, sk: ptr.sk });
-        n++;
-      }
-      if (!page.next) break;
-    }
-    return n;
+  /**
+   * One page of removing the dead letters of a deleted queue incarnation (`queueId`, deleted at
+   * `deletedAt`): walks the queue's list pointers from `after` (exclusive) and removes the rows
+   * filed in that incarnation, leaving those of a later one alone. Rows from before queue
+   * deletion existed carry no incarnation: those filed up to `deletedAt` go. Returns how many
+   * rows went and where to continue (undefined: the walk is done).
+   */
+  async purgeIncarnation(q: { queue: string; queueId: string; deletedAt: number }, after: string | undefined, limit = 100): Promise<{ removed: number; next?: string | undefined }> {
+    const page = await this.storage.items.query('dlq', `L#${q.queue}`, { after, limit });
+    if (page.items.length === 0) return { removed: 0 };
+    const rows = await this.storage.items.getMany('dlq', page.items.map((p) => ({ pk: p.attrs.entryPk as string, sk: p.attrs.entrySk as string })));
+    const dead = (queueId: Json | undefined, failedAt: number): boolean => (queueId === undefined ? failedAt <= q.deletedAt : queueId === q.queueId);
+    let removed = 0;
+    await Promise.all(
+      page.items.map(async (ptr, i) => {
+        const row = rows[i];
+        if (row) {
+          const a = row.attrs as unknown as EntryAttrs;
+          if (!dead(a.queueId, a.failedAt)) return;
+          await this.removeRow(row);
+          removed++;
+        } else if (dead(ptr.attrs.queueId, ptr.attrs.failedAt as number)) {
+          // A pointer whose entry is gone: remove it and its per-group twin.
+          await this.storage.items.writeEach([
+            { op: 'delete', table: 'dlq', key: { pk: ptr.pk, sk: ptr.sk } },
+            { op: 'delete', table: 'dlq', key: dlqKeys.byGroup(q.queue, ptr.attrs.entrySk as string, ptr.sk) },
+          ]);
+          removed++;
+        }
+      }),
+    );
+    return { removed, next: page.next };
   }
 }

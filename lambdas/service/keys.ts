@@ -27,7 +27,17 @@ export const keys = {
   dedup: (partitionId: string, transactionId: string): ItemKey => ({ pk: partitionId, sk: transactionId }),
   /** meta: where the orphan-blob sweeper stopped. */
   sweepCursor: (): ItemKey => ({ pk: 'MAINT', sk: 'blob-sweep' }),
+  /**
+   * meta: a deleted queue incarnation whose partitions and dead letters maintenance still has
+   * to remove (see `queue-deletion.ts`).
+   */
+  queueTombstone: (queueId: string): ItemKey => ({ pk: TOMBSTONE_PK, sk: `Q#${queueId}` }),
+  /** meta: a retired partition (its queue deleted, or idle) whose data maintenance still has to remove. */
+  partitionTombstone: (partitionId: string): ItemKey => ({ pk: TOMBSTONE_PK, sk: `P#${partitionId}` }),
 };
+
+/** meta: the partition key every tombstone shares (one query lists the work left). */
+export const TOMBSTONE_PK = 'TOMB';
 
 /** Blob key of a segment stored in S3 (or the embedded blob directory). */
 export const segmentBlobKey = (partitionId: string, pushId: string): string => `segments/${partitionId}/${pushId}.zst`;

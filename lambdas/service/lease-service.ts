@@ -308,10 +308,18 @@ export class LeaseService {
 
   private async popWildcard(c: { queue: QueueRecord; group: string; reg: GroupRecord; now: number; leaseMs: number; autoAck: boolean; batch: number; partitions: number }): Promise<PopResult | null> {
     await this.ready.scanStep(c.reg);
+    const r = await this.popCandidates(c);
+    // Candidates that turned out to be retired partitions (a deleted queue, an idle partition)
+    // were removed from the index: look at it once more rather than answer "nothing".
+    return r.result ?? (r.removed ? (await this.popCandidates(c)).result : null);
+  }
+
+  private async popCandidates(c: { queue: QueueRecord; group: string; reg: GroupRecord; now: number; leaseMs: number; autoAck: boolean; batch: number; partitions: number }): Promise<{ result: PopResult | null; removed: boolean }> {
     const busy = (pid: string): boolean => this.inflight.has(`${pid}\u0000${c.group}`);
     const cands = (await this.ready.candidates(c.queue.name, c.group, c.now, busy)).filter((x) => !busy(x.partitionId));
     const messages: PoppedMessage[] = [];
     const claimed: { id: string; name: string }[] = [];
+    let removed = false;
     let budget = c.batch;
     let bytes = POP_MAX_BYTES;
     let leaseId = '';
@@ -329,6 +337,7 @@ export class LeaseService {
         const part = await this.log.partitionById(cand.partitionId);
         if (!part || part.queue !== c.queue.name) {
           await this.ready.remove(c.queue.name, c.group, cand.partitionId);
+          removed = true;
           continue;
         }
         parts.push({ part, row: cand.row });
@@ -350,8 +359,8 @@ export class LeaseService {
         bytes -= out.bytes;
       }
     }
-    if (messages.length === 0) return null;
-    return { queue: c.queue.name, group: c.group, leaseId, partitions: claimed, messages };
+    if (messages.length === 0) return { result: null, removed };
+    return { result: { queue: c.queue.name, group: c.group, leaseId, partitions: claimed, messages }, removed };
   }
 
   /** {@link popLane}, unless another pop in this process is on the lane already (then: busy). */

@@ -6,7 +6,7 @@ import { uuidv7 } from '../core/ids.js';
 import { DEFAULT_PARTITION, assertName } from '../core/names.js';
 import { IMPLICIT_QUEUE_OPTIONS, type QueueOptions } from '../core/queue-options.js';
 import { ConditionFailedError, ContentionError, type Item, type Json, type Storage, type WriteOp } from '../storage/port.js';
-import { SEGMENT_BLOB_PREFIX, SEGMENT_PREFIX, keys, parseSegmentBlobKey, segmentBlobKey } from './keys.js';
+import { PARTITION_PREFIX, SEGMENT_BLOB_PREFIX, SEGMENT_PREFIX, keys, parseSegmentBlobKey, segmentBlobKey } from './keys.js';
 import type { Notifier } from './notifier.js';
 
 /** A queue as stored. */
@@ -27,6 +27,53 @@ export interface PartitionRef {
   name: string;
   id: string;
   createdAt: number;
+  /**
+   * The queue incarnation (its {@link QueueRecord.queueId}) the partition belongs to. A queue
+   * deleted and created again under the same name is another incarnation: a partition of the
+   * old one is dead even while its records are still stored. Absent on partitions written
+   * before queue deletion existed; those belong to whichever incarnation exists.
+   */
+  queueId?: string | undefined;
+}
+
+/**
+ * Set on a partition's name item by idle-partition retention before it retires the partition
+ * (see `retention-service.ts`): a push that reads the item clears it.
+ */
+export interface RetiringMark {
+  /** When the partition was marked (epoch ms). */
+  at: number;
+  /** The partition's last offset then (-1: empty). */
+  end: number;
+}
+
+/** Whether a partition record belongs to the queue incarnation `q`. */
+export function belongsTo(ref: PartitionRef, q: QueueRecord): boolean {
+  return ref.queue === q.name && (ref.queueId === undefined || ref.queueId === q.queueId);
+}
+
+/** A partition record as stored (a retiring mark is not part of the ref). */
+export function partitionRefOf(item: Item): PartitionRef {
+  const { retiring: _retiring, ...ref } = item.attrs as unknown as PartitionRef & { retiring?: RetiringMark };
+  return ref;
+}
+
+/** Why a partition was retired: its queue was deleted, it sat idle, or a new incarnation of its queue took its name. */
+export type RetireReason = 'deleted' | 'idle' | 'replaced';
+
+/**
+ * The ops that retire a partition, besides removing its name item (which the caller deletes
+ * or replaces, guarded by the version it read): a tombstone that maintenance turns into the
+ * removal of its data, and the removal of its by-id item. Written in one transaction with the
+ * name item's change, so a partition is never unreachable without a tombstone.
+ */
+export function retireOps(ref: PartitionRef, now: number, reason: RetireReason): WriteOp[] {
+  const attrs: Record<string, Json> = { kind: 'partition', queue: ref.queue, partition: ref.name, partitionId: ref.id, deletedAt: now, reason };
+  if (ref.queueId !== undefined) attrs.queueId = ref.queueId;
+  return [
+    { op: 'put', table: 'meta', item: { ...keys.partitionTombstone(ref.id), ver: 1, attrs } },
+    { op: 'delete', table: 'meta', key: keys.partitionById(ref.id) },
+  ];
 }
 
 /** One message to push. `payload` is the message's JSON text. */
@@ -192,8 +239,13 @@ export class LogService {
   readonly clock: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly queueCache = new Map<string, { at: number; rec: QueueRecord }>();
-  private readonly partitionCache = new Map<string, PartitionRef>();
-  private readonly partitionByIdCache = new Map<string, PartitionRef>();
+  /**
+   * Partitions by (queue, name) and by id, each entry trusted for `queueCacheMs` and only
+   * while the queue's (equally briefly cached) record has the partition's `queueId`: a queue
+   * deleted (or a partition retired) in another process is noticed within that time.
+   */
+  private readonly partitionCache = new Map<string, { at: number; ref: PartitionRef }>();
+  private readonly partitionByIdCache = new Map<string, { at: number; ref: PartitionRef }>();
   /** Next base offset per partition, as last seen: a hint, corrected on collision. */
   private readonly tailHint = new Map<string, number>();
   private readonly segmentCache = new Map<string, { frames: Frame[]; bytes: number }>();
@@ -231,10 +283,11 @@ export class LogService {
     return rec;
   }
 
-  /** Forgets cached configuration (after `/configure` or a delete in this process). */
+  /** Forgets cached configuration and partitions (after `/configure` or a delete in this process). */
   invalidateQueue(name: string): void {
     this.queueCache.delete(name);
-    for (const [k, p] of this.partitionCache) if (p.queue === name) this.partitionCache.delete(k);
+    for (const [k, p] of this.partitionCache) if (p.ref.queue === name) this.partitionCache.delete(k);
+    for (const [k, p] of this.partitionByIdCache) if (p.ref.queue === name) this.partitionByIdCache.delete(k);
   }
 
   /** The queue, created with implicit options when it does not exist. */
@@ -307,73 +360,141 @@ export class LogService {
 
   // ------------------------------------------------------------ partitions
 
+  private fresh(at: number): boolean {
+    return this.clock() - at < this.config.queueCacheMs;
+  }
+
+  /** The partition of the queue's current incarnation, if it exists. */
   async getPartition(queue: string, name: string): Promise<PartitionRef | undefined> {
-    const ck = `${queue}\u0000${name}`;
-    const cached = this.partitionCache.get(ck);
-    if (cached) return cached;
-    const item = await this.storage.items.get('meta', keys.partition(queue, name));
-    if (!item) return undefined;
-    const ref = item.attrs as unknown as PartitionRef;
-    this.cachePartition(ref);
-    return ref;
+    const q = await this.getQueue(queue);
+    if (!q) return undefined;
+    return (await this.lookupPartition(q, name)).ref;
   }
 
+  /**
+   * The partition named `name` in `q`: `ref` when it belongs to `q` (or to the incarnation a
+   * fresh read of the queue record finds: `q` may be a stale cached copy), `stale` when the name
+   * item is a leftover of a deleted incarnation that its delete has not retired yet. `item` is
+   * the name item as read (absent on a cache hit).
+   */
+  private async lookupPartition(q: QueueRecord, name: string): Promise<{ ref?: PartitionRef; item?: Item; stale?: boolean }> {
+    const ck = `${q.name}\u0000${name}`;
+    const hit = this.partitionCache.get(ck);
+    if (hit && this.fresh(hit.at) && belongsTo(hit.ref, q)) return { ref: hit.ref };
+    const item = await this.storage.items.get('meta', keys.partition(q.name, name));
+    if (!item) {
+      this.partitionCache.delete(ck);
+      return {};
+    }
+    const ref = partitionRefOf(item);
+    if (!belongsTo(ref, q)) {
+      const now = await this.getQueue(q.name, { fresh: true });
+      if (!now || !belongsTo(ref, now)) {
+        this.partitionCache.delete(ck);
+        return { item, stale: true };
+      }
+    }
+    this.cachePartition(ref);
+    return { ref, item };
+  }
+
+  /** The partition with this id, while it belongs to its queue's current incarnation. */
   async partitionById(id: string): Promise<PartitionRef | undefined> {
-    const cached = this.partitionByIdCache.get(id);
-    if (cached) return cached;
-    const item = await this.storage.items.get('meta', keys.partitionById(id));
-    if (!item) return undefined;
-    const ref = item.attrs as unknown as PartitionRef;
-    this.cachePartition(ref);
+    const hit = this.partitionByIdCache.get(id);
+    let ref = hit && this.fresh(hit.at) ? hit.ref : undefined;
+    const cached = ref !== undefined;
+    if (!ref) {
+      const item = await this.storage.items.get('meta', keys.partitionById(id));
+      if (!item) {
+        this.partitionByIdCache.delete(id);
+        return undefined;
+      }
+      ref = partitionRefOf(item);
+    }
+    let q = await this.getQueue(ref.queue);
+    // A mismatch may only mean this process's copy of the queue record is stale.
+    if (!q || !belongsTo(ref, q)) q = await this.getQueue(ref.queue, { fresh: true });
+    if (!q || !belongsTo(ref, q)) {
+      this.partitionByIdCache.delete(id);
+      return undefined;
+    }
+    if (!cached) this.cachePartition(ref);
     return ref;
   }
 
-  /** Every partition of a queue, in name order. */
+  /** Every partition of the queue's current incarnation, in name order. */
   async listPartitions(queue: string): Promise<PartitionRef[]> {
+    const q = await this.getQueue(queue);
+    if (!q) return [];
     const out: PartitionRef[] = [];
     let after: string | undefined;
     do {
-      const page = await this.storage.items.query('meta', keys.queue(queue).pk, { prefix: 'P#', after, limit: 500 });
-      for (const it of page.items) out.push(it.attrs as unknown as PartitionRef);
+      const page = await this.storage.items.query('meta', keys.queue(queue).pk, { prefix: PARTITION_PREFIX, after, limit: 500 });
+      for (const it of page.items) {
+        const ref = partitionRefOf(it);
+        if (belongsTo(ref, q)) out.push(ref);
+      }
       after = page.next;
     } while (after);
     return out;
   }
 
-  /** Forgets a cached partition (after it was deleted in this process). */
+  /** Forgets a cached partition (after it was retired in this process). */
   forgetPartition(ref: PartitionRef): void {
-    this.partitionCache.delete(`${ref.queue}\u0000${ref.name}`);
+    const ck = `${ref.queue}\u0000${ref.name}`;
+    if (this.partitionCache.get(ck)?.ref.id === ref.id) this.partitionCache.delete(ck);
     this.partitionByIdCache.delete(ref.id);
     this.tailHint.delete(ref.id);
   }
 
   private cachePartition(ref: PartitionRef): void {
-    this.partitionCache.set(`${ref.queue}\u0000${ref.name}`, ref);
-    this.partitionByIdCache.set(ref.id, ref);
+    const at = this.clock();
+    this.partitionCache.set(`${ref.queue}\u0000${ref.name}`, { at, ref });
+    this.partitionByIdCache.set(ref.id, { at, ref });
   }
 
-  /** The partition, created (with a fresh id) when it does not exist yet. */
+  /**
+   * The partition, created (with a fresh id) when it does not exist yet. A name item left by a
+   * deleted incarnation of the queue is replaced (its partition retired: a tombstone for
+   * maintenance, in the same transaction); a retiring mark left by idle-partition retention is
+   * cleared, so retention will not retire a partition pushes are using.
+   */
   async ensurePartition(queue: QueueRecord, name: string): Promise<PartitionRef> {
     assertName(name, 'partition');
-    const existing = await this.getPartition(queue.name, name);
-    if (existing) return existing;
-    const now = this.clock();
-    const ref: PartitionRef = { queue: queue.name, name, id: uuidv7(now), createdAt: now };
-    const attrs = ref as unknown as Record<string, Json>;
-    try {
-      await this.storage.items.transact([
-        { op: 'put', table: 'meta', item: { ...keys.partition(queue.name, name), ver: 1, attrs }, cond: { kind: 'absent' } },
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const found = await this.lookupPartition(queue, name);
+      if (found.ref) {
+        const item = found.item;
+        if (item?.attrs.retiring === undefined) return found.ref;
+        const { retiring: _mark, ...attrs } = item.attrs;
+        try {
+          await this.storage.items.put('meta', { ...item, ver: item.ver + 1, attrs }, { kind: 'version', ver: item.ver });
+          return found.ref;
+        } catch (e) {
+          if (!(e instanceof ConditionFailedError)) throw e;
+          this.forgetPartition(found.ref);
+          continue; // retired or revived meanwhile: look again
+        }
+      }
+      const now = this.clock();
+      const ref: PartitionRef = { queue: queue.name, name, id: uuidv7(now), createdAt: now, queueId: queue.queueId };
+      const attrs = ref as unknown as Record<string, Json>;
+      const ops: WriteOp[] = [
+        { op: 'put', table: 'meta', item: { ...keys.partition(queue.name, name), ver: (found.item?.ver ?? 0) + 1, attrs }, cond: found.item ? { kind: 'version', ver: found.item.ver } : { kind: 'absent' } },
         { op: 'put', table: 'meta', item: { ...keys.partitionById(ref.id), ver: 1, attrs }, cond: { kind: 'absent' } },
-      ]);
-      this.cachePartition(ref);
-      this.tailHint.set(ref.id, 0);
-      return ref;
-    } catch (e) {
-      if (!(e instanceof ConditionFailedError)) throw e;
-      const winner = await this.getPartition(queue.name, name);
-      if (!winner) throw new Error(`partition ${queue.name}/${name} vanished while being created`);
-      return winner;
+      ];
+      if (found.stale && found.item) ops.push(...retireOps(partitionRefOf(found.item), now, 'replaced'));
+      try {
+        await this.storage.items.transact(ops);
+        this.cachePartition(ref);
+        this.tailHint.set(ref.id, 0);
+        return ref;
+      } catch (e) {
+        if (!(e instanceof ConditionFailedError) && !(e instanceof ContentionError)) throw e;
+        // Someone created (or replaced) it first: theirs stands; look again.
+      }
     }
+    throw new SluiceError('unavailable', `partition ${queue.name}/${name} is too contended to create; retry`);
   }
 
   // ------------------------------------------------------------------ push
@@ -714,7 +835,11 @@ export class LogService {
       count,
       needMarker,
       messages: msgs.map((m) => ({ id: m.mid, transactionId: m.txid, traceId: m.item.traceId ?? null })),
-      firstBase: async () => this.tailHint.get(part.id) ?? (await this.readTail(part.id)).next,
+      // On a queue with retention the hint may point into a prefix retention has deleted since
+      // (another process pushed on meanwhile): a segment put there would find its key free and
+      // reuse offsets below the head. So such queues read the tail (one query); retention never
+      // deletes the newest segment, so a put at the tail collides with any segment after it.
+      firstBase: async () => (queue.options.retentionEnabled ? undefined : this.tailHint.get(part.id)) ?? (await this.readTail(part.id)).next,
       // A stale hint (another process has been pushing here) would walk one segment per
       // failed write, so after two collisions in a row ask for the tail instead.
       nextBase: async (current, collisions) => {

@@ -23,7 +23,7 @@ import { isLive, type CursorState } from '../core/leases.js';
 import { ConditionFailedError, MAX_GET_MANY, type Item, type Storage, type WriteOp } from '../storage/port.js';
 import { groupKeys, type GroupRecord, type GroupRegistry } from './groups.js';
 import { leaseKeys, readyPk } from './lease-keys.js';
-import type { CommitHook, LogService } from './log-service.js';
+import { belongsTo, partitionRefOf, type CommitHook, type LogService } from './log-service.js';
 import { PARTITION_PREFIX, keys } from './keys.js';
 
 /** READY items read per query. */
@@ -189,8 +189,9 @@ export class ReadyIndex {
     await this.storage.items.writeEach(items.map((it) => ({ op: 'delete' as const, table: 'leases' as const, key: leaseKeys.ready(queue, group, it.sk), cond: { kind: 'version' as const, ver: it.ver } })));
   }
 
-  /** Deletes a READY item whatever its version (its partition is gone). */
+  /** Deletes a READY item whatever its version (its partition is gone), and forgets the page it was read with. */
   async remove(queue: string, group: string, partitionId: string): Promise<void> {
+    this.pageCache.delete(`${queue}\u0000${group}`);
     await this.storage.items.delete('leases', leaseKeys.ready(queue, group, partitionId));
   }
 
@@ -216,9 +217,13 @@ export class ReadyIndex {
     const fresh = !st || st.attrs.regAt !== reg.createdAt;
     const after = fresh ? undefined : (st.attrs.after as string | null) ?? undefined;
     const page = await this.storage.items.query('meta', keys.queue(reg.queue).pk, { prefix: PARTITION_PREFIX, after, limit: SCAN_PAGE });
+    const queue = await this.log.getQueue(reg.queue);
     await Promise.all(
       page.items.map(async (it) => {
-        const pid = (it.attrs as { id: string }).id;
+        const ref = partitionRefOf(it);
+        // A partition of a deleted incarnation of the queue, not retired yet: not this queue's.
+        if (!queue || !belongsTo(ref, queue)) return;
+        const pid = ref.id;
         const tail = await this.log.readTail(pid);
         if (tail.next > 0) await this.markAtLeast(reg.queue, reg.group, pid, tail.next - 1);
       }),

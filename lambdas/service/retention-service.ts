@@ -2,39 +2,75 @@
  * Retention (seed 004), run by `runMaintenance`: for every queue with `retentionEnabled`,
  * whole segments (their blobs and commit markers too) are deleted oldest first by the rules
  * in `core/retention.ts`, and partitions that hold nothing deliverable and have been idle for
- * 30 days are removed with their cursors and READY entries. Dead-letter rows are never
- * touched. Reads filter expired messages themselves, so a late sweep never delivers one.
+ * 30 days are retired (their data then removed through a tombstone, see `queue-deletion.ts`).
+ * Dead-letter rows are never touched. Reads filter expired messages themselves, so a late
+ * sweep never delivers one.
  *
- * Known limit: another process that cached a removed partition (by name) before its removal
- * would push into the retired partition id; partitions are only removed after 30 idle days,
- * longer than Lambda containers live.
+ * `completedRetentionSeconds` counts every group: lease groups by their cursor rows, record-claim
+ * groups by their positions (`ClaimService.retentionNeeds`), and a registered group with no
+ * position on the partition yet keeps what it is owed.
+ *
+ * Retiring an idle partition must not lose a push that is still committing to it. Pushes find a
+ * partition through a per-process cache trusted for `SLUICE_QUEUE_CACHE_MS`, and a push can take
+ * a while between finding it and committing (blob upload, reservations). So retirement takes two
+ * passes (`idleStep`):
+ * 1. the partition found removable is **marked** on its name item (with its last offset);
+ * 2. a later pass, once `SLUICE_SWEEP_GRACE_MS` (15 min) has passed since the mark, retires it
+ *    only if it is still removable and its last offset has not moved, with one transaction
+ *    guarded by the version of the name item it read (so still marked).
+ * Why no acknowledged message can land in a retired partition: a push either read the name
+ * item from storage after the mark — then it cleared the mark (`LogService.ensurePartition`),
+ * which changes the item's version and fails the retirement — or it found the partition before
+ * the mark (from storage or its cache, which is only trusted for `SLUICE_QUEUE_CACHE_MS`). Such
+ * a push that committed before step 2 moved the last offset (then the mark is dropped); one
+ * that commits after step 2 would have to have been running for the whole grace period, the
+ * same bound the orphan-blob sweeper relies on for a push that is merely slow.
  */
 import { QUEUE_MODE_GROUP } from '../core/names.js';
-import { consumedFloor, deletableSegments, expiredByRetention, partitionRemovable, retentionWindows, unreadKeepFrom } from '../core/retention.js';
-import type { WriteOp } from '../storage/port.js';
+import { consumedFloor, deletableSegments, expiredByRetention, idleStep, partitionRemovable, retentionWindows, unreadKeepFrom } from '../core/retention.js';
+import type { SluiceConfig } from '../config.js';
+import { ConditionFailedError, ContentionError, type Json, type WriteOp } from '../storage/port.js';
+import type { ClaimService } from './claim-service.js';
 import type { GroupRecord, GroupRegistry } from './groups.js';
 import { keys } from './keys.js';
-import { leaseKeys } from './lease-keys.js';
 import { decodeCursor } from './lease-service.js';
-import type { LogService, PartitionRef, QueueRecord } from './log-service.js';
+import { partitionRefOf, retireOps, type LogService, type PartitionRef, type QueueRecord, type RetiringMark } from './log-service.js';
 
 export interface RetentionReport {
   queues: number;
   partitions: number;
   segmentsDeleted: number;
+  /** Idle partitions marked for retirement on this pass. */
+  partitionsMarked: number;
   partitionsRemoved: number;
 }
 
+export interface RetentionDeps {
+  log: LogService;
+  groups: GroupRegistry;
+  claims: ClaimService;
+  config: SluiceConfig;
+  clock: () => number;
+}
+
 export class RetentionService {
-  constructor(
-    private readonly log: LogService,
-    private readonly groups: GroupRegistry,
-    private readonly clock: () => number,
-  ) {}
+  private readonly log: LogService;
+  private readonly groups: GroupRegistry;
+  private readonly claims: ClaimService;
+  private readonly config: SluiceConfig;
+  private readonly clock: () => number;
+
+  constructor(deps: RetentionDeps) {
+    this.log = deps.log;
+    this.groups = deps.groups;
+    this.claims = deps.claims;
+    this.config = deps.config;
+    this.clock = deps.clock;
+  }
 
   /** One pass over every queue with retention enabled. */
   async run(): Promise<RetentionReport> {
-    const report: RetentionReport = { queues: 0, partitions: 0, segmentsDeleted: 0, partitionsRemoved: 0 };
+    const report: RetentionReport = { queues: 0, partitions: 0, segmentsDeleted: 0, partitionsMarked: 0, partitionsRemoved: 0 };
     let after: string | undefined;
     do {
       const page = await this.log.storage.items.query('meta', keys.queueIndex('').pk, { after, limit: 100 });
@@ -47,6 +83,7 @@ export class RetentionService {
           report.partitions++;
           const r = await this.partition(q, part, groups);
           report.segmentsDeleted += r.segmentsDeleted;
+          if (r.idle === 'mark') report.partitionsMarked++;
           if (r.removed) report.partitionsRemoved++;
         }
       }
@@ -56,16 +93,22 @@ export class RetentionService {
   }
 
   /** Applies retention to one partition; `groups` are the queue's registered groups (read when not given). */
-  async partition(q: QueueRecord, part: PartitionRef, groups?: readonly GroupRecord[]): Promise<{ segmentsDeleted: number; removed: boolean }> {
+  async partition(q: QueueRecord, part: PartitionRef, groups?: readonly GroupRecord[]): Promise<{ segmentsDeleted: number; removed: boolean; idle?: 'mark' | 'retire' }> {
     const storage = this.log.storage;
     const now = this.clock();
     const w = retentionWindows(q.options, now);
     const rows = await storage.items.query('leases', part.id, { limit: 1000 });
-    const floor = consumedFloor(rows.items.map((r) => decodeCursor(r).committed));
-    // Lease groups registered on the queue without a cursor row here have passed nothing yet.
-    const withRow = new Set(rows.items.map((r) => r.sk));
     const registered = groups ?? (w.completedRetentionMs > 0 ? (await this.groups.list(q.name, { fresh: true })).groups : []);
-    const keepFrom = unreadKeepFrom(registered.filter((g) => g.kind === 'lease' && !withRow.has(g.group)).map((g) => (g.group === QUEUE_MODE_GROUP ? { mode: 'all' as const, from: null } : g.subscription)));
+    // Record-claim groups hold the floor too: what they have not finished stays.
+    const claimGroups = w.completedRetentionMs > 0 ? registered.filter((g) => g.kind === 'claim').map((g) => g.group) : [];
+    const claims = claimGroups.length > 0 ? await this.claims.retentionNeeds(part.id, claimGroups) : { needs: [], unread: 0 };
+    const floor = consumedFloor(rows.items.map((r) => decodeCursor(r).committed), claims.needs);
+    // Groups registered on the queue without a position here have passed nothing yet.
+    const withRow = new Set(rows.items.map((r) => r.sk));
+    const unread = registered.filter((g) => g.kind === 'lease' && !withRow.has(g.group)).map((g) => (g.group === QUEUE_MODE_GROUP ? { mode: 'all' as const, from: null } : g.subscription));
+    // A claim group's first poll of a partition starts at its earliest record: owed everything.
+    if (claims.unread > 0) unread.push({ mode: 'all', from: null });
+    const keepFrom = unreadKeepFrom(unread);
     let deleted = 0;
     for (let guard = 0; guard < 10_000; guard++) {
       const page = await this.log.segmentPage(part.id, 0, 100);
@@ -86,36 +129,41 @@ export class RetentionService {
     const live = tail !== undefined && !expiredByRetention(tail.at, w) && (w.completedRetentionMs === 0 || floor === null || tail.end >= floor || (keepFrom !== null && tail.at >= keepFrom));
     const lastActivityAt = Math.max(part.createdAt, tail?.at ?? 0);
     if (!partitionRemovable({ lastActivityAt, liveMessages: live }, now)) return { segmentsDeleted: deleted, removed: false };
-    await this.removePartition(part, rows.items.map((r) => r.sk));
-    return { segmentsDeleted: deleted, removed: true };
+    const idle = await this.retireIdle(part, tail?.end ?? -1, now);
+    return { segmentsDeleted: deleted, removed: idle === 'retire', ...(idle === 'mark' || idle === 'retire' ? { idle } : {}) };
   }
 
-  /** Removes a partition: its names, every segment, its cursors and READY entries (DLQ rows stay). */
-  private async removePartition(part: PartitionRef, groupsWithCursors: string[]): Promise<void> {
+  /**
+   * One step of retiring a removable idle partition (see the module doc): mark it, or retire it
+   * once the grace period has passed with the mark standing and the partition unchanged. The
+   * data then goes through the partition's tombstone; DLQ rows stay.
+   */
+  private async retireIdle(part: PartitionRef, end: number, now: number): Promise<'mark' | 'retire' | undefined> {
     const storage = this.log.storage;
-    // Retire the name first: a push from now on creates a new partition (new id, offsets from 0).
-    await storage.items.writeEach([
-      { op: 'delete', table: 'meta', key: keys.partition(part.queue, part.name) },
-      { op: 'delete', table: 'meta', key: keys.partitionById(part.id) },
-    ]);
+    const item = await storage.items.get('meta', keys.partition(part.queue, part.name));
+    if (!item || partitionRefOf(item).id !== part.id) return undefined; // retired or replaced meanwhile
+    const mark = item.attrs.retiring as unknown as RetiringMark | undefined;
+    const step = idleStep({ removable: true, mark, end }, now, this.config.sweepGraceMs);
+    try {
+      if (step === 'mark') {
+        const retiring: RetiringMark = { at: now, end };
+        await storage.items.put('meta', { ...item, ver: item.ver + 1, attrs: { ...item.attrs, retiring: retiring as unknown as Json } }, { kind: 'version', ver: item.ver });
+        return 'mark';
+      }
+      if (step === 'unmark') {
+        const { retiring: _mark, ...attrs } = item.attrs;
+        await storage.items.put('meta', { ...item, ver: item.ver + 1, attrs }, { kind: 'version', ver: item.ver });
+        return undefined;
+      }
+      if (step !== 'retire') return undefined;
+      // Guarded by the version read: a push that cleared the mark meanwhile keeps the partition.
+      await storage.items.transact([{ op: 'delete', table: 'meta', key: { pk: item.pk, sk: item.sk }, cond: { kind: 'version', ver: item.ver } }, ...retireOps(part, now, 'idle')]);
+    } catch (e) {
+      if (e instanceof ConditionFailedError || e instanceof ContentionError) return undefined; // a push got there first
+      throw e;
+    }
     this.log.forgetPartition(part);
-    for (;;) {
-      const page = await this.log.segmentPage(part.id, 0, 100);
-      if (page.segs.length === 0) break;
-      for (const s of page.segs) if (s.blob) await storage.blobs.delete(s.blob);
-      await storage.items.writeEach(page.segs.flatMap((s) => [
-        { op: 'delete' as const, table: 'log' as const, key: keys.segment(part.id, s.base) },
-        { op: 'delete' as const, table: 'log' as const, key: keys.marker(part.id, s.push) },
-      ]));
-    }
     this.log.forgetSegments(part.id);
-    const { groups } = await this.groups.list(part.queue, { fresh: true });
-    const names = new Set([...groupsWithCursors, ...groups.filter((g) => g.kind === 'lease').map((g) => g.group)]);
-    const ops: WriteOp[] = [];
-    for (const g of names) {
-      ops.push({ op: 'delete', table: 'leases', key: leaseKeys.cursor(part.id, g) });
-      ops.push({ op: 'delete', table: 'leases', key: leaseKeys.ready(part.queue, g, part.id) });
-    }
-    if (ops.length > 0) await storage.items.writeEach(ops);
+    return 'retire';
   }
 }

@@ -5,6 +5,7 @@ import { ConsumerGroupsService } from './consumer-groups.js';
 import { DlqService } from './dlq-service.js';
 import { KmsKeyProvider, LocalKeyProvider, PayloadCipher, type KeyProvider } from './encryption.js';
 import { LeaseService } from './lease-service.js';
+import { QueueDeletion } from './queue-deletion.js';
 import { RetentionService } from './retention-service.js';
 import { TransactionService } from './transaction-service.js';
 import { parseKey } from '../core/sealing.js';
@@ -36,6 +37,8 @@ export interface Services {
   transactions: TransactionService;
   /** Retention of lease queues (run by maintenance). */
   retention: RetentionService;
+  /** Queue deletion, and (run by maintenance) the removal of deleted queues' and retired partitions' data. */
+  deletion: QueueDeletion;
   telemetry: Telemetry;
   /** Aborted when the process is shutting down: long polls answer early. */
   shutdown: AbortSignal;
@@ -73,8 +76,9 @@ export function buildServices(storage: Storage, cfg: SluiceConfig, opts: BuildOp
   const leases = new LeaseService({ storage, config, log, groups, dlq, notifier, telemetry, clock });
   const consumerGroups = new ConsumerGroupsService(storage, log, groups, leases, clock);
   const transactions = new TransactionService(log, leases);
-  const retention = new RetentionService(log, groups, clock);
-  return { config, storage, notifier, clock, log, groups, claims, leases, dlq, consumerGroups, transactions, retention, telemetry, shutdown: opts.shutdown ?? new AbortController().signal };
+  const retention = new RetentionService({ log, groups, claims, config, clock });
+  const deletion = new QueueDeletion({ storage, log, groups, ready: leases.ready, dlq, config, clock });
+  return { config, storage, notifier, clock, log, groups, claims, leases, dlq, consumerGroups, transactions, retention, deletion, telemetry, shutdown: opts.shutdown ?? new AbortController().signal };
 }
 
 /** SLUICE_ENCRYPTION_KEY (a local key) wins over SLUICE_KMS_KEY_ID (KMS data keys). */

@@ -143,7 +143,12 @@ export class TransactionService {
           if (o.kind === 'seg') o.g.base = await (o.g.prep as PreparedCommit).nextBase(f.current, ++o.g.collisions);
           else if (o.kind === 'hook') hookRetry = true;
           else if (o.kind === 'lane') lanesMoved = true;
-          else throw e;
+          else if (f.current?.attrs.state === 'aborted') {
+            // The marker of a large segment is put-if-absent: the orphan-blob sweeper wrote it
+            // `aborted` (and deleted the blob) because this transaction stalled past the sweep
+            // grace. Nothing was applied; the client may send the whole transaction again.
+            throw new SluiceError('unavailable', 'transaction took too long and was aborted before it committed (its large payload was cleaned up meanwhile); nothing was applied: retry it');
+          } else throw e;
         }
         if (lanesMoved) {
           const err = await this.prepareLanes([...lanes.values()]);

@@ -101,6 +101,10 @@ beforeAll(async () => {
     AWS_LAMBDA_FUNCTION_NAME: 'sluice-bundle-test',
     // moto's conditional writes are not atomic under concurrency (lambdas/storage/serialize-writes.ts).
     SLUICE_EMULATOR_SERIALIZE_WRITES: '1',
+    // Each bundle keeps its own cache of queues, as separate Lambdas do: a queue deleted through
+    // the admin function is seen by the others once their copy lapses. 0 lets the shared suites
+    // check the effect of a delete at once.
+    SLUICE_QUEUE_CACHE_MS: '0',
     POWERTOOLS_LOG_LEVEL: 'ERROR',
     SLUICE_MAX_BODY_BYTES: String(limits.maxBodyBytes),
     SLUICE_MAX_MESSAGE_BYTES: String(limits.maxMessageBytes),

@@ -209,6 +209,12 @@ describe('cdk: policies callers attach', () => {
     }
     expect(routesForRole('Producer', ALL_ROUTES).map((r) => r.path)).toContain(invokePath('/api/v1/push'));
     expect(routesForRole('Producer', ALL_ROUTES).map((r) => r.path)).not.toContain('/api/v1/configure');
+    // A transaction pushes (Producer) and acks (Consumer): both may call it; the handler checks each queue.
+    for (const role of ['Producer', 'Consumer', 'Admin'] as const) expect(routesForRole(role, ALL_ROUTES)).toContainEqual({ method: 'POST', path: '/api/v1/transaction' });
+    // Deleting a queue is management.
+    const del = { method: 'DELETE', path: invokePath('/api/v1/resources/queues/{queue}') };
+    expect(routesForRole('Admin', ALL_ROUTES)).toContainEqual(del);
+    for (const role of ['Producer', 'Consumer'] as const) expect(routesForRole(role, ALL_ROUTES)).not.toContainEqual(del);
   });
 
   it('outputs the API URL and the policy ARNs', () => {

@@ -47,8 +47,10 @@ describe('client package', () => {
       await s.queue('pkg').partition('a').push([{ data: { built: true } }]);
       const msgs = await s.queue('pkg').partition('a').wait(false).pop();
       await s.ack(msgs);
-      console.log(JSON.stringify(msgs.map((m) => m.data)));`;
+      const deleted = await s.queue('pkg').delete();
+      const after = await s.queue('pkg').partition('a').wait(false).pop();
+      console.log(JSON.stringify({ data: msgs.map((m) => m.data), deleted, after }));`;
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, SLUICE_ENDPOINT: server.url }, timeout: 30_000 });
-    expect(JSON.parse(stdout)).toEqual([{ built: true }]);
+    expect(JSON.parse(stdout)).toEqual({ data: [{ built: true }], deleted: { deleted: true, queue: 'pkg', existed: true }, after: [] });
   });
 });

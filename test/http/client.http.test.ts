@@ -1,7 +1,7 @@
 /**
  * The TypeScript client end to end against the local server (embedded backend, real clock):
  * push, pop, ack, consume with auto-ack and manual ack, lease renewal, transactions, the DLQ,
- * group admin, and the claim-group consumer (nack after a delay, extend, dead-letter,
+ * group admin, queue deletion, and the claim-group consumer (nack after a delay, extend, dead-letter,
  * reclaim after a restart, graceful stop).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -227,6 +227,27 @@ describe('client e2e: partition leases', () => {
     const del = await sluice.groups.delete('d', { queue: 'e2e-dlq' });
     expect(del).toMatchObject({ success: true, deletedPartitions: 1 });
     await expect(sluice.groups.describe('never-used-group')).rejects.toMatchObject({ status: 404, code: 'not_found' });
+  });
+
+  it('deletes a queue: its messages and dead letters go, a push afterwards starts a new queue', async () => {
+    const q = sluice.queue('e2e-del');
+    await q.create();
+    await q.partition('a').push([{ transactionId: 'del-1', data: 'old-1' }, { data: 'old-2' }]);
+    const [first] = await q.partition('a').group('g').wait(false).pop();
+    await sluice.ack([first!], 'dlq', { error: 'bad' });
+    expect(await sluice.dlq('e2e-del').count()).toBe(1);
+
+    expect(await q.delete()).toEqual({ deleted: true, queue: 'e2e-del', existed: true });
+    expect(await q.delete()).toEqual({ deleted: true, queue: 'e2e-del', existed: false });
+    expect(await q.group('g').wait(false).pop()).toEqual([]);
+    expect(await sluice.dlq('e2e-del').count()).toBe(0);
+
+    const [again] = await q.partition('a').push([{ transactionId: 'del-1', data: 'new' }]);
+    expect(again).toMatchObject({ status: 'queued' });
+    expect(again!.partitionId).not.toBe(first!.partitionId);
+    const got = await q.group('g').batch(10).wait(false).pop();
+    expect(got.map((m) => m.data)).toEqual(['new']);
+    await sluice.ack(got);
   });
 });
 

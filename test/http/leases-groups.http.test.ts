@@ -252,10 +252,27 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     const [first] = await push('idle', ['i']);
     expect(await drain('idle', 'g')).toEqual(['i']);
     clock.advance(31 * 86_400_000);
+    // The first pass only marks it; a push meanwhile keeps it (and its offsets).
+    await runMaintenance(svc);
+    const [kept] = await push('idle', ['k']);
+    expect(kept!.partition_id).toBe(first!.partition_id);
+    expect(await drain('idle', 'g')).toEqual(['k']);
+    clock.advance(31 * 86_400_000);
+    await runMaintenance(svc);
+    // Retired once the grace period has passed with the mark standing.
+    clock.advance(svc.config.sweepGraceMs);
     await runMaintenance(svc);
     const [again] = await push('idle', ['j']);
     expect(again!.partition_id).not.toBe(first!.partition_id);
+    expect(again).toMatchObject({ offset: 0 });
     expect(await drain('idle', 'g')).toEqual(['j']);
+    // The next passes remove what the old partition left: its cursor and its segments.
+    clock.advance(svc.config.sweepGraceMs);
+    await runMaintenance(svc);
+    await runMaintenance(svc);
+    expect(await svc.storage.items.get('leases', { pk: first!.partition_id, sk: 'g' })).toBeUndefined();
+    expect((await svc.storage.items.query('log', first!.partition_id)).items).toEqual([]);
+    expect((await svc.storage.items.query('meta', 'TOMB')).items).toEqual([]);
   });
 
   it('encryptionEnabled: payloads are sealed at rest and come back as plaintext', async () => {

@@ -1,17 +1,19 @@
 // The lease service over both storage backends: the READY index keeps wildcard pops bounded,
 // registrations racing pushes never lose a partition, transactions race pushes safely, and
 // pops and acks cost a constant number of storage requests.
+import { randomBytes } from 'node:crypto';
 import { CreateKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
 import { resolveQueueOptions } from '../../lambdas/core/queue-options.js';
 import { KmsKeyProvider } from '../../lambdas/service/encryption.js';
-import { keys } from '../../lambdas/service/keys.js';
+import { SEGMENT_BLOB_PREFIX, keys, parseSegmentBlobKey } from '../../lambdas/service/keys.js';
 import type { PopRequest, PopResult } from '../../lambdas/service/lease-service.js';
 import { buildServices, type Services } from '../../lambdas/service/runtime.js';
 import type { ItemStore, Storage } from '../../lambdas/storage/port.js';
 import { loadConfig } from '../../lambdas/config.js';
 import { testBackends } from '../support/backends.js';
+import { call, startTestServer } from '../support/http.js';
 import { newAwsTestStorage, startAwsEmulator, TEST_REGION } from '../support/moto.js';
 import { json, TestClock, testServices, text } from '../support/services.js';
 
@@ -249,6 +251,39 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     expect(all.map((m) => `${m.offset}:${text(m.payload)}`)).toEqual(['0:"src"', '1:"pushed-meanwhile"', '2:"t1"', '3:"t2"']);
     const rest = await svc.leases.pop(req('tx-race', { group: 'w' }));
     expect(rest?.messages.map((m) => text(m.payload))).toEqual(['"pushed-meanwhile"', '"t1"', '"t2"']);
+  });
+
+  it('a transaction the orphan-blob sweeper aborted (it stalled past the grace) answers 503 unavailable, and nothing of it applies', async () => {
+    const svc0 = testServices(inner);
+    await svc0.log.push([{ queue: 'tx-stall', payload: json('src') }]);
+    const src = await svc0.leases.pop(req('tx-stall', { group: 'w' }));
+    const pid = src!.messages[0]!.partitionId;
+    // Its segment is large enough for a blob; just before it commits, the sweeper judges the
+    // blob an orphan: marker `aborted` (put-if-absent), blob deleted.
+    const svc = testServices(beforeFirstCommit(inner, async () => {
+      const { blobs } = await inner.blobs.list(`${SEGMENT_BLOB_PREFIX}${pid}/`);
+      expect(blobs).toHaveLength(1);
+      const ref = parseSegmentBlobKey(blobs[0]!.key)!;
+      await inner.items.put('log', { ...keys.marker(pid, ref.pushId), ver: 1, attrs: { state: 'aborted', by: 'sweeper' } }, { kind: 'absent' });
+      await inner.blobs.delete(blobs[0]!.key);
+    }), { config: { inlineMaxBytes: 64 } });
+    const server = await startTestServer(svc);
+    try {
+      const r = await call(server.url, 'POST', '/api/v1/transaction', {
+        operations: [
+          { type: 'push', items: [{ queue: 'tx-stall', payload: { big: randomBytes(300).toString('base64') } }] },
+          { type: 'ack', transactionId: src!.messages[0]!.transactionId, partitionId: pid, status: 'completed', consumerGroup: 'w' },
+        ],
+      });
+      expect(r.status).toBe(503);
+      expect(r.body.code).toBe('unavailable');
+      expect(r.body.error).toMatch(/retry/);
+    } finally {
+      await server.close();
+    }
+    // Nothing applied: the log holds only `src`, and its ack is still open.
+    expect((await svc0.log.read(pid, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"src"']);
+    expect((await ackAll(svc0, src!))[0]).toMatchObject({ success: true });
   });
 
   it('seek to a timestamp over many segments uses a logarithmic number of reads', async () => {

@@ -1,6 +1,6 @@
 // Retention boundaries (seed 004) and payload sealing, as pure functions.
 import { describe, expect, it } from 'vitest';
-import { consumedFloor, deletableSegments, expiredByRetention, partitionRemovable, retentionWindows, unreadKeepFrom } from '../../lambdas/core/retention.js';
+import { consumedFloor, deletableSegments, expiredByRetention, idleStep, partitionRemovable, retentionWindows, unreadKeepFrom } from '../../lambdas/core/retention.js';
 import { envelopeKeyId, localKeyId, open, parseKey, seal } from '../../lambdas/core/sealing.js';
 
 const T0 = Date.UTC(2026, 10, 1);
@@ -59,6 +59,30 @@ describe('unit: seed 004 — retention', () => {
     expect(partitionRemovable({ lastActivityAt: T0, liveMessages: false }, T0 + 30 * day)).toBe(true);
     expect(partitionRemovable({ lastActivityAt: T0, liveMessages: false }, T0 + 30 * day - 1)).toBe(false);
     expect(partitionRemovable({ lastActivityAt: T0, liveMessages: true }, T0 + 300 * day)).toBe(false);
+  });
+
+  it('completedRetentionSeconds counts record-claim groups: their position, or a redriven record below it, holds the floor', () => {
+    const w = retentionWindows(opts({ completedRetentionSeconds: 1 }), T0 + 60_000);
+    // Lease groups are past everything; a claim group still needs offset 12.
+    expect(consumedFloor([29], [12])).toBe(12);
+    expect(deletableSegments(segs, w, consumedFloor([29], [12]), false)).toBe(1);
+    expect(deletableSegments(segs, w, consumedFloor([29]), false)).toBe(3);
+    // Claim groups alone set a floor too (no lease cursor rows on the partition).
+    expect(consumedFloor([], [20])).toBe(20);
+    expect(deletableSegments(segs, w, consumedFloor([], [20]), false)).toBe(2);
+    expect(consumedFloor([], [])).toBeNull();
+  });
+
+  it('004.10 an idle partition is marked first and retired only once the grace period passed with the mark standing and the partition unchanged', () => {
+    const grace = 900_000;
+    const mark = { at: T0, end: 7 };
+    expect(idleStep({ removable: false, mark: undefined, end: 7 }, T0, grace)).toBe('keep');
+    expect(idleStep({ removable: true, mark: undefined, end: 7 }, T0, grace)).toBe('mark');
+    expect(idleStep({ removable: true, mark, end: 7 }, T0 + grace - 1, grace)).toBe('wait');
+    expect(idleStep({ removable: true, mark, end: 7 }, T0 + grace, grace)).toBe('retire');
+    // A push that found the partition before the mark committed since: the grace starts over.
+    expect(idleStep({ removable: true, mark, end: 8 }, T0 + grace, grace)).toBe('mark');
+    expect(idleStep({ removable: false, mark, end: 8 }, T0 + grace, grace)).toBe('unmark');
   });
 });
 

@@ -227,7 +227,9 @@ export const transaction = defineRoute({
   group: 'leases',
   summary: 'Apply pushes and acks atomically: all or nothing (200 with success false on a business failure).',
   body: z.object({ operations: z.array(TxOpSchema, { error: 'operations must be an array' }).min(1, 'operations must not be empty'), requiredLeases: z.array(z.string()).optional() }),
-  access: { action: 'push', queues: ({ body }) => body.operations.flatMap((o) => (o.type === 'push' ? o.items.map((i) => i.queue) : [])) },
+  // `push` on the queues it pushes to, `consume` on the queues it acks (resolved from the acked
+  // partitions below): an ack-only transaction needs no push grant, a push-only one no consume.
+  access: { action: 'push', also: ['consume'], queues: ({ body }) => body.operations.flatMap((o) => (o.type === 'push' ? o.items.map((i) => i.queue) : [])) },
   async run({ body, services, authorize }) {
     await authorizeParts(services, body.operations.flatMap((o) => (o.type === 'ack' ? [o.partitionId] : [])), authorize);
     const ops: TxOp[] = body.operations.map((o, i) => {

@@ -63,6 +63,19 @@ export const configure = defineRoute({
   },
 });
 
+export const deleteQueue = defineRoute({
+  method: 'DELETE',
+  path: '/api/v1/resources/queues/{queue}',
+  group: 'admin',
+  summary: 'Delete a queue with its partitions, messages, cursors, claim state and DLQ rows (group registrations stay); deleted is true even when it did not exist.',
+  params: z.object({ queue: nameSchema('queue') }),
+  access: { action: 'manage', queues: ({ params }) => [params.queue] },
+  async run({ params, services }) {
+    const { existed } = await services.deletion.deleteQueue(params.queue);
+    return { statusCode: 200, body: { deleted: true, queue: params.queue, existed } };
+  },
+});
+
 // -------------------------------------------------------------------- push
 
 const PushItemSchema = z.object({
@@ -240,7 +253,7 @@ export const health = defineRoute({
 
 export const VERSION = '0.1.0';
 
-export const logRoutes: RouteDef[] = [configure, push, getMessage, readMessages, health];
+export const logRoutes: RouteDef[] = [configure, deleteQueue, push, getMessage, readMessages, health];
 
 // Re-exported so other route modules share one RawJson class.
 export { RawJson };

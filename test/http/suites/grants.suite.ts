@@ -66,4 +66,37 @@ export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, 
     expect(denied.body).toMatchObject({ code: 'forbidden', queue: 'payroll' });
     expect(JSON.stringify(denied.body)).not.toContain('"n":2');
   });
+
+  it('a transaction needs push on the queues it pushes to and consume on the queues it acks, nothing more', async () => {
+    await http('admin', 'POST', '/api/v1/push', { items: [{ queue: 'orders-tx', payload: { n: 1 } }, { queue: 'payroll-tx', payload: { n: 2 } }] });
+    const [m] = (await http('reader', 'GET', '/api/v1/pop/queue/orders-tx?batch=1&wait=false')).body.messages as { transactionId: string; partitionId: string; leaseId: string }[];
+    const ackOp = { type: 'ack', transactionId: m!.transactionId, partitionId: m!.partitionId, status: 'completed' };
+    const pushOp = (queue: string) => ({ type: 'push', items: [{ queue, payload: { out: true } }] });
+    // Refused: a producer acking, a reader pushing, anyone acking a queue they may not consume.
+    expect((await http('producer', 'POST', '/api/v1/transaction', { operations: [ackOp] })).status).toBe(403);
+    expect((await http('producer', 'POST', '/api/v1/transaction', { operations: [pushOp('orders-tx'), ackOp] })).status).toBe(403);
+    expect((await http('reader', 'POST', '/api/v1/transaction', { operations: [pushOp('orders-tx'), ackOp] })).status).toBe(403);
+    expect((await http('stranger', 'POST', '/api/v1/transaction', { operations: [ackOp] })).status).toBe(403);
+    const [p] = (await http('admin', 'GET', '/api/v1/pop/queue/payroll-tx?batch=1&wait=false')).body.messages as { transactionId: string; partitionId: string }[];
+    const theirs = await http('reader', 'POST', '/api/v1/transaction', { operations: [{ type: 'ack', transactionId: p!.transactionId, partitionId: p!.partitionId, status: 'completed' }] });
+    expect(theirs.status).toBe(403);
+    expect(theirs.body).toMatchObject({ code: 'forbidden', queue: 'payroll-tx' });
+    // Allowed: a reader's ack-only transaction (no push grant needed), a producer's push-only one.
+    const acked = await http('reader', 'POST', '/api/v1/transaction', { operations: [ackOp] });
+    expect(acked.status).toBe(200);
+    expect(acked.body.success).toBe(true);
+    const pushed = await http('producer', 'POST', '/api/v1/transaction', { operations: [pushOp('orders-tx-out')] });
+    expect(pushed.status).toBe(200);
+    expect(pushed.body.success).toBe(true);
+    expect((await http('reader', 'GET', '/api/v1/pop/queue/orders-tx?batch=1&wait=false')).status).toBe(204);
+  });
+
+  it('deleting a queue needs manage on it', async () => {
+    await http('admin', 'POST', '/api/v1/push', { items: [{ queue: 'orders-del', payload: 1 }] });
+    expect((await http('producer', 'DELETE', '/api/v1/resources/queues/orders-del')).status).toBe(403);
+    expect((await http('reader', 'DELETE', '/api/v1/resources/queues/orders-del')).body.code).toBe('forbidden');
+    expect((await http('reader', 'GET', '/api/v1/queues/orders-del/partitions/Default/messages')).status).toBe(200);
+    expect((await http('admin', 'DELETE', '/api/v1/resources/queues/orders-del')).body).toEqual({ deleted: true, queue: 'orders-del', existed: true });
+    expect((await http('reader', 'GET', '/api/v1/queues/orders-del/partitions/Default/messages')).status).toBe(404);
+  });
 }

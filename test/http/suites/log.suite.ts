@@ -136,6 +136,29 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
     expect(r.body.next).toBe(3);
   });
 
+  it('DELETE /api/v1/resources/queues/:queue deletes a queue; a push after it starts a new queue from offset 0', async () => {
+    const gone = q('gone');
+    const path = `/api/v1/resources/queues/${encodeURIComponent(gone)}`;
+    const first = await http('POST', '/api/v1/push', { items: [{ queue: gone, payload: { v: 1 }, transactionId: 'g-1' }, { queue: gone, partition: 'eu', payload: { v: 2 } }] });
+    expect(first.status).toBe(201);
+    const del = await http('DELETE', path);
+    expect(del.status).toBe(200);
+    expect(del.body).toEqual({ deleted: true, queue: gone, existed: true });
+    await absent(gone);
+    expect((await http('GET', `/api/v1/queues/${encodeURIComponent(gone)}/partitions/eu/messages`)).status).toBe(404);
+    expect((await http('GET', `/api/v1/messages/${first.body[0].partition_id}/g-1`)).status).toBe(404);
+    // Again, or for a queue that never existed: still deleted (Queen's client checks `deleted`).
+    expect((await http('DELETE', path)).body).toEqual({ deleted: true, queue: gone, existed: false });
+    expect((await http('DELETE', `/api/v1/resources/queues/${encodeURIComponent(q('never-was'))}`)).body).toEqual({ deleted: true, queue: q('never-was'), existed: false });
+    // The name is free at once: a new queue, new partition ids, and the old transactionId is new again.
+    const again = await http('POST', '/api/v1/push', { items: [{ queue: gone, payload: { v: 3 }, transactionId: 'g-1' }] });
+    expect(again.body[0]).toMatchObject({ status: 'queued', offset: 0 });
+    expect(again.body[0].partition_id).not.toBe(first.body[0].partition_id);
+    const read = await http('GET', `/api/v1/queues/${encodeURIComponent(gone)}/partitions/Default/messages`);
+    expect(read.body.messages.map((m: { data: unknown }) => m.data)).toEqual([{ v: 3 }]);
+    expect((await http('GET', `/api/v1/queues/${encodeURIComponent(gone)}/partitions/eu/messages`)).status).toBe(404);
+  });
+
   describe('bad input gets a 4xx with a code, and nothing is written', () => {
     const bad = q('bad');
     const ok = q('bad-ok');
@@ -200,6 +223,14 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
       expect((await http('POST', '/api/v1/configure', { queue: 'a/b', options: {} })).status).toBe(400);
       expect((await http('POST', '/api/v1/configure', '{"queue":')).body.code).toBe('invalid_json');
       await absent(bad);
+      expect(await opts.storeFingerprint?.(), 'the store changed').toBe(before);
+    });
+
+    it('deleting a queue by a name no queue can have is a 400', async () => {
+      const before = await opts.storeFingerprint?.();
+      const r = await http('DELETE', `/api/v1/resources/queues/${encodeURIComponent('a#b')}`);
+      expect(r.status).toBe(400);
+      expect(r.body.code).toBe('invalid_request');
       expect(await opts.storeFingerprint?.(), 'the store changed').toBe(before);
     });
 

@@ -115,4 +115,34 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
       expect(again.body.records.map((x: { offset: number }) => x.offset)).toEqual([r!.offset]);
     });
   }
+
+  if (hasRoute('DELETE', '/api/v1/resources/queues/{queue}') && hasRoute('GET', '/api/v1/pop/queue/{queue}') && hasRoute('GET', '/api/v1/dlq') && hasRoute('POST', `${G}/poll`)) {
+    it('smoke: a deleted queue takes its messages, cursors, claims and dead letters with it; its groups stay registered', async () => {
+      const queue = q('smoke-deleted');
+      const enc = encodeURIComponent(queue);
+      await http('POST', '/api/v1/push', { items: [{ queue, payload: { n: 1 }, transactionId: 'del-1' }, { queue, payload: { n: 2 }, transactionId: 'del-2' }] });
+      // A dead letter, a lease cursor, and a claim group's state.
+      const [m] = (await http('GET', `/api/v1/pop/queue/${enc}?consumerGroup=audit&batch=1&wait=false`)).body.messages as { transactionId: string; partitionId: string; leaseId: string }[];
+      await http('POST', '/api/v1/ack', { transactionId: m!.transactionId, partitionId: m!.partitionId, status: 'dlq', error: 'bad', consumerGroup: 'audit', leaseId: m!.leaseId });
+      const claims = `${G.replace('{queue}', enc).replace('{partition}', 'Default').replace('{group}', 'workers')}`;
+      expect((await http('POST', `${claims}/poll`, { max: 1, waitMs: 0 })).body.records).toHaveLength(1);
+
+      const del = await http('DELETE', `/api/v1/resources/queues/${enc}`);
+      expect(del.status).toBe(200);
+      expect(del.body).toEqual({ deleted: true, queue, existed: true });
+      expect((await http('GET', `/api/v1/pop/queue/${enc}?consumerGroup=audit&batch=10&wait=false`)).status).toBe(204);
+      expect((await http('GET', `/api/v1/dlq?queue=${enc}&consumerGroup=audit`)).body.messages).toEqual([]);
+
+      // Pushed again: a new queue. The same transactionIds are new messages, `audit` (still
+      // registered) gets only the new one, and nothing of the old queue shows.
+      const again = await http('POST', '/api/v1/push', { items: [{ queue, payload: { n: 3 }, transactionId: 'del-1' }] });
+      expect(again.body[0]).toMatchObject({ status: 'queued', offset: 0 });
+      expect(again.body[0].partition_id).not.toBe(m!.partitionId);
+      const popped = await http('GET', `/api/v1/pop/queue/${enc}?consumerGroup=audit&batch=10&wait=false`);
+      expect(popped.body.messages.map((x: { data: unknown }) => x.data)).toEqual([{ n: 3 }]);
+      expect((await http('GET', `/api/v1/dlq?queue=${enc}`)).body.messages).toEqual([]);
+      const polled = await http('POST', `${claims}/poll`, { max: 10, waitMs: 0 });
+      expect(polled.body.records.map((r: { offset: number; data: unknown }) => [r.offset, r.data])).toEqual([[0, { n: 3 }]]);
+    });
+  }
 }
