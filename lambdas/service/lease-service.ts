@@ -473,6 +473,22 @@ export class LeaseService {
    * starting at the segment hint, sized by the lane's messages-per-segment estimate.
    */
   private async readFrom(pid: string, from: number, hint: number | null, want: number, segAvg: number): Promise<{ items: { offset: number; frame: Frame; seg: SegmentMeta }[]; segAvg: number }> {
+    // Segments an earlier query returned (segments never change) may already cover the whole
+    // batch: then the index query is not needed. A segment retention removed since fails to
+    // load, and the query below decides.
+    const run = this.log.cachedRun(pid, from, want);
+    if (run) {
+      try {
+        const items: { offset: number; frame: Frame; seg: SegmentMeta }[] = [];
+        for (const seg of run) {
+          const frames = await this.log.loadSegment(pid, seg);
+          for (let j = Math.max(0, from - seg.base); j < frames.length && items.length < want; j++) items.push({ offset: seg.base + j, frame: frames[j] as Frame, seg });
+        }
+        if (items.length >= want) return { items, segAvg };
+      } catch {
+        this.log.forgetSegments(pid);
+      }
+    }
     let base: number;
     if (hint !== null && hint <= from) base = hint;
     else if (from === 0) base = 0;

@@ -215,6 +215,9 @@ const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r
 const MARKER_SLACK_S = 3600;
 const MAX_COMMIT_ATTEMPTS = 200;
 const SEGMENT_CACHE_BYTES = 32 * 1024 * 1024;
+/** Segment index entries remembered per partition, and partitions remembered (see `indexCache`). */
+const INDEX_CACHE_PER_PARTITION = 32;
+const INDEX_CACHE_PARTITIONS = 4096;
 
 /**
  * The log: queues, partitions, pushes committed as zstd segments, reads by offset, dedup by
@@ -250,6 +253,13 @@ export class LogService {
   private readonly tailHint = new Map<string, number>();
   private readonly segmentCache = new Map<string, { frames: Frame[]; bytes: number }>();
   private segmentCacheBytes = 0;
+  /**
+   * Segment index entries as the last queries returned them, per partition (at most
+   * {@link INDEX_CACHE_PER_PARTITION} each, without their bytes). A committed segment never
+   * changes, so an entry is true for as long as the segment exists: a pop whose batch the
+   * entries already cover skips the index query ({@link cachedRun}).
+   */
+  private readonly indexCache = new Map<string, SegmentMeta[]>();
   private readonly hooks: CommitHook[] = [];
   private readonly guards: PushGuard[] = [];
   private cipher: PayloadCipherLike | undefined;
@@ -445,6 +455,7 @@ export class LogService {
     if (this.partitionCache.get(ck)?.ref.id === ref.id) this.partitionCache.delete(ck);
     this.partitionByIdCache.delete(ref.id);
     this.tailHint.delete(ref.id);
+    this.indexCache.delete(ref.id);
   }
 
   private cachePartition(ref: PartitionRef): void {
@@ -960,7 +971,46 @@ export class LogService {
    */
   async segmentPage(partitionId: string, fromBase: number, limit: number): Promise<{ segs: (SegmentMeta & { bin?: Uint8Array | undefined })[]; more: boolean }> {
     const page = await this.storage.items.query('log', partitionId, { prefix: SEGMENT_PREFIX, gte: keys.segment(partitionId, fromBase).sk, limit: Math.max(1, Math.min(100, Math.ceil(limit))) });
-    return { segs: page.items.map((it) => ({ ...(it.attrs as unknown as SegmentAttrs), sk: it.sk, bin: it.bin })), more: page.next !== undefined };
+    const segs = page.items.map((it) => ({ ...(it.attrs as unknown as SegmentAttrs), sk: it.sk, bin: it.bin }));
+    this.rememberSegments(partitionId, segs);
+    return { segs, more: page.next !== undefined };
+  }
+
+  private rememberSegments(partitionId: string, segs: readonly SegmentMeta[]): void {
+    if (segs.length === 0) return;
+    const known = this.indexCache.get(partitionId) ?? [];
+    this.indexCache.delete(partitionId); // re-inserted last: the map's order is least recently used first
+    const byBase = new Map(known.map((s) => [s.base, s]));
+    for (const s of segs) byBase.set(s.base, { base: s.base, end: s.end, count: s.count, at: s.at, push: s.push, size: s.size, raw: s.raw, sk: s.sk, ...(s.blob !== undefined ? { blob: s.blob } : {}) });
+    const all = [...byBase.values()].sort((a, b) => a.base - b.base);
+    this.indexCache.set(partitionId, all.slice(-INDEX_CACHE_PER_PARTITION));
+    if (this.indexCache.size > INDEX_CACHE_PARTITIONS) {
+      const oldest = this.indexCache.keys().next().value;
+      if (oldest !== undefined) this.indexCache.delete(oldest);
+    }
+  }
+
+  /**
+   * Remembered segments that cover offsets `from` to `from + want - 1` without a gap, or
+   * undefined when they do not: then only a query can tell what follows. The segments may have
+   * been removed by retention since; loading one then fails, and the caller queries instead.
+   */
+  cachedRun(partitionId: string, from: number, want: number): SegmentMeta[] | undefined {
+    const known = this.indexCache.get(partitionId);
+    if (!known || want <= 0) return undefined;
+    const out: SegmentMeta[] = [];
+    let next = from;
+    for (const s of known) {
+      if (s.end < next) continue;
+      if (s.base > next) return undefined; // a gap: what lies there only a query can tell
+      // An inline segment's bytes come with the query: without its frames cached, reading it
+      // alone would cost as much as the query.
+      if (s.blob === undefined && !this.segmentCache.has(`${partitionId}:${s.base}`)) return undefined;
+      out.push(s);
+      next = s.end + 1;
+      if (next - from >= want) return out;
+    }
+    return undefined;
   }
 
   /** The segment holding `offset` (the last one whose base is at or below it), if any. */
@@ -992,14 +1042,14 @@ export class LogService {
    * Segment index entries covering offsets from `from` onward, in order, until `maxCount`
    * offsets are covered or the log ends.
    */
-  async segmentsFrom(partitionId: string, from: number, maxCount: number): Promise<SegmentMeta[]> {
-    const out: SegmentMeta[] = [];
+  async segmentsFrom(partitionId: string, from: number, maxCount: number): Promise<(SegmentMeta & { bin?: Uint8Array | undefined })[]> {
+    const out: (SegmentMeta & { bin?: Uint8Array | undefined })[] = [];
     const first = await this.storage.items.query('log', partitionId, { prefix: SEGMENT_PREFIX, lte: keys.segment(partitionId, from).sk, reverse: true, limit: 1 });
     let after: string | undefined;
     const f = first.items[0];
     if (f) {
       const a = f.attrs as unknown as SegmentAttrs;
-      if (a.end >= from) out.push({ ...a, sk: f.sk });
+      if (a.end >= from) out.push({ ...a, sk: f.sk, bin: f.bin });
       after = f.sk;
     }
     let covered = out.reduce((n, s) => n + (s.end - Math.max(s.base, from) + 1), 0);
@@ -1011,12 +1061,13 @@ export class LogService {
       });
       for (const it of page.items) {
         const a = it.attrs as unknown as SegmentAttrs;
-        out.push({ ...a, sk: it.sk });
+        out.push({ ...a, sk: it.sk, bin: it.bin });
         covered += a.end - Math.max(a.base, from) + 1;
       }
       if (!page.next || page.items.length === 0) break;
       after = page.next;
     }
+    this.rememberSegments(partitionId, out);
     return out;
   }
 
@@ -1049,6 +1100,7 @@ export class LogService {
 
   /** Drops cached segments of a partition (after retention deleted some). */
   forgetSegments(partitionId: string): void {
+    this.indexCache.delete(partitionId);
     for (const [k, v] of this.segmentCache) {
       if (k.startsWith(`${partitionId}:`)) {
         this.segmentCache.delete(k);
@@ -1071,13 +1123,27 @@ export class LogService {
     const out: StoredMessage[] = [];
     if (opts.maxCount <= 0) return out;
     const maxBytes = opts.maxBytes ?? Number.POSITIVE_INFINITY;
+    // Segments remembered from earlier queries (they never change) save the index query when
+    // they cover the range; one retention removed since fails to load, and the query decides.
+    const cached = this.cachedRun(partitionId, from, opts.maxCount);
+    if (cached) {
+      try {
+        return await this.collect(partitionId, cached, from, opts.maxCount, maxBytes);
+      } catch {
+        this.forgetSegments(partitionId);
+      }
+    }
+    return this.collect(partitionId, await this.segmentsFrom(partitionId, from, opts.maxCount), from, opts.maxCount, maxBytes);
+  }
+
+  private async collect(partitionId: string, segs: readonly (SegmentMeta & { bin?: Uint8Array | undefined })[], from: number, maxCount: number, maxBytes: number): Promise<StoredMessage[]> {
+    const out: StoredMessage[] = [];
     let bytes = 0;
-    const segs = await this.segmentsFrom(partitionId, from, opts.maxCount);
     for (const seg of segs) {
-      const frames = await this.loadSegment(partitionId, seg);
+      const frames = await this.loadSegment(partitionId, seg, seg.bin);
       for (let j = Math.max(0, from - seg.base); j < frames.length; j++) {
         const f = frames[j] as Frame;
-        if (out.length >= opts.maxCount || (out.length > 0 && bytes + f.payload.byteLength > maxBytes)) return out;
+        if (out.length >= maxCount || (out.length > 0 && bytes + f.payload.byteLength > maxBytes)) return out;
         out.push({ offset: seg.base + j, id: f.id, transactionId: f.transactionId, traceId: f.traceId, createdAt: f.createdAt, payload: f.payload, sealed: f.sealed });
         bytes += f.payload.byteLength;
       }
