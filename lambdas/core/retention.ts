@@ -29,6 +29,13 @@ export interface RetentionWindows {
   completedRetentionMs: number;
 }
 
+/**
+ * Whether retention may delete segments of a queue with these options: then a process must not
+ * trust segment index entries it remembers (another process may have deleted the segments).
+ */
+export const retentionOn = (o: { retentionEnabled: boolean; retentionSeconds: number; completedRetentionSeconds: number }): boolean =>
+  o.retentionEnabled && (o.retentionSeconds > 0 || o.completedRetentionSeconds > 0);
+
 /** Days an empty partition must be idle before it is removed (Queen's PARTITION_CLEANUP_DAYS). */
 export const PARTITION_CLEANUP_DAYS = 30;
 

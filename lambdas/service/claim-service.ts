@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import type { SluiceConfig } from '../config.js';
 import * as core from '../core/claims.js';
 import type { ClaimItem, ClaimLimits, Changes, GroupState, GroupView, Member, PollRequest, Start } from '../core/claims.js';
+import { retentionOn } from '../core/retention.js';
 import { SluiceError, invalid, notFound } from '../core/errors.js';
 import { assertName } from '../core/names.js';
 import { ConditionFailedError, ContentionError, type Item, type ItemKey, type Json, type Storage, type WriteOp } from '../storage/port.js';
@@ -438,7 +439,7 @@ export class ClaimService {
       const plan = core.planPoll(view, member, req, now, ctx.limits, { inc: randomInc() });
       // Keep an active member's entry from expiring.
       if (member && !plan.memberChanged && member.expiresAt !== undefined && (member.expiresAt * 1000 - now) < memberTtlMs(ctx.limits) / 2) plan.memberChanged = true;
-      const { reads, messages } = await this.readPlan(pid, plan, seen);
+      const { reads, messages } = await this.readPlan(pid, plan, seen, !retentionOn(ctx.queue.options));
       for (const [o, m] of messages) seen.set(o, m);
       const { knownDead, staleDead } = splitDead(deadSeen, plan.state.inc);
       const { changes, records } = core.completePoll(view, plan, reads, req, now, knownDead);
@@ -452,7 +453,7 @@ export class ClaimService {
   }
 
   /** Reads what a plan hands out: owed records in a few ranged reads, then new ones from the frontier. */
-  private async readPlan(pid: string, plan: core.PollPlan, seen: ReadonlyMap<number, StoredMessage>): Promise<{ reads: core.PollReads; messages: Map<number, StoredMessage> }> {
+  private async readPlan(pid: string, plan: core.PollPlan, seen: ReadonlyMap<number, StoredMessage>, indexCache: boolean): Promise<{ reads: core.PollReads; messages: Map<number, StoredMessage> }> {
     const messages = new Map<number, StoredMessage>();
     const delivered: number[] = [];
     const missing: number[] = [];
@@ -478,7 +479,7 @@ export class ClaimService {
         const end = run.at(-1) as number;
         // Finished records between owed ones come along; the byte bound keeps that in check
         // (what a bounded read leaves out stays owed for the next poll).
-        const got = await this.log.read(pid, start, { maxCount: end - start + 1, maxBytes: core.MAX_POLL_BYTES });
+        const got = await this.log.read(pid, start, { maxCount: end - start + 1, maxBytes: core.MAX_POLL_BYTES, indexCache });
         for (const m of got) if (m.offset <= end) fetched.set(m.offset, m);
         // The log is dense from its head: an offset below the first one returned was removed by retention.
         const firstAt = got[0]?.offset;
@@ -504,7 +505,7 @@ export class ClaimService {
     if (!blocked && plan.newMax > 0 && bytes < core.MAX_POLL_BYTES) {
       const again: StoredMessage[] = [];
       for (let o = plan.frontier; again.length < plan.newMax && seen.has(o); o++) again.push(seen.get(o) as StoredMessage);
-      const got = again.length === plan.newMax ? again : await this.log.read(pid, plan.frontier, { maxCount: plan.newMax, maxBytes: core.MAX_POLL_BYTES - bytes });
+      const got = again.length === plan.newMax ? again : await this.log.read(pid, plan.frontier, { maxCount: plan.newMax, maxBytes: core.MAX_POLL_BYTES - bytes, indexCache });
       const first = got[0];
       if (first) newFirst = first.offset;
       for (const m of got) {

@@ -48,7 +48,7 @@ import {
 } from '../core/leases.js';
 import { QUEUE_MODE_GROUP } from '../core/names.js';
 import { effectiveLeaseSeconds } from '../core/queue-options.js';
-import { retentionWindows } from '../core/retention.js';
+import { retentionOn, retentionWindows } from '../core/retention.js';
 import { ConditionFailedError, ContentionError, type Item, type Json, type Storage, type WriteOp } from '../storage/port.js';
 import type { DlqService } from './dlq-service.js';
 import type { GroupRecord, GroupRegistry } from './groups.js';
@@ -397,7 +397,7 @@ export class LeaseService {
     const overhead = messageOverhead({ leaseId: ctx.leaseId, group: ctx.group, queue: ctx.queue.name, partition: part.name });
     // Leading expired messages are skipped; a few rounds bound the work of one pop.
     for (let round = 0; round < 3; round++) {
-      const read = await this.readFrom(part.id, from, hint, ctx.batch, segAvg);
+      const read = await this.readFrom(part.id, from, hint, ctx.batch, segAvg, !retentionOn(o));
       segAvg = read.segAvg;
       const sel = selectDeliverable(
         read.items.map((x) => ({ offset: x.offset, createdAt: x.frame.createdAt, bytes: x.frame.payload.byteLength + x.frame.transactionId.length + overhead })),
@@ -472,11 +472,10 @@ export class LeaseService {
    * Reads messages from `from` on with as few queries as possible: one page of segments
    * starting at the segment hint, sized by the lane's messages-per-segment estimate.
    */
-  private async readFrom(pid: string, from: number, hint: number | null, want: number, segAvg: number): Promise<{ items: { offset: number; frame: Frame; seg: SegmentMeta }[]; segAvg: number }> {
+  private async readFrom(pid: string, from: number, hint: number | null, want: number, segAvg: number, indexCache: boolean): Promise<{ items: { offset: number; frame: Frame; seg: SegmentMeta }[]; segAvg: number }> {
     // Segments an earlier query returned (segments never change) may already cover the whole
-    // batch: then the index query is not needed. A segment retention removed since fails to
-    // load, and the query below decides.
-    const run = this.log.cachedRun(pid, from, want);
+    // batch: then the index query is not needed (queues without retention only: see cachedRun).
+    const run = indexCache ? this.log.cachedRun(pid, from, want) : undefined;
     if (run) {
       try {
         const items: { offset: number; frame: Frame; seg: SegmentMeta }[] = [];

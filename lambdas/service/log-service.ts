@@ -47,9 +47,21 @@ export interface RetiringMark {
   end: number;
 }
 
-/** Whether a partition record belongs to the queue incarnation `q`. */
+/**
+ * How much older than its queue record a partition written before queue deletion existed (no
+ * `queueId`) may be and still belong to it: clocks of different processes differ a little,
+ * and a queue is always created before its partitions.
+ */
+const LEGACY_PARTITION_SKEW_MS = 5 * 60_000;
+
+/**
+ * Whether a partition record belongs to the queue incarnation `q`. A partition without
+ * `queueId` (written before queue deletion existed) belongs to the incarnation it is not older
+ * than: one created before the queue record is a deleted incarnation's.
+ */
 export function belongsTo(ref: PartitionRef, q: QueueRecord): boolean {
-  return ref.queue === q.name && (ref.queueId === undefined || ref.queueId === q.queueId);
+  if (ref.queue !== q.name) return false;
+  return ref.queueId === undefined ? ref.createdAt >= q.createdAt - LEGACY_PARTITION_SKEW_MS : ref.queueId === q.queueId;
 }
 
 /** A partition record as stored (a retiring mark is not part of the ref). */
@@ -74,6 +86,18 @@ export function retireOps(ref: PartitionRef, now: number, reason: RetireReason):
     { op: 'put', table: 'meta', item: { ...keys.partitionTombstone(ref.id), ver: 1, attrs } },
     { op: 'delete', table: 'meta', key: keys.partitionById(ref.id) },
   ];
+}
+
+/** What {@link LogService.read} reads. */
+export interface ReadOptions {
+  maxCount: number;
+  /** Stop once this many payload bytes are collected (always at least one message). */
+  maxBytes?: number;
+  /**
+   * May remembered segment index entries replace the index query? Only for a queue without
+   * retention (`retentionOn`), whose segments are never deleted while the partition lives.
+   */
+  indexCache?: boolean;
 }
 
 /** One message to push. `payload` is the message's JSON text. */
@@ -247,7 +271,7 @@ export class LogService {
    * while the queue's (equally briefly cached) record has the partition's `queueId`: a queue
    * deleted (or a partition retired) in another process is noticed within that time.
    */
-  private readonly partitionCache = new Map<string, { at: number; ref: PartitionRef }>();
+  private readonly partitionCache = new Map<string, { at: number; ref: PartitionRef; unmarked: boolean }>();
   private readonly partitionByIdCache = new Map<string, { at: number; ref: PartitionRef }>();
   /** Next base offset per partition, as last seen: a hint, corrected on collision. */
   private readonly tailHint = new Map<string, number>();
@@ -387,10 +411,11 @@ export class LogService {
    * item is a leftover of a deleted incarnation that its delete has not retired yet. `item` is
    * the name item as read (absent on a cache hit).
    */
-  private async lookupPartition(q: QueueRecord, name: string): Promise<{ ref?: PartitionRef; item?: Item; stale?: boolean }> {
+  private async lookupPartition(q: QueueRecord, name: string, forPush = false): Promise<{ ref?: PartitionRef; item?: Item; stale?: boolean }> {
     const ck = `${q.name}\u0000${name}`;
     const hit = this.partitionCache.get(ck);
-    if (hit && this.fresh(hit.at) && belongsTo(hit.ref, q)) return { ref: hit.ref };
+    // A push may only trust an entry whose read saw no retiring mark (see ensurePartition).
+    if (hit && this.fresh(hit.at) && belongsTo(hit.ref, q) && (!forPush || hit.unmarked)) return { ref: hit.ref };
     const item = await this.storage.items.get('meta', keys.partition(q.name, name));
     if (!item) {
       this.partitionCache.delete(ck);
@@ -404,7 +429,7 @@ export class LogService {
         return { item, stale: true };
       }
     }
-    this.cachePartition(ref);
+    this.cachePartition(ref, item.attrs.retiring === undefined);
     return { ref, item };
   }
 
@@ -428,7 +453,8 @@ export class LogService {
       this.partitionByIdCache.delete(id);
       return undefined;
     }
-    if (!cached) this.cachePartition(ref);
+    // Only the by-id entry: this read says nothing about a retiring mark on the name item.
+    if (!cached) this.partitionByIdCache.set(id, { at: this.clock(), ref });
     return ref;
   }
 
@@ -458,9 +484,10 @@ export class LogService {
     this.indexCache.delete(ref.id);
   }
 
-  private cachePartition(ref: PartitionRef): void {
+  /** `unmarked`: the name item was read (or written) without a retiring mark just now. */
+  private cachePartition(ref: PartitionRef, unmarked: boolean): void {
     const at = this.clock();
-    this.partitionCache.set(`${ref.queue}\u0000${ref.name}`, { at, ref });
+    this.partitionCache.set(`${ref.queue}\u0000${ref.name}`, { at, ref, unmarked });
     this.partitionByIdCache.set(ref.id, { at, ref });
   }
 
@@ -473,13 +500,14 @@ export class LogService {
   async ensurePartition(queue: QueueRecord, name: string): Promise<PartitionRef> {
     assertName(name, 'partition');
     for (let attempt = 0; attempt < 20; attempt++) {
-      const found = await this.lookupPartition(queue, name);
+      const found = await this.lookupPartition(queue, name, true);
       if (found.ref) {
         const item = found.item;
         if (item?.attrs.retiring === undefined) return found.ref;
         const { retiring: _mark, ...attrs } = item.attrs;
         try {
           await this.storage.items.put('meta', { ...item, ver: item.ver + 1, attrs }, { kind: 'version', ver: item.ver });
+          this.cachePartition(found.ref, true);
           return found.ref;
         } catch (e) {
           if (!(e instanceof ConditionFailedError)) throw e;
@@ -497,7 +525,7 @@ export class LogService {
       if (found.stale && found.item) ops.push(...retireOps(partitionRefOf(found.item), now, 'replaced'));
       try {
         await this.storage.items.transact(ops);
-        this.cachePartition(ref);
+        this.cachePartition(ref, true);
         this.tailHint.set(ref.id, 0);
         return ref;
       } catch (e) {
@@ -992,8 +1020,9 @@ export class LogService {
 
   /**
    * Remembered segments that cover offsets `from` to `from + want - 1` without a gap, or
-   * undefined when they do not: then only a query can tell what follows. The segments may have
-   * been removed by retention since; loading one then fails, and the caller queries instead.
+   * undefined when they do not: then only a query can tell what follows. Only for queues
+   * without retention (`retentionOn`): retention in another process may have deleted a
+   * remembered segment whose frames this process still holds, and nothing would tell.
    */
   cachedRun(partitionId: string, from: number, want: number): SegmentMeta[] | undefined {
     const known = this.indexCache.get(partitionId);
@@ -1113,19 +1142,19 @@ export class LogService {
    * Messages from offset `from` on, in order: at most `maxCount`, and stopping once
    * `maxBytes` of payload are collected (always at least one message).
    */
-  async read(partitionId: string, from: number, opts: { maxCount: number; maxBytes?: number }): Promise<StoredMessage[]> {
+  async read(partitionId: string, from: number, opts: ReadOptions): Promise<StoredMessage[]> {
     const raw = await this.readRaw(partitionId, from, opts);
     return raw.some((m) => m.sealed) ? Promise.all(raw.map((m) => this.opened(m))) : raw;
   }
 
   /** As {@link read}, but sealed payloads stay sealed (`sealed: true`): for verbatim snapshots. */
-  async readRaw(partitionId: string, from: number, opts: { maxCount: number; maxBytes?: number }): Promise<StoredMessage[]> {
+  async readRaw(partitionId: string, from: number, opts: ReadOptions): Promise<StoredMessage[]> {
     const out: StoredMessage[] = [];
     if (opts.maxCount <= 0) return out;
     const maxBytes = opts.maxBytes ?? Number.POSITIVE_INFINITY;
     // Segments remembered from earlier queries (they never change) save the index query when
-    // they cover the range; one retention removed since fails to load, and the query decides.
-    const cached = this.cachedRun(partitionId, from, opts.maxCount);
+    // they cover the range (queues without retention only: see cachedRun).
+    const cached = opts.indexCache ? this.cachedRun(partitionId, from, opts.maxCount) : undefined;
     if (cached) {
       try {
         return await this.collect(partitionId, cached, from, opts.maxCount, maxBytes);

@@ -43,7 +43,7 @@ import type { DlqService } from './dlq-service.js';
 import type { GroupRecord, GroupRegistry } from './groups.js';
 import { PARTITION_PREFIX, SEGMENT_BLOB_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PK, keys } from './keys.js';
 import { leaseKeys } from './lease-keys.js';
-import { partitionRefOf, retireOps, type LogService, type PartitionRef, type QueueRecord, type RetireReason } from './log-service.js';
+import { belongsTo, partitionRefOf, retireOps, type LogService, type PartitionRef, type QueueRecord, type RetireReason } from './log-service.js';
 import type { ReadyIndex } from './ready-index.js';
 
 /** Most partitions a delete request retires itself; maintenance retires the rest. */
@@ -195,10 +195,13 @@ export class QueueDeletion {
     budget.left--;
     const page = await this.storage.items.query('meta', keys.queue(t.queue).pk, { prefix: PARTITION_PREFIX, after: cursor, limit: RETIRE_PAGE });
     const now = this.clock();
+    // A partition written before queue deletion existed (no queueId) that the queue's current
+    // incarnation counts as its own (`belongsTo`) is not this tombstone's to retire.
+    const current = page.items.some((it) => partitionRefOf(it).queueId === undefined) ? await this.log.getQueue(t.queue, { fresh: true }) : undefined;
     const retired = await Promise.all(
       page.items.map(async (it) => {
         const ref = partitionRefOf(it);
-        if (!ofIncarnation(ref, t)) return 0;
+        if (!ofIncarnation(ref, t) || (current && belongsTo(ref, current))) return 0;
         try {
           await this.storage.items.transact([{ op: 'delete', table: 'meta', key: { pk: it.pk, sk: it.sk }, cond: { kind: 'version', ver: it.ver } }, ...retireOps(ref, now, 'deleted')]);
           this.log.forgetPartition(ref);

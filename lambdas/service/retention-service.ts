@@ -21,7 +21,9 @@
  * Why no acknowledged message can land in a retired partition: a push either read the name
  * item from storage after the mark — then it cleared the mark (`LogService.ensurePartition`),
  * which changes the item's version and fails the retirement — or it found the partition before
- * the mark (from storage or its cache, which is only trusted for `SLUICE_QUEUE_CACHE_MS`). Such
+ * the mark: from storage, or from a cache entry that only a read which saw no mark fills (a
+ * consumer's lookup of a marked partition does not count) and that is only trusted for
+ * `SLUICE_QUEUE_CACHE_MS`. Such
  * a push that committed before step 2 moved the last offset (then the mark is dropped); one
  * that commits after step 2 would have to have been running for the whole grace period, the
  * same bound the orphan-blob sweeper relies on for a push that is merely slow.

@@ -253,6 +253,75 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     expect((await storage.items.query('log', pid)).items).toEqual([]);
   });
 
+  it('a consumer looking a marked partition up does not let a later push skip the mark: the push lands in a live partition', async () => {
+    const clock = new TestClock();
+    const maint = testServices(storage, { clock });
+    const app = testServices(storage, { clock, config: { queueCacheMs: 1000 } });
+    await configure(maint, 'idle-c', { retentionEnabled: true, retentionSeconds: 60 });
+    const pid = (await maint.log.getPartition('idle-c', 'Default'))!.id;
+    clock.advance(31 * DAY);
+    expect(await maint.retention.run()).toMatchObject({ partitionsMarked: 1 });
+    // Just before the grace period ends, a consumer in the app process reads the partition
+    // (a pop or an ack does): its cache now holds the partition, read with the mark on it.
+    clock.advance(maint.config.sweepGraceMs - 500);
+    expect((await app.log.getPartition('idle-c', 'Default'))?.id).toBe(pid);
+    clock.advance(500);
+    expect(await maint.retention.run()).toMatchObject({ partitionsRemoved: 1 });
+    // A push from the app process within its cache window must not use the retired partition.
+    clock.advance(100);
+    const [r] = await app.log.push([{ queue: 'idle-c', payload: json('acked') }]);
+    expect(r).toMatchObject({ status: 'queued', offset: 0 });
+    expect(r!.partitionId).not.toBe(pid);
+    await maintainUntilClean(maint);
+    const cur = (await maint.log.getPartition('idle-c', 'Default'))!;
+    expect(cur.id).toBe(r!.partitionId);
+    expect((await maint.log.read(cur.id, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"acked"']);
+  });
+
+  it('a partition written before queue deletion existed (no queueId) is not adopted by a queue created later under the name, nor is the new data removed', async () => {
+    const clock = new TestClock();
+    const svc = testServices(storage, { clock });
+    const [r0] = await svc.log.push([{ queue: 'legacy', payload: json('old') }]);
+    const pid = r0!.partitionId;
+    for (const k of [keys.partition('legacy', 'Default'), keys.partitionById(pid)]) {
+      const it = (await storage.items.get('meta', k))!;
+      const { queueId: _q, ...attrs } = it.attrs;
+      await storage.items.put('meta', { ...it, ver: it.ver + 1, attrs });
+    }
+    // The delete dies right after its first transaction: the partition's name item stays.
+    const crash = testServices(crashing(storage, (ops) => ops.some((o) => o.op === 'put' && o.item.pk === TOMBSTONE_PK && o.item.sk.startsWith('P#'))), { clock });
+    await expect(crash.deletion.deleteQueue('legacy')).rejects.toThrow('simulated crash');
+    clock.advance(10 * 60_000);
+    const fresh = testServices(storage, { clock });
+    const [r1] = await fresh.log.push([{ queue: 'legacy', payload: json('new') }]);
+    expect(r1).toMatchObject({ status: 'queued', offset: 0 });
+    expect(r1!.partitionId).not.toBe(pid);
+    await maintainUntilClean(fresh);
+    const cur = (await fresh.log.getPartition('legacy', 'Default'))!;
+    expect(cur.id).toBe(r1!.partitionId);
+    expect((await fresh.log.read(cur.id, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"new"']);
+    expect((await storage.items.query('log', pid)).items).toEqual([]);
+  });
+
+  it('a process that read segments before retention deleted them (in another process) does not hand them to a claim group again', async () => {
+    const clock = new TestClock();
+    const api = testServices(storage, { clock });
+    const maint = testServices(storage, { clock });
+    const Q = 'ret-claims-warm';
+    await configure(maint, Q, { retentionEnabled: true, retentionSeconds: 10 });
+    for (let i = 0; i < 4; i++) {
+      await api.log.push([{ queue: Q, payload: json(i) }]);
+      clock.advance(1);
+    }
+    const first = await api.claims.poll(Q, 'Default', 'w', { max: 2, principal: 'p', visibilityMs: 1000 });
+    expect(first.records.map((r) => r.offset)).toEqual([0, 1]);
+    clock.advance(11_000);
+    expect((await maint.retention.run()).segmentsDeleted).toBe(3);
+    // The claims of 0 and 1 lapsed, but their records are gone: only 3 is delivered.
+    const again = await api.claims.poll(Q, 'Default', 'w', { max: 4, principal: 'p' });
+    expect(again.records.map((r) => r.offset)).toEqual([3]);
+  });
+
   it('a process whose tail hint retention has overtaken does not reuse offsets below the head', async () => {
     const clock = new TestClock();
     const a = testServices(storage, { clock });
