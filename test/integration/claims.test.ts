@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countingStorage } from '../../bench/counting-storage.js';
 import { MAX_POLL_BYTES } from '../../lambdas/core/claims.js';
-import { SluiceError } from '../../lambdas/core/errors.js';
 import { resolveQueueOptions, type QueueOptionsInput } from '../../lambdas/core/queue-options.js';
 import { claimKeys } from '../../lambdas/service/claim-service.js';
 import { keys } from '../../lambdas/service/keys.js';
@@ -10,6 +9,7 @@ import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
 import type { Storage, WriteOp } from '../../lambdas/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { TestClock, json, testServices, text } from '../support/services.js';
+import { codeOf } from '../support/storage.js';
 
 const { backends, setup, teardown } = testBackends();
 beforeAll(setup);
@@ -25,15 +25,6 @@ async function queueWith(svc: Services, queue: string, n: number, options: Queue
   }
 }
 
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof SluiceError) return e.code;
-    throw e;
-  }
-  throw new Error('expected a SluiceError');
-}
 
 const offsetsOf = (r: { records: { offset: number }[] }): number[] => r.records.map((x) => x.offset);
 

@@ -16,6 +16,7 @@ import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
 import { newAwsTestStorage, startAwsEmulator, TEST_REGION } from '../support/moto.js';
 import { json, TestClock, testServices, text } from '../support/services.js';
+import { withItems } from '../support/storage.js';
 
 const { backends, setup, teardown } = testBackends();
 beforeAll(setup);
@@ -130,8 +131,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
 
   it('a pop whose batch segments an earlier query returned already cover skips the index query; a segment removed since is found out and read past', async () => {
     const queries: string[] = [];
-    const i = inner.items;
-    const spy: Storage = { kind: inner.kind, blobs: inner.blobs, close: () => inner.close(), items: { ...i, get: (t, k) => i.get(t, k), getMany: (t, k) => i.getMany(t, k), put: (t, it, c) => i.put(t, it, c), delete: (t, k, c) => i.delete(t, k, c), writeEach: (ops) => i.writeEach(ops), transact: (ops) => i.transact(ops), query: (t, pk, o) => (queries.push(t), i.query(t, pk, o)) } };
+    const spy = withItems(inner, { query: (t, pk, o) => (queries.push(t), inner.items.query(t, pk, o)) });
     // Every segment a blob: an index entry alone says where its bytes are.
     const svc = testServices(spy, { config: { queueCacheMs: 60_000, inlineMaxBytes: 1 } });
     for (let b = 0; b < 4; b++) await svc.log.push(Array.from({ length: 10 }, (_, k) => ({ queue: 'idx', payload: json(b * 10 + k) })));

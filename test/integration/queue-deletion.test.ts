@@ -12,9 +12,10 @@ import { readyPk } from '../../lambdas/service/lease-keys.js';
 import type { PopRequest } from '../../lambdas/service/lease-service.js';
 import { runMaintenance } from '../../lambdas/service/maintenance.js';
 import type { Services } from '../../lambdas/service/runtime.js';
-import type { Storage, WriteOp } from '../../lambdas/storage/port.js';
+import type { Storage } from '../../lambdas/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { json, TestClock, testServices, text } from '../support/services.js';
+import { codeOf, crashing } from '../support/storage.js';
 
 const { backends, setup, teardown } = testBackends();
 beforeAll(setup);
@@ -27,15 +28,6 @@ async function configure(svc: Services, queue: string, options: QueueOptionsInpu
   await svc.log.configure({ queue, options: resolveQueueOptions(options, svc.config.claimDefaults) });
 }
 
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof SluiceError) return e.code;
-    throw e;
-  }
-  throw new Error('expected a SluiceError');
-}
 
 /** Everything stored under a partition id, per place (empty once it is all gone). */
 async function leftovers(storage: Storage, pid: string, queue: string, groups: { lease: string[]; claim: string[] }): Promise<Record<string, number>> {
@@ -63,27 +55,6 @@ async function maintainUntilClean(svc: Services & { testClock: TestClock }, max 
   throw new Error(`tombstones left after ${max} maintenance passes`);
 }
 
-/** The storage, except that writes `fail` picks throw (once each): a crash at that point. */
-function crashing(inner: Storage, fail: (ops: WriteOp[]) => boolean): Storage {
-  const i = inner.items;
-  const check = (ops: WriteOp[]): void => {
-    if (fail(ops)) throw new Error('simulated crash');
-  };
-  return {
-    kind: inner.kind,
-    blobs: inner.blobs,
-    close: () => inner.close(),
-    items: {
-      get: (t, k) => i.get(t, k),
-      getMany: (t, k) => i.getMany(t, k),
-      query: (t, pk, o) => i.query(t, pk, o),
-      put: async (t, item, c) => (check([{ op: 'put', table: t, item, cond: c }]), i.put(t, item, c)),
-      delete: async (t, key, c) => (check([{ op: 'delete', table: t, key, cond: c }]), i.delete(t, key, c)),
-      writeEach: async (ops) => (check(ops), i.writeEach(ops)),
-      transact: async (ops) => (check(ops), i.transact(ops)),
-    },
-  };
-}
 
 describe.each(backends)('integration: queue deletion on $name', (backend) => {
   let storage: Storage;
