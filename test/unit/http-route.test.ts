@@ -4,9 +4,9 @@ import { RawJson, toJson } from '../../lambdas/http/json.js';
 import { ALL_ROUTES } from '../../lambdas/http/routes.js';
 import { STATUS, errorResponse } from '../../lambdas/http/errors.js';
 import { SluiceError } from '../../lambdas/core/errors.js';
-import { Grants } from '../../lambdas/http/grants.js';
+import { Grants, parseGrants } from '../../lambdas/http/grants.js';
 import { logRoutes } from '../../lambdas/http/handlers/log.js';
-import { makeHandler } from '../../lambdas/http/route.js';
+import { makeHandler, principalOf } from '../../lambdas/http/route.js';
 import type { HttpEvent } from '../../lambdas/http/types.js';
 import type { Services } from '../../lambdas/service/runtime.js';
 
@@ -57,5 +57,42 @@ describe('unit: GET /health', () => {
     expect(JSON.parse(down.body as string)).toMatchObject({ status: 'unhealthy' });
     expect(down.body).not.toContain('secret');
     expect(down.body).not.toContain('10.0.0.7');
+  });
+});
+
+describe('unit: callers behind the JWT authorizer', () => {
+  // API Gateway's JWT authorizer puts the token's claims in the request context: the grants
+  // name the subject.
+  const event = (sub: string | undefined) =>
+    ({
+      version: '2.0',
+      rawPath: '/api/v1/resources/queues/orders',
+      headers: {},
+      requestContext: { http: { method: 'DELETE', path: '/api/v1/resources/queues/orders' }, authorizer: sub === undefined ? undefined : { jwt: { claims: { sub }, scopes: [] } } },
+      pathParameters: { queue: 'orders' },
+    }) as unknown as HttpEvent;
+  const deleted: string[] = [];
+  const handler = makeHandler(logRoutes, {
+    grants: Grants.from(parseGrants({ grants: [{ principal: 'user-42', actions: ['manage'], queues: ['orders'] }] }, 'test')),
+    services: async () =>
+      ({
+        deletion: { deleteQueue: async (q: string) => (deleted.push(q), { existed: true }) },
+        config: { maxBodyBytes: 1 << 20 },
+        telemetry: { count() {} },
+        shutdown: new AbortController().signal,
+      }) as unknown as Services,
+  });
+
+  it('acts as the token subject: granted, refused for another subject, anonymous without claims', async () => {
+    expect(principalOf(event('user-42'))).toBe('user-42');
+    const ok = await handler(event('user-42'), {} as Context);
+    expect(ok.statusCode).toBe(200);
+    expect(deleted).toEqual(['orders']);
+    const other = await handler(event('user-7'), {} as Context);
+    expect(other.statusCode).toBe(403);
+    expect(JSON.parse(other.body as string)).toMatchObject({ code: 'forbidden' });
+    expect(principalOf(event(undefined))).toBe('anonymous');
+    expect((await handler(event(undefined), {} as Context)).statusCode).toBe(403);
+    expect(deleted).toEqual(['orders']);
   });
 });
