@@ -76,11 +76,11 @@ export class DeadLetterQueue {
    * oldest first, with fresh transaction ids. Not retried on 5xx (at least once: a repeat
    * could replay rows twice).
    */
-  async redrive(opts: { limit?: number; signal?: AbortSignal } = {}): Promise<RedriveResult> {
+  async redrive(opts: { limit?: number; after?: string; signal?: AbortSignal } = {}): Promise<RedriveResult> {
     const r = await this.http.json<RedriveResult>({
       method: 'POST',
       path: '/api/v1/dlq/retry',
-      body: { queue: this.queue, ...(this.consumerGroup ? { consumerGroup: this.consumerGroup } : {}), ...(opts.limit ? { limit: opts.limit } : {}) },
+      body: { queue: this.queue, ...(this.consumerGroup ? { consumerGroup: this.consumerGroup } : {}), ...(opts.limit ? { limit: opts.limit } : {}), ...(opts.after ? { after: opts.after } : {}) },
       retry: 'unsafe',
       signal: opts.signal,
     });
@@ -98,12 +98,15 @@ export class DeadLetterQueue {
     if (opts.rate !== undefined && opts.rate > 0) batch = Math.max(1, Math.min(batch, Math.floor(opts.rate)));
     const p: RedriveProgress = { moved: 0, failed: 0, calls: 0, more: true };
     const started = now();
+    let after: string | undefined;
     while (p.more && !opts.signal?.aborted) {
-      const r = await this.redrive({ limit: batch, ...(opts.signal ? { signal: opts.signal } : {}) });
+      const r = await this.redrive({ limit: batch, ...(after ? { after } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
       p.calls++;
       p.moved += r.moved;
       p.failed += r.failed;
-      p.more = r.more && r.moved > 0;
+      // Continue past rows that failed (they stay listed); without a cursor, only while rows move.
+      if (typeof r.next === 'string') after = r.next;
+      p.more = r.more && (typeof r.next === 'string' || r.moved > 0);
       opts.onProgress?.({ ...p });
       if (p.more && opts.rate !== undefined && opts.rate > 0) {
         const due = started + ((p.moved + p.failed) / opts.rate) * 1000;

@@ -144,8 +144,10 @@ export interface RetryMessageResult {
 export interface RedriveResult {
   moved: number;
   failed: number;
-  /** Whether dead letters remain (call again to continue). */
+  /** Whether dead letters remain after this call's rows (call again with `after: next`). */
   more: boolean;
+  /** Where this call stopped: pass it as `after` to continue past rows that failed. */
+  next?: string | null;
   errors?: string[];
   [extra: string]: unknown;
 }

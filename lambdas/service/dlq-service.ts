@@ -107,11 +107,16 @@ export class DlqService {
    * rows are skipped (read and dropped: deep offsets cost reads).
    */
   async list(q: { queue: string; consumerGroup?: string | undefined; limit: number; offset: number; oldestFirst?: boolean }): Promise<DlqEntry[]> {
+    return (await this.page(q)).map((r) => r.entry);
+  }
+
+  /** As {@link list}, each entry with its place in the list (`cursor`: continue after it). */
+  private async page(q: { queue: string; consumerGroup?: string | undefined; limit: number; offset: number; oldestFirst?: boolean; after?: string | undefined }): Promise<{ entry: DlqEntry; cursor: string }[]> {
     const pk = q.consumerGroup !== undefined ? `LG#${q.queue}#${q.consumerGroup}` : `L#${q.queue}`;
     const live = await this.liveIn(q.queue);
     const pointers: Item[] = [];
     let skip = q.offset;
-    let after: string | undefined;
+    let after: string | undefined = q.after;
     while (pointers.length < q.limit) {
       const want = skip + q.limit - pointers.length;
       const page = await this.storage.items.query('dlq', pk, { reverse: !q.oldestFirst, after, limit: Math.min(1000, want) });
@@ -123,11 +128,14 @@ export class DlqService {
       if (!page.next || page.items.length === 0) break;
       after = page.next;
     }
-    const out: DlqEntry[] = [];
+    const out: { entry: DlqEntry; cursor: string }[] = [];
     for (let i = 0; i < pointers.length; i += MAX_GET_MANY) {
       const chunk = pointers.slice(i, i + MAX_GET_MANY);
       const got = await this.storage.items.getMany('dlq', chunk.map((p) => ({ pk: p.attrs.entryPk as string, sk: p.attrs.entrySk as string })));
-      for (const it of got) if (it) out.push(await this.toEntry(it));
+      for (let j = 0; j < got.length; j++) {
+        const it = got[j];
+        if (it) out.push({ entry: await this.toEntry(it), cursor: (chunk[j] as Item).sk });
+      }
     }
     return out;
   }
@@ -187,15 +195,18 @@ export class DlqService {
 
   /**
    * Bulk redrive: replays up to `limit` dead letters of a queue (optionally one group's),
-   * oldest first, grouped into one push per partition, then removes their rows. Resumable:
-   * moved rows are gone, so the next call continues with the rest (`more` says whether any
-   * remain). A crash between a push and its row deletes replays those rows again on the
-   * next call (at least once).
+   * oldest first, after `after` (a `next` an earlier call returned), one push per partition,
+   * then removes their rows. Resumable: `next` is where this call stopped, `more` whether rows
+   * remain after it. A partition that refuses its push (full, say) fails only its own rows,
+   * which stay listed; passing `next` on continues past them. A crash between a push and its
+   * row deletes replays those rows again on the next call (at least once).
    */
-  async redrive(q: { queue: string; consumerGroup?: string | undefined; limit: number }): Promise<{ moved: number; failed: number; more: boolean; errors: string[] }> {
-    const entries = await this.list({ queue: q.queue, consumerGroup: q.consumerGroup, limit: q.limit + 1, offset: 0, oldestFirst: true });
-    const more = entries.length > q.limit;
-    const batch = entries.slice(0, q.limit);
+  async redrive(q: { queue: string; consumerGroup?: string | undefined; limit: number; after?: string | undefined }): Promise<{ moved: number; failed: number; more: boolean; next: string | null; errors: string[] }> {
+    const rows = await this.page({ queue: q.queue, consumerGroup: q.consumerGroup, limit: q.limit + 1, offset: 0, oldestFirst: true, after: q.after });
+    const more = rows.length > q.limit;
+    const examined = rows.slice(0, q.limit);
+    const next = examined.at(-1)?.cursor ?? null;
+    const batch = examined.map((r) => r.entry);
     // The same message dead-lettered by several groups is replayed once when no group is named.
     const unique = new Map<string, DlqEntry[]>();
     for (const e of batch) {
@@ -203,10 +214,25 @@ export class DlqService {
       unique.set(k, [...(unique.get(k) ?? []), e]);
     }
     const groups = [...unique.values()];
-    const results = groups.length === 0 ? [] : await this.log.push(groups.map(([e]) => ({ queue: (e as DlqEntry).queue, partition: (e as DlqEntry).partition, payload: (e as DlqEntry).payload, traceId: (e as DlqEntry).traceId })));
+    // One push per partition: a partition that refuses (full, say) fails only its own rows.
+    const byPartition = new Map<string, number[]>();
+    groups.forEach(([e], i) => byPartition.set((e as DlqEntry).partitionId, [...(byPartition.get((e as DlqEntry).partitionId) ?? []), i]));
+    const results: (PushResult | undefined)[] = [];
+    const errors: string[] = [];
+    for (const idx of byPartition.values()) {
+      try {
+        const got = await this.log.push(idx.map((i) => {
+          const e = (groups[i] as DlqEntry[])[0] as DlqEntry;
+          return { queue: e.queue, partition: e.partition, payload: e.payload, traceId: e.traceId };
+        }));
+        idx.forEach((i, j) => (results[i] = got[j]));
+      } catch (e) {
+        if (!(e instanceof SluiceError)) throw e;
+        errors.push(e.message);
+      }
+    }
     let moved = 0;
     let failed = 0;
-    const errors: string[] = [];
     for (let i = 0; i < groups.length; i++) {
       const r = results[i];
       const es = groups[i] as DlqEntry[];
@@ -221,7 +247,7 @@ export class DlqService {
         moved++;
       }
     }
-    return { moved, failed, more, errors: errors.slice(0, 5) };
+    return { moved, failed, more, next, errors: errors.slice(0, 5) };
   }
 
   private async removeRow(row: Item): Promise<void> {

@@ -332,6 +332,34 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     expect((await call(url, 'POST', '/api/v1/dlq/retry', { queue: 'bulk' })).body).toMatchObject({ moved: 0, more: false });
   });
 
+  it('002.20 bulk redrive goes on past rows whose partition refuses them, and refuses filters it does not have', async () => {
+    await configure('bulkfull', { maxSize: 1 });
+    await push('bulkfull', ['a'], 'p1');
+    await push('bulkfull', ['b'], 'p2');
+    await ackBatch((await popped('bulkfull', '', 'p1')).messages, 'dlq');
+    await ackBatch((await popped('bulkfull', '', 'p2')).messages, 'dlq');
+    await push('bulkfull', ['c'], 'p1'); // p1 is full again: the oldest dead letter cannot go back yet
+    const bad = await call(url, 'POST', '/api/v1/dlq/retry', { queue: 'bulkfull', partition: 'p1' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.code).toBe('invalid_request');
+    // One row per call, each call going on after the last (the two rows may share a timestamp,
+    // so either may come first): the refused one does not stop the other.
+    const steps: { moved: number; failed: number; more: boolean }[] = [];
+    let after: string | undefined;
+    for (let more = true; more && steps.length < 5; ) {
+      const r = await call(url, 'POST', '/api/v1/dlq/retry', { queue: 'bulkfull', limit: 1, ...(after ? { after } : {}) });
+      expect(r.status).toBe(200);
+      steps.push({ moved: r.body.moved, failed: r.body.failed, more: r.body.more });
+      after = r.body.next;
+      more = r.body.more;
+    }
+    expect(steps).toHaveLength(2);
+    expect(steps.reduce((a, x) => [a[0]! + x.moved, a[1]! + x.failed], [0, 0])).toEqual([1, 1]);
+    expect(data((await popped('bulkfull', 'batch=10', 'p2')).messages)).toEqual(['b']);
+    // The refused row stays listed until its partition has room.
+    expect((await call(url, 'GET', '/api/v1/dlq?queue=bulkfull')).body.messages.map((m: { data: unknown }) => m.data)).toEqual(['a']);
+  });
+
   // ------------------------------------------------------------- long poll
 
   it('long poll: a push landing mid-wait is returned by the waiting pop', async () => {

@@ -170,6 +170,16 @@ describe('client: claims and admin requests', () => {
     expect(() => sluice.queue('jobs').claimGroup('w')).toThrow(/needs a partition/);
   });
 
+  it('redriveAll goes on after rows that failed, passing the cursor each call returned', async () => {
+    const answers = [
+      { moved: 0, failed: 1, more: true, next: 'c1' },
+      { moved: 1, failed: 0, more: false, next: 'c2' },
+    ];
+    const { sluice, calls } = client(() => jsonResponse(200, answers.shift()));
+    expect(await sluice.dlq('orders').redriveAll({ batch: 1 })).toMatchObject({ moved: 1, failed: 1, calls: 2, more: false });
+    expect(calls.map((c) => c.body)).toEqual([{ queue: 'orders', limit: 1 }, { queue: 'orders', limit: 1, after: 'c1' }]);
+  });
+
   it('lists the DLQ, redrives in rate-limited calls, and manages groups', async () => {
     let left = 5;
     const { sluice, calls } = client((req) => {

@@ -66,11 +66,12 @@ export const redriveDlq = defineRoute({
   method: 'POST',
   path: '/api/v1/dlq/retry',
   group: 'admin',
-  summary: 'Bulk redrive: replay up to `limit` dead letters of a queue (oldest first); call again while `more` is true.',
-  body: z.object({ queue: nameSchema('queue'), consumerGroup: optGroup, limit: z.number().int().min(1).max(MAX_REDRIVE).default(100) }),
+  summary: 'Bulk redrive: replay up to `limit` dead letters of a queue (oldest first); call again with `after: next` while `more` is true.',
+  // Strict: a filter this route does not have (partition, from, …) is refused, never ignored.
+  body: z.object({ queue: nameSchema('queue'), consumerGroup: optGroup, limit: z.number().int().min(1).max(MAX_REDRIVE).default(100), after: z.string().min(1).max(1024).optional() }).strict(),
   access: { action: 'manage', queues: ({ body }) => [body.queue] },
   async run({ body, services }) {
-    const r = await services.dlq.redrive({ queue: body.queue, consumerGroup: body.consumerGroup, limit: body.limit });
+    const r = await services.dlq.redrive({ queue: body.queue, consumerGroup: body.consumerGroup, limit: body.limit, after: body.after });
     return { statusCode: 200, body: { queue: body.queue, consumerGroup: body.consumerGroup ?? null, ...r } };
   },
 });
