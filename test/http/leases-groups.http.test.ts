@@ -91,6 +91,11 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     await push('sub-from', ['b', 'c']);
     expect(await drain('sub-from', 'since', `&subscriptionFrom=${encodeURIComponent(cut)}`)).toEqual(['b', 'c']);
     expect(await drain('sub-from', 'hist', '&subscriptionMode=from_beginning')).toEqual(['a', 'b', 'c']);
+    // A subscriptionFrom that is neither `now` nor an instant is refused, not read as "all".
+    const bad = await pop('sub-from', 'consumerGroup=typo&subscriptionFrom=yesterday');
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ code: 'invalid_request' });
+    expect(await drain('sub-from', 'typo', `&subscriptionFrom=${encodeURIComponent(cut)}`)).toEqual(['b', 'c']);
   });
 
   it('004.3 the choice is recorded on the first pop and never revisited; a partition created later seeds from its start', async () => {

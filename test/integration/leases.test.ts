@@ -16,7 +16,7 @@ import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
 import { newAwsTestStorage, startAwsEmulator, TEST_REGION } from '../support/moto.js';
 import { json, TestClock, testServices, text } from '../support/services.js';
-import { withItems } from '../support/storage.js';
+import { crashing, withItems } from '../support/storage.js';
 
 const { backends, setup, teardown } = testBackends();
 beforeAll(setup);
@@ -108,6 +108,19 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     c.reset();
     expect(await svc.leases.pop(req('idle', { group: 'g' }))).toBeNull();
     expect(c.n()).toBe(1);
+  });
+
+  it('a replay whose row delete fails answers replayed with dlqRowRemoved false, and the row stays listed', async () => {
+    const svc = testServices(inner);
+    await svc.log.push([{ queue: 'replay-fail', payload: json('x'), transactionId: 'rf-1' }]);
+    const r = await svc.leases.pop(req('replay-fail', { group: 'g', batch: 1 }));
+    const m = r!.messages[0]!;
+    await svc.leases.ack([{ index: 0, partitionId: m.partitionId, transactionId: m.transactionId, status: 'dlq', error: 'bad', leaseId: r!.leaseId }], 'g');
+    const failing = testServices(crashing(inner, (ops) => ops.some((o) => o.op === 'delete' && o.table === 'dlq')));
+    const out = await failing.dlq.retry(m.partitionId, m.transactionId);
+    expect(out).toMatchObject({ replayed: true, dlqRowRemoved: false, removed: 0 });
+    expect(out.push.status).toBe('queued');
+    expect((await svc.dlq.list({ queue: 'replay-fail', limit: 10, offset: 0 })).map((e) => e.transactionId)).toEqual(['rf-1']);
   });
 
   it('a partition pop is 3 requests and an ack 2, whatever the backlog depth', async () => {

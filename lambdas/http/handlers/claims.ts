@@ -13,10 +13,10 @@ import { iso, nameSchema } from './log.js';
 const G = '/api/v1/queues/{queue}/partitions/{partition}/groups/{group}';
 
 const GroupParams = z.object({ queue: nameSchema('queue'), partition: nameSchema('partition'), group: nameSchema('consumer group') });
-const DeadParams = GroupParams.extend({ offset: z.coerce.number({ error: 'offset must be a number' }).int().min(0).max(Number.MAX_SAFE_INTEGER) });
-const offset = z.number({ error: 'offset must be a number' }).int('offset must be an integer').min(0).max(Number.MAX_SAFE_INTEGER);
-const ms = (what: string) => z.number({ error: `${what} must be a number of milliseconds` }).int().min(0).max(Number.MAX_SAFE_INTEGER);
-const attempts = z.number({ error: 'attempts must be a number' }).int().min(1);
+const DeadParams = GroupParams.extend({ offset: z.coerce.number({ error: 'offset must be a number' }).int({ error: 'offset must be an integer' }).min(0, { error: 'offset must be 0 or more' }).max(Number.MAX_SAFE_INTEGER) });
+const offset = z.number({ error: 'offset must be a number' }).int('offset must be an integer').min(0, 'offset must be 0 or more').max(Number.MAX_SAFE_INTEGER);
+const ms = (what: string) => z.number({ error: `${what} must be a number of milliseconds` }).int({ error: `${what} must be a whole number of milliseconds` }).min(0, { error: `${what} must be 0 or more` }).max(Number.MAX_SAFE_INTEGER);
+const attempts = z.number({ error: 'attempts must be a number' }).int({ error: 'attempts must be a whole number' }).min(1, { error: 'attempts must be at least 1 (the delivery the claim came with)' });
 
 const onQueue = { queues: ({ params }: { params: { queue: string } }) => [params.queue] };
 

@@ -18,7 +18,12 @@ const qbool = z
   .string()
   .optional()
   .transform((v) => v === 'true' || v === '1');
-const qint = (min: number, dflt: number) => z.coerce.number({ error: 'must be a number' }).int().min(min).default(dflt);
+const qint = (min: number, dflt: number) =>
+  z.coerce
+    .number({ error: 'must be a number' })
+    .int({ error: 'must be a whole number' })
+    .min(min, { error: `must be at least ${min}` })
+    .default(dflt);
 
 /** A consumer group, or queue mode when absent, null or empty. */
 const groupName = z
@@ -41,7 +46,15 @@ const PopQuery = z.object({
   autoAck: qbool,
   leaseSeconds: z.coerce.number().int().min(0).max(43_200).optional(),
   subscriptionMode: z.string().max(64).optional(),
-  subscriptionFrom: z.string().max(64).optional(),
+  // `now` or an ISO-8601 instant (the only values Queen's clients send); anything else is a
+  // mistake that would otherwise record a subscription to all history for good.
+  subscriptionFrom: z
+    .string()
+    .max(64)
+    .optional()
+    .refine((v) => v === undefined || v.trim() === '' || v.trim().toLowerCase() === 'now' || (/^\d{4}-\d\d-\d\d/.test(v.trim()) && Number.isFinite(Date.parse(v.trim()))), {
+      message: 'subscriptionFrom must be "now" or an ISO-8601 instant such as 2026-01-31T12:00:00Z',
+    }),
   partitions: qint(1, 1),
   // Sent by the Queen client; they select nothing on these routes.
   namespace: z.string().optional(),
