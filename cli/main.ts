@@ -311,7 +311,7 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   // ---------------------------------------------------------------- groups
   program
     .command('groups')
-    .description('Lag per consumer group, queue and partition.')
+    .description('Lag per partition-lease consumer group, queue and partition (record-claim groups: `sluice claims describe`).')
     .option('-q, --queue <name>', 'only this queue')
     .option('-g, --group <name>', 'only this group')
     .option('--min-lag <seconds>', 'only groups lagging at least this long', int('min-lag'))
