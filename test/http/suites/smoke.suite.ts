@@ -80,6 +80,61 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
     });
   }
 
+  const leaseAdmin: [Method, string][] = [
+    ['GET', '/api/v1/pop/queue/{queue}/partition/{partition}'],
+    ['POST', '/api/v1/ack/batch'],
+    ['POST', '/api/v1/lease/{leaseId}/extend'],
+    ['POST', '/api/v1/messages/{partitionId}/{transactionId}/retry'],
+    ['DELETE', '/api/v1/messages/{partitionId}/{transactionId}'],
+    ['POST', '/api/v1/dlq/retry'],
+    ['GET', '/api/v1/consumer-groups'],
+    ['GET', '/api/v1/consumer-groups/lagging'],
+    ['GET', '/api/v1/consumer-groups/{group}'],
+    ['POST', '/api/v1/consumer-groups/{group}/subscription'],
+    ['POST', '/api/v1/consumer-groups/{group}/queues/{queue}/seek'],
+    ['DELETE', '/api/v1/consumer-groups/{group}/queues/{queue}'],
+    ['DELETE', '/api/v1/consumer-groups/{group}'],
+  ];
+  if (leaseAdmin.every(([m, path]) => hasRoute(m, path))) {
+    it('smoke: partition pop, batch ack, extend, dead-letter replay / delete / bulk redrive, and consumer-group admin', async () => {
+      const queue = q('smoke-admin');
+      const group = `${opts.prefix ?? ''}ops`;
+      await http('POST', '/api/v1/push', { items: ['a1', 'a2', 'a3', 'a4'].map((t, n) => ({ queue, partition: 'p1', payload: { n }, transactionId: t })) });
+      type Msg = { transactionId: string; partitionId: string; leaseId: string };
+      // One message per pop (a batch ack acts on its lowest failure only): a1 completes, a2..a4
+      // go to the dead-letter queue.
+      let pid = '';
+      for (const [i, t] of ['a1', 'a2', 'a3', 'a4'].entries()) {
+        const popped = await http('GET', `/api/v1/pop/queue/${queue}/partition/p1?consumerGroup=${group}&batch=1&wait=false`);
+        expect(popped.status).toBe(200);
+        const [m] = popped.body.messages as Msg[];
+        expect(m!.transactionId).toBe(t);
+        pid = m!.partitionId;
+        const ext = i === 0 ? (await http('POST', `/api/v1/lease/${encodeURIComponent(m!.leaseId)}/extend`, { seconds: 120 })).body : { success: true };
+        expect(ext).toMatchObject({ success: true });
+        const acked = await http('POST', '/api/v1/ack/batch', { consumerGroup: group, acknowledgments: [{ transactionId: t, partitionId: pid, leaseId: m!.leaseId, status: i === 0 ? 'completed' : 'dlq', error: i === 0 ? null : 'bad' }] });
+        expect(acked.body[0] ?? acked.body.results?.[0]).toMatchObject({ success: true });
+      }
+      const replay = await http('POST', `/api/v1/messages/${pid}/a2/retry?consumerGroup=${group}`, {});
+      expect(replay.body).toMatchObject({ replayed: true, dlqRowRemoved: true });
+      expect((await http('DELETE', `/api/v1/messages/${pid}/a3?consumerGroup=${group}`)).status).toBe(200);
+      const bulk = await http('POST', '/api/v1/dlq/retry', { queue, consumerGroup: group });
+      expect(bulk.body).toMatchObject({ moved: 1, failed: 0, more: false });
+      expect((await http('GET', `/api/v1/dlq?queue=${queue}&consumerGroup=${group}`)).body.messages).toEqual([]);
+
+      const groups = await http('GET', '/api/v1/consumer-groups');
+      expect(groups.status).toBe(200);
+      expect((groups.body.consumerGroups ?? groups.body).some((g: { name: string }) => g.name === group)).toBe(true);
+      expect((await http('GET', `/api/v1/consumer-groups/${group}`)).status).toBe(200);
+      expect((await http('GET', '/api/v1/consumer-groups/lagging?minLagSeconds=0')).status).toBe(200);
+      expect((await http('POST', `/api/v1/consumer-groups/${group}/queues/${queue}/seek`, { toEnd: true })).status).toBe(200);
+      expect((await http('GET', `/api/v1/pop/queue/${queue}?consumerGroup=${group}&batch=10&wait=false`)).status).toBe(204);
+      expect((await http('POST', `/api/v1/consumer-groups/${group}/subscription`, { subscriptionTimestamp: new Date().toISOString() })).status).toBe(200);
+      expect((await http('DELETE', `/api/v1/consumer-groups/${group}/queues/${queue}`)).status).toBe(200);
+      expect((await http('DELETE', `/api/v1/consumer-groups/${group}`)).status).toBe(200);
+    });
+  }
+
   const G = '/api/v1/queues/{queue}/partitions/{partition}/groups/{group}';
   if (hasRoute('POST', `${G}/poll`) && hasRoute('POST', `${G}/ack`)) {
     it('smoke: record claims hand each record out once and the ack moves the group on', async () => {
@@ -113,6 +168,23 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
       expect((await http('POST', `${group}/dead-letters/${r!.offset}/redrive`, {})).status).toBe(200);
       const again = await http('POST', `${group}/poll`, { max: 1, waitMs: 0 });
       expect(again.body.records.map((x: { offset: number }) => x.offset)).toEqual([r!.offset]);
+    });
+  }
+
+  if ((['PUT', 'GET', 'DELETE'] as Method[]).every((m) => hasRoute(m, G)) && ['nack', 'extend', 'seek'].every((a) => hasRoute('POST', `${G}/${a}`)) && hasRoute('DELETE', `${G}/dead-letters/{offset}`)) {
+    it('smoke: claim group admin: create, describe, nack, extend, discard a dead letter, seek, delete', async () => {
+      const queue = q('smoke-claims-admin');
+      const group = `${G.replace('{queue}', queue).replace('{partition}', 'Default').replace('{group}', 'admins')}`;
+      await http('POST', '/api/v1/push', { items: [1, 2, 3].map((n) => ({ queue, payload: { n } })) });
+      expect((await http('PUT', group, { start: 'earliest' })).body).toMatchObject({ offset: 0 });
+      const [r0, r1, r2] = (await http('POST', `${group}/poll`, { max: 3, waitMs: 0 })).body.records as { offset: number; attempts: number }[];
+      expect((await http('POST', `${group}/nack`, { offset: r0!.offset, attempts: r0!.attempts })).status).toBe(200);
+      expect((await http('POST', `${group}/extend`, { offset: r1!.offset, attempts: r1!.attempts, extendMs: 60_000 })).body).toMatchObject({ visibleMs: 60_000 });
+      expect((await http('POST', `${group}/dead-letter`, { offset: r2!.offset, attempts: r2!.attempts })).status).toBe(200);
+      expect((await http('DELETE', `${group}/dead-letters/${r2!.offset}`)).status).toBe(200);
+      expect((await http('GET', group)).body).toMatchObject({ tail: 3, deadLetters: 0 });
+      expect((await http('POST', `${group}/seek`, { start: 'latest' })).body).toMatchObject({ offset: 3 });
+      expect((await http('DELETE', group)).body).toEqual({ existed: true });
     });
   }
 
