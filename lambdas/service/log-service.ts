@@ -8,6 +8,7 @@ import { IMPLICIT_QUEUE_OPTIONS, type QueueOptions } from '../core/queue-options
 import { ConditionFailedError, ContentionError, type Item, type Json, type Storage, type WriteOp } from '../storage/port.js';
 import { PARTITION_PREFIX, SEGMENT_BLOB_PREFIX, SEGMENT_PREFIX, keys, parseSegmentBlobKey, segmentBlobKey } from './keys.js';
 import type { Notifier } from './notifier.js';
+import type { Telemetry } from './telemetry.js';
 
 /** A queue as stored. */
 export interface QueueRecord {
@@ -231,6 +232,8 @@ export interface LogServiceDeps {
   /** Epoch ms; injected so tests can move time. */
   clock?: () => number;
   sleep?: (ms: number) => Promise<void>;
+  /** Where `MessagesPushed` and `DuplicatesRejected` are counted (every push: plain, transactional, replayed). */
+  telemetry?: Telemetry;
 }
 
 const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -294,7 +297,10 @@ export class LogService {
     this.notifier = deps.notifier;
     this.clock = deps.clock ?? Date.now;
     this.sleep = deps.sleep ?? realSleep;
+    this.telemetry = deps.telemetry;
   }
+
+  private readonly telemetry: Telemetry | undefined;
 
   /** Registers extra writes that commit atomically with every segment. */
   addCommitHook(hook: CommitHook): void {
@@ -605,6 +611,10 @@ export class LogService {
         results[i] = r;
       });
     });
+    const queued = results.filter((r) => r.status === 'queued').length;
+    if (queued > 0) this.telemetry?.count('MessagesPushed', queued);
+    const duplicates = results.filter((r) => r.status === 'duplicate').length;
+    if (duplicates > 0) this.telemetry?.count('DuplicatesRejected', duplicates);
     return results;
   }
 
@@ -951,6 +961,7 @@ export class LogService {
 
   /** Records a segment a caller of {@link prepareCommit} committed at `base`, runs the hooks' after-commit work and wakes waiting pops. */
   async committed(prep: PreparedCommit, base: number): Promise<void> {
+    this.telemetry?.count('MessagesPushed', prep.count);
     prep.done(base);
     await prep.afterCommit();
     this.notifier.notify(prep.queue.name, prep.partition.id);

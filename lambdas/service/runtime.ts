@@ -66,9 +66,9 @@ export function buildServices(storage: Storage, cfg: SluiceConfig, opts: BuildOp
   const config: SluiceConfig = { ...cfg, inlineMaxBytes: cfg.inlineMaxBytes ?? defaultInlineMaxBytes(storage.kind) };
   const clock = opts.clock ?? Date.now;
   const notifier = opts.notifier ?? new Notifier();
-  const log = new LogService({ storage, config, notifier, clock });
-  const groups = new GroupRegistry(storage, clock, config.queueCacheMs);
   const telemetry = opts.telemetry ?? new MemoryTelemetry();
+  const log = new LogService({ storage, config, notifier, clock, telemetry });
+  const groups = new GroupRegistry(storage, clock, config.queueCacheMs);
   const claims = new ClaimService({ storage, log, groups, notifier, telemetry, config, clock });
   const keys = opts.keyProvider ?? keyProviderFromConfig(config, storage, clock);
   if (keys) log.setCipher(new PayloadCipher(keys));

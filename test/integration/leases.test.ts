@@ -11,6 +11,7 @@ import { SEGMENT_BLOB_PREFIX, keys, parseSegmentBlobKey } from '../../lambdas/se
 import type { PopRequest, PopResult } from '../../lambdas/service/lease-service.js';
 import { buildServices, type Services } from '../../lambdas/service/runtime.js';
 import type { ItemStore, Storage } from '../../lambdas/storage/port.js';
+import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
 import { loadConfig } from '../../lambdas/config.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
@@ -108,6 +109,21 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     c.reset();
     expect(await svc.leases.pop(req('idle', { group: 'g' }))).toBeNull();
     expect(c.n()).toBe(1);
+  });
+
+  it('counts MessagesPushed for every push path (plain, transaction, replay), DuplicatesRejected and DeadLettered', async () => {
+    const svc = testServices(inner);
+    const t = svc.telemetry as MemoryTelemetry;
+    await svc.log.push([{ queue: 'metrics', payload: json(1), transactionId: 'm-1' }, { queue: 'metrics', payload: json(1), transactionId: 'm-1' }]);
+    expect([t.counters.get('MessagesPushed'), t.counters.get('DuplicatesRejected')]).toEqual([1, 1]);
+    await svc.transactions.run([{ type: 'push', items: [{ queue: 'metrics', payload: json(2) }, { queue: 'metrics', payload: json(3) }] }]);
+    expect(t.counters.get('MessagesPushed')).toBe(3);
+    const r = await svc.leases.pop(req('metrics', { group: 'g', batch: 1 }));
+    const m = r!.messages[0]!;
+    await svc.leases.ack([{ index: 0, partitionId: m.partitionId, transactionId: m.transactionId, status: 'dlq', error: 'bad', leaseId: r!.leaseId }], 'g');
+    expect(t.counters.get('DeadLettered')).toBe(1);
+    await svc.dlq.retry(m.partitionId, m.transactionId);
+    expect(t.counters.get('MessagesPushed')).toBe(4);
   });
 
   it('a replay whose row delete fails answers replayed with dlqRowRemoved false, and the row stays listed', async () => {

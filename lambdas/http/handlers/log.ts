@@ -157,11 +157,8 @@ export const push = defineRoute({
   access: { action: 'push', queues: ({ body }) => body.items.map((i) => i.queue) },
   async run({ body, rawBody, services }) {
     const items = preparePushItems(body.items, services, 'items', rawBody());
+    // MessagesPushed / DuplicatesRejected are counted by the log service (for every push path).
     const results = items.length === 0 ? [] : await services.log.push(items);
-    const queued = results.filter((r) => r.status === 'queued').length;
-    if (queued > 0) services.telemetry.count('MessagesPushed', queued);
-    const duplicates = results.filter((r) => r.status === 'duplicate').length;
-    if (duplicates > 0) services.telemetry.count('DuplicatesRejected', duplicates);
     return { statusCode: 201, body: results.map(pushResultJson) };
   },
 });
