@@ -1017,12 +1017,13 @@ export class LogService {
 
   private rememberSegments(partitionId: string, segs: readonly SegmentMeta[]): void {
     if (segs.length === 0) return;
-    const known = this.indexCache.get(partitionId) ?? [];
+    // The page just read is what its reader needs next: it stays (its first entries, when it is
+    // longer than the cap); older entries fill what room is left, the newest of them first.
+    const fresh = segs.slice(0, INDEX_CACHE_PER_PARTITION).map((s): SegmentMeta => ({ base: s.base, end: s.end, count: s.count, at: s.at, push: s.push, size: s.size, raw: s.raw, sk: s.sk, ...(s.blob !== undefined ? { blob: s.blob } : {}) }));
+    const taken = new Set(fresh.map((s) => s.base));
+    const older = (this.indexCache.get(partitionId) ?? []).filter((s) => !taken.has(s.base)).sort((a, b) => b.base - a.base);
     this.indexCache.delete(partitionId); // re-inserted last: the map's order is least recently used first
-    const byBase = new Map(known.map((s) => [s.base, s]));
-    for (const s of segs) byBase.set(s.base, { base: s.base, end: s.end, count: s.count, at: s.at, push: s.push, size: s.size, raw: s.raw, sk: s.sk, ...(s.blob !== undefined ? { blob: s.blob } : {}) });
-    const all = [...byBase.values()].sort((a, b) => a.base - b.base);
-    this.indexCache.set(partitionId, all.slice(-INDEX_CACHE_PER_PARTITION));
+    this.indexCache.set(partitionId, [...fresh, ...older.slice(0, INDEX_CACHE_PER_PARTITION - fresh.length)].sort((a, b) => a.base - b.base));
     if (this.indexCache.size > INDEX_CACHE_PARTITIONS) {
       const oldest = this.indexCache.keys().next().value;
       if (oldest !== undefined) this.indexCache.delete(oldest);
