@@ -38,6 +38,7 @@ import type { RouteDef } from '../lambdas/http/route.js';
 import { ALL_ROUTES } from '../lambdas/http/routes.js';
 import { SEGMENT_BLOB_PREFIX } from '../lambdas/service/keys.js';
 import { ITEM_TABLE_SCHEMA } from '../lambdas/storage/aws.js';
+import { BUCKET_ENV, TABLE_ENV } from '../lambdas/storage/aws-env.js';
 import { TABLES, type TableName } from '../lambdas/storage/port.js';
 import { BLOB_PREFIXES, BUCKET_ACTIONS, FUNCTION_ACCESS, FUNCTIONS, LIST_PREFIXES, TABLE_ACTIONS, type FunctionName } from './access.js';
 import { API_ROLES, routesForRole, type ApiRole } from './api-access.js';
@@ -46,14 +47,7 @@ import { acknowledgeNagFindings, logicalIdOf } from './nag.js';
 const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Env var each table's physical name is passed in (read by `awsStorageConfigFromEnv`). */
-export const TABLE_ENV: Record<TableName, string> = {
-  log: 'SLUICE_TABLE_LOG',
-  meta: 'SLUICE_TABLE_META',
-  dedup: 'SLUICE_TABLE_DEDUP',
-  leases: 'SLUICE_TABLE_LEASES',
-  claims: 'SLUICE_TABLE_CLAIMS',
-  dlq: 'SLUICE_TABLE_DLQ',
-};
+export { TABLE_ENV };
 
 /** Long polls are capped at 25 s in the services; API Gateway's integration timeout is 30 s. */
 export const API_FUNCTION_TIMEOUT = Duration.seconds(29);
@@ -247,7 +241,7 @@ export class SluiceService extends Construct {
     // ---------------------------------------------------------------- functions
     const environment: Record<string, string> = {
       ...Object.fromEntries(TABLES.map((t) => [TABLE_ENV[t], this.tables[t].tableName])),
-      SLUICE_BUCKET: this.bucket.bucketName,
+      [BUCKET_ENV]: this.bucket.bucketName,
       SLUICE_GRANTS: grantsJson,
       POWERTOOLS_SERVICE_NAME: this.metricsService,
       POWERTOOLS_METRICS_NAMESPACE: this.metricsNamespace,

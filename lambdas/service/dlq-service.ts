@@ -41,20 +41,10 @@ interface EntryAttrs {
 }
 
 /** A DLQ row as the API shows it (payload as plaintext JSON text). */
-export interface DlqEntry {
-  id: string;
-  transactionId: string;
-  partitionId: string;
-  queue: string;
-  partition: string;
-  consumerGroup: string;
-  errorMessage: string;
-  retryCount: number;
-  failedAt: number;
-  offset: number;
-  traceId: string | null;
-  payload: Uint8Array;
-}
+export type DlqEntry = Omit<EntryAttrs, 'sealed' | 'blob' | 'listSk' | 'queueId'> & { payload: Uint8Array };
+
+/** Checks the caller may act on a dead letter of `queue` (throws when not): the route's grant check. */
+export type QueueCheck = (queue: string) => void;
 
 export class DlqService {
   constructor(
@@ -162,8 +152,9 @@ export class DlqService {
   }
 
   /** Deletes the DLQ rows of (partitionId, transactionId); 404 when there are none. */
-  async delete(partitionId: string, transactionId: string, group?: string): Promise<{ removed: number }> {
+  async delete(partitionId: string, transactionId: string, group?: string, check?: QueueCheck): Promise<{ removed: number }> {
     const rows = await this.lookup(partitionId, transactionId, group);
+    if (rows[0]) check?.((rows[0].attrs as unknown as EntryAttrs).queue);
     if (rows.length === 0) throw notFound(`no dead-letter row for transactionId ${transactionId} in partition ${partitionId}`);
     for (const r of rows) await this.removeRow(r);
     return { removed: rows.length };
@@ -174,10 +165,11 @@ export class DlqService {
    * transactionId (the original would be a duplicate), then removes the row(s). The row goes
    * only after the push was accepted; if that delete fails the answer says so.
    */
-  async retry(partitionId: string, transactionId: string, group?: string): Promise<{ replayed: boolean; dlqRowRemoved: boolean; push: PushResult; removed: number }> {
+  async retry(partitionId: string, transactionId: string, group?: string, check?: QueueCheck): Promise<{ replayed: boolean; dlqRowRemoved: boolean; push: PushResult; removed: number }> {
     const rows = await this.lookup(partitionId, transactionId, group);
     const first = rows[0];
     if (!first) throw notFound(`no dead-letter row for transactionId ${transactionId} in partition ${partitionId}`);
+    check?.((first.attrs as unknown as EntryAttrs).queue);
     const entry = await this.toEntry(first);
     const [push] = await this.log.push([{ queue: entry.queue, partition: entry.partition, payload: entry.payload, traceId: entry.traceId }]);
     if (!push || push.status !== 'queued') throw new SluiceError('unavailable', `replay push failed: ${push?.error ?? 'unknown error'}; the row stays in the dead-letter queue`);

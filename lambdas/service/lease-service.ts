@@ -101,17 +101,8 @@ export interface PopRequest {
   timeoutMs: number;
 }
 
-export interface PoppedMessage {
-  offset: number;
-  id: string;
-  transactionId: string;
-  traceId: string | null;
-  createdAt: number;
-  /** Plaintext payload (JSON text). */
-  payload: Uint8Array;
-  partitionId: string;
-  partition: string;
-}
+/** A delivered message: as stored, its payload opened (plaintext JSON text), with where it sits. */
+export type PoppedMessage = Omit<StoredMessage, 'sealed'> & { partitionId: string; partition: string };
 
 export interface PopResult {
   queue: string;

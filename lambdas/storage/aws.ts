@@ -59,6 +59,7 @@ import {
   type WriteOp,
   type WriteResult,
 } from './port.js';
+import { BUCKET_ENV, TABLE_ENV } from './aws-env.js';
 import { serializeWrites } from './serialize-writes.js';
 import { assertItemSize } from './size.js';
 
@@ -105,15 +106,7 @@ export interface AwsStorageOptions {
   serializeWrites?: boolean | undefined;
 }
 
-const ENV_TABLES: Record<TableName, string> = {
-  log: 'SLUICE_TABLE_LOG',
-  meta: 'SLUICE_TABLE_META',
-  dedup: 'SLUICE_TABLE_DEDUP',
-  leases: 'SLUICE_TABLE_LEASES',
-  claims: 'SLUICE_TABLE_CLAIMS',
-  dlq: 'SLUICE_TABLE_DLQ',
-};
-const ENV_BUCKET = 'SLUICE_BUCKET';
+
 
 /**
  * Reads the adapter's table and bucket names from the environment (set by the CDK stack on
@@ -126,15 +119,15 @@ const ENV_BUCKET = 'SLUICE_BUCKET';
  * ```
  */
 export function awsStorageConfigFromEnv(env: NodeJS.ProcessEnv = process.env): AwsStorageOptions | undefined {
-  const names = [...Object.values(ENV_TABLES), ENV_BUCKET];
+  const names = [...Object.values(TABLE_ENV), BUCKET_ENV];
   const value = (name: string): string | undefined => (env[name] ? env[name] : undefined);
   const missing = names.filter((n) => value(n) === undefined);
   if (missing.length === names.length) return undefined;
   if (missing.length > 0) {
     throw new Error(`AWS storage is partly configured: missing ${missing.join(', ')} (set all of ${names.join(', ')} or none)`);
   }
-  const tables = Object.fromEntries(TABLES.map((t) => [t, value(ENV_TABLES[t]) as string])) as Record<TableName, string>;
-  return { tables, bucket: value(ENV_BUCKET) as string };
+  const tables = Object.fromEntries(TABLES.map((t) => [t, value(TABLE_ENV[t]) as string])) as Record<TableName, string>;
+  return { tables, bucket: value(BUCKET_ENV) as string };
 }
 
 /**

@@ -87,9 +87,7 @@ export const retryMessage = defineRoute({
   query: z.object({ consumerGroup: optGroup }),
   access: { action: 'manage' },
   async run({ params, query, services, authorize }) {
-    const rows = await services.dlq.lookup(params.partitionId, params.transactionId, query.consumerGroup);
-    if (rows[0]) authorize(rows[0].attrs.queue as string);
-    const r = await services.dlq.retry(params.partitionId, params.transactionId, query.consumerGroup);
+    const r = await services.dlq.retry(params.partitionId, params.transactionId, query.consumerGroup, (queue) => authorize(queue));
     return {
       statusCode: 200,
       body: { replayed: r.replayed, dlqRowRemoved: r.dlqRowRemoved, rowsRemoved: r.removed, transactionId: r.push.transactionId, messageId: r.push.messageId, partitionId: r.push.partitionId, queue: r.push.queue, partition: r.push.partition, originalTransactionId: params.transactionId },
@@ -106,9 +104,7 @@ export const deleteMessage = defineRoute({
   query: z.object({ consumerGroup: optGroup }),
   access: { action: 'manage' },
   async run({ params, query, services, authorize }) {
-    const rows = await services.dlq.lookup(params.partitionId, params.transactionId, query.consumerGroup);
-    if (rows[0]) authorize(rows[0].attrs.queue as string);
-    const r = await services.dlq.delete(params.partitionId, params.transactionId, query.consumerGroup);
+    const r = await services.dlq.delete(params.partitionId, params.transactionId, query.consumerGroup, (queue) => authorize(queue));
     return { statusCode: 200, body: { deleted: true, partitionId: params.partitionId, transactionId: params.transactionId, rowsRemoved: r.removed } };
   },
 });

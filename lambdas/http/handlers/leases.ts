@@ -159,6 +159,14 @@ async function authorizeParts(services: Services, pids: Iterable<string>, author
 
 const ackJson = (r: AckResult) => ({ index: r.index, transactionId: r.transactionId, success: r.success, error: r.error, queueName: r.queueName, partitionName: r.partitionName, leaseReleased: r.leaseReleased, dlq: r.dlq });
 
+/** What `/ack` and `/ack/batch` share: the grant check per acked partition, the acks, their JSON. */
+async function runAcks(services: Services, authorize: (queue: string, action?: Action) => void, acks: readonly z.infer<typeof AckItemSchema>[], group: string) {
+  await authorizeParts(services, acks.map((a) => a.partitionId), authorize);
+  const items: AckRequestItem[] = acks.map((a, index) => ({ index, partitionId: a.partitionId, transactionId: a.transactionId, status: a.status, error: a.error, leaseId: a.leaseId }));
+  const results = await services.leases.ack(items, group);
+  return { statusCode: 200, body: results.map(ackJson) };
+}
+
 export const ack = defineRoute({
   method: 'POST',
   path: '/api/v1/ack',
@@ -167,10 +175,7 @@ export const ack = defineRoute({
   body: AckItemSchema.extend({ consumerGroup: groupName }),
   access: { action: 'consume' },
   async run({ body, services, authorize }) {
-    await authorizeParts(services, [body.partitionId], authorize);
-    const items: AckRequestItem[] = [{ index: 0, partitionId: body.partitionId, transactionId: body.transactionId, status: body.status, error: body.error, leaseId: body.leaseId }];
-    const results = await services.leases.ack(items, body.consumerGroup);
-    return { statusCode: 200, body: results.map(ackJson) };
+    return runAcks(services, authorize, [body], body.consumerGroup);
   },
 });
 
@@ -182,10 +187,7 @@ export const ackBatch = defineRoute({
   body: z.object({ acknowledgments: z.array(AckItemSchema, { error: 'acknowledgments must be an array' }).max(10_000), consumerGroup: groupName }),
   access: { action: 'consume' },
   async run({ body, services, authorize }) {
-    await authorizeParts(services, body.acknowledgments.map((a) => a.partitionId), authorize);
-    const items: AckRequestItem[] = body.acknowledgments.map((a, index) => ({ index, partitionId: a.partitionId, transactionId: a.transactionId, status: a.status, error: a.error, leaseId: a.leaseId }));
-    const results = await services.leases.ack(items, body.consumerGroup);
-    return { statusCode: 200, body: results.map(ackJson) };
+    return runAcks(services, authorize, body.acknowledgments, body.consumerGroup);
   },
 });
 
