@@ -19,13 +19,17 @@ function skipWs(b: Uint8Array, i: number): number {
 
 /** Index just past the string starting at `i` (which is a quote). */
 function skipString(b: Uint8Array, i: number): number {
-  i++;
+  // Payload bytes are mostly string contents: jump from quote to quote with the native
+  // search instead of looking at every byte. A quote preceded by an odd run of backslashes
+  // is escaped.
+  let from = i + 1;
   for (;;) {
-    const c = b[i];
-    if (c === undefined) throw new Error('unterminated string');
-    if (c === BACKSLASH) i += 2;
-    else if (c === QUOTE) return i + 1;
-    else i++;
+    const q = b.indexOf(QUOTE, from);
+    if (q < 0) throw new Error('unterminated string');
+    let k = q - 1;
+    while (b[k] === BACKSLASH) k--;
+    if ((q - 1 - k) % 2 === 0) return q + 1;
+    from = q + 1;
   }
 }
 
@@ -60,23 +64,35 @@ function skipValue(b: Uint8Array, i: number): number {
   return i;
 }
 
-/** Reads a key at `i` (a quote); returns its text and the index after the colon. */
-function readKey(b: Uint8Array, i: number): { key: string; next: number } {
-  const end = skipString(b, i);
-  let key = '';
-  let plain = true;
-  // Keys are short ASCII in practice: decode those directly, and escaped ones with JSON.parse.
-  for (let j = i + 1; j < end - 1; j++) {
-    const c = b[j] as number;
-    if (c === BACKSLASH || c > 0x7e) {
-      plain = false;
+const KEY_ITEMS = Buffer.from('items');
+const KEY_PAYLOAD = Buffer.from('payload');
+const KEY_DATA = Buffer.from('data');
+
+/**
+ * Whether the key whose quotes are at `start` and `end - 1` is `name`. Compared as bytes, so
+ * the scan allocates nothing per key; an escaped key (rare) is decoded to compare.
+ */
+function keyIs(b: Uint8Array, start: number, end: number, name: Uint8Array): boolean {
+  const len = end - start - 2;
+  let escaped = false;
+  for (let j = start + 1; j < end - 1; j++) {
+    if (b[j] === BACKSLASH) {
+      escaped = true;
       break;
     }
-    key += String.fromCharCode(c);
   }
-  if (!plain) key = JSON.parse(Buffer.from(b.buffer, b.byteOffset + i, end - i).toString('utf8')) as string;
-  const colon = skipWs(b, end);
-  return { key, next: skipWs(b, colon + 1) };
+  if (escaped) {
+    const key = JSON.parse(Buffer.from(b.buffer, b.byteOffset + start, end - start).toString('utf8')) as string;
+    return key === Buffer.from(name.buffer, name.byteOffset, name.byteLength).toString('latin1');
+  }
+  if (len !== name.byteLength) return false;
+  for (let j = 0; j < len; j++) if (b[start + 1 + j] !== name[j]) return false;
+  return true;
+}
+
+/** The index of the value after the key whose closing quote ends before `end` (skips the colon). */
+function afterColon(b: Uint8Array, end: number): number {
+  return skipWs(b, skipWs(b, end) + 1);
 }
 
 /**
@@ -97,9 +113,10 @@ export function payloadSpans(body: Uint8Array): ([number, number] | undefined)[]
     i = skipWs(body, i + 1);
     let spans: ([number, number] | undefined)[] | undefined;
     while (body[i] === QUOTE) {
-      const k = readKey(body, i);
-      i = k.next;
-      if (k.key === 'items' && body[i] === 0x5b) {
+      const keyEnd = skipString(body, i);
+      const isItems = keyIs(body, i, keyEnd, KEY_ITEMS);
+      i = afterColon(body, keyEnd);
+      if (isItems && body[i] === 0x5b) {
         spans = [];
         i = skipWs(body, i + 1);
         while (body[i] === 0x7b) {
@@ -107,11 +124,13 @@ export function payloadSpans(body: Uint8Array): ([number, number] | undefined)[]
           let data: [number, number] | undefined;
           i = skipWs(body, i + 1);
           while (body[i] === QUOTE) {
-            const f = readKey(body, i);
-            const start = f.next;
+            const fEnd = skipString(body, i);
+            const isPayload = keyIs(body, i, fEnd, KEY_PAYLOAD);
+            const isData = !isPayload && keyIs(body, i, fEnd, KEY_DATA);
+            const start = afterColon(body, fEnd);
             const end = skipValue(body, start);
-            if (f.key === 'payload') payload = [start, end];
-            else if (f.key === 'data') data = [start, end];
+            if (isPayload) payload = [start, end];
+            else if (isData) data = [start, end];
             i = skipWs(body, end);
             if (body[i] === 0x2c) i = skipWs(body, i + 1);
           }

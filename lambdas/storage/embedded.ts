@@ -179,6 +179,8 @@ const SOME_EXIST = new Error('some rows exist');
 interface WriteJob {
   kind: 'all' | 'each';
   ops: WriteOp[];
+  /** Each put's attributes as JSON, serialised once by {@link checkOp} (null for other ops). */
+  jsons: (string | null)[];
   resolve(v: WriteResult[] | undefined): void;
   reject(e: unknown): void;
   value?: WriteResult[] | undefined;
@@ -186,8 +188,8 @@ interface WriteJob {
 }
 
 /** The write parameters shared by every put statement: ver, attrs, bin, expires_at. */
-function values(item: Item): [number, string, Uint8Array | null, number | null] {
-  return [item.ver, attrsJson(item), item.bin ?? null, item.expiresAt ?? null];
+function values(item: Item, json: string): [number, string, Uint8Array | null, number | null] {
+  return [item.ver, json, item.bin ?? null, item.expiresAt ?? null];
 }
 
 function checkTable(table: TableName): void {
@@ -204,13 +206,17 @@ function checkKey(key: ItemKey): void {
   if (key.sk.length * 3 > MAX_SK_BYTES && Buffer.byteLength(key.sk) > MAX_SK_BYTES) throw new Error(`sort key over ${MAX_SK_BYTES} bytes`);
 }
 
-function checkOp(op: WriteOp): void {
+/** Validates one op as DynamoDB would; returns a put's attributes as JSON (null for other ops). */
+function checkOp(op: WriteOp): string | null {
   checkTable(op.table);
   if (op.op === 'put') {
     checkKey(op.item);
-    assertItemSize(op.item);
+    const json = attrsJson(op.item);
+    assertItemSize(op.item, json);
+    return json;
   } else if (op.op === 'delete' || op.op === 'check') {
     checkKey(op.key);
+    return null;
   } else {
     throw new Error(`unknown write op ${(op as { op: unknown }).op as string}`);
   }
@@ -274,10 +280,10 @@ class SqliteItemStore implements ItemStore {
 
     // IMMEDIATE takes the write lock up front: a deferred transaction that reads first can
     // fail with SQLITE_BUSY on lock upgrade when another process writes, without waiting.
-    const applyAll = db.transaction((ops: WriteOp[]) => {
+    const applyAll = db.transaction((ops: WriteOp[], jsons: (string | null)[]) => {
       let failed: { index: number; current: Item | undefined }[] | undefined;
       for (let i = 0; i < ops.length; i++) {
-        const r = this.apply(ops[i] as WriteOp);
+        const r = this.apply(ops[i] as WriteOp, jsons[i] ?? null);
         // Keys are distinct, so a failed op's `current` is the pre-transaction item and later
         // guards are unaffected by earlier writes: evaluating in order is equivalent to
         // DynamoDB checking all guards up front.
@@ -286,26 +292,27 @@ class SqliteItemStore implements ItemStore {
       // Throwing inside db.transaction rolls everything back.
       if (failed) throw new ConditionFailedError(failed);
     });
-    const applyEach = db.transaction((ops: WriteOp[]) => ops.map((op) => this.apply(op)));
+    const applyEach = db.transaction((ops: WriteOp[], jsons: (string | null)[]) => ops.map((op, i) => this.apply(op, jsons[i] ?? null)));
     // The common writeEach (many put-if-absent into one table, e.g. dedup reservations) as one
     // multi-row INSERT: half the cost of one statement per row. If any row already exists the
     // savepoint rolls back and the ops run one by one for their individual outcomes.
-    const insertAllNew = db.transaction((ops: WriteOp[]) => {
+    const insertAllNew = db.transaction((ops: WriteOp[], jsons: (string | null)[]) => {
       const params: unknown[] = [];
-      for (const op of ops) {
-        const item = (op as Extract<WriteOp, { op: 'put' }>).item;
-        params.push(op.table, item.pk, item.sk, ...values(item));
+      for (let i = 0; i < ops.length; i++) {
+        const op = ops[i] as Extract<WriteOp, { op: 'put' }>;
+        const { item } = op;
+        params.push(op.table, item.pk, item.sk, item.ver, jsons[i], item.bin ?? null, item.expiresAt ?? null);
       }
       if (this.insertMany(ops.length).run(...params).changes !== ops.length) throw SOME_EXIST;
       return ops.map(() => OK);
     });
-    const writeEachFast = (ops: WriteOp[]): WriteResult[] => {
-      if (ops.length < 2 || ops.length > 100 || !ops.every((o) => o.op === 'put' && o.cond?.kind === 'absent')) return applyEach(ops);
+    const writeEachFast = (ops: WriteOp[], jsons: (string | null)[]): WriteResult[] => {
+      if (ops.length < 2 || ops.length > 100 || !ops.every((o) => o.op === 'put' && o.cond?.kind === 'absent')) return applyEach(ops, jsons);
       try {
-        return insertAllNew(ops);
+        return insertAllNew(ops, jsons);
       } catch (e) {
         if (e !== SOME_EXIST) throw e;
-        return applyEach(ops);
+        return applyEach(ops, jsons);
       }
     };
     // Group commit: every write call waiting when the event loop comes round is applied in one
@@ -314,7 +321,7 @@ class SqliteItemStore implements ItemStore {
     this.txGroup = db.transaction((jobs: WriteJob[]) => {
       for (const job of jobs) {
         try {
-          job.value = job.kind === 'all' ? (applyAll(job.ops), undefined) : writeEachFast(job.ops);
+          job.value = job.kind === 'all' ? (applyAll(job.ops, job.jsons), undefined) : writeEachFast(job.ops, job.jsons);
         } catch (e) {
           job.error = e;
         }
@@ -386,22 +393,20 @@ class SqliteItemStore implements ItemStore {
 
   async put(table: TableName, item: Item, cond?: Condition): Promise<void> {
     const op: WriteOp = { op: 'put', table, item, cond };
-    checkOp(op);
-    await this.enqueue('all', [op]);
+    await this.enqueue('all', [op], [checkOp(op)]);
   }
 
   async delete(table: TableName, key: ItemKey, cond?: Condition): Promise<void> {
     const op: WriteOp = { op: 'delete', table, key, cond };
-    checkOp(op);
-    await this.enqueue('all', [op]);
+    await this.enqueue('all', [op], [checkOp(op)]);
   }
 
   /** Queues a write for the next group commit; resolves once it is committed (durable). */
-  private enqueue(kind: 'all', ops: WriteOp[]): Promise<undefined>;
-  private enqueue(kind: 'each', ops: WriteOp[]): Promise<WriteResult[]>;
-  private enqueue(kind: 'all' | 'each', ops: WriteOp[]): Promise<WriteResult[] | undefined> {
+  private enqueue(kind: 'all', ops: WriteOp[], jsons: (string | null)[]): Promise<undefined>;
+  private enqueue(kind: 'each', ops: WriteOp[], jsons: (string | null)[]): Promise<WriteResult[]>;
+  private enqueue(kind: 'all' | 'each', ops: WriteOp[], jsons: (string | null)[]): Promise<WriteResult[] | undefined> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ kind, ops, resolve, reject });
+      this.pending.push({ kind, ops, jsons, resolve, reject });
       if (this.pending.length === 1) setImmediate(() => this.flush());
     });
   }
@@ -425,28 +430,29 @@ class SqliteItemStore implements ItemStore {
   }
 
   async writeEach(ops: WriteOp[]): Promise<WriteResult[]> {
-    for (const op of ops) {
+    const jsons = ops.map((op) => {
       if (op.op === 'check') throw new Error('check ops are only valid in transact');
-      checkOp(op);
-    }
+      return checkOp(op);
+    });
     if (ops.length === 0) return [];
     // One savepoint in the next group commit; outcomes are still per op.
-    return this.enqueue('each', ops);
+    return this.enqueue('each', ops, jsons);
   }
 
   async transact(ops: WriteOp[]): Promise<void> {
     if (ops.length > MAX_TRANSACT_OPS) throw new Error(`transact takes at most ${MAX_TRANSACT_OPS} ops, got ${ops.length}`);
     const seen = new Set<string>();
-    for (const op of ops) {
-      checkOp(op);
+    const jsons = ops.map((op) => {
+      const json = checkOp(op);
       const k = opKey(op);
       // Length-prefixed, so no pk/sk content can make two different keys collide.
       const id = `${op.table}\u0000${k.pk.length}\u0000${k.pk}\u0000${k.sk}`;
       if (seen.has(id)) throw new Error(`transact has more than one op on ${op.table} ${k.pk} ${k.sk}`);
       seen.add(id);
-    }
+      return json;
+    });
     if (ops.length === 0) return;
-    await this.enqueue('all', ops);
+    await this.enqueue('all', ops, jsons);
   }
 
   sweepExpired(nowSeconds: number): number {
@@ -459,11 +465,11 @@ class SqliteItemStore implements ItemStore {
   }
 
   /** Applies one validated op inside the caller's transaction. */
-  private apply(op: WriteOp): WriteResult {
+  private apply(op: WriteOp, json: string | null): WriteResult {
     const { table } = op;
     if (op.op === 'put') {
       const { item, cond } = op;
-      const [ver, attrs, bin, exp] = values(item);
+      const [ver, attrs, bin, exp] = values(item, json ?? attrsJson(item));
       if (cond === undefined) {
         this.sUpsert.run(table, item.pk, item.sk, ver, attrs, bin, exp);
         return OK;

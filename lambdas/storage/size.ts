@@ -1,17 +1,8 @@
 import { MAX_ITEM_BYTES, type Item } from './port.js';
 
-// Adapters serialise attributes once for the size check and once to store them: remember the
-// text per attributes object so a write pays for one JSON.stringify.
-const jsonOf = new WeakMap<object, string>();
-
-/** The attributes' JSON text, computed once per attributes object. */
+/** The attributes' JSON text: what the size check measures and the embedded adapter stores. */
 export function attrsJson(item: Item): string {
-  let s = jsonOf.get(item.attrs);
-  if (s === undefined) {
-    s = JSON.stringify(item.attrs);
-    jsonOf.set(item.attrs, s);
-  }
-  return s;
+  return JSON.stringify(item.attrs);
 }
 
 /**
@@ -19,11 +10,11 @@ export function attrsJson(item: Item): string {
  * embedded backend accepts is never refused on AWS. It over-approximates DynamoDB's own
  * accounting (attribute names `pk`, `sk`, `v`, `a`, `b`, `ttl` plus values).
  */
-export function itemSize(item: Item): number {
+export function itemSize(item: Item, json: string = attrsJson(item)): number {
   return (
     Buffer.byteLength(item.pk) +
     Buffer.byteLength(item.sk) +
-    Buffer.byteLength(attrsJson(item)) +
+    Buffer.byteLength(json) +
     (item.bin?.byteLength ?? 0) +
     64
   );
@@ -36,12 +27,16 @@ export class ItemTooLargeError extends Error {
   }
 }
 
-export function assertItemSize(item: Item): void {
+/**
+ * Throws {@link ItemTooLargeError} for an item over DynamoDB's limit. Pass the attributes'
+ * JSON when the caller has it already (the embedded adapter stores that same text), so a write
+ * serialises its attributes once.
+ */
+export function assertItemSize(item: Item, json: string = attrsJson(item)): void {
   // A UTF-16 code unit is at most 3 UTF-8 bytes: most items are far enough below the limit
   // that the exact byte count (a scan of every string) is not needed.
-  const json = attrsJson(item);
   const bound = 3 * (item.pk.length + item.sk.length + json.length) + (item.bin?.byteLength ?? 0) + 64;
   if (bound <= MAX_ITEM_BYTES) return;
-  const size = itemSize(item);
+  const size = itemSize(item, json);
   if (size > MAX_ITEM_BYTES) throw new ItemTooLargeError(size);
 }

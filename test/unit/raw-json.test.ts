@@ -37,3 +37,30 @@ describe('unit: payloadSpans keys', () => {
     expect(slices('{"it\\u0065ms":[{"p\\u0061yload":7,"é":1}]}')).toEqual(['7']);
   });
 });
+
+describe('unit: payloadSpans on random payloads', () => {
+  // Strings built from the characters the scanner treats specially, so runs of backslashes
+  // before a quote (escaped or closing) occur in every length.
+  const alphabet = ['\\', '"', '{', '}', '[', ']', ',', ':', 'a', ' ', 'é', '✓', '\n'];
+  let seed = 7;
+  const rnd = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+  const str = (): string => Array.from({ length: rnd(12) }, () => alphabet[rnd(alphabet.length)]).join('');
+  const value = (depth: number): unknown => {
+    const k = rnd(depth > 2 ? 3 : 5);
+    if (k === 0) return str();
+    if (k === 1) return rnd(1000) / 7;
+    if (k === 2) return [true, false, null][rnd(3)];
+    if (k === 3) return Array.from({ length: rnd(4) }, () => value(depth + 1));
+    return Object.fromEntries(Array.from({ length: rnd(4) }, () => [str(), value(depth + 1)]));
+  };
+  it('finds every payload JSON.parse finds, byte for byte, over 300 random bodies', () => {
+    for (let n = 0; n < 300; n++) {
+      const items = Array.from({ length: 1 + rnd(5) }, () => ({ queue: str(), payload: value(0), transactionId: str() }));
+      const text = JSON.stringify({ items });
+      expect(slices(text)?.map((s) => JSON.parse(s as string) as unknown)).toEqual(items.map((i) => i.payload));
+    }
+  });
+});
