@@ -23,7 +23,7 @@ export function oneKiBPayload(n: number): string {
 
 export interface HttpLoad {
   agent: Agent;
-  post(path: string, body: string): Promise<{ status: number; body: string }>;
+  post(path: string, body: string | Buffer): Promise<{ status: number; body: string }>;
 }
 
 /** Keep-alive HTTP client for load generation (fetch adds overhead that would cap the numbers). */
@@ -55,38 +55,56 @@ export function rssMiB(pid: number): { peak: number; now: number } {
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 
-async function embeddedHttp(sync: 'full' | 'normal', plan: [batch: number, total: number][]): Promise<string[]> {
+async function embeddedHttp(sync: 'full' | 'normal', plan: [batch: number, total: number, connections?: number][]): Promise<string[]> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sluice-bench-'));
   const server = await startServerProcess({ SLUICE_DATA_DIR: dataDir, SLUICE_SYNC: sync });
   const pid = server.child.pid as number;
-  const load = httpLoad(server.url, 8);
+  const maxConnections = Math.max(...plan.map(([, , c]) => c ?? 8));
+  const load = httpLoad(server.url, maxConnections);
   const rows: string[] = [];
   try {
     let seq = 0;
-    for (const [batch, total] of plan) {
-      const workers = 8;
-      const perWorker = Math.ceil(total / batch / workers);
-      const started = process.hrtime.bigint();
+    // Untimed: 10,000 messages into another queue, so every row meets a warmed-up server
+    // (compiled code, prepared statements) whichever row comes first.
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, w) => {
+        for (let r = 0; r < 13; r++) {
+          const items = Array.from({ length: 100 }, (_, i) => `{"queue":"warmup","partition":"p${w}","transactionId":"w-${r}-${i}","payload":${oneKiBPayload(i)}}`);
+          const res = await load.post('/api/v1/push', `{"items":[${items.join(',')}]}`);
+          if (res.status !== 201) throw new Error(`warm-up push answered ${res.status}: ${res.body.slice(0, 200)}`);
+        }
+      }),
+    );
+    for (const [batch, total, connections = 8] of plan) {
+      // One connection per partition; every body is built before the clock starts (each has
+      // fresh transactionIds), so the load generator, on the same two cores, only sends.
+      const perConnection = Math.ceil(total / batch / connections);
       let bytes = 0;
+      const bodies = Array.from({ length: connections }, (_, w) =>
+        Array.from({ length: perConnection }, () => {
+          const items: string[] = [];
+          for (let i = 0; i < batch; i++) {
+            const n = seq++;
+            const p = oneKiBPayload(n);
+            bytes += p.length;
+            items.push(`{"queue":"bench","partition":"p${w}","transactionId":"b${batch}-${n}","payload":${p}}`);
+          }
+          return Buffer.from(`{"items":[${items.join(',')}]}`);
+        }),
+      );
+      const started = process.hrtime.bigint();
       await Promise.all(
-        Array.from({ length: workers }, async (_, w) => {
-          for (let r = 0; r < perWorker; r++) {
-            const items: string[] = [];
-            for (let i = 0; i < batch; i++) {
-              const n = seq++;
-              const p = oneKiBPayload(n);
-              bytes += p.length;
-              items.push(`{"queue":"bench","partition":"p${w}","transactionId":"b${batch}-${n}","payload":${p}}`);
-            }
-            const res = await load.post('/api/v1/push', `{"items":[${items.join(',')}]}`);
+        bodies.map(async (mine) => {
+          for (const body of mine) {
+            const res = await load.post('/api/v1/push', body);
             if (res.status !== 201) throw new Error(`push answered ${res.status}: ${res.body.slice(0, 200)}`);
           }
         }),
       );
       const secs = Number(process.hrtime.bigint() - started) / 1e9;
-      const msgs = perWorker * workers * batch;
+      const msgs = perConnection * connections * batch;
       const rss = rssMiB(pid);
-      rows.push(`| ${sync} | ${batch} | ${fmt(msgs)} | ${fmt(msgs / secs)} | ${(bytes / secs / 2 ** 20).toFixed(1)} | ${fmt((perWorker * workers) / secs)} | ${rss.now} | ${rss.peak} |`);
+      rows.push(`| ${sync} | ${batch} | ${connections} | ${fmt(msgs)} | ${fmt(msgs / secs)} | ${(bytes / secs / 2 ** 20).toFixed(1)} | ${fmt((perConnection * connections) / secs)} | ${rss.now} | ${rss.peak} |`);
     }
   } finally {
     load.agent.destroy();
@@ -143,6 +161,7 @@ export async function pushBench(): Promise<string> {
       [10, 30_000],
       [100, 200_000],
       [1000, 300_000],
+      [100, 200_000, 16],
     ])),
     ...(await embeddedHttp('normal', [[100, 200_000]])),
   ];
@@ -154,10 +173,10 @@ export async function pushBench(): Promise<string> {
     '',
     '### Embedded backend, through HTTP',
     '',
-    'The local server (`npm start`) in its own process, on the same two cores as the load generator; 8 keep-alive connections, each pushing to its own partition; 1 KiB JSON messages, each with a transactionId (dedup on). `SLUICE_SYNC=full` (the default) fsyncs every SQLite commit; `normal` survives a process crash but not a power loss. RSS is read from /proc after each row (batch sizes run in order in one server process).',
+    'The local server (`npm start`) in its own process, on the same two cores as the load generator; keep-alive connections, each pushing to its own partition, one push at a time; 1 KiB JSON messages, each with a transactionId (dedup on). Request bodies are built before the clock starts, so the load generator only sends; each server process first takes 10,400 untimed messages into another queue (warm-up). `SLUICE_SYNC=full` (the default) fsyncs every SQLite commit; `normal` survives a process crash but not a power loss. RSS is read from /proc after each row (rows run in order in one server process).',
     '',
-    '| SLUICE_SYNC | batch | messages | msgs/s | MB/s (payload) | pushes/s | server RSS after, MiB | peak so far, MiB |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| SLUICE_SYNC | batch | connections | messages | msgs/s | MB/s (payload) | pushes/s | server RSS after, MiB | peak so far, MiB |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...emb,
     '',
     '### AWS backend (DynamoDB + S3 on moto): requests and units per push',

@@ -106,7 +106,28 @@ class Embedded implements EmbeddedStorage {
 // Items: SQLite
 // ---------------------------------------------------------------------------------------
 
-const SCHEMA_VERSION = 1;
+/**
+ * 2: `items` is a rowid table (1 was WITHOUT ROWID; {@link migrateToV2} converts it). Rows
+ * are appended in insertion order and the primary key is a separate index of keys only, so
+ * a push's 100 dedup reservations, whose transactionIds land anywhere in key order, dirty
+ * index pages of short keys instead of pages of whole rows (docs/STORAGE.md has the numbers).
+ */
+const SCHEMA_VERSION = 2;
+
+/** The items table. TEXT keys use BINARY collation = UTF-8 byte order, DynamoDB's sort-key order. */
+const itemsTable = (name: string): string => `
+  CREATE TABLE IF NOT EXISTS ${name} (
+    tbl        TEXT    NOT NULL,
+    pk         TEXT    NOT NULL,
+    sk         TEXT    NOT NULL,
+    ver        INTEGER NOT NULL,
+    attrs      TEXT    NOT NULL,
+    bin        BLOB,
+    expires_at INTEGER,
+    PRIMARY KEY (tbl, pk, sk)
+  );`;
+// Partial: only items with a TTL pay for it, and the sweep never scans the whole table.
+const EXPIRES_INDEX = 'CREATE INDEX IF NOT EXISTS items_expires_at ON items (expires_at) WHERE expires_at IS NOT NULL;';
 
 function openDatabase(Sqlite: typeof Database, file: string, sync: 'full' | 'normal'): Database.Database {
   const db = new Sqlite(file);
@@ -120,31 +141,33 @@ function openDatabase(Sqlite: typeof Database, file: string, sync: 'full' | 'nor
     db.pragma('cache_size = -16384'); // 16 MiB: the OS page cache holds the rest
     db.pragma('journal_size_limit = 67108864');
     db.pragma('temp_store = MEMORY');
-    // WITHOUT ROWID: the primary key is the table's only B-tree, so each write touches one
-    // tree and a query is one range scan. TEXT keys use BINARY collation = UTF-8 byte order,
-    // which is DynamoDB's sort-key order.
-    db.exec(`
-      CREATE TABLE IF NOT EXISTS items (
-        tbl        TEXT    NOT NULL,
-        pk         TEXT    NOT NULL,
-        sk         TEXT    NOT NULL,
-        ver        INTEGER NOT NULL,
-        attrs      TEXT    NOT NULL,
-        bin        BLOB,
-        expires_at INTEGER,
-        PRIMARY KEY (tbl, pk, sk)
-      ) WITHOUT ROWID;
-      -- Partial: only items with a TTL pay for it, and the sweep never scans the whole table.
-      CREATE INDEX IF NOT EXISTS items_expires_at ON items (expires_at) WHERE expires_at IS NOT NULL;
-    `);
-    const version = db.pragma('user_version', { simple: true }) as number;
-    if (version === 0) db.pragma(`user_version = ${SCHEMA_VERSION}`);
-    else if (version !== SCHEMA_VERSION) throw new Error(`${file}: unsupported schema version ${version}`);
+    db.transaction(() => {
+      // Inside one IMMEDIATE transaction, so two processes opening one directory at once
+      // create (or migrate) it once.
+      const version = db.pragma('user_version', { simple: true }) as number;
+      if (version === SCHEMA_VERSION) return;
+      if (version === 1) return migrateToV2(db);
+      if (version !== 0) throw new Error(`${file}: unsupported schema version ${version} (this Sluice reads ${SCHEMA_VERSION})`);
+      db.exec(itemsTable('items') + EXPIRES_INDEX);
+      db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    }).immediate();
     return db;
   } catch (err) {
     db.close();
     throw err;
   }
+}
+
+/** Copies a version-1 data directory's items into the rowid table, in the caller's transaction. */
+function migrateToV2(db: Database.Database): void {
+  db.exec(`
+    ${itemsTable('items_v2')}
+    INSERT INTO items_v2 (tbl, pk, sk, ver, attrs, bin, expires_at) SELECT tbl, pk, sk, ver, attrs, bin, expires_at FROM items ORDER BY tbl, pk, sk;
+    DROP TABLE items;
+    ALTER TABLE items_v2 RENAME TO items;
+    ${EXPIRES_INDEX}
+  `);
+  db.pragma(`user_version = ${SCHEMA_VERSION}`);
 }
 
 interface Row {

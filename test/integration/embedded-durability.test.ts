@@ -115,6 +115,59 @@ process.exit(0);
     }
   });
 
+describe('embedded storage: schema versions', () => {
+  // The version-1 layout exactly as earlier releases created it.
+  const V1 = `
+    CREATE TABLE items (tbl TEXT NOT NULL, pk TEXT NOT NULL, sk TEXT NOT NULL, ver INTEGER NOT NULL, attrs TEXT NOT NULL, bin BLOB, expires_at INTEGER, PRIMARY KEY (tbl, pk, sk)) WITHOUT ROWID;
+    CREATE INDEX items_expires_at ON items (expires_at) WHERE expires_at IS NOT NULL;
+    PRAGMA user_version = 1;`;
+  const sqlite = async (file: string) => new (await import('better-sqlite3')).default(file);
+
+  it('migrates a version-1 data directory to the rowid table, keeping every item', async () => {
+    const dataDir = await freshDir();
+    const old = await sqlite(join(dataDir, 'sluice.db'));
+    old.pragma('journal_mode = WAL');
+    old.exec(V1);
+    const insert = old.prepare('INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)');
+    insert.run('log', 'p', 's#1', 3, '{"x":"é"}', Buffer.from([1, 2, 3]), null);
+    insert.run('dedup', 'p', 'tx-b', 1, '{}', null, 100);
+    insert.run('dedup', 'p', 'tx-a', 1, '{}', null, 5_000_000_000);
+    old.close();
+
+    const s = await openEmbeddedStorage({ dataDir });
+    try {
+      expect(await s.items.get('log', { pk: 'p', sk: 's#1' })).toEqual({ pk: 'p', sk: 's#1', ver: 3, attrs: { x: 'é' }, bin: Buffer.from([1, 2, 3]) });
+      expect((await s.items.query('dedup', 'p')).items.map((i) => [i.sk, i.expiresAt])).toEqual([['tx-a', 5_000_000_000], ['tx-b', 100]]);
+      // Guards and the TTL index work on the migrated table.
+      await expect(s.items.put('dedup', item('tx-a'), { kind: 'absent' })).rejects.toBeInstanceOf(ConditionFailedError);
+      expect(await s.sweepExpired(1_000)).toBe(1);
+    } finally {
+      await s.close();
+    }
+    const db = await sqlite(join(dataDir, 'sluice.db'));
+    try {
+      expect(db.pragma('user_version', { simple: true })).toBe(2);
+      const ddl = db.prepare("SELECT name, sql FROM sqlite_master WHERE tbl_name = 'items' AND sql IS NOT NULL ORDER BY name").all() as { name: string; sql: string }[];
+      expect(ddl.map((d) => d.name)).toEqual(['items', 'items_expires_at']);
+      expect(ddl[0]?.sql).not.toMatch(/WITHOUT ROWID/i);
+    } finally {
+      db.close();
+    }
+    // Opening again is a no-op.
+    const again = await openEmbeddedStorage({ dataDir });
+    expect((await again.items.query('dedup', 'p')).items).toHaveLength(1);
+    await again.close();
+  });
+
+  it('refuses a data directory from a newer Sluice, naming the versions', async () => {
+    const dataDir = await freshDir();
+    const db = await sqlite(join(dataDir, 'sluice.db'));
+    db.pragma('user_version = 9');
+    db.close();
+    await expect(openEmbeddedStorage({ dataDir })).rejects.toThrow(/unsupported schema version 9 \(this Sluice reads 2\)/);
+  });
+});
+
 describe('embedded storage: large items', () => {
   it('stores a near-limit item whose bulk is bin (rows spill to SQLite overflow pages)', async () => {
     const s = await openEmbeddedStorage({ dataDir: await freshDir(), sync: 'normal' });
