@@ -9,7 +9,7 @@
  */
 import type { FunctionGroup } from '../lambdas/http/route.js';
 import { SEGMENT_BLOB_PREFIX } from '../lambdas/service/keys.js';
-import { dlqBlobKey } from '../lambdas/service/lease-keys.js';
+import { DLQ_BLOB_PREFIX } from '../lambdas/service/lease-keys.js';
 import type { TableName } from '../lambdas/storage/port.js';
 
 /** Every Lambda function Sluice deploys: one per route group plus scheduled maintenance. */
@@ -43,8 +43,8 @@ export interface FunctionAccess {
  * - Admin routes configure and delete queues (`meta`: the queue, its partitions' names, the
  *   tombstones; the lease groups' scan state in `leases`), list, retry (a push) and delete
  *   dead letters (`dlq` and its blobs) and manage lease groups (`leases`, `meta`).
- * - Maintenance sweeps orphan segment blobs (list, delete; abort markers in `log`, cursor in
- *   `meta`), applies retention (segments and their blobs, idle partitions retired in `meta`;
+ * - Maintenance sweeps orphan segment and dead-letter blobs (list, delete; abort markers in
+ *   `log` and `dlq`, cursors in `meta`), applies retention (segments and their blobs, idle partitions retired in `meta`;
  *   claim positions read in `claims`), and removes what deleted queues and retired partitions
  *   left (tombstones in `meta`): segments, markers and blobs (`log`, the bucket), reservations
  *   (`dedup`), cursors and READY marks (`leases`), claim state (`claims`), DLQ rows and their
@@ -87,6 +87,6 @@ export const BUCKET_ACTIONS: Record<BucketOp, string> = {
 };
 
 /** Every key prefix Sluice writes blobs under (segments, large dead letters): object permissions are scoped to them. */
-export const BLOB_PREFIXES: readonly string[] = [SEGMENT_BLOB_PREFIX, dlqBlobKey('P', 'I').replace(/P\/I$/, '')];
-/** What maintenance lists (the orphan sweep walks the segments). */
-export const LIST_PREFIXES: readonly string[] = [SEGMENT_BLOB_PREFIX];
+export const BLOB_PREFIXES: readonly string[] = [SEGMENT_BLOB_PREFIX, DLQ_BLOB_PREFIX];
+/** What maintenance lists (the orphan sweeps walk the segments and the dead-letter payloads). */
+export const LIST_PREFIXES: readonly string[] = [SEGMENT_BLOB_PREFIX, DLQ_BLOB_PREFIX];

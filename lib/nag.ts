@@ -16,7 +16,7 @@ import { BLOB_PREFIXES } from './access.js';
 /** Why each accepted kind of finding is fine, keyed by what it applies to. */
 export const NAG_REASONS = {
   blobObjects:
-    `Blob keys are minted at run time under fixed prefixes (${BLOB_PREFIXES.join(', ')}: segments/<partitionId>/<pushId>.zst, dlq/<partitionId>/<id>), so object permissions are scoped to those prefixes of this one bucket (the narrowest fixed scope), with only the object actions the function uses.`,
+    `Blob keys are minted at run time under fixed prefixes (${BLOB_PREFIXES.join(', ')}: segments/<partitionId>/<pushId>.zst, dlq/<partitionId>/<blobId>.bin), so object permissions are scoped to those prefixes of this one bucket (the narrowest fixed scope), with only the object actions the function uses.`,
   invokeRoutes:
     'execute-api:Invoke on this API only, one resource per route of the role: "*" stands for the stage and for path parameters (queue, partition, group, ids), which are chosen by callers at run time. Per-queue limits are the grants, enforced in the handlers.',
   runtime:

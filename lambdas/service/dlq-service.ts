@@ -12,7 +12,7 @@
 import { SluiceError, notFound } from '../core/errors.js';
 import { uuidv7 } from '../core/ids.js';
 import { ConditionFailedError, MAX_GET_MANY, type Item, type Json, type Storage, type WriteOp } from '../storage/port.js';
-import { dlqBlobKey, dlqKeys, entryPk, listSk } from './lease-keys.js';
+import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, entryPk, listSk, parseDlqBlobKey } from './lease-keys.js';
 import type { LogService, PartitionRef, PushResult, StoredMessage } from './log-service.js';
 
 /** Payloads up to this size stay inside the entry item; larger ones go to a blob. */
@@ -78,18 +78,65 @@ export class DlqService {
     };
     if (part.queueId !== undefined) attrs.queueId = part.queueId;
     let bin: Uint8Array | undefined = msg.payload;
+    let marker: WriteOp | undefined;
     if (msg.payload.byteLength > INLINE_PAYLOAD_BYTES) {
-      attrs.blob = dlqBlobKey(part.id, uuidv7(now));
+      // The blob goes first, so a crash before the commit leaves an unreferenced blob (without
+      // a committed marker) for the sweep, never an entry pointing at nothing.
+      const blobId = uuidv7(now);
+      attrs.blob = dlqBlobKey(part.id, blobId);
       await this.storage.blobs.put(attrs.blob, msg.payload);
       bin = undefined;
+      marker = { op: 'put', table: 'dlq', item: { ...dlqKeys.blobMarker(part.id, blobId), ver: 1, attrs: { state: 'committed', entryPk: e.pk, entrySk: e.sk } }, cond: { kind: 'absent' } };
     }
     const pointer: Record<string, Json> = { entryPk: e.pk, entrySk: e.sk, failedAt: now };
     if (part.queueId !== undefined) pointer.queueId = part.queueId;
-    return [
+    const ops: WriteOp[] = [
       { op: 'put', table: 'dlq', item: { ...e, ver: 1, attrs: attrs as unknown as Record<string, Json>, bin } },
       { op: 'put', table: 'dlq', item: { ...byQueue, ver: 1, attrs: pointer } },
       { op: 'put', table: 'dlq', item: { ...dlqKeys.byGroup(part.queue, group, sk), ver: 1, attrs: pointer } },
     ];
+    if (marker) ops.push(marker);
+    return ops;
+  }
+
+  /**
+   * One page of the dead-letter blob sweep: removes payload blobs older than `graceMs` that
+   * no committed filing points at (an ack that uploaded one and then failed or crashed, or a
+   * removal that crashed between its rows and its blob). Resumes where the last page ended.
+   */
+  async sweepOrphanBlobs(now: number, graceMs: number, limit = 1000): Promise<{ scanned: number; deleted: number; kept: number; wrapped: boolean }> {
+    const cursorKey = dlqKeys.blobSweepCursor();
+    const cursorItem = await this.storage.items.get('meta', cursorKey);
+    const after = cursorItem?.attrs.after as string | undefined;
+    const page = await this.storage.blobs.list(DLQ_BLOB_PREFIX, { after, limit });
+    let deleted = 0;
+    let kept = 0;
+    for (const b of page.blobs) {
+      const ref = parseDlqBlobKey(b.key);
+      if (!ref || now - b.modifiedAt < graceMs) {
+        kept++;
+        continue;
+      }
+      const mk = dlqKeys.blobMarker(ref.partitionId, ref.blobId);
+      let marker = await this.storage.items.get('dlq', mk);
+      if (!marker) {
+        try {
+          // Put-if-absent: a filing still in flight now fails on its own marker instead.
+          await this.storage.items.put('dlq', { ...mk, ver: 1, attrs: { state: 'aborted', at: now }, expiresAt: Math.ceil(now / 1000) + 7 * 86400 }, { kind: 'absent' });
+          marker = { ...mk, ver: 1, attrs: { state: 'aborted' } };
+        } catch (e) {
+          if (!(e instanceof ConditionFailedError)) throw e;
+          marker = await this.storage.items.get('dlq', mk);
+        }
+      }
+      if (marker?.attrs.state === 'aborted') {
+        await this.storage.blobs.delete(b.key);
+        deleted++;
+      } else kept++;
+    }
+    const wrapped = !page.next;
+    await this.storage.items.put('meta', { ...cursorKey, ver: (cursorItem?.ver ?? 0) + 1, attrs: wrapped ? { at: now } : { after: page.next ?? null, at: now } });
+    return { scanned: page.blobs.length, deleted, kept, wrapped };
   }
 
   /**
@@ -249,13 +296,24 @@ export class DlqService {
       { op: 'delete', table: 'dlq', key: { pk: `L#${a.queue}`, sk: a.listSk } },
       { op: 'delete', table: 'dlq', key: { pk: `LG#${a.queue}#${a.consumerGroup}`, sk: a.listSk } },
     ];
+    // The marker goes with the rows: should the blob delete below not happen, the sweep finds
+    // a blob without a committed marker and removes it.
+    const guarded = a.blob ? parseDlqBlobKey(a.blob) : undefined;
+    if (guarded) ops.push({ op: 'delete', table: 'dlq', key: dlqKeys.blobMarker(guarded.partitionId, guarded.blobId) });
     try {
       await this.storage.items.transact(ops);
     } catch (e) {
       if (e instanceof ConditionFailedError) return; // removed (or replaced) meanwhile
       throw e;
     }
-    if (a.blob) await this.storage.blobs.delete(a.blob);
+    if (!a.blob) return;
+    try {
+      await this.storage.blobs.delete(a.blob);
+    } catch (e) {
+      // The row is gone, which is what the caller asked for. A guarded blob is collected by the
+      // sweep (its marker went with the rows); a blob from before markers is logged here.
+      if (!guarded) console.error(JSON.stringify({ level: 'ERROR', message: 'dead-letter blob left behind', blob: a.blob, error: e instanceof Error ? e.message : String(e) }));
+    }
   }
 
   private async toEntry(it: Item): Promise<DlqEntry> {

@@ -35,11 +35,31 @@ export const dlqKeys = {
   byQueue: (queue: string, sk: string): ItemKey => ({ pk: `L#${queue}`, sk }),
   /** Listing pointer by (queue, group). */
   byGroup: (queue: string, group: string, sk: string): ItemKey => ({ pk: `LG#${queue}#${group}`, sk }),
+  /**
+   * A payload blob's marker, written (put-if-absent, `committed`) with the entry that points
+   * at the blob and deleted with it. The orphan sweep writes it `aborted` first when absent, so
+   * a filing that commits after the sweep judged its blob orphaned fails instead of pointing
+   * at a deleted blob.
+   */
+  blobMarker: (partitionId: string, blobId: string): ItemKey => ({ pk: `DB#${partitionId}`, sk: blobId }),
+  /** meta: where the dead-letter blob sweep continues. */
+  blobSweepCursor: (): ItemKey => ({ pk: 'MAINT', sk: 'dlq-blob-sweep' }),
 };
 
 export const entryPk = (partitionId: string, transactionId: string): string => `E#${partitionId}#${transactionId}`;
 /** List sort key: failure time, then log order (partition, offset) for ties, then what makes it unique. */
 export const listSk = (failedAt: number, partitionId: string, offset: number, group: string, transactionId: string): string => `${padTime(failedAt)}#${partitionId}#${padOffset(offset)}#${group}#${transactionId}`;
 
-/** Blob key of a DLQ payload too large to keep inside its entry. */
-export const dlqBlobKey = (partitionId: string, id: string): string => `dlq/${partitionId}/${id}`;
+export const DLQ_BLOB_PREFIX = 'dlq/';
+/**
+ * Blob key of a DLQ payload too large to keep inside its entry. The `.bin` suffix marks keys
+ * guarded by a {@link dlqKeys.blobMarker}: blobs written before markers existed have none and
+ * the orphan sweep leaves them alone.
+ */
+export const dlqBlobKey = (partitionId: string, blobId: string): string => `${DLQ_BLOB_PREFIX}${partitionId}/${blobId}.bin`;
+
+/** Parses a marker-guarded DLQ blob key; undefined for anything else (older keys included). */
+export function parseDlqBlobKey(key: string): { partitionId: string; blobId: string } | undefined {
+  const m = /^dlq\/([^/]+)\/([^/]+)\.bin$/.exec(key);
+  return m?.[1] && m[2] ? { partitionId: m[1], blobId: m[2] } : undefined;
+}

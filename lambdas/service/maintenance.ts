@@ -4,6 +4,8 @@ import type { Services } from './runtime.js';
 
 export interface MaintenanceReport {
   blobs: { scanned: number; deleted: number; kept: number; wrapped: boolean };
+  /** The dead-letter payload blob sweep (same shape). */
+  dlqBlobs?: { scanned: number; deleted: number; kept: number; wrapped: boolean };
   expiredItems?: number;
   /** Removal of deleted queues' and retired partitions' data (their tombstones). */
   deletion?: DeletionReport;
@@ -12,7 +14,7 @@ export interface MaintenanceReport {
 }
 
 /**
- * One maintenance pass: the orphan-blob sweep, a bounded share of the work deleted queues and
+ * One maintenance pass: the orphan-blob sweeps (segments, dead-letter payloads), a bounded share of the work deleted queues and
  * retired partitions left (their tombstones), retention (and, on the embedded backend,
  * collecting items whose TTL lapsed, which DynamoDB does by itself). Run by a timer in the
  * local server and by a schedule on AWS.
@@ -20,6 +22,7 @@ export interface MaintenanceReport {
 export async function runMaintenance(svc: Services): Promise<MaintenanceReport> {
   const blobs = await svc.log.sweepOrphanBlobs();
   const report: MaintenanceReport = { blobs };
+  report.dlqBlobs = await svc.dlq.sweepOrphanBlobs(svc.clock(), svc.config.sweepGraceMs);
   report.deletion = await svc.deletion.run();
   report.retention = await svc.retention.run();
   const gc = (svc.storage as { sweepExpired?: (nowSeconds: number) => number }).sweepExpired;

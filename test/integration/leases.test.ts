@@ -8,6 +8,7 @@ import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
 import { resolveQueueOptions } from '../../lambdas/core/queue-options.js';
 import { KmsKeyProvider } from '../../lambdas/service/encryption.js';
 import { SEGMENT_BLOB_PREFIX, keys, parseSegmentBlobKey } from '../../lambdas/service/keys.js';
+import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, parseDlqBlobKey } from '../../lambdas/service/lease-keys.js';
 import type { PopRequest, PopResult } from '../../lambdas/service/lease-service.js';
 import { buildServices, type Services } from '../../lambdas/service/runtime.js';
 import type { ItemStore, Storage } from '../../lambdas/storage/port.js';
@@ -124,6 +125,63 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     expect(t.counters.get('DeadLettered')).toBe(1);
     await svc.dlq.retry(m.partitionId, m.transactionId);
     expect(t.counters.get('MessagesPushed')).toBe(4);
+  });
+
+  it('the dead-letter blob sweep removes payload blobs no filing points at, and keeps filed ones and older unguarded keys', async () => {
+    const svc = testServices(inner);
+    const big = json('x'.repeat(300 * 1024)); // over the 256 KiB kept inside the entry
+    await svc.log.push([{ queue: 'dlqblob', payload: big, transactionId: 'db-1' }]);
+    const r = await svc.leases.pop(req('dlqblob', { group: 'g', batch: 1 }));
+    const m = r!.messages[0]!;
+    await svc.leases.ack([{ index: 0, partitionId: m.partitionId, transactionId: m.transactionId, status: 'dlq', error: 'bad', leaseId: r!.leaseId }], 'g');
+    const listed = async (): Promise<string[]> => (await inner.blobs.list(`${DLQ_BLOB_PREFIX}${m.partitionId}/`)).blobs.map((b) => b.key);
+    const [filed] = await listed();
+    expect(parseDlqBlobKey(filed!)).toBeDefined();
+    // An ack that failed after uploading (no marker), and a blob from before markers (no `.bin`).
+    const orphan = dlqBlobKey(m.partitionId, '0190aaaa-0000-7000-8000-000000000001');
+    const legacy = `${DLQ_BLOB_PREFIX}${m.partitionId}/0190aaaa-0000-7000-8000-000000000002`;
+    await inner.blobs.put(orphan, json('orphan'));
+    await inner.blobs.put(legacy, json('legacy'));
+    const grace = 60_000;
+    // Young blobs are kept whatever they are.
+    expect(await svc.dlq.sweepOrphanBlobs(Date.now(), grace)).toMatchObject({ scanned: 3, deleted: 0, kept: 3, wrapped: true });
+    const later = Date.now() + grace + 1000;
+    expect(await svc.dlq.sweepOrphanBlobs(later, grace)).toMatchObject({ scanned: 3, deleted: 1, kept: 2 });
+    expect((await listed()).sort()).toEqual([filed, legacy].sort());
+    expect(text((await svc.dlq.list({ queue: 'dlqblob', limit: 10, offset: 0 }))[0]!.payload)).toBe(text(big));
+    // A removal whose blob delete fails still removes the row; its marker went with it, so
+    // the next sweep collects the blob.
+    const blobless = { ...inner, blobs: { ...inner.blobs, delete: async () => Promise.reject(new Error('simulated crash')) } };
+    const removal = testServices(blobless as Storage);
+    expect(await removal.dlq.delete(m.partitionId, m.transactionId)).toEqual({ removed: 1 });
+    expect(await inner.items.get('dlq', dlqKeys.blobMarker(m.partitionId, parseDlqBlobKey(filed!)!.blobId))).toBeUndefined();
+    expect(await svc.dlq.sweepOrphanBlobs(later, grace)).toMatchObject({ deleted: 1, kept: 1 });
+    expect(await listed()).toEqual([legacy]);
+  });
+
+  it('a filing whose payload blob the sweep judged orphaned (the ack stalled past the grace) fails, and the ack files again with a fresh blob', async () => {
+    await inner.items.put('meta', { ...dlqKeys.blobSweepCursor(), ver: 99, attrs: { at: 0 } }); // start from the top
+    const big = json('y'.repeat(300 * 1024));
+    const sweeper = testServices(inner);
+    let swept: { deleted: number } | undefined;
+    // Just before the first ack transaction carrying a blob marker commits, the sweep runs.
+    const stalled = withItems(inner, {
+      transact: async (ops) => {
+        if (!swept && ops.some((o) => o.op === 'put' && o.table === 'dlq' && o.item.pk.startsWith('DB#'))) swept = await sweeper.dlq.sweepOrphanBlobs(Date.now() + 3_600_000, 60_000);
+        return inner.items.transact(ops);
+      },
+    });
+    const svc = testServices(stalled);
+    await svc.log.push([{ queue: 'dlqstall', payload: big, transactionId: 'ds-1' }]);
+    const r = await svc.leases.pop(req('dlqstall', { group: 'g', batch: 1 }));
+    const m = r!.messages[0]!;
+    const [res] = await svc.leases.ack([{ index: 0, partitionId: m.partitionId, transactionId: m.transactionId, status: 'dlq', error: 'bad', leaseId: r!.leaseId }], 'g');
+    expect(res).toMatchObject({ success: true });
+    expect(swept?.deleted).toBeGreaterThanOrEqual(1);
+    const rows = await svc.dlq.list({ queue: 'dlqstall', limit: 10, offset: 0 });
+    expect(rows.map((e) => text(e.payload))).toEqual([text(big)]);
+    // Only the blob of the filing that committed is left.
+    expect((await inner.blobs.list(`${DLQ_BLOB_PREFIX}${m.partitionId}/`)).blobs).toHaveLength(1);
   });
 
   it('a replay whose row delete fails answers replayed with dlqRowRemoved false, and the row stays listed', async () => {
