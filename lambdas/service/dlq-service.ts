@@ -11,7 +11,7 @@
  */
 import { SluiceError, notFound } from '../core/errors.js';
 import { uuidv7 } from '../core/ids.js';
-import { ConditionFailedError, MAX_GET_MANY, type Item, type Json, type Storage, type WriteOp } from '../storage/port.js';
+import { ConditionFailedError, ContentionError, MAX_GET_MANY, type Item, type Json, type Storage, type WriteOp } from '../storage/port.js';
 import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, entryPk, listSk, parseDlqBlobKey } from './lease-keys.js';
 import type { LogService, PartitionRef, PushResult, StoredMessage } from './log-service.js';
 
@@ -118,21 +118,39 @@ export class DlqService {
         continue;
       }
       const mk = dlqKeys.blobMarker(ref.partitionId, ref.blobId);
-      let marker = await this.storage.items.get('dlq', mk);
-      if (!marker) {
-        try {
-          // Put-if-absent: a filing still in flight now fails on its own marker instead.
-          await this.storage.items.put('dlq', { ...mk, ver: 1, attrs: { state: 'aborted', at: now }, expiresAt: Math.ceil(now / 1000) + 7 * 86400 }, { kind: 'absent' });
-          marker = { ...mk, ver: 1, attrs: { state: 'aborted' } };
-        } catch (e) {
-          if (!(e instanceof ConditionFailedError)) throw e;
-          marker = await this.storage.items.get('dlq', mk);
+      try {
+        let marker = await this.storage.items.get('dlq', mk);
+        if (!marker) {
+          try {
+            // Put-if-absent: a filing still in flight now fails on its own marker instead.
+            await this.storage.items.put('dlq', { ...mk, ver: 1, attrs: { state: 'aborted', at: now }, expiresAt: Math.ceil(now / 1000) + 7 * 86400 }, { kind: 'absent' });
+            marker = { ...mk, ver: 1, attrs: { state: 'aborted' } };
+          } catch (e) {
+            if (!(e instanceof ConditionFailedError)) throw e;
+            marker = await this.storage.items.get('dlq', mk);
+          }
         }
-      }
-      if (marker?.attrs.state === 'aborted') {
+        if (marker?.attrs.state === 'committed') {
+          // Committed, but is the entry still pointing here? Filing the same message again
+          // for the same group overwrites the entry with a new blob; nothing ever points at
+          // an older blob id again, so its marker and blob can go.
+          const entry = await this.storage.items.get('dlq', { pk: marker.attrs.entryPk as string, sk: marker.attrs.entrySk as string });
+          if (entry?.attrs.blob === b.key) {
+            kept++;
+            continue;
+          }
+          await this.storage.items.delete('dlq', mk, { kind: 'version', ver: marker.ver });
+        } else if (marker?.attrs.state !== 'aborted') {
+          kept++;
+          continue;
+        }
         await this.storage.blobs.delete(b.key);
         deleted++;
-      } else kept++;
+      } catch (e) {
+        // Another writer on the marker right now (a transaction in flight): look again next pass.
+        if (!(e instanceof ContentionError || e instanceof ConditionFailedError)) throw e;
+        kept++;
+      }
     }
     const wrapped = !page.next;
     await this.storage.items.put('meta', { ...cursorKey, ver: (cursorItem?.ver ?? 0) + 1, attrs: wrapped ? { at: now } : { after: page.next ?? null, at: now } });

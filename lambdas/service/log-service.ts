@@ -1269,6 +1269,11 @@ export class LogService {
           await this.storage.items.put('log', { ...mk, ver: 1, attrs: { state: 'aborted', at: now, by: 'sweeper' }, expiresAt: Math.ceil(now / 1000) + 7 * 86400 }, { kind: 'absent' });
           marker = { ...mk, ver: 1, attrs: { state: 'aborted' } };
         } catch (e) {
+          // A commit in flight on the same marker right now: leave the blob to the next pass.
+          if (e instanceof ContentionError) {
+            kept++;
+            continue;
+          }
           if (!(e instanceof ConditionFailedError)) throw e;
           marker = await this.storage.items.get('log', mk);
         }

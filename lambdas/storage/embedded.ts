@@ -141,16 +141,21 @@ function openDatabase(Sqlite: typeof Database, file: string, sync: 'full' | 'nor
     db.pragma('cache_size = -16384'); // 16 MiB: the OS page cache holds the rest
     db.pragma('journal_size_limit = 67108864');
     db.pragma('temp_store = MEMORY');
-    db.transaction(() => {
-      // Inside one IMMEDIATE transaction, so two processes opening one directory at once
-      // create (or migrate) it once.
-      const version = db.pragma('user_version', { simple: true }) as number;
-      if (version === SCHEMA_VERSION) return;
-      if (version === 1) return migrateToV2(db);
-      if (version !== 0) throw new Error(`${file}: unsupported schema version ${version} (this Sluice reads ${SCHEMA_VERSION})`);
-      db.exec(itemsTable('items') + EXPIRES_INDEX);
-      db.pragma(`user_version = ${SCHEMA_VERSION}`);
-    }).immediate();
+    // The common case (current schema) only reads; creating or migrating takes the write lock
+    // and looks again, so two processes opening one directory at once do it once.
+    if (db.pragma('user_version', { simple: true }) !== SCHEMA_VERSION) {
+      db.transaction(() => {
+        const version = db.pragma('user_version', { simple: true }) as number;
+        if (version === SCHEMA_VERSION) return;
+        // Version 0 with a table: a version-1 directory whose creation stopped before it was
+        // stamped (those were two statements then).
+        const hasItems = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'items'").get() !== undefined;
+        if (version === 1 || (version === 0 && hasItems)) return migrateToV2(db);
+        if (version !== 0) throw new Error(`${file}: unsupported schema version ${version} (this Sluice reads ${SCHEMA_VERSION})`);
+        db.exec(itemsTable('items') + EXPIRES_INDEX);
+        db.pragma(`user_version = ${SCHEMA_VERSION}`);
+      }).immediate();
+    }
     return db;
   } catch (err) {
     db.close();

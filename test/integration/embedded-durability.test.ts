@@ -159,6 +159,24 @@ describe('embedded storage: schema versions', () => {
     await again.close();
   });
 
+  it('converts a version-1 table left unstamped (creation stopped between its two statements)', async () => {
+    const dataDir = await freshDir();
+    const old = await sqlite(join(dataDir, 'sluice.db'));
+    old.exec(V1.replace('PRAGMA user_version = 1;', ''));
+    old.prepare('INSERT INTO items VALUES (?, ?, ?, ?, ?, ?, ?)').run('meta', 'q', 'config', 1, '{}', null, null);
+    old.close();
+    const s = await openEmbeddedStorage({ dataDir });
+    expect(await s.items.get('meta', { pk: 'q', sk: 'config' })).toMatchObject({ ver: 1 });
+    await s.close();
+    const db = await sqlite(join(dataDir, 'sluice.db'));
+    try {
+      expect(db.pragma('user_version', { simple: true })).toBe(2);
+      expect((db.prepare("SELECT sql FROM sqlite_master WHERE name = 'items'").get() as { sql: string }).sql).not.toMatch(/WITHOUT ROWID/i);
+    } finally {
+      db.close();
+    }
+  });
+
   it('refuses a data directory from a newer Sluice, naming the versions', async () => {
     const dataDir = await freshDir();
     const db = await sqlite(join(dataDir, 'sluice.db'));

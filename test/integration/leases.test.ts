@@ -159,6 +159,25 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     expect(await listed()).toEqual([legacy]);
   });
 
+  it('a message filed again for the same group leaves its earlier payload blob to the sweep, which keeps the one the entry points at', async () => {
+    const svc = testServices(inner);
+    const part = await svc.log.ensurePartition(await svc.log.ensureQueue('dlqrefile'), 'Default');
+    const file = async (text: string): Promise<void> => {
+      const msg = { offset: 0, id: 'm-0', transactionId: 'rf-0', traceId: null, createdAt: Date.now(), payload: json(text.repeat(300 * 1024)) };
+      await inner.items.transact(await svc.dlq.filingOps({ part, group: 'g', msg, error: 'bad', retryCount: 1, now: Date.now() }));
+    };
+    await file('a');
+    await file('b'); // e.g. after a seek back, the same message dead-lettered again
+    const keysNow = async (): Promise<string[]> => (await inner.blobs.list(`${DLQ_BLOB_PREFIX}${part.id}/`)).blobs.map((b) => b.key);
+    expect(await keysNow()).toHaveLength(2);
+    await inner.items.put('meta', { ...dlqKeys.blobSweepCursor(), ver: 50, attrs: { at: 0 } });
+    const swept = await svc.dlq.sweepOrphanBlobs(Date.now() + 3_600_000, 60_000);
+    expect(swept.deleted).toBeGreaterThanOrEqual(1);
+    expect(await keysNow()).toHaveLength(1);
+    const [entry] = await svc.dlq.list({ queue: 'dlqrefile', limit: 10, offset: 0 });
+    expect(text(entry!.payload)).toBe(JSON.stringify('b'.repeat(300 * 1024)));
+  });
+
   it('a filing whose payload blob the sweep judged orphaned (the ack stalled past the grace) fails, and the ack files again with a fresh blob', async () => {
     await inner.items.put('meta', { ...dlqKeys.blobSweepCursor(), ver: 99, attrs: { at: 0 } }); // start from the top
     const big = json('y'.repeat(300 * 1024));
