@@ -11,7 +11,8 @@
  */
 import { SluiceError, notFound } from '../core/errors.js';
 import { uuidv7 } from '../core/ids.js';
-import { ConditionFailedError, ContentionError, MAX_GET_MANY, type Item, type Json, type Storage, type WriteOp } from '../storage/port.js';
+import { ConditionFailedError, MAX_GET_MANY, type Item, type Json, type Storage, type WriteOp } from '../storage/port.js';
+import { markerOrAbort, sweepBlobPage, type SweepReport } from './blob-sweep.js';
 import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, entryPk, listSk, parseDlqBlobKey } from './lease-keys.js';
 import type { LogService, PartitionRef, PushResult, StoredMessage } from './log-service.js';
 
@@ -104,57 +105,33 @@ export class DlqService {
    * no committed filing points at (an ack that uploaded one and then failed or crashed, or a
    * removal that crashed between its rows and its blob). Resumes where the last page ended.
    */
-  async sweepOrphanBlobs(now: number, graceMs: number, limit = 1000): Promise<{ scanned: number; deleted: number; kept: number; wrapped: boolean }> {
-    const cursorKey = dlqKeys.blobSweepCursor();
-    const cursorItem = await this.storage.items.get('meta', cursorKey);
-    const after = cursorItem?.attrs.after as string | undefined;
-    const page = await this.storage.blobs.list(DLQ_BLOB_PREFIX, { after, limit });
-    let deleted = 0;
-    let kept = 0;
-    for (const b of page.blobs) {
-      const ref = parseDlqBlobKey(b.key);
-      if (!ref || now - b.modifiedAt < graceMs) {
-        kept++;
-        continue;
-      }
-      const mk = dlqKeys.blobMarker(ref.partitionId, ref.blobId);
-      try {
-        let marker = await this.storage.items.get('dlq', mk);
-        if (!marker) {
-          try {
-            // Put-if-absent: a filing still in flight now fails on its own marker instead.
-            await this.storage.items.put('dlq', { ...mk, ver: 1, attrs: { state: 'aborted', at: now }, expiresAt: Math.ceil(now / 1000) + 7 * 86400 }, { kind: 'absent' });
-            marker = { ...mk, ver: 1, attrs: { state: 'aborted' } };
-          } catch (e) {
-            if (!(e instanceof ConditionFailedError)) throw e;
-            marker = await this.storage.items.get('dlq', mk);
-          }
-        }
-        if (marker?.attrs.state === 'committed') {
-          // Committed, but is the entry still pointing here? Filing the same message again
-          // for the same group overwrites the entry with a new blob; nothing ever points at
-          // an older blob id again, so its marker and blob can go.
-          const entry = await this.storage.items.get('dlq', { pk: marker.attrs.entryPk as string, sk: marker.attrs.entrySk as string });
-          if (entry?.attrs.blob === b.key) {
-            kept++;
-            continue;
-          }
+  async sweepOrphanBlobs(now: number, graceMs: number, limit = 1000): Promise<SweepReport> {
+    return sweepBlobPage(this.storage, {
+      prefix: DLQ_BLOB_PREFIX,
+      cursor: dlqKeys.blobSweepCursor(),
+      now,
+      graceMs,
+      limit,
+      orphaned: async (key) => {
+        const ref = parseDlqBlobKey(key);
+        if (!ref) return false; // written before markers existed: nothing says whether it is live
+        const mk = dlqKeys.blobMarker(ref.partitionId, ref.blobId);
+        const marker = await markerOrAbort(this.storage, 'dlq', mk, now);
+        if (marker?.attrs.state !== 'committed') return marker?.attrs.state === 'aborted';
+        // Committed, but is the entry still pointing here? Filing the same message again for
+        // the same group overwrites the entry with a new blob; nothing ever points at an older
+        // blob id again, so its marker and blob can go.
+        const entry = await this.storage.items.get('dlq', { pk: marker.attrs.entryPk as string, sk: marker.attrs.entrySk as string });
+        if (entry?.attrs.blob === key) return false;
+        try {
           await this.storage.items.delete('dlq', mk, { kind: 'version', ver: marker.ver });
-        } else if (marker?.attrs.state !== 'aborted') {
-          kept++;
-          continue;
+          return true;
+        } catch (e) {
+          if (e instanceof ConditionFailedError) return false; // changed meanwhile: next pass
+          throw e;
         }
-        await this.storage.blobs.delete(b.key);
-        deleted++;
-      } catch (e) {
-        // Another writer on the marker right now (a transaction in flight): look again next pass.
-        if (!(e instanceof ContentionError || e instanceof ConditionFailedError)) throw e;
-        kept++;
-      }
-    }
-    const wrapped = !page.next;
-    await this.storage.items.put('meta', { ...cursorKey, ver: (cursorItem?.ver ?? 0) + 1, attrs: wrapped ? { at: now } : { after: page.next ?? null, at: now } });
-    return { scanned: page.blobs.length, deleted, kept, wrapped };
+      },
+    });
   }
 
   /**

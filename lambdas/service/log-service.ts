@@ -7,6 +7,7 @@ import { DEFAULT_PARTITION, assertName } from '../core/names.js';
 import { IMPLICIT_QUEUE_OPTIONS, type QueueOptions } from '../core/queue-options.js';
 import { ConditionFailedError, ContentionError, type Item, type Json, type Storage, type WriteOp } from '../storage/port.js';
 import { PARTITION_PREFIX, SEGMENT_BLOB_PREFIX, SEGMENT_PREFIX, keys, parseSegmentBlobKey, segmentBlobKey } from './keys.js';
+import { markerOrAbort, sweepBlobPage, type SweepReport } from './blob-sweep.js';
 import type { Notifier } from './notifier.js';
 import type { Telemetry } from './telemetry.js';
 
@@ -1248,43 +1249,20 @@ export class LogService {
    * writes itself (put-if-absent) when there is none, so a late commit can never win after
    * the blob is gone. Resumes where the previous run stopped.
    */
-  async sweepOrphanBlobs(opts: { limit?: number } = {}): Promise<{ scanned: number; deleted: number; kept: number; wrapped: boolean }> {
-    const limit = opts.limit ?? 1000;
+  async sweepOrphanBlobs(opts: { limit?: number } = {}): Promise<SweepReport> {
     const now = this.clock();
-    const cursorItem = await this.storage.items.get('meta', keys.sweepCursor());
-    const after = cursorItem?.attrs.after as string | undefined;
-    const page = await this.storage.blobs.list(SEGMENT_BLOB_PREFIX, { after, limit });
-    let deleted = 0;
-    let kept = 0;
-    for (const b of page.blobs) {
-      const ref = parseSegmentBlobKey(b.key);
-      if (!ref || now - b.modifiedAt < this.config.sweepGraceMs) {
-        kept++;
-        continue;
-      }
-      const mk = keys.marker(ref.partitionId, ref.pushId);
-      let marker = await this.storage.items.get('log', mk);
-      if (!marker) {
-        try {
-          await this.storage.items.put('log', { ...mk, ver: 1, attrs: { state: 'aborted', at: now, by: 'sweeper' }, expiresAt: Math.ceil(now / 1000) + 7 * 86400 }, { kind: 'absent' });
-          marker = { ...mk, ver: 1, attrs: { state: 'aborted' } };
-        } catch (e) {
-          // A commit in flight on the same marker right now: leave the blob to the next pass.
-          if (e instanceof ContentionError) {
-            kept++;
-            continue;
-          }
-          if (!(e instanceof ConditionFailedError)) throw e;
-          marker = await this.storage.items.get('log', mk);
-        }
-      }
-      if (marker?.attrs.state === 'aborted') {
-        await this.storage.blobs.delete(b.key);
-        deleted++;
-      } else kept++;
-    }
-    const wrapped = !page.next;
-    await this.storage.items.put('meta', { ...keys.sweepCursor(), ver: (cursorItem?.ver ?? 0) + 1, attrs: wrapped ? { at: now } : { after: page.next ?? null, at: now } });
-    return { scanned: page.blobs.length, deleted, kept, wrapped };
+    return sweepBlobPage(this.storage, {
+      prefix: SEGMENT_BLOB_PREFIX,
+      cursor: keys.sweepCursor(),
+      now,
+      graceMs: this.config.sweepGraceMs,
+      limit: opts.limit ?? 1000,
+      orphaned: async (key) => {
+        const ref = parseSegmentBlobKey(key);
+        if (!ref) return false;
+        const marker = await markerOrAbort(this.storage, 'log', keys.marker(ref.partitionId, ref.pushId), now, { by: 'sweeper' });
+        return marker?.attrs.state === 'aborted';
+      },
+    });
   }
 }

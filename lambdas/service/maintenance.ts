@@ -1,11 +1,13 @@
+import type { SweepReport } from './blob-sweep.js';
 import type { DeletionReport } from './queue-deletion.js';
 import type { RetentionReport } from './retention-service.js';
 import type { Services } from './runtime.js';
 
 export interface MaintenanceReport {
-  blobs: { scanned: number; deleted: number; kept: number; wrapped: boolean };
-  /** The dead-letter payload blob sweep (same shape). */
-  dlqBlobs?: { scanned: number; deleted: number; kept: number; wrapped: boolean };
+  /** The orphan segment-blob sweep. */
+  blobs: SweepReport;
+  /** The orphan dead-letter payload blob sweep. */
+  dlqBlobs?: SweepReport;
   expiredItems?: number;
   /** Removal of deleted queues' and retired partitions' data (their tombstones). */
   deletion?: DeletionReport;

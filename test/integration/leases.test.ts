@@ -11,7 +11,7 @@ import { SEGMENT_BLOB_PREFIX, keys, parseSegmentBlobKey } from '../../lambdas/se
 import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, parseDlqBlobKey } from '../../lambdas/service/lease-keys.js';
 import type { PopRequest, PopResult } from '../../lambdas/service/lease-service.js';
 import { buildServices, type Services } from '../../lambdas/service/runtime.js';
-import type { ItemStore, Storage } from '../../lambdas/storage/port.js';
+import { ContentionError, type ItemStore, type Storage } from '../../lambdas/storage/port.js';
 import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
 import { loadConfig } from '../../lambdas/config.js';
 import { testBackends } from '../support/backends.js';
@@ -157,6 +157,26 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     expect(await inner.items.get('dlq', dlqKeys.blobMarker(m.partitionId, parseDlqBlobKey(filed!)!.blobId))).toBeUndefined();
     expect(await svc.dlq.sweepOrphanBlobs(later, grace)).toMatchObject({ deleted: 1, kept: 1 });
     expect(await listed()).toEqual([legacy]);
+  });
+
+  it('a blob whose marker is mid-transaction (contention) is kept for the next pass, and the pass goes on', async () => {
+    const pid = '0190bbbb-0000-7000-8000-00000000c0de';
+    const orphan = dlqBlobKey(pid, '0190bbbb-0000-7000-8000-000000000001');
+    await inner.blobs.put(orphan, json('orphan'));
+    await inner.items.put('meta', { ...dlqKeys.blobSweepCursor(), ver: 70, attrs: { at: 0 } });
+    const busy = withItems(inner, {
+      put: async (t, it, c) => {
+        if (t === 'dlq' && it.pk === `DB#${pid}`) throw new ContentionError('in flight');
+        return inner.items.put(t, it, c);
+      },
+    });
+    const later = Date.now() + 3_600_000;
+    const first = await testServices(busy).dlq.sweepOrphanBlobs(later, 60_000);
+    expect(first.kept).toBeGreaterThanOrEqual(1);
+    expect((await inner.blobs.list(`${DLQ_BLOB_PREFIX}${pid}/`)).blobs.map((b) => b.key)).toEqual([orphan]);
+    await inner.items.put('meta', { ...dlqKeys.blobSweepCursor(), ver: 71, attrs: { at: 0 } });
+    await testServices(inner).dlq.sweepOrphanBlobs(later, 60_000);
+    expect((await inner.blobs.list(`${DLQ_BLOB_PREFIX}${pid}/`)).blobs).toEqual([]);
   });
 
   it('a message filed again for the same group leaves its earlier payload blob to the sweep, which keeps the one the entry points at', async () => {
