@@ -91,12 +91,26 @@ export class DlqService {
     }
     const pointer: Record<string, Json> = { entryPk: e.pk, entrySk: e.sk, failedAt: now };
     if (part.queueId !== undefined) pointer.queueId = part.queueId;
+    // The same message may be filed again for the same group (a seek back redelivered it and
+    // it failed again): the entry is replaced under a version guard, so a removal that read
+    // the earlier filing cannot delete this one, and the earlier filing's list pointers and
+    // blob marker go in the same write (its blob is then the sweep's).
+    const earlier = await this.storage.items.get('dlq', e);
     const ops: WriteOp[] = [
-      { op: 'put', table: 'dlq', item: { ...e, ver: 1, attrs: attrs as unknown as Record<string, Json>, bin } },
+      { op: 'put', table: 'dlq', item: { ...e, ver: (earlier?.ver ?? 0) + 1, attrs: attrs as unknown as Record<string, Json>, bin }, cond: earlier ? { kind: 'version', ver: earlier.ver } : { kind: 'absent' } },
       { op: 'put', table: 'dlq', item: { ...byQueue, ver: 1, attrs: pointer } },
       { op: 'put', table: 'dlq', item: { ...dlqKeys.byGroup(part.queue, group, sk), ver: 1, attrs: pointer } },
     ];
     if (marker) ops.push(marker);
+    if (earlier) {
+      const old = earlier.attrs as unknown as EntryAttrs;
+      if (old.listSk !== byQueue.sk) {
+        ops.push({ op: 'delete', table: 'dlq', key: dlqKeys.byQueue(old.queue, old.listSk) });
+        ops.push({ op: 'delete', table: 'dlq', key: dlqKeys.byGroup(old.queue, old.consumerGroup, old.listSk) });
+      }
+      const oldBlob = old.blob ? parseDlqBlobKey(old.blob) : undefined;
+      if (oldBlob) ops.push({ op: 'delete', table: 'dlq', key: dlqKeys.blobMarker(oldBlob.partitionId, oldBlob.blobId) });
+    }
     return ops;
   }
 

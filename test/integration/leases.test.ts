@@ -182,20 +182,27 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
   it('a message filed again for the same group leaves its earlier payload blob to the sweep, which keeps the one the entry points at', async () => {
     const svc = testServices(inner);
     const part = await svc.log.ensurePartition(await svc.log.ensureQueue('dlqrefile'), 'Default');
-    const file = async (text: string): Promise<void> => {
-      const msg = { offset: 0, id: 'm-0', transactionId: 'rf-0', traceId: null, createdAt: Date.now(), payload: json(text.repeat(300 * 1024)) };
-      await inner.items.transact(await svc.dlq.filingOps({ part, group: 'g', msg, error: 'bad', retryCount: 1, now: Date.now() }));
+    const file = async (text: string, now: number): Promise<void> => {
+      const msg = { offset: 0, id: 'm-0', transactionId: 'rf-0', traceId: null, createdAt: now, payload: json(text.repeat(300 * 1024)) };
+      await inner.items.transact(await svc.dlq.filingOps({ part, group: 'g', msg, error: 'bad', retryCount: 1, now }));
     };
-    await file('a');
-    await file('b'); // e.g. after a seek back, the same message dead-lettered again
+    const t0 = Date.now();
+    await file('a', t0);
+    await file('b', t0 + 1000); // e.g. after a seek back, the same message dead-lettered again
     const keysNow = async (): Promise<string[]> => (await inner.blobs.list(`${DLQ_BLOB_PREFIX}${part.id}/`)).blobs.map((b) => b.key);
     expect(await keysNow()).toHaveLength(2);
     await inner.items.put('meta', { ...dlqKeys.blobSweepCursor(), ver: 50, attrs: { at: 0 } });
     const swept = await svc.dlq.sweepOrphanBlobs(Date.now() + 3_600_000, 60_000);
     expect(swept.deleted).toBeGreaterThanOrEqual(1);
     expect(await keysNow()).toHaveLength(1);
-    const [entry] = await svc.dlq.list({ queue: 'dlqrefile', limit: 10, offset: 0 });
-    expect(text(entry!.payload)).toBe(JSON.stringify('b'.repeat(300 * 1024)));
+    // Listed once (the earlier filing's pointers went with it), with the later payload.
+    const listed = await svc.dlq.list({ queue: 'dlqrefile', limit: 10, offset: 0 });
+    expect(listed).toHaveLength(1);
+    expect(text(listed[0]!.payload)).toBe(JSON.stringify('b'.repeat(300 * 1024)));
+    expect((await inner.items.get('dlq', dlqKeys.entry(part.id, 'rf-0', 'g')))?.ver).toBe(2);
+    expect(await svc.dlq.delete(part.id, 'rf-0')).toEqual({ removed: 1 });
+    expect((await inner.items.query('dlq', 'L#dlqrefile')).items).toEqual([]);
+    expect((await inner.items.query('dlq', 'LG#dlqrefile#g')).items).toEqual([]);
   });
 
   it('a filing whose payload blob the sweep judged orphaned (the ack stalled past the grace) fails, and the ack files again with a fresh blob', async () => {
