@@ -61,7 +61,7 @@ import {
 } from './port.js';
 import { BUCKET_ENV, TABLE_ENV } from './aws-env.js';
 import { serializeWrites } from './serialize-writes.js';
-import { assertItemSize } from './size.js';
+import { assertItemSize, attrsJson } from './size.js';
 
 /** Name of the DynamoDB TTL attribute (epoch seconds, {@link Item.expiresAt}). */
 export const TTL_ATTRIBUTE = 'ttl';
@@ -183,12 +183,18 @@ function encodeKey(key: ItemKey): AvMap {
   return { pk: { S: key.pk }, sk: { S: key.sk } };
 }
 
+/**
+ * The item as DynamoDB attributes, refused (ItemTooLargeError) over the size limit: the
+ * attributes are serialised once, for the check and for the write.
+ */
 function encodeItem(item: Item): AvMap {
+  const json = attrsJson(item);
+  assertItemSize(item, json);
   const av: AvMap = {
     pk: { S: item.pk },
     sk: { S: item.sk },
     v: { N: String(item.ver) },
-    a: { S: JSON.stringify(item.attrs) },
+    a: { S: json },
   };
   if (item.bin !== undefined) av['b'] = { B: item.bin };
   if (item.expiresAt !== undefined) av[TTL_ATTRIBUTE] = { N: String(item.expiresAt) };
@@ -435,8 +441,7 @@ class DynamoItemStore implements ItemStore {
   }
 
   async put(table: TableName, item: Item, cond?: Condition): Promise<void> {
-    assertItemSize(item);
-    const outcome = await this.putOne(table, item, cond);
+    const outcome = await this.putOne(table, encodeItem(item), cond);
     if (!outcome.ok) throw new ConditionFailedError([{ index: 0, current: outcome.current }]);
   }
 
@@ -446,10 +451,11 @@ class DynamoItemStore implements ItemStore {
   }
 
   async writeEach(ops: WriteOp[]): Promise<WriteResult[]> {
-    for (const op of ops) {
+    // Encoded (and size-checked) before any write starts, so a bad op writes nothing.
+    const encoded = ops.map((op) => {
       if (op.op === 'check') throw new Error("writeEach does not take 'check' ops (transactions only)");
-      if (op.op === 'put') assertItemSize(op.item);
-    }
+      return op.op === 'put' ? encodeItem(op.item) : undefined;
+    });
     const results: WriteResult[] = new Array<WriteResult>(ops.length);
     let next = 0;
     let failure: { err: unknown } | undefined;
@@ -460,7 +466,7 @@ class DynamoItemStore implements ItemStore {
         const i = next++;
         const op = ops[i] as WriteOp;
         try {
-          if (op.op === 'put') results[i] = await this.putOne(op.table, op.item, op.cond);
+          if (op.op === 'put') results[i] = await this.putOne(op.table, encoded[i] as AvMap, op.cond);
           else if (op.op === 'delete') results[i] = await this.deleteOne(op.table, op.key, op.cond);
         } catch (err) {
           failure ??= { err };
@@ -475,20 +481,23 @@ class DynamoItemStore implements ItemStore {
   async transact(ops: WriteOp[]): Promise<void> {
     if (ops.length > MAX_TRANSACT_OPS) throw new Error(`transact takes at most ${MAX_TRANSACT_OPS} ops, got ${ops.length}`);
     const seen = new Set<string>();
-    for (const op of ops) {
+    const items = ops.map((op) => {
       const key = op.op === 'put' ? op.item : op.key;
       const id = JSON.stringify([op.table, key.pk, key.sk]);
       if (seen.has(id)) throw new Error(`transact has more than one op on ${op.table} ${key.pk} ${key.sk}`);
       seen.add(id);
-      if (op.op === 'put') assertItemSize(op.item);
-    }
+      return this.transactItem(op);
+    });
     if (ops.length === 0) return;
     const only = ops.length === 1 ? ops[0] : undefined;
     // A lone put or delete is atomic by itself, at half a transaction's write units.
-    if (only?.op === 'put') return this.put(only.table, only.item, only.cond);
+    if (only?.op === 'put') {
+      const outcome = await this.putOne(only.table, items[0]?.Put?.Item as AvMap, only.cond);
+      if (!outcome.ok) throw new ConditionFailedError([{ index: 0, current: outcome.current }]);
+      return;
+    }
     if (only?.op === 'delete') return this.delete(only.table, only.key, only.cond);
 
-    const items = ops.map((op) => this.transactItem(op));
     for (let attempt = 0; ; attempt++) {
       try {
         await throttled(() => this.ddb.send(new TransactWriteItemsCommand({ TransactItems: items })));
@@ -531,8 +540,7 @@ class DynamoItemStore implements ItemStore {
     }
   }
 
-  private async putOne(table: TableName, item: Item, cond: Condition | undefined): Promise<WriteResult> {
-    const av = encodeItem(item);
+  private async putOne(table: TableName, av: AvMap, cond: Condition | undefined): Promise<WriteResult> {
     try {
       await throttled(() =>
         this.ddb.send(
