@@ -10,6 +10,7 @@ import type { Storage } from '../../lambdas/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { call, type HttpReply } from '../support/http.js';
 import { TestClock, testServices } from '../support/services.js';
+import { withItems } from '../support/storage.js';
 
 // Every scenario the Felix design names, as a black box over HTTP on both backends. The
 // server's services run on a TestClock, so claims lapse when the test moves the clock.
@@ -40,29 +41,17 @@ interface Rec {
 /** The storage the server runs on, with a hook a test can use to hold the next transaction. */
 function hookable(inner: Storage): { storage: Storage; holdNextTransact(): { arrived: Promise<void>; release(): void } } {
   let hold: { gate: Promise<void>; arrived: () => void } | undefined;
-  const items = inner.items;
-  const storage: Storage = {
-    kind: inner.kind,
-    blobs: inner.blobs,
-    close: () => inner.close(),
-    items: {
-      get: (t, k) => items.get(t, k),
-      getMany: (t, k) => items.getMany(t, k),
-      query: (t, pk, o) => items.query(t, pk, o),
-      put: (t, i, c) => items.put(t, i, c),
-      delete: (t, k, c) => items.delete(t, k, c),
-      writeEach: (ops) => items.writeEach(ops),
-      transact: async (ops) => {
-        const h = hold;
-        if (h && ops.some((o) => o.table === 'claims')) {
-          hold = undefined;
-          h.arrived();
-          await h.gate;
-        }
-        return items.transact(ops);
-      },
+  const storage = withItems(inner, {
+    transact: async (ops) => {
+      const h = hold;
+      if (h && ops.some((o) => o.table === 'claims')) {
+        hold = undefined;
+        h.arrived();
+        await h.gate;
+      }
+      return inner.items.transact(ops);
     },
-  };
+  });
   return {
     storage,
     holdNextTransact() {

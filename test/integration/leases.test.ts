@@ -48,30 +48,23 @@ function counted(inner: Storage): { storage: Storage; n: () => number; reset: ()
  */
 function beforeFirstCommit(inner: Storage, inject: () => Promise<void>): Storage {
   let armed = true;
-  const i = inner.items;
   const fire = async (isSegment: boolean): Promise<void> => {
     if (armed && isSegment) {
       armed = false;
       await inject();
     }
   };
-  const items: ItemStore = {
-    get: (t, k) => i.get(t, k),
-    getMany: (t, ks) => i.getMany(t, ks),
-    query: (t, pk, o) => i.query(t, pk, o),
-    writeEach: (ops) => i.writeEach(ops),
-    delete: (t, k, c) => i.delete(t, k, c),
+  return withItems(inner, {
     put: async (t, it, c) => {
       await fire(t === 'log' && it.sk.startsWith('S#'));
-      return i.put(t, it, c);
+      return inner.items.put(t, it, c);
     },
     transact: async (ops) => {
       const first = ops[0];
       await fire(first?.op === 'put' && first.table === 'log' && first.item.sk.startsWith('S#'));
-      return i.transact(ops);
+      return inner.items.transact(ops);
     },
-  };
-  return { kind: inner.kind, items, blobs: inner.blobs, close: () => inner.close() };
+  });
 }
 
 const req = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({ queue, group: QUEUE_MODE_GROUP, batch: 100, partitions: 1, autoAck: false, wait: false, timeoutMs: 0, ...over });
