@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import vitest from '@vitest/eslint-plugin';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'cdk.out/**', 'dist/**', '.sluice-data/**', 'coverage/**', '**/*.js', '**/*.mjs'] },
+  { ignores: ['node_modules/**', 'cdk.out/**', 'dist/**', '.sluice-data/**', '.sluice-build/**', 'coverage/**', '**/*.js', '**/*.mjs'] },
   ...tseslint.configs.recommended,
   {
     rules: {

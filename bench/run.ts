@@ -9,6 +9,7 @@
 import { writeFileSync, readFileSync, existsSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
+import { buildServer } from '../scripts/build-server.js';
 import { SECTIONS } from './sections.js';
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, 'no-write': { type: 'boolean' } } });
@@ -25,6 +26,8 @@ const header = [
 
 async function main(): Promise<void> {
   const out: string[] = [];
+  // The sections that start the local server run the built one, as `npm start` does.
+  await buildServer();
   for (const s of SECTIONS) {
     if (only && !only.includes(s.name)) continue;
     console.error(`bench: ${s.name} ...`);

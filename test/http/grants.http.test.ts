@@ -8,6 +8,7 @@ import { makeHandler } from '../../lambdas/http/route.js';
 import { ALL_ROUTES } from '../../lambdas/http/routes.js';
 import { withBearerTokens } from '../../lambdas/local/auth.js';
 import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
+import { serverCommand } from '../support/process.js';
 import { openEmbeddedStorage } from '../../lambdas/storage/embedded.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 import { call } from '../support/http.js';
@@ -61,7 +62,7 @@ describe('http: npm start refuses to serve openly beyond loopback', () => {
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
   it('exits with a clear error for --host 0.0.0.0 without --grants', () => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'lambdas/local/main.ts', '--host', '0.0.0.0', '--port', '0', '--data-dir', dir], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, SLUICE_GRANTS_FILE: '' } });
+    const r = spawnSync(process.execPath, [...serverCommand(), '--host', '0.0.0.0', '--port', '0', '--data-dir', dir], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, SLUICE_GRANTS_FILE: '' } });
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/refusing to listen on 0\.0\.0\.0 without a grants file/);
   });
@@ -69,7 +70,7 @@ describe('http: npm start refuses to serve openly beyond loopback', () => {
   it('exits with a clear error for a grants file without tokens', async () => {
     const file = join(dir, 'grants.json');
     await writeFile(file, JSON.stringify({ grants: [{ principal: '*', actions: ['push'], queues: ['*'] }] }));
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'lambdas/local/main.ts', '--port', '0', '--data-dir', dir, '--grants', file], { encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(process.execPath, [...serverCommand(), '--port', '0', '--data-dir', dir, '--grants', file], { encoding: 'utf8', timeout: 30_000 });
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/has no "tokens"/);
   });

@@ -1,5 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { SERVER_ENTRY } from '../../scripts/build-server.js';
+
+/**
+ * Arguments that run the built local server, as `npm start` does (`node .sluice-build/server/main.js`).
+ * The build is made once per test run by `test/support/global-setup.ts` (and by `npm run bench`).
+ */
+export function serverCommand(): string[] {
+  if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: build it with \`npx tsx scripts/build-server.ts\` (npm start and npm test do)`);
+  return [SERVER_ENTRY];
+}
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -21,12 +32,12 @@ export interface ServerProcess {
 }
 
 /**
- * Starts the local server the way `npm start` does (tsx lambdas/local/main.ts), in a child
- * process, and waits until /health answers.
+ * Starts the local server the way `npm start` does (the built `lambdas/local/main.ts`), in a
+ * child process, and waits until /health answers.
  */
 export async function startServerProcess(env: Record<string, string>, args: string[] = [], opts: { healthHeaders?: Record<string, string> } = {}): Promise<ServerProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'lambdas/local/main.ts', '--port', String(port), ...args], {
+  const child = spawn(process.execPath, [...serverCommand(), '--port', String(port), ...args], {
     env: { ...process.env, SLUICE_MAINTENANCE_INTERVAL_MS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
