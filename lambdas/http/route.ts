@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { SluiceError } from '../core/errors.js';
 import { assertName } from '../core/names.js';
 import { services, type Services } from '../service/runtime.js';
+import { keptBodyBytes } from './body-bytes.js';
 import { describeZodError, errorResponse } from './errors.js';
 import { grantsFromEnv, type Grants } from './grants.js';
 import { toJson } from './json.js';
@@ -144,6 +145,8 @@ export function matchRoute(routes: CompiledRoute[], method: string, rawPath: str
 
 /** The request body's bytes (decoded from base64 when API Gateway encoded it). */
 function bodyBytes(event: HttpEvent): Buffer {
+  const kept = keptBodyBytes(event);
+  if (kept) return kept;
   const raw = event.body ?? '';
   return event.isBase64Encoded ? Buffer.from(raw, 'base64') : Buffer.from(raw, 'utf8');
 }

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Context } from 'aws-lambda';
 import { SluiceError } from '../core/errors.js';
+import { keepBodyBytes } from '../http/body-bytes.js';
 import { errorResponse } from '../http/errors.js';
 import { toJson } from '../http/json.js';
 import type { HttpEvent, HttpResponse } from '../http/types.js';
@@ -145,7 +146,9 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
           functionName: 'sluice-local',
           getRemainingTimeInMillis: () => Math.max(0, started + timeoutMs - Date.now()),
         } as unknown as Context;
-        out = await opts.handler(toEvent(req, body, requestId), context);
+        const event = toEvent(req, body, requestId);
+        keepBodyBytes(event, body);
+        out = await opts.handler(event, context);
       } catch (e) {
         const err = e instanceof BodyTooLarge ? new SluiceError('payload_too_large', `request body is ${e.message} bytes or more; the limit is ${opts.maxBodyBytes}`, { limit: opts.maxBodyBytes }) : e;
         const r = errorResponse(err, { error: (m, f) => console.error(JSON.stringify({ level: 'ERROR', message: m, ...f })) });

@@ -1,0 +1,26 @@
+import { isUtf8 } from 'node:buffer';
+import type { HttpEvent } from './types.js';
+
+/** The bytes a body string was decoded from, where the server kept them. */
+const received = new WeakMap<HttpEvent, Buffer>();
+
+/**
+ * Lets a server that received the body as bytes hand them over with the event, so a route
+ * that needs the exact bytes (push stores each payload as sent) does not encode the string
+ * back (a copy of the whole body per push). Only valid UTF-8 is kept: then the bytes are
+ * exactly what `event.body` encodes to, and the route sees the same either way.
+ *
+ * @example
+ * ```ts
+ * const event = toEvent(req, bytes, requestId); // body: bytes.toString('utf8')
+ * keepBodyBytes(event, bytes);
+ * ```
+ */
+export function keepBodyBytes(event: HttpEvent, bytes: Buffer): void {
+  if (!event.isBase64Encoded && bytes.length > 0 && isUtf8(bytes)) received.set(event, bytes);
+}
+
+/** The bytes {@link keepBodyBytes} kept for this event, if any. */
+export function keptBodyBytes(event: HttpEvent): Buffer | undefined {
+  return received.get(event);
+}
