@@ -54,8 +54,13 @@ export function rssMiB(pid: number): { peak: number; now: number } {
 }
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
 
-async function embeddedHttp(sync: 'full' | 'normal', plan: [batch: number, total: number, connections?: number][]): Promise<string[]> {
+async function embeddedHttp(sync: 'full' | 'normal', plan: [batch: number, total: number, connections?: number, repeats?: number][]): Promise<string[]> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sluice-bench-'));
   const server = await startServerProcess({ SLUICE_DATA_DIR: dataDir, SLUICE_SYNC: sync });
   const pid = server.child.pid as number;
@@ -75,36 +80,42 @@ async function embeddedHttp(sync: 'full' | 'normal', plan: [batch: number, total
         }
       }),
     );
-    for (const [batch, total, connections = 8] of plan) {
+    for (const [batch, total, connections = 8, repeats = 1] of plan) {
       // One connection per partition; every body is built before the clock starts (each has
       // fresh transactionIds), so the load generator, on the same two cores, only sends.
       const perConnection = Math.ceil(total / batch / connections);
-      let bytes = 0;
-      const bodies = Array.from({ length: connections }, (_, w) =>
-        Array.from({ length: perConnection }, () => {
-          const items: string[] = [];
-          for (let i = 0; i < batch; i++) {
-            const n = seq++;
-            const p = oneKiBPayload(n);
-            bytes += p.length;
-            items.push(`{"queue":"bench","partition":"p${w}","transactionId":"b${batch}-${n}","payload":${p}}`);
-          }
-          return Buffer.from(`{"items":[${items.join(',')}]}`);
-        }),
-      );
-      const started = process.hrtime.bigint();
-      await Promise.all(
-        bodies.map(async (mine) => {
-          for (const body of mine) {
-            const res = await load.post('/api/v1/push', body);
-            if (res.status !== 201) throw new Error(`push answered ${res.status}: ${res.body.slice(0, 200)}`);
-          }
-        }),
-      );
-      const secs = Number(process.hrtime.bigint() - started) / 1e9;
       const msgs = perConnection * connections * batch;
+      const rates: number[] = [];
+      let bytes = 0;
+      for (let r = 0; r < repeats; r++) {
+        bytes = 0;
+        const bodies = Array.from({ length: connections }, (_, w) =>
+          Array.from({ length: perConnection }, () => {
+            const items: string[] = [];
+            for (let i = 0; i < batch; i++) {
+              const n = seq++;
+              const p = oneKiBPayload(n);
+              bytes += p.length;
+              items.push(`{"queue":"bench","partition":"p${w}","transactionId":"b${batch}-${n}","payload":${p}}`);
+            }
+            return Buffer.from(`{"items":[${items.join(',')}]}`);
+          }),
+        );
+        const started = process.hrtime.bigint();
+        await Promise.all(
+          bodies.map(async (mine) => {
+            for (const body of mine) {
+              const res = await load.post('/api/v1/push', body);
+              if (res.status !== 201) throw new Error(`push answered ${res.status}: ${res.body.slice(0, 200)}`);
+            }
+          }),
+        );
+        rates.push(msgs / (Number(process.hrtime.bigint() - started) / 1e9));
+      }
+      const rate = median(rates);
       const rss = rssMiB(pid);
-      rows.push(`| ${sync} | ${batch} | ${connections} | ${fmt(msgs)} | ${fmt(msgs / secs)} | ${(bytes / secs / 2 ** 20).toFixed(1)} | ${fmt((perConnection * connections) / secs)} | ${rss.now} | ${rss.peak} |`);
+      const runs = repeats > 1 ? rates.map(fmt).join(' · ') : '';
+      rows.push(`| ${sync} | ${batch} | ${connections} | ${fmt(msgs)} | ${fmt(rate)} | ${((bytes / msgs) * rate / 2 ** 20).toFixed(1)} | ${fmt(rate / batch)} | ${runs} | ${rss.now} | ${rss.peak} |`);
     }
   } finally {
     load.agent.destroy();
@@ -159,7 +170,7 @@ export async function pushBench(): Promise<string> {
     ...(await embeddedHttp('full', [
       [1, 4_000],
       [10, 30_000],
-      [100, 200_000],
+      [100, 200_000, 8, 5],
       [1000, 300_000],
       [100, 200_000, 16],
     ])),
@@ -173,10 +184,10 @@ export async function pushBench(): Promise<string> {
     '',
     '### Embedded backend, through HTTP',
     '',
-    'The local server (`npm start`) in its own process, on the same two cores as the load generator; keep-alive connections, each pushing to its own partition, one push at a time; 1 KiB JSON messages, each with a transactionId (dedup on). Request bodies are built before the clock starts, so the load generator only sends; each server process first takes 10,400 untimed messages into another queue (warm-up). `SLUICE_SYNC=full` (the default) fsyncs every SQLite commit; `normal` survives a process crash but not a power loss. RSS is read from /proc after each row (rows run in order in one server process).',
+    'The local server (`npm start`) in its own process, on the same two cores as the load generator; keep-alive connections, each pushing to its own partition, one push at a time; 1 KiB JSON messages, each with a transactionId (dedup on). Request bodies are built before the clock starts, so the load generator only sends; each server process first takes 10,400 untimed messages into another queue (warm-up). `SLUICE_SYNC=full` (the default) fsyncs every SQLite commit; `normal` survives a process crash but not a power loss. The batch-100 row at 8 connections is run 5 times (1,000,000 messages) and shows the median, with every run: the spread between runs on these VMs is ±20 % (fsync latency and neighbours), more than most changes being measured. RSS is read from /proc after each row (rows run in order in one server process).',
     '',
-    '| SLUICE_SYNC | batch | connections | messages | msgs/s | MB/s (payload) | pushes/s | server RSS after, MiB | peak so far, MiB |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| SLUICE_SYNC | batch | connections | messages per run | msgs/s (median) | MB/s (payload) | pushes/s | each run, msgs/s | server RSS after, MiB | peak so far, MiB |',
+    '|---|---:|---:|---:|---:|---:|---:|---|---:|---:|',
     ...emb,
     '',
     '### AWS backend (DynamoDB + S3 on moto): requests and units per push',
