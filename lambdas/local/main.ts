@@ -23,7 +23,8 @@ import { startLocalServer, type LambdaHttpHandler } from './server.js';
 // V8 lets the old generation grow to 2-4x the live data before a full collection. The
 // server's live heap is small (~25 MB) and short-lived garbage is most of what it allocates,
 // so 1.5x costs no measured throughput and keeps ~30 MB less resident under push load
-// (docs/BENCHMARKS.md). Read at each collection, so setting it here takes effect.
+// (peak ~185 -> ~155 MiB over the push bench's batch-100 runs). Read at each collection,
+// so setting it here takes effect.
 setFlagsFromString('--heap-growing-percent=50');
 
 const { values } = parseArgs({
