@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
+import { keepBodyBytes, keptBodyBytes } from '../http/body-bytes.js';
 import { toJson } from '../http/json.js';
 import type { HttpEvent, HttpResponse } from '../http/types.js';
 import type { LambdaHttpHandler } from './server.js';
@@ -62,6 +63,9 @@ export function withBearerTokens(handler: LambdaHttpHandler, tokens: Record<stri
     const principal = byDigest.get(digest(m[1] as string));
     if (principal === undefined) return unauthorized('unknown bearer token');
     const authed: HttpEvent = { ...event, requestContext: { ...event.requestContext, authorizer: { lambda: { principal } } } as HttpEvent['requestContext'] };
+    // The received bytes are kept per event object: hand them to the copy.
+    const bytes = keptBodyBytes(event);
+    if (bytes) keepBodyBytes(authed, bytes);
     return handler(authed, context);
   };
 }

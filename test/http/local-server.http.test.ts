@@ -6,16 +6,20 @@
  */
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keptBodyBytes } from '../../lambdas/http/body-bytes.js';
 import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
 
 const LIMIT = 64 * 1024;
 let server: LocalServer;
 let handled = 0;
+/** The bytes the server kept for the last event it handed over (see body-bytes.ts). */
+let lastKept: Buffer | undefined;
 
 beforeAll(async () => {
   server = await startLocalServer({
-    handler: async () => {
+    handler: async (event) => {
       handled++;
+      lastKept = keptBodyBytes(event);
       return { statusCode: 200, headers: { 'content-type': 'application/json' }, body: '{}' };
     },
     host: '127.0.0.1',
@@ -81,5 +85,15 @@ describe('local server: request bodies over the limit', () => {
     expect(r.response).toMatch(/^HTTP\/1\.1 413 /);
     expect(r.response).toContain('"code":"payload_too_large"');
     expect(handled).toBe(0);
+  });
+});
+
+describe('local server: the bytes it received go with the event', () => {
+  it('keeps a UTF-8 body as received, and none for invalid UTF-8', async () => {
+    const sent = Buffer.from('{ "items": [ {"queue":"q", "payload": "grüße 😀"} ] }');
+    await fetch(`${server.url}/api/v1/push`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: sent });
+    expect(lastKept?.equals(sent)).toBe(true);
+    await fetch(`${server.url}/api/v1/push`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.from([0x22, 0xff, 0x22]) });
+    expect(lastKept).toBeUndefined();
   });
 });

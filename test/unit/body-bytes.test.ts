@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { keepBodyBytes, keptBodyBytes } from '../../lambdas/http/body-bytes.js';
 import type { HttpEvent } from '../../lambdas/http/types.js';
+import { withBearerTokens } from '../../lambdas/local/auth.js';
+import type { LambdaHttpHandler } from '../../lambdas/local/server.js';
 
 const event = (body: string, isBase64Encoded = false): HttpEvent => ({ body, isBase64Encoded }) as HttpEvent;
 
@@ -27,5 +29,22 @@ describe('unit: body bytes kept by the server', () => {
     const empty = event('');
     keepBodyBytes(empty, Buffer.alloc(0));
     expect(keptBodyBytes(empty)).toBeUndefined();
+  });
+});
+
+describe('unit: bearer-token wrapper keeps the received bytes', () => {
+  it('hands the kept bytes to the event copy it passes on', async () => {
+    let seen: Buffer | undefined;
+    const inner = (async (e: HttpEvent) => {
+      seen = keptBodyBytes(e);
+      return { statusCode: 204 };
+    }) as LambdaHttpHandler;
+    const wrapped = withBearerTokens(inner, { 'secret-token-of-some-length-123456': 'alice' });
+    const bytes = Buffer.from('{"items":[]}');
+    const e = { ...event(bytes.toString('utf8')), headers: { authorization: 'Bearer secret-token-of-some-length-123456' }, requestContext: {} } as unknown as HttpEvent;
+    keepBodyBytes(e, bytes);
+    const res = await wrapped(e, {} as never);
+    expect(res.statusCode).toBe(204);
+    expect(seen).toBe(bytes);
   });
 });
