@@ -158,7 +158,7 @@ export class DlqService {
 
   /** As {@link list}, each entry with its place in the list (`cursor`: continue after it). */
   private async page(q: { queue: string; consumerGroup?: string | undefined; limit: number; offset: number; oldestFirst?: boolean; after?: string | undefined }): Promise<{ entry: DlqEntry; cursor: string }[]> {
-    const pk = q.consumerGroup !== undefined ? `LG#${q.queue}#${q.consumerGroup}` : `L#${q.queue}`;
+    const pk = dlqKeys.listPk(q.queue, q.consumerGroup);
     const live = await this.liveIn(q.queue);
     const pointers: Item[] = [];
     let skip = q.offset;
@@ -302,8 +302,8 @@ export class DlqService {
     const a = row.attrs as unknown as EntryAttrs;
     const ops: WriteOp[] = [
       { op: 'delete', table: 'dlq', key: { pk: row.pk, sk: row.sk }, cond: { kind: 'version', ver: row.ver } },
-      { op: 'delete', table: 'dlq', key: { pk: `L#${a.queue}`, sk: a.listSk } },
-      { op: 'delete', table: 'dlq', key: { pk: `LG#${a.queue}#${a.consumerGroup}`, sk: a.listSk } },
+      { op: 'delete', table: 'dlq', key: dlqKeys.byQueue(a.queue, a.listSk) },
+      { op: 'delete', table: 'dlq', key: dlqKeys.byGroup(a.queue, a.consumerGroup, a.listSk) },
     ];
     // The marker goes with the rows: should the blob delete below not happen, the sweep finds
     // a blob without a committed marker and removes it.
@@ -342,7 +342,7 @@ export class DlqService {
    * rows went and where to continue (undefined: the walk is done).
    */
   async purgeIncarnation(q: { queue: string; queueId: string; deletedAt: number }, after: string | undefined, limit = 100): Promise<{ removed: number; next?: string | undefined }> {
-    const page = await this.storage.items.query('dlq', `L#${q.queue}`, { after, limit });
+    const page = await this.storage.items.query('dlq', dlqKeys.listPk(q.queue), { after, limit });
     if (page.items.length === 0) return { removed: 0 };
     const rows = await this.storage.items.getMany('dlq', page.items.map((p) => ({ pk: p.attrs.entryPk as string, sk: p.attrs.entrySk as string })));
     const dead = (queueId: Json | undefined, failedAt: number): boolean => (queueId === undefined ? failedAt <= q.deletedAt : queueId === q.queueId);

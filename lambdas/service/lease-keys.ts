@@ -31,10 +31,12 @@ const padTime = (ms: number): string => Math.max(0, Math.floor(ms)).toString().p
 export const dlqKeys = {
   /** The entry: one per (partition, transactionId, group). */
   entry: (partitionId: string, transactionId: string, group: string): ItemKey => ({ pk: entryPk(partitionId, transactionId), sk: group }),
+  /** The partition key of a queue's listing, or of one group's listing in it. */
+  listPk: (queue: string, group?: string): string => (group !== undefined ? `LG#${queue}#${group}` : `L#${queue}`),
   /** Listing pointer by queue: sk orders by failure time. */
-  byQueue: (queue: string, sk: string): ItemKey => ({ pk: `L#${queue}`, sk }),
+  byQueue: (queue: string, sk: string): ItemKey => ({ pk: dlqKeys.listPk(queue), sk }),
   /** Listing pointer by (queue, group). */
-  byGroup: (queue: string, group: string, sk: string): ItemKey => ({ pk: `LG#${queue}#${group}`, sk }),
+  byGroup: (queue: string, group: string, sk: string): ItemKey => ({ pk: dlqKeys.listPk(queue, group), sk }),
   /**
    * A payload blob's marker, written (put-if-absent, `committed`) with the entry that points
    * at the blob and deleted with it. The orphan sweep writes it `aborted` first when absent, so
