@@ -1,3 +1,4 @@
+import { jsonNumber, jsonString } from './json-text.js';
 import { zstd } from './zstd.js';
 
 /**
@@ -42,20 +43,39 @@ interface Header {
 }
 
 export function packFrames(frames: readonly Frame[]): Buffer {
-  const parts: Buffer[] = [];
+  // Headers are built as text and the frames written into one buffer: this runs once per
+  // message on the push path (see json-text.ts for why not JSON.stringify).
+  const headers = new Array<string>(frames.length);
+  const headerBytes = new Array<number>(frames.length);
   let total = 0;
-  for (const f of frames) {
-    const h: Header = { i: f.id, t: f.transactionId, r: f.traceId, c: f.createdAt };
-    if (f.sealed) h.e = 1;
-    const header = Buffer.from(JSON.stringify(h), 'utf8');
-    if (header.length > 0xffff) throw new RangeError('frame header over 64 KiB');
-    const prefix = Buffer.allocUnsafe(6);
-    prefix.writeUInt32BE(2 + header.length + f.payload.byteLength, 0);
-    prefix.writeUInt16BE(header.length, 4);
-    parts.push(prefix, header, Buffer.from(f.payload.buffer, f.payload.byteOffset, f.payload.byteLength));
-    total += 6 + header.length + f.payload.byteLength;
+  let lastAt = NaN;
+  let atText = '';
+  for (let k = 0; k < frames.length; k++) {
+    const f = frames[k] as Frame;
+    // A segment's frames share one createdAt: format it once.
+    if (f.createdAt !== lastAt) {
+      lastAt = f.createdAt;
+      atText = jsonNumber(f.createdAt);
+    }
+    const h = `{"i":${jsonString(f.id)},"t":${jsonString(f.transactionId)},"r":${f.traceId === null ? 'null' : jsonString(f.traceId)},"c":${atText}${f.sealed ? ',"e":1' : ''}}`;
+    const n = Buffer.byteLength(h, 'utf8');
+    if (n > 0xffff) throw new RangeError('frame header over 64 KiB');
+    headers[k] = h;
+    headerBytes[k] = n;
+    total += 6 + n + f.payload.byteLength;
   }
-  return Buffer.concat(parts, total);
+  const out = Buffer.allocUnsafe(total);
+  let pos = 0;
+  for (let k = 0; k < frames.length; k++) {
+    const f = frames[k] as Frame;
+    const n = headerBytes[k] as number;
+    out.writeUInt32BE(2 + n + f.payload.byteLength, pos);
+    out.writeUInt16BE(n, pos + 4);
+    out.write(headers[k] as string, pos + 6, n, 'utf8');
+    out.set(f.payload, pos + 6 + n);
+    pos += 6 + n + f.payload.byteLength;
+  }
+  return out;
 }
 
 export function unpackFrames(raw: Uint8Array): Frame[] {

@@ -10,6 +10,8 @@
  * one item per message into a DynamoDB transaction (which would cost 2 write units each and
  * cap a batch at 100 messages).
  */
+import { jsonNumber, jsonString } from '../codec/json-text.js';
+
 export interface Reservation {
   /** Push id that holds it. */
   push: string;
@@ -73,4 +75,21 @@ export function firstOccurrences(txids: readonly string[]): { firstIndex: number
     return i;
   });
   return { firstIndex };
+}
+
+/**
+ * The JSON text of the reservations one push writes (`JSON.stringify({ push, mid, at })`),
+ * built by concatenation: it runs once per message on the push path, where JSON.stringify
+ * of the object cost more than the SQLite insert of the row (see codec/json-text.ts).
+ *
+ * @example
+ * ```ts
+ * const json = reservationJson(pushId, now);
+ * json(mid); // '{"push":"<pushId>","mid":"<mid>","at":<now>}'
+ * ```
+ */
+export function reservationJson(push: string, at: number): (mid: string) => string {
+  const head = `{"push":${jsonString(push)},"mid":`;
+  const tail = `,"at":${jsonNumber(at)}}`;
+  return (mid) => head + jsonString(mid) + tail;
 }

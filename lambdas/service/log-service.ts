@@ -1,6 +1,6 @@
 import { decodeSegment, encodeSegment, type Frame } from '../codec/segment.js';
 import type { SluiceConfig } from '../config.js';
-import { firstOccurrences, judgeReservation, type MarkerState, type Reservation } from '../core/dedup.js';
+import { firstOccurrences, judgeReservation, reservationJson, type MarkerState, type Reservation } from '../core/dedup.js';
 import { SluiceError } from '../core/errors.js';
 import { uuidv7 } from '../core/ids.js';
 import { DEFAULT_PARTITION, assertName } from '../core/names.js';
@@ -708,10 +708,11 @@ export class LogService {
     let now = this.clock();
     const exp = expiresAt(now);
     const absent = { kind: 'absent' } as const;
+    const json = reservationJson(pushId, now);
     const ops: WriteOp[] = new Array<WriteOp>(entries.length);
     for (let j = 0; j < entries.length; j++) {
       const e = entries[j] as (typeof entries)[number];
-      ops[j] = { op: 'put', table: 'dedup', item: { pk: part.id, sk: e.txid, ver: 1, attrs: { push: pushId, mid: e.mid, at: now }, expiresAt: exp }, cond: absent };
+      ops[j] = { op: 'put', table: 'dedup', item: { pk: part.id, sk: e.txid, ver: 1, attrs: { push: pushId, mid: e.mid, at: now }, attrsJson: json(e.mid), expiresAt: exp }, cond: absent };
     }
     const results = await this.storage.items.writeEach(ops);
     let contested = entries.map((e, j) => ({ e, r: results[j] as { ok: boolean; current?: Item | undefined } })).filter((x) => !x.r.ok).map((x) => ({ e: x.e, current: x.r.current }));

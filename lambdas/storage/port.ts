@@ -46,6 +46,14 @@ export interface Item extends ItemKey {
    * compare their own timestamps with `now`.
    */
   expiresAt?: number | undefined;
+  /**
+   * The JSON text of `attrs`, when the caller has built it already: the same value
+   * `JSON.stringify(attrs)` writes. Both adapters store attributes as this text, so a hot path that
+   * writes many small items (a push's dedup reservations) saves serialising each one. Write
+   * only; items read back never carry it. Build a new item rather than spreading one that
+   * has it and changing `attrs`.
+   */
+  attrsJson?: string | undefined;
 }
 
 /** Guards on a write. Omitted means unconditional. */

@@ -1,8 +1,8 @@
 import { MAX_ITEM_BYTES, type Item } from './port.js';
 
-/** The attributes' JSON text: what the size check measures and the embedded adapter stores. */
+/** The attributes' JSON text: what the size check measures and both adapters store. */
 export function attrsJson(item: Item): string {
-  return JSON.stringify(item.attrs);
+  return item.attrsJson ?? JSON.stringify(item.attrs);
 }
 
 /**

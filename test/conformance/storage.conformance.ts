@@ -127,6 +127,22 @@ export function runStorageConformance(
         expect(await s.items.get('meta', { pk, sk: 'missing' })).toBeUndefined();
       });
 
+      it('stores a caller-built attrsJson as the attributes (put, writeEach, transact); reads never carry it', async () => {
+        const pk = uid();
+        // The same value as JSON.stringify(attrs) gives, keys in another order: reading the
+        // order back shows the adapter stored the caller's text instead of serialising again.
+        const withText = (sk: string): Item => item(pk, sk, 1, { a: 1, b: 'x' }, { attrsJson: '{"b":"x","a":1}' });
+        await s.items.put('meta', withText('put'));
+        await s.items.writeEach([withText('each-1'), withText('each-2'), withText('each-3')].map((it) => ({ op: 'put' as const, table: 'meta' as const, item: it, cond: { kind: 'absent' as const } })));
+        await s.items.transact([{ op: 'put', table: 'meta', item: withText('tx') }]);
+        for (const sk of ['put', 'each-1', 'each-2', 'each-3', 'tx']) {
+          const got = await s.items.get('meta', { pk, sk });
+          expect(got?.attrs).toEqual({ a: 1, b: 'x' });
+          expect(Object.keys(got?.attrs ?? {})).toEqual(['b', 'a']);
+          expect(got?.attrsJson).toBeUndefined();
+        }
+      });
+
       it('an unconditional put replaces the whole item, dropping bin and expiresAt', async () => {
         const pk = uid();
         await s.items.put('meta', item(pk, 'k', 1, { a: 1, b: 2 }, { bin: new Uint8Array([9]), expiresAt: 4_102_444_800 }));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { firstOccurrences, judgeReservation, type Reservation } from '../../lambdas/core/dedup.js';
+import { firstOccurrences, judgeReservation, reservationJson, type Reservation } from '../../lambdas/core/dedup.js';
 
 const r = (at: number, push = 'p1', mid = 'm1'): Reservation => ({ push, mid, at });
 const base = { windowMs: 60_000, stallMs: 10_000 };
@@ -33,5 +33,17 @@ describe('unit: firstOccurrences', () => {
   });
   it('keeps distinct ids distinct', () => {
     expect(firstOccurrences(['x', 'y']).firstIndex).toEqual([0, 1]);
+  });
+});
+
+describe('unit: reservationJson', () => {
+  it('writes the JSON.stringify text of { push, mid, at }, whatever the ids hold', () => {
+    for (const [push, mid, at] of [
+      ['019ad0c4-1b2c-7d3e-8f40-123456789abc', '019ad0c4-1b2c-7d3e-8f40-cba987654321', 1_764_459_000_123],
+      ['p"1', 'm\\1\n', 1.5],
+      ['ü', '\ud800', 0],
+    ] as const) {
+      expect(reservationJson(push, at)(mid)).toBe(JSON.stringify({ push, mid, at }));
+    }
   });
 });

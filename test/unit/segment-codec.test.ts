@@ -23,6 +23,26 @@ describe('unit: segment codec', () => {
     expect(back).toHaveLength(500);
     expect(Buffer.from(back[499]!.payload).toString()).toBe(JSON.stringify({ i: 499, text: 'x'.repeat(499 % 50) }));
   });
+  it('writes each frame header as the JSON text JSON.stringify gives (layout pinned byte for byte)', () => {
+    // Strings that need escaping, non-ASCII, a lone surrogate, a surrogate pair, mixed createdAt.
+    const odd = ['q"uote', 'back\\slash', 'tab\there', 'ü✓', '\ud800lone', '😀pair', 'plain'];
+    const frames: Frame[] = odd.map((s, i) => ({ id: `id-${s}`, transactionId: s, traceId: i % 2 ? s : null, createdAt: i < 3 ? 1_700_000_000_000 : 1.5 + i, payload: Buffer.from(`{"n":${i}}`), sealed: i === 4 ? true : undefined }));
+    const raw = packFrames(frames);
+    const expected = Buffer.concat(
+      frames.flatMap((f) => {
+        const header = Buffer.from(JSON.stringify({ i: f.id, t: f.transactionId, r: f.traceId, c: f.createdAt, ...(f.sealed ? { e: 1 } : {}) }));
+        const prefix = Buffer.alloc(6);
+        prefix.writeUInt32BE(2 + header.length + f.payload.byteLength, 0);
+        prefix.writeUInt16BE(header.length, 4);
+        return [prefix, header, Buffer.from(f.payload)];
+      }),
+    );
+    expect(raw.equals(expected)).toBe(true);
+    expect(unpackFrames(raw).map((f) => f.transactionId)).toEqual(odd.map((s) => JSON.parse(JSON.stringify(s)) as string));
+  });
+  it('refuses a frame header over 64 KiB', () => {
+    expect(() => packFrames([{ ...frame(0, '{}'), transactionId: 'x'.repeat(70_000) }])).toThrow(/64 KiB/);
+  });
   it('refuses truncated segments', () => {
     const raw = packFrames([frame(0, '{"a":1}')]);
     expect(() => unpackFrames(raw.subarray(0, raw.length - 1))).toThrow(/truncated/);
