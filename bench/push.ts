@@ -46,6 +46,18 @@ export function httpLoad(baseUrl: string, sockets: number): HttpLoad {
   };
 }
 
+/**
+ * CPU time (user + system) a process, or one of its threads, has used, in microseconds
+ * (Linux /proc; clock ticks are 10 ms). Unlike msgs/s, CPU per message hardly moves with
+ * the neighbours' load, so it is the number to compare changes by.
+ */
+export function cpuMicros(pid: number, tid?: number): number {
+  const stat = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces), counted from field 3 (state).
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10_000;
+}
+
 /** Peak and current resident memory of a process, in MiB (Linux /proc). */
 export function rssMiB(pid: number): { peak: number; now: number } {
   const s = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -87,6 +99,9 @@ async function embeddedHttp(sync: 'full' | 'normal', plan: [batch: number, total
       const msgs = perConnection * connections * batch;
       const rates: number[] = [];
       let bytes = 0;
+      let mainCpu = 0;
+      let allCpu = 0;
+      let wallUs = 0;
       for (let r = 0; r < repeats; r++) {
         bytes = 0;
         const bodies = Array.from({ length: connections }, (_, w) =>
@@ -101,6 +116,8 @@ async function embeddedHttp(sync: 'full' | 'normal', plan: [batch: number, total
             return Buffer.from(`{"items":[${items.join(',')}]}`);
           }),
         );
+        const main0 = cpuMicros(pid, pid);
+        const all0 = cpuMicros(pid);
         const started = process.hrtime.bigint();
         await Promise.all(
           bodies.map(async (mine) => {
@@ -110,12 +127,17 @@ async function embeddedHttp(sync: 'full' | 'normal', plan: [batch: number, total
             }
           }),
         );
-        rates.push(msgs / (Number(process.hrtime.bigint() - started) / 1e9));
+        const elapsedUs = Number(process.hrtime.bigint() - started) / 1e3;
+        wallUs += elapsedUs;
+        rates.push(msgs / (elapsedUs / 1e6));
+        mainCpu += cpuMicros(pid, pid) - main0;
+        allCpu += cpuMicros(pid) - all0;
       }
       const rate = median(rates);
       const rss = rssMiB(pid);
       const runs = repeats > 1 ? rates.map(fmt).join(' · ') : '';
-      rows.push(`| ${sync} | ${batch} | ${connections} | ${fmt(msgs)} | ${fmt(rate)} | ${((bytes / msgs) * rate / 2 ** 20).toFixed(1)} | ${fmt(rate / batch)} | ${runs} | ${rss.now} | ${rss.peak} |`);
+      const perMsg = (us: number): string => (us / (msgs * repeats)).toFixed(1);
+      rows.push(`| ${sync} | ${batch} | ${connections} | ${fmt(msgs)} | ${fmt(rate)} | ${((bytes / msgs) * rate / 2 ** 20).toFixed(1)} | ${fmt(rate / batch)} | ${runs} | ${perMsg(mainCpu)} | ${Math.round((100 * mainCpu) / wallUs)} % | ${perMsg(allCpu)} | ${rss.now} | ${rss.peak} |`);
     }
   } finally {
     load.agent.destroy();
@@ -184,10 +206,10 @@ export async function pushBench(): Promise<string> {
     '',
     '### Embedded backend, through HTTP',
     '',
-    'The local server (`npm start`) in its own process, on the same two cores as the load generator; keep-alive connections, each pushing to its own partition, one push at a time; 1 KiB JSON messages, each with a transactionId (dedup on). Request bodies are built before the clock starts, so the load generator only sends; each server process first takes 10,400 untimed messages into another queue (warm-up). `SLUICE_SYNC=full` (the default) fsyncs every SQLite commit; `normal` survives a process crash but not a power loss. The batch-100 row at 8 connections is run 5 times (1,000,000 messages) and shows the median, with every run: the spread between runs on these VMs is ±20 % (fsync latency and neighbours), more than most changes being measured. RSS is read from /proc after each row (rows run in order in one server process).',
+    'The local server (`npm start`) in its own process, on the same two cores as the load generator; keep-alive connections, each pushing to its own partition, one push at a time; 1 KiB JSON messages, each with a transactionId (dedup on). Request bodies are built before the clock starts, so the load generator only sends; each server process first takes 10,400 untimed messages into another queue (warm-up). `SLUICE_SYNC=full` (the default) fsyncs every SQLite commit; `normal` survives a process crash but not a power loss. The batch-100 row at 8 connections is run 5 times (1,000,000 messages) and shows the median, with every run: the spread between runs on these VMs is ±20 % (fsync latency and neighbours), more than most changes being measured. The server CPU columns are CPU time per message over the timed runs, from /proc: its main thread (JavaScript, HTTP and SQLite, which all run there) and the whole process (adding zstd and file writes on the thread pool, and the GC helpers). They move far less than msgs/s from run to run. The main thread is the bottleneck: its busy share is its CPU time over the wall time of the timed runs. RSS is read from /proc after each row (rows run in order in one server process).',
     '',
-    '| SLUICE_SYNC | batch | connections | messages per run | msgs/s (median) | MB/s (payload) | pushes/s | each run, msgs/s | server RSS after, MiB | peak so far, MiB |',
-    '|---|---:|---:|---:|---:|---:|---:|---|---:|---:|',
+    '| SLUICE_SYNC | batch | connections | messages per run | msgs/s (median) | MB/s (payload) | pushes/s | each run, msgs/s | server CPU µs/msg, main thread | main thread busy | server CPU µs/msg, all threads | server RSS after, MiB | peak so far, MiB |',
+    '|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|',
     ...emb,
     '',
     '### AWS backend (DynamoDB + S3 on moto): requests and units per push',
