@@ -10,6 +10,11 @@ describe('unit: uuidv7', () => {
     expect(['8', '9', 'a', 'b']).toContain(id[19]);
     expect(parseInt(id.replace(/-/g, '').slice(0, 12), 16)).toBe(now);
   });
+  it('writes the dashes and both ends of the 48-bit time range', () => {
+    expect(uuidv7(0)).toMatch(/^00000000-0000-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(uuidv7(2 ** 48 - 1)).toMatch(/^ffffffff-ffff-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(uuidv7(0x0123_4567_89ab).slice(0, 13)).toBe('01234567-89ab');
+  });
   it('sorts by time and does not repeat', () => {
     const ids = Array.from({ length: 5000 }, (_, i) => uuidv7(1_700_000_000_000 + i));
     expect([...ids].sort()).toEqual(ids);
