@@ -63,4 +63,18 @@ describe('unit: payloadSpans on random payloads', () => {
       expect(slices(text)?.map((s) => JSON.parse(s as string) as unknown)).toEqual(items.map((i) => i.payload));
     }
   });
+  it('steps over strings of every length around the short-string cut, with escapes at every place', () => {
+    for (let len = 0; len <= 40; len++) {
+      for (const at of [-1, 0, 1, len - 2, len - 1, 22, 23, 24, 25]) {
+        if (at >= len) continue;
+        // An escaped quote, an escaped backslash and a multi-byte character at position `at`.
+        for (const special of ['"', '\\', '✓', '\\"']) {
+          const chars = Array.from({ length: len }, (_, k) => (k === at ? special : 'x')).join('');
+          const payload = { s: chars };
+          const text = JSON.stringify({ items: [{ queue: chars, transactionId: chars, payload }, { payload: chars }] });
+          expect(slices(text)?.map((x) => JSON.parse(x as string) as unknown)).toEqual([payload, chars]);
+        }
+      }
+    }
+  });
 });
