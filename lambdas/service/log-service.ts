@@ -551,24 +551,25 @@ export class LogService {
    */
   async push(items: readonly PushItem[]): Promise<PushResult[]> {
     const results: PushResult[] = new Array<PushResult>(items.length);
-    // Validate every name before writing anything (each distinct name once).
-    const seen = new Set<string>();
-    for (const it of items) {
-      const partition = it.partition ?? DEFAULT_PARTITION;
-      const k = `${it.queue}\u0000${partition}`;
-      if (seen.has(k)) continue;
-      seen.add(k);
-      assertName(it.queue, 'queue');
-      assertName(partition, 'partition');
-    }
+    // Group by (queue, partition), validating every distinct name before anything is written.
+    // One pass, and no key string built while an item has its predecessor's target (the
+    // common case: a batch for one partition).
     const groups = new Map<string, { queue: string; partition: string; idx: number[] }>();
-    items.forEach((it, i) => {
+    let last: { queue: string; partition: string; idx: number[] } | undefined;
+    for (let i = 0; i < items.length; i++) {
+      const it = items[i] as PushItem;
       const partition = it.partition ?? DEFAULT_PARTITION;
-      const k = `${it.queue}\u0000${partition}`;
-      let g = groups.get(k);
-      if (!g) groups.set(k, (g = { queue: it.queue, partition, idx: [] }));
-      g.idx.push(i);
-    });
+      if (last === undefined || last.queue !== it.queue || last.partition !== partition) {
+        const k = `${it.queue}\u0000${partition}`;
+        last = groups.get(k);
+        if (!last) {
+          assertName(it.queue, 'queue');
+          assertName(partition, 'partition');
+          groups.set(k, (last = { queue: it.queue, partition, idx: [] }));
+        }
+      }
+      last.idx.push(i);
+    }
     // Resolve every target and run the push guards (maxSize) before writing any segment.
     const targets = await Promise.all(
       [...groups.values()].map(async (g) => {
@@ -664,17 +665,18 @@ export class LogService {
         if (reserve.length > 0) await this.abortMarker(part.id, pushId, windowMs);
         throw e;
       }
-      const offsets = new Map<number, number>();
+      let base = 0;
       if (committed !== undefined) {
         if (committed === 'aborted') {
           if (attempt < 3) continue; // someone judged us stalled; our reservations are void
           throw new SluiceError('unavailable', 'push was aborted repeatedly by concurrent pushes of the same transactionIds; retry it');
         }
-        const base = committed.base;
-        store.forEach((i, j) => offsets.set(i, base + j));
+        base = committed.base;
         this.notifier.notify(queue.name, part.id);
       }
       const out: PushResult[] = new Array<PushResult>(prepared.length);
+      // `store` lists the stored items in index order: the k-th of them is at base + k.
+      let stored = 0;
       for (let i = 0; i < prepared.length; i++) {
         const p = prepared[i] as (typeof prepared)[number];
         const first = firstIndex[i] as number;
@@ -689,7 +691,7 @@ export class LogService {
           transactionId: p.txid,
           messageId: dup ?? p.mid,
           traceId: p.item.traceId ?? null,
-          offset: dup === undefined ? offsets.get(i) : undefined,
+          offset: dup === undefined ? base + stored++ : undefined,
         };
       }
       return out;
