@@ -5,7 +5,7 @@ import { SluiceError } from '../core/errors.js';
 import { uuidv7 } from '../core/ids.js';
 import { DEFAULT_PARTITION, assertName } from '../core/names.js';
 import { IMPLICIT_QUEUE_OPTIONS, type QueueOptions } from '../core/queue-options.js';
-import { ConditionFailedError, ContentionError, type Item, type Json, type Storage, type WriteOp } from '../storage/port.js';
+import { ConditionFailedError, ContentionError, type Item, type Json, type Storage, type WriteOp, type WriteResult } from '../storage/port.js';
 import { PARTITION_PREFIX, SEGMENT_BLOB_PREFIX, SEGMENT_PREFIX, keys, parseSegmentBlobKey, segmentBlobKey } from './keys.js';
 import { markerOrAbort, sweepBlobPage, type SweepReport } from './blob-sweep.js';
 import type { Notifier } from './notifier.js';
@@ -717,7 +717,12 @@ export class LogService {
       ops[j] = { op: 'put', table: 'dedup', item: { pk: part.id, sk: e.txid, ver: 1, attrs: { push: pushId, mid: e.mid, at: now }, attrsJson: json(e.mid), expiresAt: exp }, cond: absent };
     }
     const results = await this.storage.items.writeEach(ops);
-    let contested = entries.map((e, j) => ({ e, r: results[j] as { ok: boolean; current?: Item | undefined } })).filter((x) => !x.r.ok).map((x) => ({ e: x.e, current: x.r.current }));
+    // Only the contested ones get an object: usually there are none.
+    let contested: { e: (typeof entries)[number]; current: Item | undefined }[] = [];
+    for (let j = 0; j < results.length; j++) {
+      const r = results[j] as WriteResult;
+      if (!r.ok) contested.push({ e: entries[j] as (typeof entries)[number], current: r.current });
+    }
     while (contested.length > 0) {
       if (this.clock() > deadline) throw new SluiceError('unavailable', 'could not settle transactionId reservations in time; retry the push');
       now = this.clock();
