@@ -145,11 +145,38 @@ describe.each(backends)('integration: the log on $name', (backend) => {
     ]);
     expect(second.map((r) => r.status)).toEqual(['duplicate', 'queued', 'queued']);
     expect(second[0]!.messageId).toBe(first[1]!.messageId);
+    // Offsets: queued messages number on from the partition's tail; duplicates have none.
+    expect(first.map((r) => r.offset)).toEqual([0, 1, undefined]);
+    expect(second.map((r) => r.offset)).toEqual([undefined, 2, 0]);
+    const mixed = await svc.log.push([
+      { queue: 'dup', payload: json('a3'), transactionId: 'a' },
+      { queue: 'dup', payload: json('d1'), transactionId: 'd' },
+      { queue: 'dup', payload: json('d2'), transactionId: 'd' },
+      { queue: 'dup', payload: json('e1') },
+      { queue: 'dup', payload: json('c2'), transactionId: 'c' },
+      { queue: 'dup', payload: json('f1'), transactionId: 'f' },
+    ]);
+    expect(mixed.map((r) => r.status)).toEqual(['duplicate', 'queued', 'duplicate', 'queued', 'duplicate', 'queued']);
+    expect(mixed.map((r) => r.offset)).toEqual([undefined, 3, undefined, 4, undefined, 5]);
     const part = await svc.log.getPartition('dup', 'Default');
     const all = await svc.log.read(part!.id, 0, { maxCount: 100 });
-    expect(all.map((m) => JSON.parse(text(m.payload)))).toEqual(['a1', 'b1', 'c1']);
+    expect(all.map((m) => JSON.parse(text(m.payload)))).toEqual(['a1', 'b1', 'c1', 'd1', 'e1', 'f1']);
+    for (const r of mixed.filter((x) => x.status === 'queued')) expect(all[r.offset!]!.id).toBe(r.messageId);
     const found = await svc.log.findByTransactionId(part!.id, 'b');
     expect(found && text(found.payload)).toBe('"b1"');
+  });
+
+  it('checks every queue and partition name before it writes anything (a bad name after good ones)', async () => {
+    const svc = testServices(storage);
+    await expect(
+      svc.log.push([
+        { queue: 'names-ok', payload: json(1) },
+        { queue: 'names-ok', partition: 'p1', payload: json(2) },
+        { queue: 'names-ok', partition: 'a/b', payload: json(3) },
+      ]),
+    ).rejects.toMatchObject({ code: 'invalid_request' });
+    expect(await svc.log.getPartition('names-ok', 'Default')).toBeUndefined();
+    expect(await svc.log.getPartition('names-ok', 'p1')).toBeUndefined();
   });
 
   it('lets exactly one of 8 concurrent pushes of one transactionId be queued', async () => {

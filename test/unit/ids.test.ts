@@ -15,6 +15,12 @@ describe('unit: uuidv7', () => {
     expect(uuidv7(2 ** 48 - 1)).toMatch(/^ffffffff-ffff-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(uuidv7(0x0123_4567_89ab).slice(0, 13)).toBe('01234567-89ab');
   });
+  it('does not repeat within one millisecond (a push mints all its message ids with one now), across pool refills', () => {
+    const now = 1_764_459_000_123;
+    const ids = Array.from({ length: 5000 }, () => uuidv7(now));
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.every((id) => id.startsWith(uuidv7(now).slice(0, 13)))).toBe(true);
+  });
   it('sorts by time and does not repeat', () => {
     const ids = Array.from({ length: 5000 }, (_, i) => uuidv7(1_700_000_000_000 + i));
     expect([...ids].sort()).toEqual(ids);
