@@ -1,8 +1,19 @@
+import { isDeepStrictEqual } from 'node:util';
 import { MAX_ITEM_BYTES, type Item } from './port.js';
+
+// The test suite sets this (vitest.config.ts), so a caller-built text that no longer holds
+// the item's attrs (an item spread with new attrs, keeping the old text) fails a test
+// instead of being stored.
+const CHECK_ATTRS_JSON = process.env.SLUICE_CHECK_ATTRS_JSON === '1';
 
 /** The attributes' JSON text: what the size check measures and both adapters store. */
 export function attrsJson(item: Item): string {
-  return item.attrsJson ?? JSON.stringify(item.attrs);
+  const text = item.attrsJson;
+  if (text === undefined) return JSON.stringify(item.attrs);
+  if (CHECK_ATTRS_JSON && !isDeepStrictEqual(JSON.parse(text), JSON.parse(JSON.stringify(item.attrs)))) {
+    throw new Error(`item ${item.pk} ${item.sk}: attrsJson ${text} does not hold its attrs ${JSON.stringify(item.attrs)}`);
+  }
+  return text;
 }
 
 /**
