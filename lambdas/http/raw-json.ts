@@ -11,8 +11,6 @@ const WS = new Uint8Array(256);
 for (const c of [0x20, 0x09, 0x0a, 0x0d]) WS[c] = 1;
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
-/** Bytes of a string looked at one by one before the native search takes over. */
-const SHORT = 24;
 
 function skipWs(b: Uint8Array, i: number): number {
   while (i < b.length && WS[b[i] as number]) i++;
@@ -21,14 +19,6 @@ function skipWs(b: Uint8Array, i: number): number {
 
 /** Index just past the string starting at `i` (which is a quote). */
 function skipString(b: Uint8Array, i: number): number {
-  // Most strings (keys, names, ids) are short: look at their first bytes here, where a
-  // native call would cost more than the loop. An escape sends the rest to the loop below.
-  const stop = Math.min(i + 1 + SHORT, b.length);
-  for (let j = i + 1; j < stop; j++) {
-    const c = b[j];
-    if (c === QUOTE) return j + 1;
-    if (c === BACKSLASH) break;
-  }
   // Payload bytes are mostly string contents: jump from quote to quote with the native
   // search instead of looking at every byte. A quote preceded by an odd run of backslashes
   // is escaped.
