@@ -132,7 +132,10 @@ export function preparePushItems(items: PushItemInput[], services: Services, pat
   });
 }
 
-/** A push result in Queen's wire shape (snake_case ids). */
+/**
+ * A push result in Queen's wire shape (snake_case ids): the reference that
+ * {@link pushResultsText} writes as text, kept equal by test/unit/push-results-text.test.ts.
+ */
 export function pushResultJson(r: PushResult): Record<string, unknown> {
   const out: Record<string, unknown> = {
     index: r.index,
@@ -151,9 +154,9 @@ export function pushResultJson(r: PushResult): Record<string, unknown> {
 
 /**
  * `JSON.stringify(results.map(pushResultJson))`, built as text: a push answers one result per
- * message, and JSON.stringify of those objects was 3 % of the server's main thread at batch
- * 100 (codec/json-text.ts). A push's results share their queue and partition, so each of
- * those is written once.
+ * message, and JSON.stringify of those objects was about 3 % of the server's main thread at
+ * batch 100 (codec/json-text.ts). Results in a row with the same queue and partition reuse
+ * their escaped text.
  *
  * @example
  * ```ts
