@@ -48,8 +48,8 @@ export function httpLoad(baseUrl: string, sockets: number): HttpLoad {
 
 /**
  * CPU time (user + system) a process, or one of its threads, has used, in microseconds
- * (Linux /proc; clock ticks are 10 ms). Unlike msgs/s, CPU per message hardly moves with
- * the neighbours' load, so it is the number to compare changes by.
+ * (Linux /proc; clock ticks are 10 ms). CPU per message says where a row's time went; it
+ * moves with the host's speed as msgs/s does, so changes are compared by interleaved runs.
  */
 export function cpuMicros(pid: number, tid?: number): number {
   const stat = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8');
@@ -206,7 +206,7 @@ export async function pushBench(): Promise<string> {
     '',
     '### Embedded backend, through HTTP',
     '',
-    'The local server (`npm start`) in its own process, on the same two cores as the load generator; keep-alive connections, each pushing to its own partition, one push at a time; 1 KiB JSON messages, each with a transactionId (dedup on). Request bodies are built before the clock starts, so the load generator only sends; each server process first takes 10,400 untimed messages into another queue (warm-up). `SLUICE_SYNC=full` (the default) fsyncs every SQLite commit; `normal` survives a process crash but not a power loss. The batch-100 row at 8 connections is run 5 times (1,000,000 messages) and shows the median, with every run: the spread between runs on these VMs is ±20 % (fsync latency and neighbours), more than most changes being measured. The server CPU columns are CPU time per message over the timed runs, from /proc: its main thread (JavaScript, HTTP and SQLite, which all run there) and the whole process (adding zstd and file writes on the thread pool, and the GC helpers). They move far less than msgs/s from run to run. The main thread is the bottleneck: its busy share is its CPU time over the wall time of the timed runs. RSS is read from /proc after each row (rows run in order in one server process).',
+    'The local server (`npm start`) in its own process, on the same two cores as the load generator; keep-alive connections, each pushing to its own partition, one push at a time; 1 KiB JSON messages, each with a transactionId (dedup on). Request bodies are built before the clock starts, so the load generator only sends; each server process first takes 10,400 untimed messages into another queue (warm-up). `SLUICE_SYNC=full` (the default) fsyncs every SQLite commit; `normal` survives a process crash but not a power loss. The batch-100 row at 8 connections is run 5 times (1,000,000 messages) and shows the median, with every run: the spread between runs on these VMs is ±20 % (fsync latency and neighbours), more than most changes being measured. The server CPU columns are CPU time per message over the timed runs, from /proc: its main thread (JavaScript, HTTP and SQLite, which all run there) and the whole process (adding zstd and file writes on the thread pool, and the GC helpers). They explain a row (the main thread is the bottleneck: its busy share is its CPU time over the wall time of the timed runs) but move with the host too: on one day the same code took 13.5 to 19.7 µs per message on the main thread at batch 100, and 44,856 to 63,590 msgs/s. Compare changes by interleaving runs of both. RSS is read from /proc after each row (rows run in order in one server process).',
     '',
     '| SLUICE_SYNC | batch | connections | messages per run | msgs/s (median) | MB/s (payload) | pushes/s | each run, msgs/s | server CPU µs/msg, main thread | main thread busy | server CPU µs/msg, all threads | server RSS after, MiB | peak so far, MiB |',
     '|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|',
