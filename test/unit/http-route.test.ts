@@ -17,6 +17,17 @@ describe('unit: toJson', () => {
     const plain = { s: 'é"\n', n: [1.5, -0, 1e21], o: {} };
     expect(toJson(plain)).toBe(JSON.stringify(plain));
   });
+  it('matches JSON.stringify on keys and leaves that need escaping, non-finite numbers, dates and holes', () => {
+    const odd = {
+      'k"ey\\': ['q"uote', 'back\\slash', 'ctl\u0001', '\ud800lone', '😀', '', 0, -0, NaN, Infinity, 1e21, 5e-324, 2 ** 53, true, false, null],
+      date: new Date(0),
+      nested: [[], {}, [undefined], { gone: undefined, fn: () => 1 }],
+      ü: { 'a\nb': 1 },
+    };
+    expect(toJson(odd)).toBe(JSON.stringify(odd));
+    for (const v of [null, true, 'x"', 5, NaN, [], {}, new Date(5)]) expect(toJson(v)).toBe(JSON.stringify(v));
+    expect(toJson(undefined)).toBe('null');
+  });
 });
 
 describe('unit: error mapping', () => {
