@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
-import { keepBodyBytes, keptBodyBytes } from '../http/body-bytes.js';
+import { copyBodyBytes } from '../http/body-bytes.js';
 import { toJson } from '../http/json.js';
 import type { HttpEvent, HttpResponse } from '../http/types.js';
 import type { LambdaHttpHandler } from './server.js';
@@ -64,8 +64,7 @@ export function withBearerTokens(handler: LambdaHttpHandler, tokens: Record<stri
     if (principal === undefined) return unauthorized('unknown bearer token');
     const authed: HttpEvent = { ...event, requestContext: { ...event.requestContext, authorizer: { lambda: { principal } } } as HttpEvent['requestContext'] };
     // The received bytes are kept per event object: hand them to the copy.
-    const bytes = keptBodyBytes(event);
-    if (bytes) keepBodyBytes(authed, bytes);
+    copyBodyBytes(event, authed);
     return handler(authed, context);
   };
 }
