@@ -3,7 +3,18 @@ import tseslint from 'typescript-eslint';
 import vitest from '@vitest/eslint-plugin';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'cdk.out/**', 'dist/**', '.sluice-data/**', '.sluice-build/**', 'coverage/**', '**/*.js', '**/*.mjs'] },
+  {
+    ignores: [
+      'node_modules/**',
+      'cdk.out/**',
+      'dist/**',
+      '.sluice-data/**',
+      '.sluice-build/**',
+      'coverage/**',
+      '**/*.js',
+      '**/*.mjs',
+    ],
+  },
   ...tseslint.configs.recommended,
   {
     rules: {
@@ -27,7 +38,14 @@ export default tseslint.config(
   },
   {
     // Entry points and scripts print to the terminal on purpose.
-    files: ['bench/**/*.ts', 'bin/**/*.ts', 'lambdas/local/main.ts', 'scripts/**/*.ts', 'cli/**/*.ts', 'examples/**/*.ts'],
+    files: [
+      'bench/**/*.ts',
+      'bin/**/*.ts',
+      'lambdas/local/main.ts',
+      'scripts/**/*.ts',
+      'cli/**/*.ts',
+      'examples/**/*.ts',
+    ],
     rules: { 'no-console': 'off' },
   },
 );

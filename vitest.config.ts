@@ -15,7 +15,9 @@ export default defineConfig({
     // the servers the HTTP tests start inherit it.
     env: { SLUICE_CHECK_ATTRS_JSON: '1' },
     // CI asks for a JSON report as well, to print its one-line summary.
-    reporters: process.env.SLUICE_TEST_JSON ? ['default', ['json', { outputFile: process.env.SLUICE_TEST_JSON }]] : ['default'],
+    reporters: process.env.SLUICE_TEST_JSON
+      ? ['default', ['json', { outputFile: process.env.SLUICE_TEST_JSON }]]
+      : ['default'],
     // Lambda bundles under cdk.out/ are loaded by Node as they are, as on Lambda (and a
     // megabyte of minified code is not worth Vite's transform).
     server: { deps: { external: [/\/cdk\.out\//] } },

@@ -74,7 +74,11 @@ export async function meteredAwsStorage(endpoint: string): Promise<{ storage: St
       if (cmd === 'PutItemCommand') meter.writeUnits += wru(input.Item as Item);
       if (cmd === 'DeleteItemCommand') meter.writeUnits += 1;
       if (cmd === 'TransactWriteItemsCommand') {
-        for (const op of input.TransactItems as { Put?: { Item: Item }; Delete?: unknown; ConditionCheck?: unknown }[]) {
+        for (const op of input.TransactItems as {
+          Put?: { Item: Item };
+          Delete?: unknown;
+          ConditionCheck?: unknown;
+        }[]) {
           meter.writeUnits += 2 * (op.Put ? wru(op.Put.Item) : 1);
         }
       }
@@ -82,7 +86,9 @@ export async function meteredAwsStorage(endpoint: string): Promise<{ storage: St
       const o = out.output as { Item?: Item; Items?: Item[]; Responses?: Record<string, Item[]> };
       if (cmd === 'GetItemCommand') meter.readUnits += rru(o.Item ? dynamoItemSize(o.Item) : 0);
       if (cmd === 'QueryCommand') meter.readUnits += rru((o.Items ?? []).reduce((a, i) => a + dynamoItemSize(i), 0));
-      if (cmd === 'BatchGetItemCommand') for (const items of Object.values(o.Responses ?? {})) for (const i of items) meter.readUnits += rru(dynamoItemSize(i));
+      if (cmd === 'BatchGetItemCommand')
+        for (const items of Object.values(o.Responses ?? {}))
+          for (const i of items) meter.readUnits += rru(dynamoItemSize(i));
       return out;
     },
     { step: 'initialize', name: 'sluiceMeter' },

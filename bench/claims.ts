@@ -23,13 +23,22 @@ const BATCHES = [1, 10, 100, 1000];
 async function fill(svc: Services, queue: string, n: number, segment: number): Promise<void> {
   await svc.log.configure({ queue, options: resolveQueueOptions({}, svc.config.claimDefaults) });
   for (let i = 0; i < n; i += segment) {
-    const items = Array.from({ length: Math.min(segment, n - i) }, (_, j) => ({ queue, payload: Buffer.from(oneKiBPayload(i + j)) }));
+    const items = Array.from({ length: Math.min(segment, n - i) }, (_, j) => ({
+      queue,
+      payload: Buffer.from(oneKiBPayload(i + j)),
+    }));
     await svc.log.push(items);
   }
 }
 
 /** Drains `total` records with `consumers` loops of poll(batch) + ack(list); msgs/s. */
-async function drain(svc: Services, queue: string, total: number, batch: number, consumers: number): Promise<{ msgsPerS: number; ms: number }> {
+async function drain(
+  svc: Services,
+  queue: string,
+  total: number,
+  batch: number,
+  consumers: number,
+): Promise<{ msgsPerS: number; ms: number }> {
   let done = 0;
   const t0 = performance.now();
   await Promise.all(
@@ -40,7 +49,12 @@ async function drain(svc: Services, queue: string, total: number, batch: number,
           if (done >= total) return;
           continue;
         }
-        await svc.claims.ack(queue, P, 'bench', got.records.map((r) => r.offset));
+        await svc.claims.ack(
+          queue,
+          P,
+          'bench',
+          got.records.map((r) => r.offset),
+        );
         done += got.records.length;
       }
     }),
@@ -61,7 +75,9 @@ async function embeddedThroughput(): Promise<string[]> {
         await fill(svc, 'tp', total, 1000);
         await svc.claims.create('tp', P, 'bench', 'earliest');
         const r = await drain(svc, 'tp', total, 100, consumers);
-        rows.push(`| ${sync} | 100 | ${consumers} | ${fmt(total)} | ${fmt(r.msgsPerS)} | ${fmt((total / 100 / r.ms) * 1000)} |`);
+        rows.push(
+          `| ${sync} | 100 | ${consumers} | ${fmt(total)} | ${fmt(r.msgsPerS)} | ${fmt((total / 100 / r.ms) * 1000)} |`,
+        );
       } finally {
         await storage.close();
         rmSync(dir, { recursive: true, force: true });
@@ -101,12 +117,19 @@ async function requestsPerCall(svc: Services, counter: Counter, rounds: number):
       pollReq += p.total;
       pollDetail = p.detail;
       counter.reset();
-      await svc.claims.ack(queue, P, 'g', got.records.map((x) => x.offset));
+      await svc.claims.ack(
+        queue,
+        P,
+        'g',
+        got.records.map((x) => x.offset),
+      );
       const a = counter.read();
       ackReq += a.total;
       ackDetail = a.detail;
     }
-    rows.push(`| ${fmt(n)} | ${(pollReq / rounds).toFixed(2)} | ${(ackReq / rounds).toFixed(2)} | ${pollDetail} | ${ackDetail} |`);
+    rows.push(
+      `| ${fmt(n)} | ${(pollReq / rounds).toFixed(2)} | ${(ackReq / rounds).toFixed(2)} | ${pollDetail} | ${ackDetail} |`,
+    );
   }
   return rows;
 }
@@ -121,7 +144,11 @@ async function embeddedRequests(): Promise<string[]> {
       Object.entries(counted.counts)
         .map(([k, v]) => `${k} ${v}`)
         .join(', ');
-    return await requestsPerCall(svc, { reset: counted.reset, read: () => ({ total: counted.total(), detail: detail() }) }, 5);
+    return await requestsPerCall(
+      svc,
+      { reset: counted.reset, read: () => ({ total: counted.total(), detail: detail() }) },
+      5,
+    );
   } finally {
     await inner.close();
     rmSync(dir, { recursive: true, force: true });
@@ -137,7 +164,11 @@ async function awsRequests(): Promise<{ rows: string[]; units: string[] }> {
       [...m.requests.entries()]
         .map(([k, v]) => `${k.replace(/^(dynamodb|s3):/, '').replace(/Command$/, '')} ${v}`)
         .join(', ');
-    const rows = await requestsPerCall(svc, { reset: () => meter.reset(), read: () => ({ total: meter.totalRequests(), detail: detail(meter) }) }, 3);
+    const rows = await requestsPerCall(
+      svc,
+      { reset: () => meter.reset(), read: () => ({ total: meter.totalRequests(), detail: detail(meter) }) },
+      3,
+    );
     // Units for a steady poll+ack cycle at batch 100.
     const units: string[] = [];
     for (const n of [10, 100]) {
@@ -147,10 +178,17 @@ async function awsRequests(): Promise<{ rows: string[]; units: string[] }> {
       meter.reset();
       for (let r = 0; r < 5; r++) {
         const got = await svc.claims.poll(queue, P, 'g', { max: n, principal: 'bench' });
-        await svc.claims.ack(queue, P, 'g', got.records.map((x) => x.offset));
+        await svc.claims.ack(
+          queue,
+          P,
+          'g',
+          got.records.map((x) => x.offset),
+        );
       }
       const msgs = n * 5;
-      units.push(`| ${n} | ${fmt((meter.writeUnits / msgs) * 1000)} | ${fmt((meter.readUnits / msgs) * 1000)} | ${fmt((meter.totalRequests() / msgs) * 1000)} |`);
+      units.push(
+        `| ${n} | ${fmt((meter.writeUnits / msgs) * 1000)} | ${fmt((meter.readUnits / msgs) * 1000)} | ${fmt((meter.totalRequests() / msgs) * 1000)} |`,
+      );
     }
     await storage.close();
     return { rows, units };

@@ -16,7 +16,12 @@ export interface PortCounts {
  * total(); // requests made
  * ```
  */
-export function countingStorage(inner: Storage): { storage: Storage; counts: PortCounts; reset(): void; total(): number } {
+export function countingStorage(inner: Storage): {
+  storage: Storage;
+  counts: PortCounts;
+  reset(): void;
+  total(): number;
+} {
   const counts: PortCounts = {};
   const bump = (k: string, n = 1): void => {
     counts[k] = (counts[k] ?? 0) + n;
@@ -28,7 +33,10 @@ export function countingStorage(inner: Storage): { storage: Storage; counts: Por
     put: (t, i, c) => (bump('put'), inner.items.put(t, i, c)),
     delete: (t, k, c) => (bump('delete'), inner.items.delete(t, k, c)),
     writeEach: (ops) => (bump('writeEach', ops.length), inner.items.writeEach(ops)),
-    transact: (ops) => (bump(ops.length === 1 && ops[0]?.op !== 'check' ? 'put' : 'transact'), inner.items.transact(ops)),
+    transact: (ops) => (
+      bump(ops.length === 1 && ops[0]?.op !== 'check' ? 'put' : 'transact'),
+      inner.items.transact(ops)
+    ),
   };
   const blobs: BlobStore = {
     put: (k, b, o) => (bump('blobPut'), inner.blobs.put(k, b, o)),

@@ -41,7 +41,8 @@ function http(baseUrl: string, sockets: number): Http {
     agent,
     call: (method, path, body) =>
       new Promise((resolve, reject) => {
-        const headers: Record<string, string | number> = body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+        const headers: Record<string, string | number> =
+          body === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
         const req = request({ host: u.hostname, port: u.port, path, method, agent, headers }, (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
@@ -63,7 +64,10 @@ async function pushAll(h: Http, queue: string, partitions: number, total: number
       for (;;) {
         const b = next++;
         if (b * 100 >= total) return;
-        const items = Array.from({ length: 100 }, (_, i) => `{"queue":"${queue}","partition":"p${b % partitions}","payload":${payload(b * 100 + i)}}`);
+        const items = Array.from(
+          { length: 100 },
+          (_, i) => `{"queue":"${queue}","partition":"p${b % partitions}","payload":${payload(b * 100 + i)}}`,
+        );
         const r = await h.call('POST', '/api/v1/push', `{"items":[${items.join(',')}]}`);
         if (r.status !== 201) throw new Error(`push answered ${r.status}: ${r.body.slice(0, 200)}`);
       }
@@ -74,7 +78,13 @@ async function pushAll(h: Http, queue: string, partitions: number, total: number
 const TXID = /"transactionId":"([^"]+)","traceId"/g;
 
 /** Workers per group pop (wildcard, batch 100) and ack each batch until the group has `total`. */
-async function consume(h: Http, queue: string, groups: string[], workersPerGroup: number, total: number): Promise<number> {
+async function consume(
+  h: Http,
+  queue: string,
+  groups: string[],
+  workersPerGroup: number,
+  total: number,
+): Promise<number> {
   const got = new Map(groups.map((g) => [g, 0]));
   const started = process.hrtime.bigint();
   let finished = started;
@@ -84,7 +94,7 @@ async function consume(h: Http, queue: string, groups: string[], workersPerGroup
       Array.from({ length: workersPerGroup }, async () => {
         const q = g === QUEUE_MODE_GROUP ? '' : `&consumerGroup=${g}`;
         // Long polls, as Queen clients do by default: a lane released by an ack wakes a waiter.
-        for (let empty = 0; (got.get(g) ?? 0) < total && empty < 20; ) {
+        for (let empty = 0; (got.get(g) ?? 0) < total && empty < 20;) {
           const r = await h.call('GET', `/api/v1/pop/queue/${queue}?batch=100&wait=true&timeout=500${q}`);
           if (r.status === 204) {
             empty++;
@@ -96,9 +106,16 @@ async function consume(h: Http, queue: string, groups: string[], workersPerGroup
           const head = /"partitionId":"([^"]+)","leaseId":"([^"]*)"/.exec(r.body);
           if (!head) throw new Error(`unexpected pop answer: ${r.body.slice(0, 200)}`);
           const txids = [...r.body.matchAll(TXID)].map((m) => m[1] as string);
-          const acks = txids.map((t) => `{"transactionId":"${t}","partitionId":"${head[1]}","leaseId":"${head[2]}","status":"completed"}`);
-          const a = await h.call('POST', '/api/v1/ack/batch', `{"consumerGroup":${g === QUEUE_MODE_GROUP ? 'null' : `"${g}"`},"acknowledgments":[${acks.join(',')}]}`);
-          if (a.status !== 200 || a.body.includes('"success":false')) throw new Error(`ack failed: ${a.body.slice(0, 200)}`);
+          const acks = txids.map(
+            (t) => `{"transactionId":"${t}","partitionId":"${head[1]}","leaseId":"${head[2]}","status":"completed"}`,
+          );
+          const a = await h.call(
+            'POST',
+            '/api/v1/ack/batch',
+            `{"consumerGroup":${g === QUEUE_MODE_GROUP ? 'null' : `"${g}"`},"acknowledgments":[${acks.join(',')}]}`,
+          );
+          if (a.status !== 200 || a.body.includes('"success":false'))
+            throw new Error(`ack failed: ${a.body.slice(0, 200)}`);
           got.set(g, (got.get(g) ?? 0) + txids.length);
           if ((got.get(g) ?? 0) >= total && ++done === groups.length) finished = process.hrtime.bigint();
         }
@@ -133,7 +150,14 @@ async function leasesInProcess(g: number): Promise<number> {
   const storage = await openEmbeddedStorage({ dataDir, sync: 'normal' });
   try {
     const svc = buildServices(storage, loadConfig({}));
-    for (let b = 0; b < TOTAL / 100; b++) await svc.log.push(Array.from({ length: 100 }, (_, i) => ({ queue: 'lb', partition: `p${b % 8}`, payload: Buffer.from(payload(b * 100 + i)) })));
+    for (let b = 0; b < TOTAL / 100; b++)
+      await svc.log.push(
+        Array.from({ length: 100 }, (_, i) => ({
+          queue: 'lb',
+          partition: `p${b % 8}`,
+          payload: Buffer.from(payload(b * 100 + i)),
+        })),
+      );
     const groups = g === 1 ? [QUEUE_MODE_GROUP] : Array.from({ length: g }, (_, i) => `g${i + 1}`);
     const got = new Map(groups.map((x) => [x, 0]));
     const started = process.hrtime.bigint();
@@ -142,7 +166,7 @@ async function leasesInProcess(g: number): Promise<number> {
     await Promise.all(
       groups.flatMap((group) =>
         Array.from({ length: g === 1 ? 8 : 4 }, async () => {
-          for (let empty = 0; (got.get(group) ?? 0) < TOTAL && empty < 20; ) {
+          for (let empty = 0; (got.get(group) ?? 0) < TOTAL && empty < 20;) {
             const r = await svc.leases.pop(popReq('lb', { group, wait: true, timeoutMs: 500 }));
             if (!r) {
               empty++;
@@ -167,7 +191,9 @@ async function embeddedThroughput(): Promise<string[]> {
   const rows: string[] = [];
   for (const g of [1, 3]) {
     const rate = await leasesInProcess(g);
-    rows.push(`| in-process (service API, no HTTP), normal | ${g} | ${fmt(TOTAL)} × ${g} | ${g === 1 ? 8 : 12} | **${fmt(rate)}** | ${fmt(rate / 100)} |`);
+    rows.push(
+      `| in-process (service API, no HTTP), normal | ${g} | ${fmt(TOTAL)} × ${g} | ${g === 1 ? 8 : 12} | **${fmt(rate)}** | ${fmt(rate / 100)} |`,
+    );
   }
   for (const sync of ['normal', 'full'] as const) {
     for (const g of [1, 3]) {
@@ -175,7 +201,9 @@ async function embeddedThroughput(): Promise<string[]> {
       const server = await startServerProcess({ SLUICE_DATA_DIR: dataDir, SLUICE_SYNC: sync });
       try {
         const rate = await throughputAt(server.url, g);
-        rows.push(`| HTTP, ${sync} | ${g} | ${fmt(TOTAL)} × ${g} | ${g === 1 ? 8 : 12} | **${fmt(rate)}** | ${fmt(rate / 100)} |`);
+        rows.push(
+          `| HTTP, ${sync} | ${g} | ${fmt(TOTAL)} × ${g} | ${g === 1 ? 8 : 12} | **${fmt(rate)}** | ${fmt(rate / 100)} |`,
+        );
       } finally {
         await server.stop();
         rmSync(dataDir, { recursive: true, force: true });
@@ -187,15 +215,39 @@ async function embeddedThroughput(): Promise<string[]> {
 
 // ------------------------------------------------------ requests per pop / ack
 
-const popReq = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({ queue, group: 'g', batch: 100, partitions: 1, autoAck: false, wait: false, timeoutMs: 0, ...over });
+const popReq = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({
+  queue,
+  group: 'g',
+  batch: 100,
+  partitions: 1,
+  autoAck: false,
+  wait: false,
+  timeoutMs: 0,
+  ...over,
+});
 
 async function ackAll(svc: Services, r: PopResult): Promise<void> {
-  const res = await svc.leases.ack(r.messages.map((m, index) => ({ index, partitionId: m.partitionId, transactionId: m.transactionId, status: 'completed' as const, leaseId: r.leaseId })), r.group);
+  const res = await svc.leases.ack(
+    r.messages.map((m, index) => ({
+      index,
+      partitionId: m.partitionId,
+      transactionId: m.transactionId,
+      status: 'completed' as const,
+      leaseId: r.leaseId,
+    })),
+    r.group,
+  );
   if (!res.every((x) => x.success)) throw new Error('bench ack failed');
 }
 
 /** Average requests per pop and per ack over `cycles` pop+ack cycles of one group. */
-async function measure(svc: Services, count: () => number, reset: () => void, req: PopRequest, cycles: number): Promise<{ pop: number; ack: number }> {
+async function measure(
+  svc: Services,
+  count: () => number,
+  reset: () => void,
+  req: PopRequest,
+  cycles: number,
+): Promise<{ pop: number; ack: number }> {
   // One warm-up cycle: process caches (queue, partition, group, segment hints) as a warm Lambda has them.
   const warm = await svc.leases.pop(req);
   if (!warm) throw new Error('bench: nothing to pop');
@@ -215,7 +267,10 @@ async function measure(svc: Services, count: () => number, reset: () => void, re
 }
 
 async function pushBatches(svc: Services, queue: string, partition: string, total: number): Promise<void> {
-  for (let b = 0; b < total / 100; b++) await svc.log.push(Array.from({ length: 100 }, (_, i) => ({ queue, partition, payload: Buffer.from(payload(b * 100 + i)) })));
+  for (let b = 0; b < total / 100; b++)
+    await svc.log.push(
+      Array.from({ length: 100 }, (_, i) => ({ queue, partition, payload: Buffer.from(payload(b * 100 + i)) })),
+    );
 }
 
 async function embeddedCounts(): Promise<string[]> {
@@ -230,7 +285,12 @@ async function embeddedCounts(): Promise<string[]> {
     for (const depth of [1_000, 100_000]) {
       const q = `depth-${depth}`;
       await pushBatches(svc, q, 'Default', depth);
-      rows.push(row(`partition pop, backlog ${fmt(depth)}`, await measure(svc, c.total, c.reset, popReq(q, { partition: 'Default' }), 5)));
+      rows.push(
+        row(
+          `partition pop, backlog ${fmt(depth)}`,
+          await measure(svc, c.total, c.reset, popReq(q, { partition: 'Default' }), 5),
+        ),
+      );
     }
     // Number of groups on the queue (each has its own cursor; others are untouched).
     for (const groups of [1, 10]) {
@@ -238,14 +298,20 @@ async function embeddedCounts(): Promise<string[]> {
       await svc.log.ensureQueue(q);
       for (let g = 1; g < groups; g++) await svc.leases.pop(popReq(q, { group: `other-${g}` }));
       await pushBatches(svc, q, 'Default', 1_000);
-      rows.push(row(`wildcard pop, ${groups} group${groups > 1 ? 's' : ''} on the queue`, await measure(svc, c.total, c.reset, popReq(q), 5)));
+      rows.push(
+        row(
+          `wildcard pop, ${groups} group${groups > 1 ? 's' : ''} on the queue`,
+          await measure(svc, c.total, c.reset, popReq(q), 5),
+        ),
+      );
     }
     // Idle partitions next to the one with work.
     for (const idle of [0, 10_000]) {
       const q = `idle-${idle}`;
       const rec = await svc.log.ensureQueue(q);
       await svc.leases.pop(popReq(q)); // registers the group first
-      for (let i = 0; i < idle; i += 100) await Promise.all(Array.from({ length: 100 }, (_, j) => svc.log.ensurePartition(rec, `idle-${i + j}`)));
+      for (let i = 0; i < idle; i += 100)
+        await Promise.all(Array.from({ length: 100 }, (_, j) => svc.log.ensurePartition(rec, `idle-${i + j}`)));
       await pushBatches(svc, q, 'busy', 1_000);
       rows.push(row(`wildcard pop, ${fmt(idle)} idle partitions`, await measure(svc, c.total, c.reset, popReq(q), 5)));
     }
@@ -299,20 +365,43 @@ async function awsCounts(): Promise<string[]> {
       }
       pop.detail = by({ ...meter, requests: popMeter } as AwsMeter);
       ack.detail = by({ ...meter, requests: ackMeter } as AwsMeter);
-      rows.push(`| ${label} | ${fx(pop.n / 10)} | ${pop.detail} | ${fx(ack.n / 10)} | ${ack.detail} | ${fmt((wru / delivered) * 1000)} | ${fmt((rru / delivered) * 1000)} |`);
+      rows.push(
+        `| ${label} | ${fx(pop.n / 10)} | ${pop.detail} | ${fx(ack.n / 10)} | ${ack.detail} | ${fmt((wru / delivered) * 1000)} | ${fmt((rru / delivered) * 1000)} |`,
+      );
     };
     const small = (n: number): Buffer => Buffer.from(payload(n));
     // 1.2 KB of random hex: 100 of them compress to ~60 KB, stored as an S3 object.
     const big = (n: number): Buffer => Buffer.from(`{"blob":"${randomBytes(600).toString('hex')}","n":${n}}`);
-    const fill = async (queue: string, partition: string, mk: (n: number) => Buffer, perPush = 100, total = 1200): Promise<void> => {
-      for (let b = 0; b < total / perPush; b++) await producer.log.push(Array.from({ length: perPush }, (_, i) => ({ queue, partition, payload: mk(b * perPush + i) })));
+    const fill = async (
+      queue: string,
+      partition: string,
+      mk: (n: number) => Buffer,
+      perPush = 100,
+      total = 1200,
+    ): Promise<void> => {
+      for (let b = 0; b < total / perPush; b++)
+        await producer.log.push(
+          Array.from({ length: perPush }, (_, i) => ({ queue, partition, payload: mk(b * perPush + i) })),
+        );
     };
     await fill('aws-inline', 'Default', small, 10);
-    await run('partition pop, inline segments (10 × 256 B per push: 10 segments per pop)', 'aws-inline', popReq('aws-inline', { partition: 'Default' }));
+    await run(
+      'partition pop, inline segments (10 × 256 B per push: 10 segments per pop)',
+      'aws-inline',
+      popReq('aws-inline', { partition: 'Default' }),
+    );
     await fill('aws-s3', 'Default', small);
-    await run('partition pop, S3 segments (100 × 256 B per push), backlog 1,200', 'aws-s3', popReq('aws-s3', { partition: 'Default' }));
+    await run(
+      'partition pop, S3 segments (100 × 256 B per push), backlog 1,200',
+      'aws-s3',
+      popReq('aws-s3', { partition: 'Default' }),
+    );
     await fill('aws-s3-deep', 'Default', small, 100, 6000);
-    await run('partition pop, S3 segments (100 × 256 B per push), backlog 6,000', 'aws-s3-deep', popReq('aws-s3-deep', { partition: 'Default' }));
+    await run(
+      'partition pop, S3 segments (100 × 256 B per push), backlog 6,000',
+      'aws-s3-deep',
+      popReq('aws-s3-deep', { partition: 'Default' }),
+    );
     await fill('aws-g1', 'Default', small, 10);
     await run('wildcard pop, G = 1, no idle partitions, inline segments', 'aws-g1', popReq('aws-g1'));
     await producer.log.ensureQueue('aws-g3');
@@ -321,7 +410,11 @@ async function awsCounts(): Promise<string[]> {
     await fill('aws-g3', 'Default', small, 10);
     await run('wildcard pop, G = 3 on the queue, inline segments', 'aws-g3', popReq('aws-g3'));
     await fill('aws-blob', 'Default', big);
-    await run('partition pop, S3 segments (100 × 1.2 KB per push)', 'aws-blob', popReq('aws-blob', { partition: 'Default' }));
+    await run(
+      'partition pop, S3 segments (100 × 1.2 KB per push)',
+      'aws-blob',
+      popReq('aws-blob', { partition: 'Default' }),
+    );
     const rec = await producer.log.ensureQueue('aws-idle');
     await consumer.leases.pop(popReq('aws-idle'));
     // One at a time: moto answers 500 to some concurrent transactions.

@@ -34,12 +34,22 @@ export function httpLoad(baseUrl: string, sockets: number): HttpLoad {
     agent,
     post: (path, body) =>
       new Promise((resolve, reject) => {
-        const req = request({ host: u.hostname, port: u.port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
-          res.on('error', reject);
-        });
+        const req = request(
+          {
+            host: u.hostname,
+            port: u.port,
+            path,
+            method: 'POST',
+            agent,
+            headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+            res.on('error', reject);
+          },
+        );
         req.on('error', reject);
         req.end(body);
       }),
@@ -72,7 +82,10 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
 
-async function embeddedHttp(sync: 'full' | 'normal', plan: [batch: number, total: number, connections?: number, repeats?: number][]): Promise<string[]> {
+async function embeddedHttp(
+  sync: 'full' | 'normal',
+  plan: [batch: number, total: number, connections?: number, repeats?: number][],
+): Promise<string[]> {
   const dataDir = mkdtempSync(join(tmpdir(), 'sluice-bench-'));
   const server = await startServerProcess({ SLUICE_DATA_DIR: dataDir, SLUICE_SYNC: sync });
   const pid = server.child.pid as number;
@@ -86,7 +99,11 @@ async function embeddedHttp(sync: 'full' | 'normal', plan: [batch: number, total
     await Promise.all(
       Array.from({ length: 8 }, async (_, w) => {
         for (let r = 0; r < 13; r++) {
-          const items = Array.from({ length: 100 }, (_, i) => `{"queue":"warmup","partition":"p${w}","transactionId":"w-${r}-${i}","payload":${oneKiBPayload(i)}}`);
+          const items = Array.from(
+            { length: 100 },
+            (_, i) =>
+              `{"queue":"warmup","partition":"p${w}","transactionId":"w-${r}-${i}","payload":${oneKiBPayload(i)}}`,
+          );
           const res = await load.post('/api/v1/push', `{"items":[${items.join(',')}]}`);
           if (res.status !== 201) throw new Error(`warm-up push answered ${res.status}: ${res.body.slice(0, 200)}`);
         }
@@ -137,7 +154,9 @@ async function embeddedHttp(sync: 'full' | 'normal', plan: [batch: number, total
       const rss = rssMiB(pid);
       const runs = repeats > 1 ? rates.map(fmt).join(' · ') : '';
       const perMsg = (us: number): string => (us / (msgs * repeats)).toFixed(1);
-      rows.push(`| ${sync} | ${batch} | ${connections} | ${fmt(msgs)} | ${fmt(rate)} | ${((bytes / msgs) * rate / 2 ** 20).toFixed(1)} | ${fmt(rate / batch)} | ${runs} | ${perMsg(mainCpu)} | ${Math.round((100 * mainCpu) / wallUs)} % | ${perMsg(allCpu)} | ${rss.now} | ${rss.peak} |`);
+      rows.push(
+        `| ${sync} | ${batch} | ${connections} | ${fmt(msgs)} | ${fmt(rate)} | ${(((bytes / msgs) * rate) / 2 ** 20).toFixed(1)} | ${fmt(rate / batch)} | ${runs} | ${perMsg(mainCpu)} | ${Math.round((100 * mainCpu) / wallUs)} % | ${perMsg(allCpu)} | ${rss.now} | ${rss.peak} |`,
+      );
     }
   } finally {
     load.agent.destroy();

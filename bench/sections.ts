@@ -8,4 +8,8 @@ export interface BenchSection {
   run(): Promise<string>;
 }
 
-export const SECTIONS: BenchSection[] = [{ name: 'push', run: pushBench }, { name: 'claims', run: claimsBench }, { name: 'leases', run: leasesBench }];
+export const SECTIONS: BenchSection[] = [
+  { name: 'push', run: pushBench },
+  { name: 'claims', run: claimsBench },
+  { name: 'leases', run: leasesBench },
+];

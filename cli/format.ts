@@ -16,7 +16,11 @@ export interface Out {
 export function table(rows: (string | number | null | undefined)[][]): string {
   if (rows.length === 0) return '';
   const cells = rows.map((r) => r.map((c) => (c === null || c === undefined ? '-' : String(c))));
-  const numeric = (rows[0] ?? []).map((_, i) => rows.slice(1).length > 0 && rows.slice(1).every((r) => typeof r[i] === 'number' || r[i] === null || r[i] === undefined));
+  const numeric = (rows[0] ?? []).map(
+    (_, i) =>
+      rows.slice(1).length > 0 &&
+      rows.slice(1).every((r) => typeof r[i] === 'number' || r[i] === null || r[i] === undefined),
+  );
   const widths = (cells[0] ?? []).map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   return (
     cells

@@ -53,13 +53,15 @@ const int =
   (what: string, min = 0) =>
   (v: string): number => {
     const n = Number(v);
-    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`${what} must be an integer >= ${min} (got ${JSON.stringify(v)})`);
+    if (!Number.isInteger(n) || n < min)
+      throw new InvalidArgumentError(`${what} must be an integer >= ${min} (got ${JSON.stringify(v)})`);
     return n;
   };
 const positive = (what: string) => int(what, 1);
 const rate = (v: string): number => {
   const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`rate must be a number of messages per second > 0 (got ${JSON.stringify(v)})`);
+  if (!Number.isFinite(n) || n <= 0)
+    throw new InvalidArgumentError(`rate must be a number of messages per second > 0 (got ${JSON.stringify(v)})`);
   return n;
 };
 const ACK_STATUSES = ['completed', 'failed', 'retry', 'dlq'];
@@ -71,15 +73,29 @@ export function clientOptions(g: GlobalOpts, env: Record<string, string | undefi
   try {
     url = new URL(endpoint);
   } catch {
-    throw new UsageError(`--endpoint ${JSON.stringify(endpoint)} is not a URL (e.g. ${DEFAULT_ENDPOINT} or https://abc123.execute-api.eu-west-1.amazonaws.com)`);
+    throw new UsageError(
+      `--endpoint ${JSON.stringify(endpoint)} is not a URL (e.g. ${DEFAULT_ENDPOINT} or https://abc123.execute-api.eu-west-1.amazonaws.com)`,
+    );
   }
   const token = g.token ?? env['SLUICE_TOKEN'];
-  const wantsSigv4 = g.auth === 'sigv4' || (g.auth === undefined && (g.profile !== undefined || g.region !== undefined || env['SLUICE_AUTH'] === 'sigv4' || (!token && isExecuteApiHost(url.hostname))));
+  const wantsSigv4 =
+    g.auth === 'sigv4' ||
+    (g.auth === undefined &&
+      (g.profile !== undefined ||
+        g.region !== undefined ||
+        env['SLUICE_AUTH'] === 'sigv4' ||
+        (!token && isExecuteApiHost(url.hostname))));
   const opts: SluiceOptions = { endpoint, ...(g.timeout !== undefined ? { timeoutMs: g.timeout } : {}) };
   if (g.auth === 'none') return opts;
   if (wantsSigv4) {
-    if (g.token !== undefined) throw new UsageError('--token and SigV4 (--auth sigv4, --profile, --region) cannot be combined: pick one way to authenticate');
-    return { ...opts, auth: { type: 'sigv4', ...(g.region ? { region: g.region } : {}), ...(g.profile ? { profile: g.profile } : {}) } };
+    if (g.token !== undefined)
+      throw new UsageError(
+        '--token and SigV4 (--auth sigv4, --profile, --region) cannot be combined: pick one way to authenticate',
+      );
+    return {
+      ...opts,
+      auth: { type: 'sigv4', ...(g.region ? { region: g.region } : {}), ...(g.profile ? { profile: g.profile } : {}) },
+    };
   }
   if (g.auth === 'bearer' && !token) throw new UsageError('--auth bearer needs --token or SLUICE_TOKEN');
   if (token) return { ...opts, auth: { type: 'bearer', token } };
@@ -97,7 +113,9 @@ async function* jsonLines(input: Readable): AsyncGenerator<{ line: number; value
     try {
       yield { line: n, value: JSON.parse(text) };
     } catch (e) {
-      throw new UsageError(`line ${n} is not valid JSON (${e instanceof Error ? e.message : String(e)}): ${brief(text, 80)}`);
+      throw new UsageError(
+        `line ${n} is not valid JSON (${e instanceof Error ? e.message : String(e)}): ${brief(text, 80)}`,
+      );
     }
   }
 }
@@ -111,7 +129,8 @@ function parseStart(v: string): ClaimStart {
 
 function parseOptionPair(v: string, prev: QueueOptions = {}): QueueOptions {
   const i = v.indexOf('=');
-  if (i <= 0) throw new InvalidArgumentError(`--set takes key=value (got ${JSON.stringify(v)}), e.g. --set leaseTime=30`);
+  if (i <= 0)
+    throw new InvalidArgumentError(`--set takes key=value (got ${JSON.stringify(v)}), e.g. --set leaseTime=30`);
   const key = v.slice(0, i);
   const raw = v.slice(i + 1);
   let value: unknown = raw;
@@ -137,8 +156,15 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .addOption(new Option('-e, --endpoint <url>', `API base URL (env SLUICE_ENDPOINT; default ${DEFAULT_ENDPOINT})`))
     .addOption(new Option('-t, --token <token>', 'bearer token (env SLUICE_TOKEN)'))
     .addOption(new Option('--profile <name>', 'AWS profile for SigV4 signing (implies --auth sigv4)'))
-    .addOption(new Option('--region <region>', 'AWS region for SigV4 (default: from the execute-api URL or AWS_REGION)'))
-    .addOption(new Option('--auth <kind>', 'none, bearer or sigv4 (default: bearer with a token; sigv4 for execute-api URLs or with --profile/--region)').choices(['none', 'bearer', 'sigv4']))
+    .addOption(
+      new Option('--region <region>', 'AWS region for SigV4 (default: from the execute-api URL or AWS_REGION)'),
+    )
+    .addOption(
+      new Option(
+        '--auth <kind>',
+        'none, bearer or sigv4 (default: bearer with a token; sigv4 for execute-api URLs or with --profile/--region)',
+      ).choices(['none', 'bearer', 'sigv4']),
+    )
     .addOption(new Option('--timeout <ms>', 'per-request timeout in ms').argParser(positive('timeout')))
     .option('--json', 'machine-readable JSON output')
     .showHelpAfterError('(run with --help for usage)')
@@ -146,7 +172,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .exitOverride();
 
   const globals = (cmd: Command): GlobalOpts => cmd.optsWithGlobals<GlobalOpts>();
-  const client = (cmd: Command): Sluice => new Sluice({ ...clientOptions(globals(cmd), io.env), ...(io.fetch ? { fetch: io.fetch } : {}), ...(io.sleep ? { sleep: io.sleep } : {}) });
+  const client = (cmd: Command): Sluice =>
+    new Sluice({
+      ...clientOptions(globals(cmd), io.env),
+      ...(io.fetch ? { fetch: io.fetch } : {}),
+      ...(io.sleep ? { sleep: io.sleep } : {}),
+    });
   const json = (cmd: Command): boolean => globals(cmd).json === true;
   const printJson = (v: unknown): void => out(`${JSON.stringify(v, null, 2)}\n`);
 
@@ -160,52 +191,72 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('-b, --batch <n>', 'messages per request', positive('batch'), 1000)
     .option('--envelope', 'each line is {data, transactionId?, partition?, traceId?} rather than the payload itself')
     .option('--id-field <field>', "use this field of each line's object as its transactionId (dedup key)")
-    .action(async (queue: string, o: { partition: string; file?: string; batch: number; envelope?: boolean; idField?: string }, cmd: Command) => {
-      const sluice = client(cmd);
-      const q = sluice.queue(queue).partition(o.partition);
-      const input = o.file && o.file !== '-' ? createReadStream(o.file) : io.stdin;
-      if (o.file && o.file !== '-') {
-        await new Promise<void>((resolve, reject) => {
-          (input as ReturnType<typeof createReadStream>).once('open', () => resolve()).once('error', (e) => reject(new UsageError(`cannot read ${o.file}: ${(e as Error).message}`)));
-        });
-      }
-      const totals = { lines: 0, queued: 0, duplicate: 0, failed: 0 };
-      let batch: PushItem[] = [];
-      const flush = async (): Promise<void> => {
-        if (batch.length === 0) return;
-        const results = await q.push(batch, { throwOnFailure: false });
-        for (const r of results) totals[r.status]++;
-        for (const r of results.filter((x) => x.status === 'failed').slice(0, 5)) io.stderr.write(`item ${totals.lines - batch.length + r.index + 1} failed: ${r.error ?? 'unknown error'}\n`);
-        batch = [];
-      };
-      try {
-        for await (const { line, value } of jsonLines(input)) {
-          let item: PushItem;
-          if (o.envelope) {
-            if (!value || typeof value !== 'object' || Array.isArray(value)) throw new UsageError(`line ${line}: --envelope lines must be objects like {"data": …, "transactionId": "…"}`);
-            item = value as PushItem;
-            if (!('data' in item) && !('payload' in item)) item = { ...item, data: null };
-          } else {
-            item = { data: value };
-            if (o.idField) {
-              const id = value && typeof value === 'object' ? (value as Record<string, unknown>)[o.idField] : undefined;
-              if (typeof id !== 'string' && typeof id !== 'number') throw new UsageError(`line ${line}: no string or number field "${o.idField}" for --id-field`);
-              item.transactionId = String(id);
-            }
-          }
-          batch.push(item);
-          totals.lines++;
-          if (batch.length >= o.batch) await flush();
+    .action(
+      async (
+        queue: string,
+        o: { partition: string; file?: string; batch: number; envelope?: boolean; idField?: string },
+        cmd: Command,
+      ) => {
+        const sluice = client(cmd);
+        const q = sluice.queue(queue).partition(o.partition);
+        const input = o.file && o.file !== '-' ? createReadStream(o.file) : io.stdin;
+        if (o.file && o.file !== '-') {
+          await new Promise<void>((resolve, reject) => {
+            (input as ReturnType<typeof createReadStream>)
+              .once('open', () => resolve())
+              .once('error', (e) => reject(new UsageError(`cannot read ${o.file}: ${(e as Error).message}`)));
+          });
         }
-        await flush();
-      } catch (e) {
-        if (e instanceof UsageError && totals.lines > 0) e.message += ` (${totals.queued + totals.duplicate} earlier lines were pushed; pushing the file again is safe only with --id-field or --envelope transactionIds)`;
-        throw e;
-      }
-      if (json(cmd)) printJson({ queue, partition: o.partition, ...totals });
-      else out(`pushed ${totals.lines} messages to ${queue}/${o.partition}: ${totals.queued} queued, ${totals.duplicate} duplicate, ${totals.failed} failed\n`);
-      if (totals.failed > 0) setExit(EXIT.api);
-    });
+        const totals = { lines: 0, queued: 0, duplicate: 0, failed: 0 };
+        let batch: PushItem[] = [];
+        const flush = async (): Promise<void> => {
+          if (batch.length === 0) return;
+          const results = await q.push(batch, { throwOnFailure: false });
+          for (const r of results) totals[r.status]++;
+          for (const r of results.filter((x) => x.status === 'failed').slice(0, 5))
+            io.stderr.write(
+              `item ${totals.lines - batch.length + r.index + 1} failed: ${r.error ?? 'unknown error'}\n`,
+            );
+          batch = [];
+        };
+        try {
+          for await (const { line, value } of jsonLines(input)) {
+            let item: PushItem;
+            if (o.envelope) {
+              if (!value || typeof value !== 'object' || Array.isArray(value))
+                throw new UsageError(
+                  `line ${line}: --envelope lines must be objects like {"data": …, "transactionId": "…"}`,
+                );
+              item = value as PushItem;
+              if (!('data' in item) && !('payload' in item)) item = { ...item, data: null };
+            } else {
+              item = { data: value };
+              if (o.idField) {
+                const id =
+                  value && typeof value === 'object' ? (value as Record<string, unknown>)[o.idField] : undefined;
+                if (typeof id !== 'string' && typeof id !== 'number')
+                  throw new UsageError(`line ${line}: no string or number field "${o.idField}" for --id-field`);
+                item.transactionId = String(id);
+              }
+            }
+            batch.push(item);
+            totals.lines++;
+            if (batch.length >= o.batch) await flush();
+          }
+          await flush();
+        } catch (e) {
+          if (e instanceof UsageError && totals.lines > 0)
+            e.message += ` (${totals.queued + totals.duplicate} earlier lines were pushed; pushing the file again is safe only with --id-field or --envelope transactionIds)`;
+          throw e;
+        }
+        if (json(cmd)) printJson({ queue, partition: o.partition, ...totals });
+        else
+          out(
+            `pushed ${totals.lines} messages to ${queue}/${o.partition}: ${totals.queued} queued, ${totals.duplicate} duplicate, ${totals.failed} failed\n`,
+          );
+        if (totals.failed > 0) setExit(EXIT.api);
+      },
+    );
 
   // ------------------------------------------------------------------- pop
   program
@@ -219,27 +270,48 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .addOption(new Option('--status <status>', 'ack status').choices(ACK_STATUSES).default('completed'))
     .option('--no-ack', 'leave the messages leased (they return when the lease lapses)')
     .option('--lease-seconds <s>', 'lease length', positive('lease-seconds'))
-    .action(async (queue: string, o: { partition?: string; group?: string; batch: number; wait: number; status: AckStatus; ack: boolean; leaseSeconds?: number }, cmd: Command) => {
-      const sluice = client(cmd);
-      let q = sluice.queue(queue).batch(o.batch).wait(o.wait > 0).timeout(o.wait || 30_000);
-      if (o.partition) q = q.partition(o.partition);
-      if (o.group) q = q.group(o.group);
-      if (o.leaseSeconds) q = q.leaseSeconds(o.leaseSeconds);
-      const msgs = await q.pop();
-      if (o.ack && msgs.length > 0) {
-        const results = await sluice.ack(msgs, o.status);
-        const bad = results.filter((r) => !r.success);
-        if (bad.length > 0) io.stderr.write(`warning: ${bad.length} ack(s) not applied: ${bad[0]?.error ?? ''}\n`);
-      }
-      if (json(cmd)) printJson(msgs);
-      else if (msgs.length === 0) io.stderr.write(`no messages available in ${queue}${o.partition ? `/${o.partition}` : ''}\n`);
-      else for (const m of msgs) out(`${messageLine(m)}\n`);
-    });
+    .action(
+      async (
+        queue: string,
+        o: {
+          partition?: string;
+          group?: string;
+          batch: number;
+          wait: number;
+          status: AckStatus;
+          ack: boolean;
+          leaseSeconds?: number;
+        },
+        cmd: Command,
+      ) => {
+        const sluice = client(cmd);
+        let q = sluice
+          .queue(queue)
+          .batch(o.batch)
+          .wait(o.wait > 0)
+          .timeout(o.wait || 30_000);
+        if (o.partition) q = q.partition(o.partition);
+        if (o.group) q = q.group(o.group);
+        if (o.leaseSeconds) q = q.leaseSeconds(o.leaseSeconds);
+        const msgs = await q.pop();
+        if (o.ack && msgs.length > 0) {
+          const results = await sluice.ack(msgs, o.status);
+          const bad = results.filter((r) => !r.success);
+          if (bad.length > 0) io.stderr.write(`warning: ${bad.length} ack(s) not applied: ${bad[0]?.error ?? ''}\n`);
+        }
+        if (json(cmd)) printJson(msgs);
+        else if (msgs.length === 0)
+          io.stderr.write(`no messages available in ${queue}${o.partition ? `/${o.partition}` : ''}\n`);
+        else for (const m of msgs) out(`${messageLine(m)}\n`);
+      },
+    );
 
   // ------------------------------------------------------------------ tail
   program
     .command('tail')
-    .description('Follow a queue: pop, print and ack messages until interrupted (Ctrl-C stops cleanly). With --peek, read a partition without consuming it.')
+    .description(
+      'Follow a queue: pop, print and ack messages until interrupted (Ctrl-C stops cleanly). With --peek, read a partition without consuming it.',
+    )
     .argument('<queue>')
     .option('-p, --partition <name>', 'only this partition')
     .option('-g, --group <name>', 'consumer group (default: queue mode)')
@@ -248,70 +320,96 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--idle <ms>', 'stop after this long without a message', positive('idle'))
     .option('--peek', 'read the partition in offset order without a group, lease or ack (needs --partition)')
     .option('--from <offset>', 'with --peek: first offset to read', int('from'), 0)
-    .action(async (queue: string, o: { partition?: string; group?: string; batch: number; limit?: number; idle?: number; peek?: boolean; from: number }, cmd: Command) => {
-      const sluice = client(cmd);
-      const asJson = json(cmd);
-      const print = (m: Message): void => out(asJson ? `${JSON.stringify(m)}\n` : `${messageLine(m)}\n`);
-      const stop = new AbortController();
-      const onAbort = (): void => stop.abort();
-      io.signal?.addEventListener('abort', onAbort, { once: true });
-      let printed = 0;
-      const left = (): number => (o.limit === undefined ? Infinity : o.limit - printed);
-      try {
-        if (o.peek) {
-          if (!o.partition) throw new UsageError('tail --peek reads one partition: add --partition <name>');
-          const q = sluice.queue(queue).partition(o.partition);
-          let from = o.from;
-          let idleSince = Date.now();
-          while (!stop.signal.aborted && left() > 0) {
-            const r = await q.read({ from, limit: Math.min(1000, o.batch, left()), signal: stop.signal }).catch((e: unknown) => {
-              if (stop.signal.aborted) return { messages: [], next: from };
-              throw e;
-            });
-            for (const m of r.messages) print(m);
-            printed += r.messages.length;
-            from = r.next;
-            if (r.messages.length > 0) idleSince = Date.now();
-            else {
-              if (o.idle !== undefined && Date.now() - idleSince >= o.idle) break;
-              await new Promise((res) => setTimeout(res, 500));
+    .action(
+      async (
+        queue: string,
+        o: {
+          partition?: string;
+          group?: string;
+          batch: number;
+          limit?: number;
+          idle?: number;
+          peek?: boolean;
+          from: number;
+        },
+        cmd: Command,
+      ) => {
+        const sluice = client(cmd);
+        const asJson = json(cmd);
+        const print = (m: Message): void => out(asJson ? `${JSON.stringify(m)}\n` : `${messageLine(m)}\n`);
+        const stop = new AbortController();
+        const onAbort = (): void => stop.abort();
+        io.signal?.addEventListener('abort', onAbort, { once: true });
+        let printed = 0;
+        const left = (): number => (o.limit === undefined ? Infinity : o.limit - printed);
+        try {
+          if (o.peek) {
+            if (!o.partition) throw new UsageError('tail --peek reads one partition: add --partition <name>');
+            const q = sluice.queue(queue).partition(o.partition);
+            let from = o.from;
+            let idleSince = Date.now();
+            while (!stop.signal.aborted && left() > 0) {
+              const r = await q
+                .read({ from, limit: Math.min(1000, o.batch, left()), signal: stop.signal })
+                .catch((e: unknown) => {
+                  if (stop.signal.aborted) return { messages: [], next: from };
+                  throw e;
+                });
+              for (const m of r.messages) print(m);
+              printed += r.messages.length;
+              from = r.next;
+              if (r.messages.length > 0) idleSince = Date.now();
+              else {
+                if (o.idle !== undefined && Date.now() - idleSince >= o.idle) break;
+                await new Promise((res) => setTimeout(res, 500));
+              }
             }
+            if (!asJson) io.stderr.write(`tail: ${printed} messages read; next offset ${from}\n`);
+            return;
           }
-          if (!asJson) io.stderr.write(`tail: ${printed} messages read; next offset ${from}\n`);
-          return;
+          let q = sluice
+            .queue(queue)
+            .batch(Math.min(o.batch, o.limit ?? o.batch))
+            .wait(true)
+            .timeout(20_000);
+          if (o.partition) q = q.partition(o.partition);
+          if (o.group) q = q.group(o.group);
+          let acked = 0;
+          await q.consume<unknown>(
+            async (msgs: Message[]) => {
+              const shown = msgs.slice(0, Math.max(0, left()));
+              for (const m of shown) print(m);
+              printed += shown.length;
+              // Ack what was printed; hand the rest back at once (status retry: no budget charged).
+              const marked = [
+                ...shown.map((m) => ({ ...m, _status: 'completed' })),
+                ...msgs.slice(shown.length).map((m) => ({ ...m, _status: 'retry' })),
+              ];
+              const results = await sluice.ack(marked);
+              acked += results.filter((r, i) => r.success && i < shown.length).length;
+              if (left() <= 0) stop.abort();
+            },
+            {
+              signal: stop.signal,
+              autoAck: false,
+              ...(o.idle !== undefined ? { idleMs: o.idle } : {}),
+              onError: (e, info) =>
+                io.stderr.write(`warning (${info.phase}): ${e instanceof Error ? e.message : String(e)}\n`),
+            },
+          );
+          if (!asJson) io.stderr.write(`tail: ${printed} messages (${acked} acked)\n`);
+        } finally {
+          io.signal?.removeEventListener('abort', onAbort);
         }
-        let q = sluice.queue(queue).batch(Math.min(o.batch, o.limit ?? o.batch)).wait(true).timeout(20_000);
-        if (o.partition) q = q.partition(o.partition);
-        if (o.group) q = q.group(o.group);
-        let acked = 0;
-        await q.consume<unknown>(
-          async (msgs: Message[]) => {
-            const shown = msgs.slice(0, Math.max(0, left()));
-            for (const m of shown) print(m);
-            printed += shown.length;
-            // Ack what was printed; hand the rest back at once (status retry: no budget charged).
-            const marked = [...shown.map((m) => ({ ...m, _status: 'completed' })), ...msgs.slice(shown.length).map((m) => ({ ...m, _status: 'retry' }))];
-            const results = await sluice.ack(marked);
-            acked += results.filter((r, i) => r.success && i < shown.length).length;
-            if (left() <= 0) stop.abort();
-          },
-          {
-            signal: stop.signal,
-            autoAck: false,
-            ...(o.idle !== undefined ? { idleMs: o.idle } : {}),
-            onError: (e, info) => io.stderr.write(`warning (${info.phase}): ${e instanceof Error ? e.message : String(e)}\n`),
-          },
-        );
-        if (!asJson) io.stderr.write(`tail: ${printed} messages (${acked} acked)\n`);
-      } finally {
-        io.signal?.removeEventListener('abort', onAbort);
-      }
-    });
+      },
+    );
 
   // ---------------------------------------------------------------- groups
   program
     .command('groups')
-    .description('Lag per partition-lease consumer group, queue and partition (record-claim groups: `sluice claims describe`).')
+    .description(
+      'Lag per partition-lease consumer group, queue and partition (record-claim groups: `sluice claims describe`).',
+    )
     .option('-q, --queue <name>', 'only this queue')
     .option('-g, --group <name>', 'only this group')
     .option('--min-lag <seconds>', 'only groups lagging at least this long', int('min-lag'))
@@ -338,7 +436,12 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .action(async (group: string, _o: unknown, cmd: Command) => {
       const g = await client(cmd).groups.describe(group);
       if (json(cmd)) return printJson(g);
-      if (g.queues.length === 0) throw new SluiceApiError(404, 'not_found', `consumer group ${group} has no cursor on any queue (it never popped, or it was deleted)`);
+      if (g.queues.length === 0)
+        throw new SluiceApiError(
+          404,
+          'not_found',
+          `consumer group ${group} has no cursor on any queue (it never popped, or it was deleted)`,
+        );
       out(`group ${g.name}: ${g.lagMessages} messages behind, oldest ${duration(g.maxLagSeconds)}\n`);
       out(groupTable([g]));
     });
@@ -352,17 +455,27 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--to <timestamp>', 'the next delivery is the first message after this time (ISO-8601)')
     .action(async (group: string, queue: string, o: { toEnd?: boolean; to?: string }, cmd: Command) => {
       if (!o.toEnd === !o.to) throw new UsageError('seek needs exactly one of --to-end or --to <ISO-8601 timestamp>');
-      if (o.to && !Number.isFinite(Date.parse(o.to))) throw new UsageError(`--to ${JSON.stringify(o.to)} is not a timestamp (use ISO-8601, e.g. 2026-05-01T12:00:00Z)`);
+      if (o.to && !Number.isFinite(Date.parse(o.to)))
+        throw new UsageError(
+          `--to ${JSON.stringify(o.to)} is not a timestamp (use ISO-8601, e.g. 2026-05-01T12:00:00Z)`,
+        );
       const r = await client(cmd).groups.seek(group, queue, o.toEnd ? { toEnd: true } : { timestamp: o.to as string });
       if (json(cmd)) return printJson(r);
-      out(`${group} on ${queue}: ${r.partitionsUpdated} partition(s) moved ${r.seekToEnd ? 'to the end' : `to ${r.targetTimestamp}`}\n`);
+      out(
+        `${group} on ${queue}: ${r.partitionsUpdated} partition(s) moved ${r.seekToEnd ? 'to the end' : `to ${r.targetTimestamp}`}\n`,
+      );
     });
 
   program
     .command('configure')
     .description('Create a queue or replace its configuration (options not given go back to defaults).')
     .argument('<queue>')
-    .option('-s, --set <key=value>', 'an option, e.g. --set leaseTime=30 --set retryLimit=5 (repeatable)', parseOptionPair, {})
+    .option(
+      '-s, --set <key=value>',
+      'an option, e.g. --set leaseTime=30 --set retryLimit=5 (repeatable)',
+      parseOptionPair,
+      {},
+    )
     .action(async (queue: string, o: { set: QueueOptions }, cmd: Command) => {
       const r = await client(cmd).queue(queue).config(o.set).create();
       if (json(cmd)) return printJson(r);
@@ -380,19 +493,33 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--limit <n>', 'rows per page', positive('limit'), 100)
     .option('--offset <n>', 'rows to skip', int('offset'), 0)
     .option('--all', 'every page')
-    .action(async (queue: string, o: { group?: string; limit: number; offset: number; all?: boolean }, cmd: Command) => {
-      let d = client(cmd).dlq(queue);
-      if (o.group) d = d.group(o.group);
-      const rows = [];
-      if (o.all) for await (const e of d.all()) rows.push(e);
-      else rows.push(...(await d.list({ limit: o.limit, offset: o.offset })).messages);
-      if (json(cmd)) return printJson(rows);
-      if (rows.length === 0) {
-        io.stderr.write(`no dead letters in ${queue}${o.group ? ` for group ${o.group}` : ''}\n`);
-        return;
-      }
-      out(table([['FAILED_AT', 'GROUP', 'PARTITION_ID', 'TRANSACTION_ID', 'RETRIES', 'ERROR'], ...rows.map((e) => [e.failedAt, e.consumerGroup, e.partitionId, e.transactionId, e.retryCount, brief(e.errorMessage, 60).replace(/^"|"$/g, '')])]));
-    });
+    .action(
+      async (queue: string, o: { group?: string; limit: number; offset: number; all?: boolean }, cmd: Command) => {
+        let d = client(cmd).dlq(queue);
+        if (o.group) d = d.group(o.group);
+        const rows = [];
+        if (o.all) for await (const e of d.all()) rows.push(e);
+        else rows.push(...(await d.list({ limit: o.limit, offset: o.offset })).messages);
+        if (json(cmd)) return printJson(rows);
+        if (rows.length === 0) {
+          io.stderr.write(`no dead letters in ${queue}${o.group ? ` for group ${o.group}` : ''}\n`);
+          return;
+        }
+        out(
+          table([
+            ['FAILED_AT', 'GROUP', 'PARTITION_ID', 'TRANSACTION_ID', 'RETRIES', 'ERROR'],
+            ...rows.map((e) => [
+              e.failedAt,
+              e.consumerGroup,
+              e.partitionId,
+              e.transactionId,
+              e.retryCount,
+              brief(e.errorMessage, 60).replace(/^"|"$/g, ''),
+            ]),
+          ]),
+        );
+      },
+    );
   dlq
     .command('retry')
     .description('Replay one dead letter (fresh transactionId) and remove its row.')
@@ -402,37 +529,61 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .action(async (partitionId: string, transactionId: string, o: { group?: string }, cmd: Command) => {
       const r = await client(cmd).retryMessage(partitionId, transactionId, o.group ? { consumerGroup: o.group } : {});
       if (json(cmd)) return printJson(r);
-      out(`replayed ${transactionId} as ${String(r['transactionId'] ?? '?')}${r.dlqRowRemoved ? '' : ' (the dead-letter row could not be removed; it is listed still)'}\n`);
+      out(
+        `replayed ${transactionId} as ${String(r['transactionId'] ?? '?')}${r.dlqRowRemoved ? '' : ' (the dead-letter row could not be removed; it is listed still)'}\n`,
+      );
     });
   dlq
     .command('redrive-all')
-    .description('Replay every dead letter of a queue, in calls of --batch, at most --rate per second (progress on stderr).')
+    .description(
+      'Replay every dead letter of a queue, in calls of --batch, at most --rate per second (progress on stderr).',
+    )
     .argument('<queue>')
     .option('-g, --group <name>', "only this group's dead letters")
     .option('-b, --batch <n>', 'dead letters per call (at most 500)', positive('batch'), 100)
     .option('--rate <n>', 'messages per second at most', rate)
     .option('--no-progress', 'no progress bar')
-    .action(async (queue: string, o: { group?: string; batch: number; rate?: number; progress: boolean }, cmd: Command) => {
-      let d = client(cmd).dlq(queue);
-      if (o.group) d = d.group(o.group);
-      const bar = o.progress ? new Progress(io.stderr, 'redrive', await d.count({ max: 1_000_000 })) : undefined;
-      bar?.update(0);
-      const stop = new AbortController();
-      const onAbort = (): void => stop.abort();
-      io.signal?.addEventListener('abort', onAbort, { once: true });
-      try {
-        const p = await d.redriveAll({ batch: Math.min(o.batch, 500), ...(o.rate ? { rate: o.rate } : {}), signal: stop.signal, onProgress: (pr) => bar?.update(pr.moved, pr.failed ? `(${pr.failed} failed)` : '') });
-        bar?.finish(p.moved, p.failed ? `(${p.failed} failed)` : '');
-        if (json(cmd)) printJson({ queue, group: o.group ?? null, moved: p.moved, failed: p.failed, calls: p.calls, complete: !p.more });
-        else out(`redrove ${p.moved} dead letters of ${queue}${p.failed ? `; ${p.failed} failed and stay listed` : ''}${p.more ? ' (stopped early: run again to continue)' : ''}\n`);
-        if (p.failed > 0) setExit(EXIT.api);
-      } finally {
-        io.signal?.removeEventListener('abort', onAbort);
-      }
-    });
+    .action(
+      async (queue: string, o: { group?: string; batch: number; rate?: number; progress: boolean }, cmd: Command) => {
+        let d = client(cmd).dlq(queue);
+        if (o.group) d = d.group(o.group);
+        const bar = o.progress ? new Progress(io.stderr, 'redrive', await d.count({ max: 1_000_000 })) : undefined;
+        bar?.update(0);
+        const stop = new AbortController();
+        const onAbort = (): void => stop.abort();
+        io.signal?.addEventListener('abort', onAbort, { once: true });
+        try {
+          const p = await d.redriveAll({
+            batch: Math.min(o.batch, 500),
+            ...(o.rate ? { rate: o.rate } : {}),
+            signal: stop.signal,
+            onProgress: (pr) => bar?.update(pr.moved, pr.failed ? `(${pr.failed} failed)` : ''),
+          });
+          bar?.finish(p.moved, p.failed ? `(${p.failed} failed)` : '');
+          if (json(cmd))
+            printJson({
+              queue,
+              group: o.group ?? null,
+              moved: p.moved,
+              failed: p.failed,
+              calls: p.calls,
+              complete: !p.more,
+            });
+          else
+            out(
+              `redrove ${p.moved} dead letters of ${queue}${p.failed ? `; ${p.failed} failed and stay listed` : ''}${p.more ? ' (stopped early: run again to continue)' : ''}\n`,
+            );
+          if (p.failed > 0) setExit(EXIT.api);
+        } finally {
+          io.signal?.removeEventListener('abort', onAbort);
+        }
+      },
+    );
 
   // ---------------------------------------------------------------- claims
-  const claims = program.command('claims').description('Record-claim groups: one partition read as a shared work queue.');
+  const claims = program
+    .command('claims')
+    .description('Record-claim groups: one partition read as a shared work queue.');
   const claimArgs = (c: Command): Command => c.argument('<queue>').argument('<partition>').argument('<group>');
   claimArgs(claims.command('poll'))
     .description('Claim records and print them (with --ack, acknowledge them too).')
@@ -443,15 +594,46 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--session <token>', "member session token (with --reclaim, takes back the name's older claims)")
     .option('--reclaim', 'reclaim what this member holds under older sessions')
     .option('--ack', 'acknowledge the records after printing them')
-    .action(async (queue: string, partition: string, group: string, o: { max: number; wait: number; visibility?: number; consumer?: string; session?: string; reclaim?: boolean; ack?: boolean }, cmd: Command) => {
-      const g = client(cmd).queue(queue).partition(partition).claimGroup(group);
-      const r = await g.poll({ max: o.max, waitMs: o.wait, ...(o.visibility ? { visibilityMs: o.visibility } : {}), ...(o.consumer ? { consumer: o.consumer } : {}), ...(o.session ? { session: o.session } : {}), ...(o.reclaim ? { reclaim: true } : {}) });
-      const committed = o.ack && r.records.length > 0 ? (await g.ack(r.records.map((x) => x.offset))).committed : undefined;
-      if (json(cmd)) return printJson({ ...r, ...(committed !== undefined ? { committed } : {}) });
-      if (r.records.length === 0) io.stderr.write(`no records to claim${r.capped ? ' (the group is at its in-flight cap)' : ''}\n`);
-      else out(table([['OFFSET', 'ATTEMPTS', 'TRANSACTION_ID', 'DATA'], ...r.records.map((x) => [x.offset, x.attempts, x.transactionId, brief(x.data, 80)])]));
-      if (committed !== undefined) io.stderr.write(`acked; the group's position is now ${committed}\n`);
-    });
+    .action(
+      async (
+        queue: string,
+        partition: string,
+        group: string,
+        o: {
+          max: number;
+          wait: number;
+          visibility?: number;
+          consumer?: string;
+          session?: string;
+          reclaim?: boolean;
+          ack?: boolean;
+        },
+        cmd: Command,
+      ) => {
+        const g = client(cmd).queue(queue).partition(partition).claimGroup(group);
+        const r = await g.poll({
+          max: o.max,
+          waitMs: o.wait,
+          ...(o.visibility ? { visibilityMs: o.visibility } : {}),
+          ...(o.consumer ? { consumer: o.consumer } : {}),
+          ...(o.session ? { session: o.session } : {}),
+          ...(o.reclaim ? { reclaim: true } : {}),
+        });
+        const committed =
+          o.ack && r.records.length > 0 ? (await g.ack(r.records.map((x) => x.offset))).committed : undefined;
+        if (json(cmd)) return printJson({ ...r, ...(committed !== undefined ? { committed } : {}) });
+        if (r.records.length === 0)
+          io.stderr.write(`no records to claim${r.capped ? ' (the group is at its in-flight cap)' : ''}\n`);
+        else
+          out(
+            table([
+              ['OFFSET', 'ATTEMPTS', 'TRANSACTION_ID', 'DATA'],
+              ...r.records.map((x) => [x.offset, x.attempts, x.transactionId, brief(x.data, 80)]),
+            ]),
+          );
+        if (committed !== undefined) io.stderr.write(`acked; the group's position is now ${committed}\n`);
+      },
+    );
   claimArgs(claims.command('ack'))
     .description('Acknowledge offsets (one call).')
     .argument('<offsets...>', 'offsets to finish')
@@ -464,19 +646,44 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   claimArgs(claims.command('nack'))
     .description('Hand a record back (owed at once, or after --delay).')
     .argument('<offset>')
-    .option('--attempts <n>', 'the delivery being handed back (refused if it lapsed and went out again)', positive('attempts'))
+    .option(
+      '--attempts <n>',
+      'the delivery being handed back (refused if it lapsed and went out again)',
+      positive('attempts'),
+    )
     .option('--delay <ms>', 'owed again only after this long', int('delay'))
-    .action(async (queue: string, partition: string, group: string, offset: string, o: { attempts?: number; delay?: number }, cmd: Command) => {
-      const r = await client(cmd).queue(queue).partition(partition).claimGroup(group).nack(int('offset')(offset), { ...(o.attempts ? { attempts: o.attempts } : {}), ...(o.delay ? { delayMs: o.delay } : {}) });
-      if (json(cmd)) return printJson(r);
-      out(`handed back ${offset}${o.delay ? ` (owed again in ${o.delay} ms)` : ''}\n`);
-    });
+    .action(
+      async (
+        queue: string,
+        partition: string,
+        group: string,
+        offset: string,
+        o: { attempts?: number; delay?: number },
+        cmd: Command,
+      ) => {
+        const r = await client(cmd)
+          .queue(queue)
+          .partition(partition)
+          .claimGroup(group)
+          .nack(int('offset')(offset), {
+            ...(o.attempts ? { attempts: o.attempts } : {}),
+            ...(o.delay ? { delayMs: o.delay } : {}),
+          });
+        if (json(cmd)) return printJson(r);
+        out(`handed back ${offset}${o.delay ? ` (owed again in ${o.delay} ms)` : ''}\n`);
+      },
+    );
   claimArgs(claims.command('describe'))
     .description("The group's position, lag, in-flight, owed and dead-letter counts.")
     .action(async (queue: string, partition: string, group: string, _o: unknown, cmd: Command) => {
       const d = await client(cmd).queue(queue).partition(partition).claimGroup(group).describe();
       if (json(cmd)) return printJson(d);
-      out(table([['COMMITTED', 'TAIL', 'LAG', 'IN_FLIGHT', 'OWED', 'DELAYED', 'DEAD_LETTERS'], [d.committed, d.tail, d.lag, d.inFlight, d.owed, d.delayed ?? null, d.deadLetters]]));
+      out(
+        table([
+          ['COMMITTED', 'TAIL', 'LAG', 'IN_FLIGHT', 'OWED', 'DELAYED', 'DEAD_LETTERS'],
+          [d.committed, d.tail, d.lag, d.inFlight, d.owed, d.delayed ?? null, d.deadLetters],
+        ]),
+      );
     });
   claimArgs(claims.command('dead-letters'))
     .description("List the group's dead-lettered offsets.")
@@ -492,43 +699,54 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .option('--all', 'every dead letter of the group')
     .option('--rate <n>', 'redrives per second at most', rate)
     .option('--no-progress', 'no progress bar')
-    .action(async (queue: string, partition: string, group: string, offsets: string[], o: { all?: boolean; rate?: number; progress: boolean }, cmd: Command) => {
-      if (!o.all === (offsets.length === 0)) throw new UsageError('claims redrive needs offsets or --all (not both)');
-      const g = client(cmd).queue(queue).partition(partition).claimGroup(group);
-      const list = o.all ? await g.allDeadLetters() : offsets.map((s) => int('offset')(s));
-      const bar = o.progress ? new Progress(io.stderr, 'redrive', list.length) : undefined;
-      const started = Date.now();
-      let done = 0;
-      const failed: { offset: number; error: string }[] = [];
-      for (const off of list) {
-        if (io.signal?.aborted) break;
-        if (o.rate) {
-          const ahead = started + (done / o.rate) * 1000 - Date.now();
-          if (ahead > 0) await new Promise((r) => setTimeout(r, ahead));
+    .action(
+      async (
+        queue: string,
+        partition: string,
+        group: string,
+        offsets: string[],
+        o: { all?: boolean; rate?: number; progress: boolean },
+        cmd: Command,
+      ) => {
+        if (!o.all === (offsets.length === 0)) throw new UsageError('claims redrive needs offsets or --all (not both)');
+        const g = client(cmd).queue(queue).partition(partition).claimGroup(group);
+        const list = o.all ? await g.allDeadLetters() : offsets.map((s) => int('offset')(s));
+        const bar = o.progress ? new Progress(io.stderr, 'redrive', list.length) : undefined;
+        const started = Date.now();
+        let done = 0;
+        const failed: { offset: number; error: string }[] = [];
+        for (const off of list) {
+          if (io.signal?.aborted) break;
+          if (o.rate) {
+            const ahead = started + (done / o.rate) * 1000 - Date.now();
+            if (ahead > 0) await new Promise((r) => setTimeout(r, ahead));
+          }
+          try {
+            await g.redrive(off);
+          } catch (e) {
+            failed.push({ offset: off, error: e instanceof Error ? e.message : String(e) });
+          }
+          done++;
+          bar?.update(done - failed.length, failed.length ? `(${failed.length} failed)` : '');
         }
-        try {
-          await g.redrive(off);
-        } catch (e) {
-          failed.push({ offset: off, error: e instanceof Error ? e.message : String(e) });
+        bar?.finish(done - failed.length, failed.length ? `(${failed.length} failed)` : '');
+        if (json(cmd)) printJson({ redriven: done - failed.length, failed });
+        else {
+          out(`redrove ${done - failed.length} of ${list.length} dead letters\n`);
+          for (const f of failed.slice(0, 10)) io.stderr.write(`offset ${f.offset}: ${f.error}\n`);
         }
-        done++;
-        bar?.update(done - failed.length, failed.length ? `(${failed.length} failed)` : '');
-      }
-      bar?.finish(done - failed.length, failed.length ? `(${failed.length} failed)` : '');
-      if (json(cmd)) printJson({ redriven: done - failed.length, failed });
-      else {
-        out(`redrove ${done - failed.length} of ${list.length} dead letters\n`);
-        for (const f of failed.slice(0, 10)) io.stderr.write(`offset ${f.offset}: ${f.error}\n`);
-      }
-      if (failed.length > 0) setExit(EXIT.api);
-    });
+        if (failed.length > 0) setExit(EXIT.api);
+      },
+    );
   claimArgs(claims.command('create'))
     .description('Create the group at a start position (an existing group is left alone).')
     .option('--start <pos>', 'earliest, latest or an offset', parseStart, 'earliest' as ClaimStart)
     .action(async (queue: string, partition: string, group: string, o: { start: ClaimStart }, cmd: Command) => {
       const r = await client(cmd).queue(queue).partition(partition).claimGroup(group).create(o.start);
       if (json(cmd)) return printJson(r);
-      out(r.moved ? `created ${group} at offset ${r.offset}\n` : `${group} already exists (at ${r.offset}); left alone\n`);
+      out(
+        r.moved ? `created ${group} at offset ${r.offset}\n` : `${group} already exists (at ${r.offset}); left alone\n`,
+      );
     });
   claimArgs(claims.command('seek'))
     .description('Move the group (voids standing claims).')
@@ -550,22 +768,47 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
 }
 
 function groupTable(views: ConsumerGroup[]): string {
-  const rows: (string | number | null)[][] = [['GROUP', 'QUEUE', 'PARTITION', 'COMMITTED', 'NEXT', 'LAG', 'AGE', 'LEASED']];
+  const rows: (string | number | null)[][] = [
+    ['GROUP', 'QUEUE', 'PARTITION', 'COMMITTED', 'NEXT', 'LAG', 'AGE', 'LEASED'],
+  ];
   for (const g of views) {
     for (const q of g.queues) {
       if (!q.detail || q.detail.length === 0) {
-        rows.push([g.name, q.queue, '*', null, null, q.lagMessages, duration(q.lagSeconds), q.leasedPartitions ?? null]);
+        rows.push([
+          g.name,
+          q.queue,
+          '*',
+          null,
+          null,
+          q.lagMessages,
+          duration(q.lagSeconds),
+          q.leasedPartitions ?? null,
+        ]);
         continue;
       }
-      for (const p of q.detail) rows.push([g.name, q.queue, p.partition, p.committed, p.next, p.lagMessages, duration(p.lagSeconds), p.leaseExpiresAt ? 'yes' : 'no']);
+      for (const p of q.detail)
+        rows.push([
+          g.name,
+          q.queue,
+          p.partition,
+          p.committed,
+          p.next,
+          p.lagMessages,
+          duration(p.lagSeconds),
+          p.leaseExpiresAt ? 'yes' : 'no',
+        ]);
     }
   }
   return table(rows);
 }
 
 /** What a failure means for a person, and its exit code. */
-export function describeFailure(e: unknown, endpoint: string): { code: number; message: string; json: Record<string, unknown> } {
-  if (e instanceof UsageError) return { code: EXIT.usage, message: e.message, json: { error: e.message, code: 'usage' } };
+export function describeFailure(
+  e: unknown,
+  endpoint: string,
+): { code: number; message: string; json: Record<string, unknown> } {
+  if (e instanceof UsageError)
+    return { code: EXIT.usage, message: e.message, json: { error: e.message, code: 'usage' } };
   if (e instanceof SluiceApiError) {
     let hint = '';
     let code: number = EXIT.api;
@@ -581,10 +824,20 @@ export function describeFailure(e: unknown, endpoint: string): { code: number; m
   }
   if (e instanceof SluiceNetworkError) {
     const message = `${e.message}. Is the server running (npm start) and is --endpoint right? (now ${endpoint}; env SLUICE_ENDPOINT)`;
-    return { code: EXIT.unreachable, message, json: { error: e.message, code: e.name === 'SluiceTimeoutError' ? 'timeout' : 'unreachable' } };
+    return {
+      code: EXIT.unreachable,
+      message,
+      json: { error: e.message, code: e.name === 'SluiceTimeoutError' ? 'timeout' : 'unreachable' },
+    };
   }
-  if (e instanceof TypeError && /region|endpoint/i.test(e.message)) return { code: EXIT.usage, message: e.message, json: { error: e.message, code: 'usage' } };
-  if (e instanceof Error && /credential/i.test(e.message)) return { code: EXIT.auth, message: `${e.message} (SigV4 found no AWS credentials: set AWS_PROFILE or --profile, or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)`, json: { error: e.message, code: 'credentials' } };
+  if (e instanceof TypeError && /region|endpoint/i.test(e.message))
+    return { code: EXIT.usage, message: e.message, json: { error: e.message, code: 'usage' } };
+  if (e instanceof Error && /credential/i.test(e.message))
+    return {
+      code: EXIT.auth,
+      message: `${e.message} (SigV4 found no AWS credentials: set AWS_PROFILE or --profile, or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)`,
+      json: { error: e.message, code: 'credentials' },
+    };
   const message = e instanceof Error ? e.message : String(e);
   return { code: EXIT.api, message, json: { error: message, code: 'error' } };
 }

@@ -14,7 +14,13 @@ const onSignal = () => {
 };
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
-const code = await run(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, signal: stop.signal });
+const code = await run(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  stdin: process.stdin,
+  env: process.env,
+  signal: stop.signal,
+});
 process.exitCode = code;
 // Flush and leave even if a keep-alive socket or a timer would hold the loop open.
 process.stdout.write('', () => process.exit(code));

@@ -80,7 +80,12 @@ export class DeadLetterQueue {
     const r = await this.http.json<RedriveResult>({
       method: 'POST',
       path: '/api/v1/dlq/retry',
-      body: { queue: this.queue, ...(this.consumerGroup ? { consumerGroup: this.consumerGroup } : {}), ...(opts.limit ? { limit: opts.limit } : {}), ...(opts.after ? { after: opts.after } : {}) },
+      body: {
+        queue: this.queue,
+        ...(this.consumerGroup ? { consumerGroup: this.consumerGroup } : {}),
+        ...(opts.limit ? { limit: opts.limit } : {}),
+        ...(opts.after ? { after: opts.after } : {}),
+      },
       retry: 'unsafe',
       signal: opts.signal,
     });
@@ -91,7 +96,16 @@ export class DeadLetterQueue {
    * Redrives everything, call after call, until none remain. `rate` caps messages per second;
    * `onProgress` sees each step; `signal` stops between calls (resume by calling again).
    */
-  async redriveAll(opts: { batch?: number; rate?: number; signal?: AbortSignal; onProgress?: (p: RedriveProgress) => void; sleep?: (ms: number, signal?: AbortSignal) => Promise<void>; now?: () => number } = {}): Promise<RedriveProgress> {
+  async redriveAll(
+    opts: {
+      batch?: number;
+      rate?: number;
+      signal?: AbortSignal;
+      onProgress?: (p: RedriveProgress) => void;
+      sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+      now?: () => number;
+    } = {},
+  ): Promise<RedriveProgress> {
     const wait = opts.sleep ?? sleep;
     const now = opts.now ?? Date.now;
     let batch = opts.batch ?? 100;
@@ -100,7 +114,11 @@ export class DeadLetterQueue {
     const started = now();
     let after: string | undefined;
     while (p.more && !opts.signal?.aborted) {
-      const r = await this.redrive({ limit: batch, ...(after ? { after } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
+      const r = await this.redrive({
+        limit: batch,
+        ...(after ? { after } : {}),
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
       p.calls++;
       p.moved += r.moved;
       p.failed += r.failed;
@@ -151,39 +169,90 @@ export class GroupAdmin {
 
   /** Every group with its per-queue lag. */
   async list(opts: { signal?: AbortSignal } = {}): Promise<ConsumerGroup[]> {
-    const r = await this.http.json<unknown>({ method: 'GET', path: '/api/v1/consumer-groups', retry: 'idempotent', signal: opts.signal });
+    const r = await this.http.json<unknown>({
+      method: 'GET',
+      path: '/api/v1/consumer-groups',
+      retry: 'idempotent',
+      signal: opts.signal,
+    });
     return groupsOf(r);
   }
 
   /** One group, with per-partition detail. Throws `not_found` for a group never used. */
   async describe(group: string, opts: { signal?: AbortSignal } = {}): Promise<ConsumerGroup> {
-    const r = await this.http.json<ConsumerGroup | { group?: ConsumerGroup; consumerGroup?: ConsumerGroup }>({ method: 'GET', path: `/api/v1/consumer-groups/${seg(group)}`, retry: 'idempotent', signal: opts.signal });
+    const r = await this.http.json<ConsumerGroup | { group?: ConsumerGroup; consumerGroup?: ConsumerGroup }>({
+      method: 'GET',
+      path: `/api/v1/consumer-groups/${seg(group)}`,
+      retry: 'idempotent',
+      signal: opts.signal,
+    });
     const g = r as { group?: ConsumerGroup; consumerGroup?: unknown };
     return (g.group ?? (typeof g.consumerGroup === 'object' && g.consumerGroup ? g.consumerGroup : r)) as ConsumerGroup;
   }
 
   /** Groups whose oldest unconsumed message is older than `minLagSeconds` (default 3600). */
   async lagging(minLagSeconds = 3600, opts: { signal?: AbortSignal } = {}): Promise<ConsumerGroup[]> {
-    const r = await this.http.json<unknown>({ method: 'GET', path: '/api/v1/consumer-groups/lagging', query: { minLagSeconds }, retry: 'idempotent', signal: opts.signal });
+    const r = await this.http.json<unknown>({
+      method: 'GET',
+      path: '/api/v1/consumer-groups/lagging',
+      query: { minLagSeconds },
+      retry: 'idempotent',
+      signal: opts.signal,
+    });
     return groupsOf(r);
   }
 
   /** Deletes a group's cursors, leases and watermarks (on one queue with `queue`); the name can start over. */
-  async delete(group: string, opts: { queue?: string; deleteMetadata?: boolean; signal?: AbortSignal } = {}): Promise<DeleteGroupResult> {
-    const path = opts.queue ? `/api/v1/consumer-groups/${seg(group)}/queues/${seg(opts.queue)}` : `/api/v1/consumer-groups/${seg(group)}`;
-    return (await this.http.json<DeleteGroupResult>({ method: 'DELETE', path, query: { deleteMetadata: opts.deleteMetadata ?? true }, retry: 'idempotent', signal: opts.signal })) as DeleteGroupResult;
+  async delete(
+    group: string,
+    opts: { queue?: string; deleteMetadata?: boolean; signal?: AbortSignal } = {},
+  ): Promise<DeleteGroupResult> {
+    const path = opts.queue
+      ? `/api/v1/consumer-groups/${seg(group)}/queues/${seg(opts.queue)}`
+      : `/api/v1/consumer-groups/${seg(group)}`;
+    return (await this.http.json<DeleteGroupResult>({
+      method: 'DELETE',
+      path,
+      query: { deleteMetadata: opts.deleteMetadata ?? true },
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as DeleteGroupResult;
   }
 
   /** Moves a group on a queue to the end, or so that the next delivery is the first message after `timestamp`. */
-  async seek(group: string, queue: string, to: { toEnd: true } | { timestamp: string | Date }, opts: { signal?: AbortSignal } = {}): Promise<SeekResult> {
-    const body = 'toEnd' in to ? { toEnd: true } : { timestamp: to.timestamp instanceof Date ? to.timestamp.toISOString() : to.timestamp };
-    return (await this.http.json<SeekResult>({ method: 'POST', path: `/api/v1/consumer-groups/${seg(group)}/queues/${seg(queue)}/seek`, body, retry: 'idempotent', signal: opts.signal })) as SeekResult;
+  async seek(
+    group: string,
+    queue: string,
+    to: { toEnd: true } | { timestamp: string | Date },
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<SeekResult> {
+    const body =
+      'toEnd' in to
+        ? { toEnd: true }
+        : { timestamp: to.timestamp instanceof Date ? to.timestamp.toISOString() : to.timestamp };
+    return (await this.http.json<SeekResult>({
+      method: 'POST',
+      path: `/api/v1/consumer-groups/${seg(group)}/queues/${seg(queue)}/seek`,
+      body,
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as SeekResult;
   }
 
   /** Changes the stored start time used for partitions the group has not read yet. */
-  async subscription(group: string, timestamp: string | Date, opts: { signal?: AbortSignal } = {}): Promise<{ success: boolean; rowsUpdated: number; [k: string]: unknown }> {
+  async subscription(
+    group: string,
+    timestamp: string | Date,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<{ success: boolean; rowsUpdated: number; [k: string]: unknown }> {
     const ts = timestamp instanceof Date ? timestamp.toISOString() : timestamp;
-    return (await this.http.json<{ success: boolean; rowsUpdated: number }>({ method: 'POST', path: `/api/v1/consumer-groups/${seg(group)}/subscription`, body: { subscriptionTimestamp: ts }, retry: 'idempotent', signal: opts.signal })) as { success: boolean; rowsUpdated: number };
+    return (await this.http.json<{ success: boolean; rowsUpdated: number }>({
+      method: 'POST',
+      path: `/api/v1/consumer-groups/${seg(group)}/subscription`,
+      body: { subscriptionTimestamp: ts },
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as { success: boolean; rowsUpdated: number };
   }
 }
 
@@ -196,7 +265,12 @@ function groupsOf(r: unknown): ConsumerGroup[] {
 }
 
 /** Replays one dead letter (fresh transaction id) and removes its row. */
-export async function retryMessage(http: Transport, partitionId: string, transactionId: string, opts: { consumerGroup?: string; signal?: AbortSignal } = {}): Promise<RetryMessageResult> {
+export async function retryMessage(
+  http: Transport,
+  partitionId: string,
+  transactionId: string,
+  opts: { consumerGroup?: string; signal?: AbortSignal } = {},
+): Promise<RetryMessageResult> {
   return (await http.json<RetryMessageResult>({
     method: 'POST',
     path: `/api/v1/messages/${seg(partitionId)}/${seg(transactionId)}/retry`,

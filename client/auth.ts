@@ -83,7 +83,11 @@ export function isExecuteApiHost(host: string): boolean {
  * const headers = await auth({ method: 'GET', url: new URL(endpoint + '/health'), headers: {} });
  * ```
  */
-export function authenticator(auth: Auth, endpoint: URL, opts: { now?: () => Date; env?: Record<string, string | undefined> } = {}): Authenticator {
+export function authenticator(
+  auth: Auth,
+  endpoint: URL,
+  opts: { now?: () => Date; env?: Record<string, string | undefined> } = {},
+): Authenticator {
   if (auth.type === 'none') return async (req) => req.headers;
   if (auth.type === 'bearer') {
     const t = auth.token;
@@ -92,9 +96,13 @@ export function authenticator(auth: Auth, endpoint: URL, opts: { now?: () => Dat
   const env = opts.env ?? process.env;
   const region = auth.region ?? regionFromHost(endpoint.hostname) ?? env['AWS_REGION'] ?? env['AWS_DEFAULT_REGION'];
   if (!region) {
-    throw new TypeError(`SigV4 needs a region: pass region (or --region), set AWS_REGION, or use the API's execute-api URL (${endpoint.host} does not name one)`);
+    throw new TypeError(
+      `SigV4 needs a region: pass region (or --region), set AWS_REGION, or use the API's execute-api URL (${endpoint.host} does not name one)`,
+    );
   }
-  let signerPromise: Promise<{ sign(req: unknown, o?: { signingDate?: Date }): Promise<{ headers: Record<string, string> }> }> | undefined;
+  let signerPromise:
+    | Promise<{ sign(req: unknown, o?: { signingDate?: Date }): Promise<{ headers: Record<string, string> }> }>
+    | undefined;
   const signer = () =>
     (signerPromise ??= (async () => {
       const { SignatureV4 } = await import('@smithy/signature-v4');

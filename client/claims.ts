@@ -77,7 +77,10 @@ export interface ClaimConsumeOptions {
   stopTimeoutMs?: number;
   /** Flush batched acks after this long (default 10 ms) or at 100 offsets. */
   ackFlushMs?: number;
-  onError?: (error: unknown, info: { phase: 'poll' | 'ack' | 'nack' | 'extend' | 'dead-letter' | 'handler'; offset?: number }) => void;
+  onError?: (
+    error: unknown,
+    info: { phase: 'poll' | 'ack' | 'nack' | 'extend' | 'dead-letter' | 'handler'; offset?: number },
+  ) => void;
 }
 
 export interface ClaimConsumeStats {
@@ -137,7 +140,13 @@ export class ClaimGroup {
   /** Finishes offsets in one write; answers the group's position after it. Retried (a repeat is a harmless duplicate). */
   async ack(offsets: number | readonly number[], opts: { signal?: AbortSignal } = {}): Promise<{ committed: number }> {
     const list = typeof offsets === 'number' ? [offsets] : [...offsets];
-    return (await this.http.json<{ committed: number }>({ method: 'POST', path: `${this.path}/ack`, body: { offsets: list }, retry: 'idempotent', signal: opts.signal })) as { committed: number };
+    return (await this.http.json<{ committed: number }>({
+      method: 'POST',
+      path: `${this.path}/ack`,
+      body: { offsets: list },
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as { committed: number };
   }
 
   /**
@@ -145,18 +154,41 @@ export class ClaimGroup {
    * fences it: a repeat, or a late nack after the record went out again, is refused as
    * `stale_claim`, so the call is retried only when `attempts` is given.
    */
-  async nack(offset: number, opts: { attempts?: number; delayMs?: number; signal?: AbortSignal } = {}): Promise<{ offset: number; delayMs?: number }> {
+  async nack(
+    offset: number,
+    opts: { attempts?: number; delayMs?: number; signal?: AbortSignal } = {},
+  ): Promise<{ offset: number; delayMs?: number }> {
     const { signal, ...rest } = opts;
-    return (await this.http.json<{ offset: number; delayMs?: number }>({ method: 'POST', path: `${this.path}/nack`, body: { offset, ...rest }, retry: opts.attempts !== undefined ? 'idempotent' : 'unsafe', signal })) as { offset: number };
+    return (await this.http.json<{ offset: number; delayMs?: number }>({
+      method: 'POST',
+      path: `${this.path}/nack`,
+      body: { offset, ...rest },
+      retry: opts.attempts !== undefined ? 'idempotent' : 'unsafe',
+      signal,
+    })) as { offset: number };
   }
 
   /** Makes the claim of delivery `attempts` stand `extendMs` from now; answers how long it stands. */
-  async extend(offset: number, attempts: number, extendMs: number, opts: { signal?: AbortSignal } = {}): Promise<{ visibleMs: number }> {
-    return (await this.http.json<{ visibleMs: number }>({ method: 'POST', path: `${this.path}/extend`, body: { offset, attempts, extendMs }, retry: 'idempotent', signal: opts.signal })) as { visibleMs: number };
+  async extend(
+    offset: number,
+    attempts: number,
+    extendMs: number,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<{ visibleMs: number }> {
+    return (await this.http.json<{ visibleMs: number }>({
+      method: 'POST',
+      path: `${this.path}/extend`,
+      body: { offset, attempts, extendMs },
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as { visibleMs: number };
   }
 
   /** Gives up on a record: lists it as a dead letter and moves the group past it. */
-  async deadLetter(offset: number, opts: { attempts?: number; signal?: AbortSignal } = {}): Promise<{ offset: number; committed?: number }> {
+  async deadLetter(
+    offset: number,
+    opts: { attempts?: number; signal?: AbortSignal } = {},
+  ): Promise<{ offset: number; committed?: number }> {
     return (await this.http.json<{ offset: number }>({
       method: 'POST',
       path: `${this.path}/dead-letter`,
@@ -167,8 +199,16 @@ export class ClaimGroup {
   }
 
   /** One page of dead-lettered offsets, ascending (`next` is the `after` of the next page). */
-  async deadLetters(opts: { after?: number; limit?: number; signal?: AbortSignal } = {}): Promise<{ offsets: number[]; next?: number }> {
-    const r = await this.http.json<{ offsets: number[]; next?: number }>({ method: 'GET', path: `${this.path}/dead-letters`, query: { after: opts.after, limit: opts.limit }, retry: 'idempotent', signal: opts.signal });
+  async deadLetters(
+    opts: { after?: number; limit?: number; signal?: AbortSignal } = {},
+  ): Promise<{ offsets: number[]; next?: number }> {
+    const r = await this.http.json<{ offsets: number[]; next?: number }>({
+      method: 'GET',
+      path: `${this.path}/dead-letters`,
+      query: { after: opts.after, limit: opts.limit },
+      retry: 'idempotent',
+      signal: opts.signal,
+    });
     return { offsets: r?.offsets ?? [], ...(r?.next !== undefined ? { next: r.next } : {}) };
   }
 
@@ -177,7 +217,11 @@ export class ClaimGroup {
     const out: number[] = [];
     let after: number | undefined;
     for (;;) {
-      const page = await this.deadLetters({ ...(after !== undefined ? { after } : {}), limit: 10_000, ...(opts.signal ? { signal: opts.signal } : {}) });
+      const page = await this.deadLetters({
+        ...(after !== undefined ? { after } : {}),
+        limit: 10_000,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
       out.push(...page.offsets);
       if (page.next === undefined || page.offsets.length === 0) return out;
       after = page.next;
@@ -186,32 +230,67 @@ export class ClaimGroup {
 
   /** Puts a dead letter back: attempts reset, owed again (the cursor does not move back). */
   async redrive(offset: number, opts: { signal?: AbortSignal } = {}): Promise<{ offset: number; redriven: boolean }> {
-    return (await this.http.json<{ offset: number; redriven: boolean }>({ method: 'POST', path: `${this.path}/dead-letters/${seg(offset)}/redrive`, retry: 'idempotent', signal: opts.signal })) as { offset: number; redriven: boolean };
+    return (await this.http.json<{ offset: number; redriven: boolean }>({
+      method: 'POST',
+      path: `${this.path}/dead-letters/${seg(offset)}/redrive`,
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as { offset: number; redriven: boolean };
   }
 
   /** Stops tracking a dead letter (the record stays in the log). */
   async discard(offset: number, opts: { signal?: AbortSignal } = {}): Promise<{ offset: number; discarded: boolean }> {
-    return (await this.http.json<{ offset: number; discarded: boolean }>({ method: 'DELETE', path: `${this.path}/dead-letters/${seg(offset)}`, retry: 'idempotent', signal: opts.signal })) as { offset: number; discarded: boolean };
+    return (await this.http.json<{ offset: number; discarded: boolean }>({
+      method: 'DELETE',
+      path: `${this.path}/dead-letters/${seg(offset)}`,
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as { offset: number; discarded: boolean };
   }
 
   /** Creates the group at a start position; an existing group is left alone. */
-  async create(start: ClaimStart = 'earliest', opts: { signal?: AbortSignal } = {}): Promise<{ offset: number; moved: boolean }> {
-    return (await this.http.json<{ offset: number; moved: boolean }>({ method: 'PUT', path: this.path, body: { start }, retry: 'idempotent', signal: opts.signal })) as { offset: number; moved: boolean };
+  async create(
+    start: ClaimStart = 'earliest',
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<{ offset: number; moved: boolean }> {
+    return (await this.http.json<{ offset: number; moved: boolean }>({
+      method: 'PUT',
+      path: this.path,
+      body: { start },
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as { offset: number; moved: boolean };
   }
 
   /** Moves the group; voids every standing claim (their acks become `stale_claim`). */
   async seek(start: ClaimStart, opts: { signal?: AbortSignal } = {}): Promise<{ offset: number; moved: boolean }> {
-    return (await this.http.json<{ offset: number; moved: boolean }>({ method: 'POST', path: `${this.path}/seek`, body: { start }, retry: 'idempotent', signal: opts.signal })) as { offset: number; moved: boolean };
+    return (await this.http.json<{ offset: number; moved: boolean }>({
+      method: 'POST',
+      path: `${this.path}/seek`,
+      body: { start },
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as { offset: number; moved: boolean };
   }
 
   /** Committed position, tail, lag, in-flight, owed and dead-letter counts. */
   async describe(opts: { signal?: AbortSignal } = {}): Promise<ClaimGroupState> {
-    return (await this.http.json<ClaimGroupState>({ method: 'GET', path: this.path, retry: 'idempotent', signal: opts.signal })) as ClaimGroupState;
+    return (await this.http.json<ClaimGroupState>({
+      method: 'GET',
+      path: this.path,
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as ClaimGroupState;
   }
 
   /** Deletes the group's position, claims and dead letters on this partition. */
   async delete(opts: { signal?: AbortSignal } = {}): Promise<{ existed: boolean }> {
-    return (await this.http.json<{ existed: boolean }>({ method: 'DELETE', path: this.path, retry: 'idempotent', signal: opts.signal })) as { existed: boolean };
+    return (await this.http.json<{ existed: boolean }>({
+      method: 'DELETE',
+      path: this.path,
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as { existed: boolean };
   }
 
   /**
@@ -333,7 +412,16 @@ class Keeper {
 }
 
 class ClaimConsumer<T> {
-  private readonly stats: ClaimConsumeStats = { records: 0, acked: 0, nacked: 0, deadLettered: 0, extended: 0, handedBack: 0, abandoned: 0, lost: 0 };
+  private readonly stats: ClaimConsumeStats = {
+    records: 0,
+    acked: 0,
+    nacked: 0,
+    deadLettered: 0,
+    extended: 0,
+    handedBack: 0,
+    abandoned: 0,
+    lost: 0,
+  };
   private readonly stopping = new AbortController();
   private readonly buffer: { rec: ClaimRecord<T>; keeper: Keeper }[] = [];
   private active = 0;
@@ -360,7 +448,11 @@ class ClaimConsumer<T> {
     this.acks = new AckBatcher(group, opts.ackFlushMs ?? 10);
   }
 
-  private report(e: unknown, phase: Parameters<NonNullable<ClaimConsumeOptions['onError']>>[1]['phase'], offset?: number): void {
+  private report(
+    e: unknown,
+    phase: Parameters<NonNullable<ClaimConsumeOptions['onError']>>[1]['phase'],
+    offset?: number,
+  ): void {
     this.opts.onError?.(e, { phase, ...(offset !== undefined ? { offset } : {}) });
   }
 
@@ -369,7 +461,8 @@ class ClaimConsumer<T> {
     this.stopping.abort(this.opts.signal?.reason);
     this.wake?.();
     this.abandonTimer = setTimeout(() => {
-      for (const c of this.handlerControllers) c.abort(new Error('consumer stopped: handler abandoned at the stop bound'));
+      for (const c of this.handlerControllers)
+        c.abort(new Error('consumer stopped: handler abandoned at the stop bound'));
       this.abandonResolve();
     }, this.opts.stopTimeoutMs ?? 30_000);
   };
@@ -402,7 +495,11 @@ class ClaimConsumer<T> {
             max: o.max ?? this.concurrency,
             waitMs,
             visibilityMs: this.visibilityMs,
-            ...(o.consumer ? { consumer: o.consumer, session: session as string, ...(first ? { reclaim: true } : {}) } : session ? { session } : {}),
+            ...(o.consumer
+              ? { consumer: o.consumer, session: session as string, ...(first ? { reclaim: true } : {}) }
+              : session
+                ? { session }
+                : {}),
             signal: this.stopping.signal,
           });
         } catch (e) {
@@ -542,7 +639,10 @@ class ClaimConsumer<T> {
       if (out.ok) {
         await ctx.ack().catch((e: unknown) => this.report(e, 'ack', rec.offset));
       } else {
-        const d = typeof this.opts.failureDelayMs === 'function' ? this.opts.failureDelayMs(rec, out.error) : (this.opts.failureDelayMs ?? 0);
+        const d =
+          typeof this.opts.failureDelayMs === 'function'
+            ? this.opts.failureDelayMs(rec, out.error)
+            : (this.opts.failureDelayMs ?? 0);
         await (d > 0 ? ctx.nackAfter(d) : ctx.nack()).catch((e: unknown) => this.report(e, 'nack', rec.offset));
       }
     } finally {

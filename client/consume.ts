@@ -24,12 +24,18 @@ export interface LeaseContext<T> {
   /** The batch being handled. */
   messages: Message<T>[];
   /** Acks (manual mode); defaults to the whole batch as completed. */
-  ack(messages?: Message<T> | Message<T>[], status?: AckStatus | boolean, opts?: { error?: string }): Promise<AckResult[]>;
+  ack(
+    messages?: Message<T> | Message<T>[],
+    status?: AckStatus | boolean,
+    opts?: { error?: string },
+  ): Promise<AckResult[]>;
   /** Extends the batch's lease now. */
   renew(seconds?: number): Promise<void>;
 }
 
-export type LeaseHandler<T> = ((messages: Message<T>[], ctx: LeaseContext<T>) => unknown) | ((message: Message<T>, ctx: LeaseContext<T>) => unknown);
+export type LeaseHandler<T> =
+  | ((messages: Message<T>[], ctx: LeaseContext<T>) => unknown)
+  | ((message: Message<T>, ctx: LeaseContext<T>) => unknown);
 
 export interface LeaseConsumeOptions {
   /** Stops the consumer gracefully. */
@@ -70,7 +76,11 @@ export interface LeaseConsumeStats {
 
 type Outcome = { kind: 'done' } | { kind: 'error'; error: unknown } | { kind: 'abandoned' };
 
-export async function consumeLeases<T>(q: QueueRef, handler: LeaseHandler<T>, opts: LeaseConsumeOptions = {}): Promise<LeaseConsumeStats> {
+export async function consumeLeases<T>(
+  q: QueueRef,
+  handler: LeaseHandler<T>,
+  opts: LeaseConsumeOptions = {},
+): Promise<LeaseConsumeStats> {
   const client = q.client;
   const autoAck = opts.autoAck ?? true;
   const concurrency = Math.max(1, opts.concurrency ?? 1);
@@ -107,7 +117,14 @@ export async function consumeLeases<T>(q: QueueRef, handler: LeaseHandler<T>, op
     try {
       const results = await client.ack(msgs, status, error !== undefined ? { error } : {});
       const bad = results.filter((r) => !r.success);
-      if (bad.length > 0) report(new Error(`ack ${status}: ${bad.length} of ${results.length} not applied (${bad[0]?.error ?? 'unknown'}); those messages will be delivered again`), 'ack', msgs);
+      if (bad.length > 0)
+        report(
+          new Error(
+            `ack ${status}: ${bad.length} of ${results.length} not applied (${bad[0]?.error ?? 'unknown'}); those messages will be delivered again`,
+          ),
+          'ack',
+          msgs,
+        );
     } catch (e) {
       report(e, 'ack', msgs);
     }
@@ -131,9 +148,15 @@ export async function consumeLeases<T>(q: QueueRef, handler: LeaseHandler<T>, op
     const renewNow = async (seconds = renewSeconds): Promise<void> => {
       const rs = await client.renew(msgs, seconds);
       const lost = rs.filter((r) => !r.success);
-      if (lost.length > 0) throw new Error(`lease ${lost[0]?.leaseId} could not be renewed (it expired); its messages will be delivered again`);
+      if (lost.length > 0)
+        throw new Error(
+          `lease ${lost[0]?.leaseId} could not be renewed (it expired); its messages will be delivered again`,
+        );
     };
-    const timer = renewEvery > 0 ? setInterval(() => void renewNow().catch((e: unknown) => report(e, 'renew', msgs)), renewEvery) : undefined;
+    const timer =
+      renewEvery > 0
+        ? setInterval(() => void renewNow().catch((e: unknown) => report(e, 'renew', msgs)), renewEvery)
+        : undefined;
     const ctx: LeaseContext<T> = {
       signal: ctl.signal,
       messages: msgs,
@@ -162,7 +185,9 @@ export async function consumeLeases<T>(q: QueueRef, handler: LeaseHandler<T>, op
       let gaveUp = false;
       for (; i < msgs.length; i++) {
         if (stopping.signal.aborted) break;
-        const out = await bounded(() => (handler as (m: Message<T>, c: LeaseContext<T>) => unknown)(msgs[i] as Message<T>, ctx));
+        const out = await bounded(() =>
+          (handler as (m: Message<T>, c: LeaseContext<T>) => unknown)(msgs[i] as Message<T>, ctx),
+        );
         if (out.kind === 'abandoned') {
           gaveUp = true;
           break;

@@ -116,7 +116,8 @@ export function apiErrorFrom(status: number, body: unknown, request: string): Sl
   else if (typeof body === 'string' && body.trim()) message = body.trim().slice(0, 500);
   else message = `HTTP ${status}`;
   if (status === 403 && typeof b.message === 'string' && b.error === undefined) {
-    message += ' (API Gateway refused the request: check the SigV4 credentials and region, or the token, and that your IAM policy allows execute-api:Invoke)';
+    message +=
+      ' (API Gateway refused the request: check the SigV4 credentials and region, or the token, and that your IAM policy allows execute-api:Invoke)';
   }
   return new SluiceApiError(status, code, message, body, request);
 }

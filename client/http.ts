@@ -4,7 +4,15 @@
  */
 import { authenticator, type Auth, type Authenticator } from './auth.js';
 import { apiErrorFrom, SluiceNetworkError, SluiceTimeoutError } from './errors.js';
-import { backoffDelay, DEFAULT_RETRY, isRetryable, parseRetryAfter, sleep, type RetryKind, type RetryPolicy } from './retry.js';
+import {
+  backoffDelay,
+  DEFAULT_RETRY,
+  isRetryable,
+  parseRetryAfter,
+  sleep,
+  type RetryKind,
+  type RetryPolicy,
+} from './retry.js';
 
 export const DEFAULT_ENDPOINT = 'http://127.0.0.1:6632';
 /** Per-request timeout when a call does not say otherwise. */
@@ -88,7 +96,8 @@ export class Transport {
   /** The full URL of a request. */
   url(path: string, query?: Request['query']): URL {
     const u = new URL(this.endpoint + path);
-    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== null) u.searchParams.set(k, String(v));
+    for (const [k, v] of Object.entries(query ?? {}))
+      if (v !== undefined && v !== null) u.searchParams.set(k, String(v));
     return u;
   }
 
@@ -122,7 +131,10 @@ export class Transport {
     const headers = await this.auth({ method: req.method, url, headers: base, body });
     const timeoutMs = req.timeoutMs ?? this.timeoutMs;
     const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(new SluiceTimeoutError(`${label}: no answer within ${timeoutMs} ms`, label)), timeoutMs);
+    const timer = setTimeout(
+      () => timeout.abort(new SluiceTimeoutError(`${label}: no answer within ${timeoutMs} ms`, label)),
+      timeoutMs,
+    );
     const signal = req.signal ? AbortSignal.any([req.signal, timeout.signal]) : timeout.signal;
     try {
       let res: Response;

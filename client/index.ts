@@ -9,13 +9,35 @@
  * await sluice.queue('orders').group('billing').batch(10).consume(async (msgs) => bill(msgs), { signal });
  * ```
  */
-export { Sluice, QueueRef, QUEUE_MODE, DEFAULT_PARTITION, type SluiceOptions, type QueueSpec, type PushOptions } from './sluice.js';
-export { ClaimGroup, type ClaimConsumeOptions, type ClaimConsumeStats, type ClaimContext, type ClaimHandler, type PollOptions } from './claims.js';
+export {
+  Sluice,
+  QueueRef,
+  QUEUE_MODE,
+  DEFAULT_PARTITION,
+  type SluiceOptions,
+  type QueueSpec,
+  type PushOptions,
+} from './sluice.js';
+export {
+  ClaimGroup,
+  type ClaimConsumeOptions,
+  type ClaimConsumeStats,
+  type ClaimContext,
+  type ClaimHandler,
+  type PollOptions,
+} from './claims.js';
 export { type LeaseConsumeOptions, type LeaseConsumeStats, type LeaseContext, type LeaseHandler } from './consume.js';
 export { Transaction, TransactionPush } from './transaction.js';
 export { DeadLetterQueue, GroupAdmin, type RedriveProgress, type DeleteGroupResult, type SeekResult } from './admin.js';
 export { SluiceError, SluiceApiError, SluiceNetworkError, SluiceTimeoutError, type SluiceErrorCode } from './errors.js';
-export { type Auth, type SigV4Auth, type AwsCredentials, authenticator, regionFromHost, isExecuteApiHost } from './auth.js';
+export {
+  type Auth,
+  type SigV4Auth,
+  type AwsCredentials,
+  authenticator,
+  regionFromHost,
+  isExecuteApiHost,
+} from './auth.js';
 export { DEFAULT_ENDPOINT, Transport, type RetryEvent, type TransportOptions } from './http.js';
 export { DEFAULT_RETRY, backoffDelay, isRetryable, type RetryKind, type RetryPolicy } from './retry.js';
 export { uuidv7 } from './uuid.js';

@@ -28,7 +28,12 @@ export interface RetryPolicy {
   factor: number;
 }
 
-export const DEFAULT_RETRY: Readonly<RetryPolicy> = Object.freeze({ attempts: 5, baseDelayMs: 200, maxDelayMs: 10_000, factor: 2 });
+export const DEFAULT_RETRY: Readonly<RetryPolicy> = Object.freeze({
+  attempts: 5,
+  baseDelayMs: 200,
+  maxDelayMs: 10_000,
+  factor: 2,
+});
 
 /** Whether `err` (from try number `attempt`, 1-based) is worth another try for a call of `kind`. */
 export function isRetryable(err: unknown, kind: RetryKind): boolean {
@@ -53,10 +58,19 @@ export function isRetryable(err: unknown, kind: RetryKind): boolean {
  * backoffDelay(1, DEFAULT_RETRY, () => 0.5); // 150: 100 fixed + 50 of jitter
  * ```
  */
-export function backoffDelay(retry: number, policy: RetryPolicy, random: () => number = Math.random, retryAfterMs?: number): number {
+export function backoffDelay(
+  retry: number,
+  policy: RetryPolicy,
+  random: () => number = Math.random,
+  retryAfterMs?: number,
+): number {
   const cap = Math.min(policy.maxDelayMs, policy.baseDelayMs * policy.factor ** Math.max(0, retry - 1));
   const delay = cap / 2 + random() * (cap / 2);
-  return Math.round(retryAfterMs !== undefined && retryAfterMs > delay ? Math.min(retryAfterMs, Math.max(policy.maxDelayMs, delay)) : delay);
+  return Math.round(
+    retryAfterMs !== undefined && retryAfterMs > delay
+      ? Math.min(retryAfterMs, Math.max(policy.maxDelayMs, delay))
+      : delay,
+  );
 }
 
 /** `Retry-After` (seconds or an HTTP date) in milliseconds, if present and sane. */

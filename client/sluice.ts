@@ -1,12 +1,29 @@
 import { DeadLetterQueue, GroupAdmin, retryMessage } from './admin.js';
 import type { Auth } from './auth.js';
 import { ClaimGroup } from './claims.js';
-import { consumeLeases, type LeaseConsumeOptions, type LeaseConsumeStats, type LeaseContext, type LeaseHandler } from './consume.js';
+import {
+  consumeLeases,
+  type LeaseConsumeOptions,
+  type LeaseConsumeStats,
+  type LeaseContext,
+  type LeaseHandler,
+} from './consume.js';
 import { SluiceApiError } from './errors.js';
 import { DEFAULT_ENDPOINT, LONG_POLL_MARGIN_MS, seg, Transport, type RetryEvent } from './http.js';
 import type { RetryPolicy } from './retry.js';
 import { Transaction } from './transaction.js';
-import type { AckResult, AckStatus, ConfigureResult, Message, PushItem, PushResult, PushStatus, QueueOptions, RenewResult, RetryMessageResult } from './types.js';
+import type {
+  AckResult,
+  AckStatus,
+  ConfigureResult,
+  Message,
+  PushItem,
+  PushResult,
+  PushStatus,
+  QueueOptions,
+  RenewResult,
+  RetryMessageResult,
+} from './types.js';
 import { uuidv7 } from './uuid.js';
 
 /** The implicit group of a pop that names none. */
@@ -85,20 +102,39 @@ export class Sluice {
    * One message goes to `/ack`, several to one `/ack/batch` per group. The group is each
    * message's own `consumerGroup` unless `group` is given. Retried (acks name their lease).
    */
-  async ack(messages: Message | readonly Message[], status: AckStatus | boolean = 'completed', opts: { group?: string; error?: string; signal?: AbortSignal } = {}): Promise<AckResult[]> {
+  async ack(
+    messages: Message | readonly Message[],
+    status: AckStatus | boolean = 'completed',
+    opts: { group?: string; error?: string; signal?: AbortSignal } = {},
+  ): Promise<AckResult[]> {
     const st = status === true ? 'completed' : status === false ? 'failed' : status;
     const list = Array.isArray(messages) ? (messages as readonly Message[]) : [messages as Message];
     if (list.length === 0) return [];
     for (const m of list) {
-      if (!m || typeof m.transactionId !== 'string' || typeof m.partitionId !== 'string') throw new TypeError('ack: each message needs transactionId and partitionId (pass the messages pop() or consume() gave you)');
+      if (!m || typeof m.transactionId !== 'string' || typeof m.partitionId !== 'string')
+        throw new TypeError(
+          'ack: each message needs transactionId and partitionId (pass the messages pop() or consume() gave you)',
+        );
     }
     const item = (m: Message) => {
       const o = m as Message & { _status?: string; _error?: string };
-      return { transactionId: m.transactionId, partitionId: m.partitionId, status: o._status ?? st, error: o._error ?? opts.error ?? null, ...(m.leaseId ? { leaseId: m.leaseId } : {}) };
+      return {
+        transactionId: m.transactionId,
+        partitionId: m.partitionId,
+        status: o._status ?? st,
+        error: o._error ?? opts.error ?? null,
+        ...(m.leaseId ? { leaseId: m.leaseId } : {}),
+      };
     };
     if (!Array.isArray(messages)) {
       const m = messages as Message;
-      const r = await this.http.json<AckResult[] | AckResult>({ method: 'POST', path: '/api/v1/ack', body: { ...item(m), consumerGroup: opts.group ?? m.consumerGroup ?? null }, retry: 'idempotent', signal: opts.signal });
+      const r = await this.http.json<AckResult[] | AckResult>({
+        method: 'POST',
+        path: '/api/v1/ack',
+        body: { ...item(m), consumerGroup: opts.group ?? m.consumerGroup ?? null },
+        retry: 'idempotent',
+        signal: opts.signal,
+      });
       return Array.isArray(r) ? r : r ? [r] : [];
     }
     const byGroup = new Map<string, Message[]>();
@@ -108,7 +144,13 @@ export class Sluice {
     }
     const out: AckResult[] = [];
     for (const [g, ms] of byGroup) {
-      const r = await this.http.json<AckResult[]>({ method: 'POST', path: '/api/v1/ack/batch', body: { acknowledgments: ms.map(item), consumerGroup: g }, retry: 'idempotent', signal: opts.signal });
+      const r = await this.http.json<AckResult[]>({
+        method: 'POST',
+        path: '/api/v1/ack/batch',
+        body: { acknowledgments: ms.map(item), consumerGroup: g },
+        retry: 'idempotent',
+        signal: opts.signal,
+      });
       out.push(...(r ?? []));
     }
     return out;
@@ -118,12 +160,36 @@ export class Sluice {
    * Extends leases (`POST /api/v1/lease/{id}/extend`): every live lease of each distinct id
    * moves to at least now + `seconds`. An expired lease renews nothing (`success: false`).
    */
-  async renew(target: string | Message | readonly Message[], seconds?: number, opts: { signal?: AbortSignal } = {}): Promise<RenewResult[]> {
-    const ids = typeof target === 'string' ? [target] : [...new Set((Array.isArray(target) ? (target as readonly Message[]) : [target as Message]).map((m) => m.leaseId).filter(Boolean))];
+  async renew(
+    target: string | Message | readonly Message[],
+    seconds?: number,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<RenewResult[]> {
+    const ids =
+      typeof target === 'string'
+        ? [target]
+        : [
+            ...new Set(
+              (Array.isArray(target) ? (target as readonly Message[]) : [target as Message])
+                .map((m) => m.leaseId)
+                .filter(Boolean),
+            ),
+          ];
     const out: RenewResult[] = [];
     for (const id of ids) {
-      const r = await this.http.json<RenewResult & { expiresAt?: string }>({ method: 'POST', path: `/api/v1/lease/${seg(id)}/extend`, body: seconds === undefined ? {} : { seconds }, retry: 'idempotent', signal: opts.signal });
-      out.push({ leaseId: r?.leaseId ?? id, success: r?.success ?? false, renewed: r?.renewed ?? 0, newExpiresAt: r?.newExpiresAt ?? r?.expiresAt ?? null });
+      const r = await this.http.json<RenewResult & { expiresAt?: string }>({
+        method: 'POST',
+        path: `/api/v1/lease/${seg(id)}/extend`,
+        body: seconds === undefined ? {} : { seconds },
+        retry: 'idempotent',
+        signal: opts.signal,
+      });
+      out.push({
+        leaseId: r?.leaseId ?? id,
+        success: r?.success ?? false,
+        renewed: r?.renewed ?? 0,
+        newExpiresAt: r?.newExpiresAt ?? r?.expiresAt ?? null,
+      });
     }
     return out;
   }
@@ -139,23 +205,48 @@ export class Sluice {
   }
 
   /** Replays one dead letter with a fresh transaction id, then removes its row. Not retried on 5xx. */
-  retryMessage(partitionId: string, transactionId: string, opts: { consumerGroup?: string; signal?: AbortSignal } = {}): Promise<RetryMessageResult> {
+  retryMessage(
+    partitionId: string,
+    transactionId: string,
+    opts: { consumerGroup?: string; signal?: AbortSignal } = {},
+  ): Promise<RetryMessageResult> {
     return retryMessage(this.http, partitionId, transactionId, opts);
   }
 
   /** Deletes a dead-letter row (404 when there is none). */
-  async deleteMessage(partitionId: string, transactionId: string, opts: { consumerGroup?: string; signal?: AbortSignal } = {}): Promise<Record<string, unknown>> {
-    return ((await this.http.json({ method: 'DELETE', path: `/api/v1/messages/${seg(partitionId)}/${seg(transactionId)}`, query: { consumerGroup: opts.consumerGroup }, retry: 'idempotent', signal: opts.signal })) ?? {}) as Record<string, unknown>;
+  async deleteMessage(
+    partitionId: string,
+    transactionId: string,
+    opts: { consumerGroup?: string; signal?: AbortSignal } = {},
+  ): Promise<Record<string, unknown>> {
+    return ((await this.http.json({
+      method: 'DELETE',
+      path: `/api/v1/messages/${seg(partitionId)}/${seg(transactionId)}`,
+      query: { consumerGroup: opts.consumerGroup },
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) ?? {}) as Record<string, unknown>;
   }
 
   /** One message by partition id and transactionId (with per-group progress where the server has it). */
-  async getMessage<T = unknown>(partitionId: string, transactionId: string, opts: { signal?: AbortSignal } = {}): Promise<Record<string, unknown> & { data: T }> {
-    return (await this.http.json({ method: 'GET', path: `/api/v1/messages/${seg(partitionId)}/${seg(transactionId)}`, retry: 'idempotent', signal: opts.signal })) as Record<string, unknown> & { data: T };
+  async getMessage<T = unknown>(
+    partitionId: string,
+    transactionId: string,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<Record<string, unknown> & { data: T }> {
+    return (await this.http.json({
+      method: 'GET',
+      path: `/api/v1/messages/${seg(partitionId)}/${seg(transactionId)}`,
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as Record<string, unknown> & { data: T };
   }
 
   /** `GET /health`. */
   async health(opts: { signal?: AbortSignal } = {}): Promise<{ status: string; [k: string]: unknown }> {
-    return (await this.http.json({ method: 'GET', path: '/health', retry: 'idempotent', signal: opts.signal })) as { status: string };
+    return (await this.http.json({ method: 'GET', path: '/health', retry: 'idempotent', signal: opts.signal })) as {
+      status: string;
+    };
   }
 }
 
@@ -255,7 +346,12 @@ export class QueueRef {
     return (await this.client.http.json<ConfigureResult>({
       method: 'POST',
       path: '/api/v1/configure',
-      body: { queue: this.spec.queue, namespace: opts.namespace ?? null, task: opts.task ?? null, options: this.spec.options },
+      body: {
+        queue: this.spec.queue,
+        namespace: opts.namespace ?? null,
+        task: opts.task ?? null,
+        options: this.spec.options,
+      },
       retry: 'idempotent',
       signal: opts.signal,
     })) as ConfigureResult;
@@ -268,7 +364,12 @@ export class QueueRef {
    * did not exist; `existed` says whether it did.
    */
   async delete(opts: { signal?: AbortSignal } = {}): Promise<{ deleted: boolean; queue: string; existed: boolean }> {
-    return (await this.client.http.json({ method: 'DELETE', path: `/api/v1/resources/queues/${seg(this.spec.queue)}`, retry: 'idempotent', signal: opts.signal })) as { deleted: boolean; queue: string; existed: boolean };
+    return (await this.client.http.json({
+      method: 'DELETE',
+      path: `/api/v1/resources/queues/${seg(this.spec.queue)}`,
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as { deleted: boolean; queue: string; existed: boolean };
   }
 
   /**
@@ -284,21 +385,34 @@ export class QueueRef {
     let first = 0;
     const flush = async (): Promise<void> => {
       if (chunk.length === 0) return;
-      const body = await this.client.http.json<Record<string, unknown>[]>({ method: 'POST', path: '/api/v1/push', body: { items: chunk.map((c) => c.item) }, retry: 'idempotent', signal: opts.signal });
+      const body = await this.client.http.json<Record<string, unknown>[]>({
+        method: 'POST',
+        path: '/api/v1/push',
+        body: { items: chunk.map((c) => c.item) },
+        retry: 'idempotent',
+        signal: opts.signal,
+      });
       (body ?? []).forEach((r, i) => results.push(pushResult(r, first + i, this.spec.queue)));
       first += chunk.length;
       chunk = [];
       bytes = 0;
     };
     for (const p of prepared) {
-      if (chunk.length > 0 && (chunk.length >= this.client.maxPushItems || bytes + p.bytes > this.client.maxPushBytes)) await flush();
+      if (chunk.length > 0 && (chunk.length >= this.client.maxPushItems || bytes + p.bytes > this.client.maxPushBytes))
+        await flush();
       chunk.push(p);
       bytes += p.bytes;
     }
     await flush();
     const failed = results.filter((r) => r.status === 'failed');
     if (failed.length > 0 && opts.throwOnFailure !== false) {
-      throw new SluiceApiError(201, 'operation_failed', `${failed.length} of ${results.length} pushed items failed; first: ${failed[0]?.error ?? 'unknown error'} (items without a failure were stored; pushing all again is safe, duplicates are skipped)`, failed, 'POST /api/v1/push');
+      throw new SluiceApiError(
+        201,
+        'operation_failed',
+        `${failed.length} of ${results.length} pushed items failed; first: ${failed[0]?.error ?? 'unknown error'} (items without a failure were stored; pushing all again is safe, duplicates are skipped)`,
+        failed,
+        'POST /api/v1/push',
+      );
     }
     return results;
   }
@@ -308,7 +422,10 @@ export class QueueRef {
     const payload = o && 'data' in o ? o.data : o && 'payload' in o ? o.payload : it;
     const item: Record<string, unknown> = {
       queue: this.spec.queue,
-      partition: (o && typeof o.partition === 'string' && ('data' in o || 'payload' in o) ? o.partition : undefined) ?? this.spec.partition ?? DEFAULT_PARTITION,
+      partition:
+        (o && typeof o.partition === 'string' && ('data' in o || 'payload' in o) ? o.partition : undefined) ??
+        this.spec.partition ??
+        DEFAULT_PARTITION,
       payload: payload === undefined ? null : payload,
       transactionId: o && typeof o.transactionId === 'string' ? o.transactionId : uuidv7(),
     };
@@ -322,8 +439,16 @@ export class QueueRef {
    */
   async pop<T = unknown>(opts: { autoAck?: boolean; signal?: AbortSignal } = {}): Promise<Message<T>[]> {
     const s = this.spec;
-    const path = s.partition !== undefined ? `/api/v1/pop/queue/${seg(s.queue)}/partition/${seg(s.partition)}` : `/api/v1/pop/queue/${seg(s.queue)}`;
-    const r = await this.client.http.json<{ queue?: string; consumerGroup?: string; leaseId?: string; messages?: Message<T>[] }>({
+    const path =
+      s.partition !== undefined
+        ? `/api/v1/pop/queue/${seg(s.queue)}/partition/${seg(s.partition)}`
+        : `/api/v1/pop/queue/${seg(s.queue)}`;
+    const r = await this.client.http.json<{
+      queue?: string;
+      consumerGroup?: string;
+      leaseId?: string;
+      messages?: Message<T>[];
+    }>({
       method: 'GET',
       path,
       query: {
@@ -352,7 +477,11 @@ export class QueueRef {
   }
 
   /** Acks messages for this builder's group (when the messages do not name one). */
-  ack(messages: Message | readonly Message[], status: AckStatus | boolean = 'completed', opts: { error?: string; signal?: AbortSignal } = {}): Promise<AckResult[]> {
+  ack(
+    messages: Message | readonly Message[],
+    status: AckStatus | boolean = 'completed',
+    opts: { error?: string; signal?: AbortSignal } = {},
+  ): Promise<AckResult[]> {
     const list = Array.isArray(messages) ? (messages as readonly Message[]) : [messages as Message];
     const withGroup = list.map((m) => ({ ...m, consumerGroup: m.consumerGroup || this.spec.group || QUEUE_MODE }));
     return this.client.ack(Array.isArray(messages) ? withGroup : (withGroup[0] as Message), status, opts);
@@ -363,15 +492,24 @@ export class QueueRef {
    * handler, acks (completed after it resolves, failed when it throws), renews leases of
    * long handlers. See {@link LeaseConsumeOptions}.
    */
-  consume<T = unknown>(handler: (message: Message<T>, ctx: LeaseContext<T>) => unknown, opts: LeaseConsumeOptions & { each: true }): Promise<LeaseConsumeStats>;
-  consume<T = unknown>(handler: (messages: Message<T>[], ctx: LeaseContext<T>) => unknown, opts?: LeaseConsumeOptions & { each?: false }): Promise<LeaseConsumeStats>;
+  consume<T = unknown>(
+    handler: (message: Message<T>, ctx: LeaseContext<T>) => unknown,
+    opts: LeaseConsumeOptions & { each: true },
+  ): Promise<LeaseConsumeStats>;
+  consume<T = unknown>(
+    handler: (messages: Message<T>[], ctx: LeaseContext<T>) => unknown,
+    opts?: LeaseConsumeOptions & { each?: false },
+  ): Promise<LeaseConsumeStats>;
   consume<T = unknown>(handler: LeaseHandler<T>, opts: LeaseConsumeOptions = {}): Promise<LeaseConsumeStats> {
     return consumeLeases<T>(this, handler, opts);
   }
 
   /** A record-claim group on this partition (the builder must name a partition). */
   claimGroup(group: string): ClaimGroup {
-    if (this.spec.partition === undefined) throw new TypeError(`claimGroup("${group}") needs a partition: sluice.queue("${this.spec.queue}").partition("…").claimGroup("${group}")`);
+    if (this.spec.partition === undefined)
+      throw new TypeError(
+        `claimGroup("${group}") needs a partition: sluice.queue("${this.spec.queue}").partition("…").claimGroup("${group}")`,
+      );
     return new ClaimGroup(this.client.http, this.spec.queue, this.spec.partition, group);
   }
 
@@ -382,16 +520,30 @@ export class QueueRef {
   }
 
   /** Replays a partition in offset order from `from` (no lease, no group). */
-  async read<T = unknown>(opts: { from?: number; limit?: number; signal?: AbortSignal } = {}): Promise<{ messages: (Message<T> & { offset: number })[]; next: number }> {
+  async read<T = unknown>(
+    opts: { from?: number; limit?: number; signal?: AbortSignal } = {},
+  ): Promise<{ messages: (Message<T> & { offset: number })[]; next: number }> {
     const p = this.spec.partition ?? DEFAULT_PARTITION;
-    const r = await this.client.http.json<{ messages: (Message<T> & { offset: number })[]; next: number; partitionId: string }>({
+    const r = await this.client.http.json<{
+      messages: (Message<T> & { offset: number })[];
+      next: number;
+      partitionId: string;
+    }>({
       method: 'GET',
       path: `/api/v1/queues/${seg(this.spec.queue)}/partitions/${seg(p)}/messages`,
       query: { from: opts.from ?? 0, limit: opts.limit ?? 100 },
       retry: 'idempotent',
       signal: opts.signal,
     });
-    return { messages: (r?.messages ?? []).map((m) => ({ ...m, queue: this.spec.queue, partition: p, partitionId: r?.partitionId ?? '' })), next: r?.next ?? opts.from ?? 0 };
+    return {
+      messages: (r?.messages ?? []).map((m) => ({
+        ...m,
+        queue: this.spec.queue,
+        partition: p,
+        partitionId: r?.partitionId ?? '',
+      })),
+      next: r?.next ?? opts.from ?? 0,
+    };
   }
 }
 

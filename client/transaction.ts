@@ -2,7 +2,9 @@ import { SluiceApiError } from './errors.js';
 import type { Transport } from './http.js';
 import type { AckStatus, Message, TransactionResult } from './types.js';
 
-type Op = { type: 'push'; items: { queue: string; partition?: string; payload: unknown; traceId?: string | null }[] } | { type: 'ack'; transactionId: string; partitionId: string; status: string; consumerGroup?: string };
+type Op =
+  | { type: 'push'; items: { queue: string; partition?: string; payload: unknown; traceId?: string | null }[] }
+  | { type: 'ack'; transactionId: string; partitionId: string; status: string; consumerGroup?: string };
 
 /**
  * Pushes and acks applied atomically: all or nothing (`POST /api/v1/transaction`).
@@ -33,10 +35,25 @@ export class Transaction {
     this.ops.push({
       type: 'push',
       items: items.map((it) => {
-        const o = (it && typeof it === 'object' ? it : {}) as { data?: unknown; payload?: unknown; traceId?: string | null; partition?: string };
-        const payload = it && typeof it === 'object' && 'data' in o ? o.data : it && typeof it === 'object' && 'payload' in o ? o.payload : it;
+        const o = (it && typeof it === 'object' ? it : {}) as {
+          data?: unknown;
+          payload?: unknown;
+          traceId?: string | null;
+          partition?: string;
+        };
+        const payload =
+          it && typeof it === 'object' && 'data' in o
+            ? o.data
+            : it && typeof it === 'object' && 'payload' in o
+              ? o.payload
+              : it;
         const p = o.partition ?? partition;
-        return { queue, payload, ...(p !== undefined ? { partition: p } : {}), ...(o.traceId ? { traceId: o.traceId } : {}) };
+        return {
+          queue,
+          payload,
+          ...(p !== undefined ? { partition: p } : {}),
+          ...(o.traceId ? { traceId: o.traceId } : {}),
+        };
       }),
     });
     return this;
@@ -46,11 +63,21 @@ export class Transaction {
    * Acks messages as part of the transaction. The group is each message's own unless
    * `consumerGroup` is given; their leases become the transaction's `requiredLeases`.
    */
-  ack(messages: Message | Message[], status: AckStatus | boolean = 'completed', opts: { consumerGroup?: string } = {}): this {
+  ack(
+    messages: Message | Message[],
+    status: AckStatus | boolean = 'completed',
+    opts: { consumerGroup?: string } = {},
+  ): this {
     const st = status === true ? 'completed' : status === false ? 'failed' : status;
     for (const m of Array.isArray(messages) ? messages : [messages]) {
       const group = opts.consumerGroup ?? m.consumerGroup;
-      this.ops.push({ type: 'ack', transactionId: m.transactionId, partitionId: m.partitionId, status: st, ...(group ? { consumerGroup: group } : {}) });
+      this.ops.push({
+        type: 'ack',
+        transactionId: m.transactionId,
+        partitionId: m.partitionId,
+        status: st,
+        ...(group ? { consumerGroup: group } : {}),
+      });
       if (m.leaseId) this.leases.add(m.leaseId);
     }
     return this;
@@ -67,7 +94,13 @@ export class Transaction {
       signal: opts.signal,
     });
     if (!r || !r.success) {
-      throw new SluiceApiError(200, 'operation_failed', r?.error ?? 'transaction was not applied', r, 'POST /api/v1/transaction');
+      throw new SluiceApiError(
+        200,
+        'operation_failed',
+        r?.error ?? 'transaction was not applied',
+        r,
+        'POST /api/v1/transaction',
+      );
     }
     return r;
   }

@@ -108,7 +108,17 @@ export interface RenewResult {
 export interface TransactionResult {
   transactionId: string;
   success: boolean;
-  results: { index: number; type: 'push' | 'ack'; success: boolean; transactionId?: string; messageId?: string; partitionId?: string; queueName?: string; error?: string | null; dlq?: boolean }[];
+  results: {
+    index: number;
+    type: 'push' | 'ack';
+    success: boolean;
+    transactionId?: string;
+    messageId?: string;
+    partitionId?: string;
+    queueName?: string;
+    error?: string | null;
+    dlq?: boolean;
+  }[];
   error?: string;
 }
 

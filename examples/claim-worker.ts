@@ -46,8 +46,13 @@ const stats = await workers.consume<Job>(
     visibilityMs: 10_000,
     ...(process.env.LIMIT ? { limit: Number(process.env.LIMIT) } : {}),
     ...(process.env.IDLE_MS ? { idleMs: Number(process.env.IDLE_MS) } : {}),
-    onError: (e, { phase, offset }) => console.error(`${phase}${offset !== undefined ? ` @${offset}` : ''}: ${e instanceof Error ? e.message : String(e)}`),
+    onError: (e, { phase, offset }) =>
+      console.error(
+        `${phase}${offset !== undefined ? ` @${offset}` : ''}: ${e instanceof Error ? e.message : String(e)}`,
+      ),
   },
 );
 const state = await workers.describe();
-console.log(`done: ${stats.acked} acked, ${stats.nacked} retried, ${stats.deadLettered} dead-lettered; group at ${state.committed} of ${state.tail}, ${state.deadLetters} dead letters`);
+console.log(
+  `done: ${stats.acked} acked, ${stats.nacked} retried, ${stats.deadLettered} dead-lettered; group at ${state.committed} of ${state.tail}, ${state.deadLetters} dead letters`,
+);

@@ -67,11 +67,20 @@ export interface ClaimDefaults {
 
 export const MIB = 1024 * 1024;
 
-const num = (env: Record<string, string | undefined>, key: string, dflt: number, min = 0, max = Number.POSITIVE_INFINITY): number => {
+const num = (
+  env: Record<string, string | undefined>,
+  key: string,
+  dflt: number,
+  min = 0,
+  max = Number.POSITIVE_INFINITY,
+): number => {
   const raw = env[key];
   if (raw === undefined || raw === '') return dflt;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n < min || n > max) throw new Error(`${key} must be a number >= ${min}${max < Number.POSITIVE_INFINITY ? ` and <= ${max}` : ''} (got ${JSON.stringify(raw)})`);
+  if (!Number.isFinite(n) || n < min || n > max)
+    throw new Error(
+      `${key} must be a number >= ${min}${max < Number.POSITIVE_INFINITY ? ` and <= ${max}` : ''} (got ${JSON.stringify(raw)})`,
+    );
   return n;
 };
 
@@ -83,13 +92,16 @@ export const MAX_INLINE_BYTES = 390_000;
 
 export function loadConfig(env: Record<string, string | undefined> = process.env): SluiceConfig {
   const sync = env.SLUICE_SYNC ?? 'full';
-  if (sync !== 'full' && sync !== 'normal') throw new Error(`SLUICE_SYNC must be "full" or "normal" (got ${JSON.stringify(sync)})`);
+  if (sync !== 'full' && sync !== 'normal')
+    throw new Error(`SLUICE_SYNC must be "full" or "normal" (got ${JSON.stringify(sync)})`);
   return {
     host: env.SLUICE_HOST ?? '127.0.0.1',
     port: num(env, 'SLUICE_PORT', 6632),
     dataDir: env.SLUICE_DATA_DIR ?? './.sluice-data',
     sync,
-    inlineMaxBytes: env.SLUICE_INLINE_MAX_BYTES ? num(env, 'SLUICE_INLINE_MAX_BYTES', 0, 0, MAX_INLINE_BYTES) : undefined,
+    inlineMaxBytes: env.SLUICE_INLINE_MAX_BYTES
+      ? num(env, 'SLUICE_INLINE_MAX_BYTES', 0, 0, MAX_INLINE_BYTES)
+      : undefined,
     maxBodyBytes: num(env, 'SLUICE_MAX_BODY_BYTES', 6 * MIB, 1024),
     maxMessageBytes: num(env, 'SLUICE_MAX_MESSAGE_BYTES', 2 * MIB, 1),
     maxPushItems: num(env, 'SLUICE_MAX_PUSH_ITEMS', 10_000, 1),
@@ -112,7 +124,9 @@ function loadClaimDefaults(env: Record<string, string | undefined>): ClaimDefaul
     maxVisibilityMs: num(env, 'SLUICE_GROUP_MAX_VISIBILITY_MS', 43_200_000, 1),
   };
   if (d.maxVisibilityMs < d.visibilityTimeoutMs) {
-    throw new Error(`SLUICE_GROUP_MAX_VISIBILITY_MS (${d.maxVisibilityMs}) must not be below SLUICE_GROUP_VISIBILITY_TIMEOUT_MS (${d.visibilityTimeoutMs})`);
+    throw new Error(
+      `SLUICE_GROUP_MAX_VISIBILITY_MS (${d.maxVisibilityMs}) must not be below SLUICE_GROUP_VISIBILITY_TIMEOUT_MS (${d.visibilityTimeoutMs})`,
+    );
   }
   return d;
 }

@@ -68,14 +68,28 @@ export const FUNCTION_ACCESS: Record<FunctionName, FunctionAccess> = {
     bucket: ['read', 'write', 'delete'],
   },
   maintenance: {
-    tables: { meta: 'readwrite', log: 'readwrite', dedup: 'readwrite', leases: 'readwrite', claims: 'readwrite', dlq: 'readwrite' },
+    tables: {
+      meta: 'readwrite',
+      log: 'readwrite',
+      dedup: 'readwrite',
+      leases: 'readwrite',
+      claims: 'readwrite',
+      dlq: 'readwrite',
+    },
     bucket: ['read', 'delete', 'list'],
   },
 };
 
 export const TABLE_ACTIONS: Record<TableAccess, string[]> = {
   read: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:ConditionCheckItem'],
-  readwrite: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
+  readwrite: [
+    'dynamodb:GetItem',
+    'dynamodb:BatchGetItem',
+    'dynamodb:Query',
+    'dynamodb:ConditionCheckItem',
+    'dynamodb:PutItem',
+    'dynamodb:DeleteItem',
+  ],
 };
 
 /** Object actions (on the {@link BLOB_PREFIXES}); `list` is ListBucket, limited to {@link LIST_PREFIXES}. */

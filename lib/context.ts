@@ -34,28 +34,38 @@ export function stackOptionsFromContext(ctx: ContextReader): { stackName: string
   const auth = ctx('auth') ?? 'iam';
   if (auth === 'jwt') {
     const issuer = ctx('jwtIssuer');
-    const audience = ctx('jwtAudience')?.split(',').map((s) => s.trim()).filter(Boolean) ?? [];
-    if (!issuer || audience.length === 0) throw new Error('auth=jwt needs -c jwtIssuer=https://... and -c jwtAudience=aud1[,aud2]');
+    const audience =
+      ctx('jwtAudience')
+        ?.split(',')
+        .map((s) => s.trim())
+        .filter(Boolean) ?? [];
+    if (!issuer || audience.length === 0)
+      throw new Error('auth=jwt needs -c jwtIssuer=https://... and -c jwtAudience=aud1[,aud2]');
     props.auth = { type: 'jwt', issuer, audience };
   } else if (auth !== 'iam') {
     throw new Error(`auth must be iam or jwt (got ${auth})`);
   }
 
   const removal = ctx('removalPolicy') ?? 'retain';
-  if (removal !== 'retain' && removal !== 'destroy') throw new Error(`removalPolicy must be retain or destroy (got ${removal})`);
+  if (removal !== 'retain' && removal !== 'destroy')
+    throw new Error(`removalPolicy must be retain or destroy (got ${removal})`);
   props.removalPolicy = removal === 'destroy' ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN;
 
   const memory = ctx('memorySize');
   if (memory !== undefined) {
     const mb = Number(memory);
-    if (!Number.isInteger(mb) || mb < MEMORY_RANGE.min || mb > MEMORY_RANGE.max) throw new Error(`memorySize must be a whole number of MB from ${MEMORY_RANGE.min} to ${MEMORY_RANGE.max} (got ${memory})`);
+    if (!Number.isInteger(mb) || mb < MEMORY_RANGE.min || mb > MEMORY_RANGE.max)
+      throw new Error(
+        `memorySize must be a whole number of MB from ${MEMORY_RANGE.min} to ${MEMORY_RANGE.max} (got ${memory})`,
+      );
     props.memorySize = mb;
   }
 
   const days = ctx('logRetentionDays');
   if (days !== undefined) {
     const retention = Object.values(RetentionDays).find((v) => v === Number(days));
-    if (retention === undefined) throw new Error(`logRetentionDays must be one CloudWatch accepts (1, 3, 5, 7, 14, 30, 60, 90, ...); got ${days}`);
+    if (retention === undefined)
+      throw new Error(`logRetentionDays must be one CloudWatch accepts (1, 3, 5, 7, 14, 30, 60, 90, ...); got ${days}`);
     props.logRetention = retention as RetentionDays;
   }
   return { stackName: ctx('stackName') ?? 'Sluice', props };

@@ -16,7 +16,13 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Annotations, Duration, RemovalPolicy, Stack, type CfnResource } from 'aws-cdk-lib';
-import { HttpApi, HttpMethod, HttpStage, LogGroupLogDestination, type IHttpRouteAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2';
+import {
+  HttpApi,
+  HttpMethod,
+  HttpStage,
+  LogGroupLogDestination,
+  type IHttpRouteAuthorizer,
+} from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpIamAuthorizer, HttpJwtAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
@@ -40,7 +46,15 @@ import { SEGMENT_BLOB_PREFIX } from '../lambdas/service/keys.js';
 import { ITEM_TABLE_SCHEMA } from '../lambdas/storage/aws.js';
 import { BUCKET_ENV, TABLE_ENV } from '../lambdas/storage/aws-env.js';
 import { TABLES, type TableName } from '../lambdas/storage/port.js';
-import { BLOB_PREFIXES, BUCKET_ACTIONS, FUNCTION_ACCESS, FUNCTIONS, LIST_PREFIXES, TABLE_ACTIONS, type FunctionName } from './access.js';
+import {
+  BLOB_PREFIXES,
+  BUCKET_ACTIONS,
+  FUNCTION_ACCESS,
+  FUNCTIONS,
+  LIST_PREFIXES,
+  TABLE_ACTIONS,
+  type FunctionName,
+} from './access.js';
 import { API_ROLES, routesForRole, type ApiRole } from './api-access.js';
 import { acknowledgeNagFindings, logicalIdOf } from './nag.js';
 
@@ -73,16 +87,26 @@ export const LONG_POLL_HEADROOM = Duration.seconds(2);
  * checkLongPollBudget({ SLUICE_MAX_POP_WAIT_MS: '29000' }); // throws
  * ```
  */
-export function checkLongPollBudget(environment: Record<string, string | undefined>, timeout: Duration = API_FUNCTION_TIMEOUT): { maxPopWaitMs: number; claimMaxWaitMs: number } {
+export function checkLongPollBudget(
+  environment: Record<string, string | undefined>,
+  timeout: Duration = API_FUNCTION_TIMEOUT,
+): { maxPopWaitMs: number; claimMaxWaitMs: number } {
   const { maxPopWaitMs, claimMaxWaitMs } = loadConfig(environment);
   const timeoutMs = timeout.toMilliseconds();
   if (timeoutMs >= API_GATEWAY_TIMEOUT.toMilliseconds()) {
-    throw new Error(`the API functions' timeout (${timeoutMs} ms) must be below API Gateway's ${API_GATEWAY_TIMEOUT.toMilliseconds()} ms integration timeout`);
+    throw new Error(
+      `the API functions' timeout (${timeoutMs} ms) must be below API Gateway's ${API_GATEWAY_TIMEOUT.toMilliseconds()} ms integration timeout`,
+    );
   }
   const budget = timeoutMs - LONG_POLL_HEADROOM.toMilliseconds();
-  for (const [key, ms] of [['SLUICE_MAX_POP_WAIT_MS', maxPopWaitMs], ['SLUICE_CLAIM_MAX_WAIT_MS', claimMaxWaitMs]] as const) {
+  for (const [key, ms] of [
+    ['SLUICE_MAX_POP_WAIT_MS', maxPopWaitMs],
+    ['SLUICE_CLAIM_MAX_WAIT_MS', claimMaxWaitMs],
+  ] as const) {
     if (ms > budget) {
-      throw new Error(`${key} is ${ms} ms, but the API functions time out after ${timeoutMs} ms and need ${LONG_POLL_HEADROOM.toMilliseconds()} ms of that to answer: set it to at most ${budget} ms (API Gateway ends every request at 30 s)`);
+      throw new Error(
+        `${key} is ${ms} ms, but the API functions time out after ${timeoutMs} ms and need ${LONG_POLL_HEADROOM.toMilliseconds()} ms of that to answer: set it to at most ${budget} ms (API Gateway ends every request at 30 s)`,
+      );
     }
   }
   return { maxPopWaitMs, claimMaxWaitMs };
@@ -92,7 +116,8 @@ export function checkLongPollBudget(environment: Record<string, string | undefin
 export const MEMORY_RANGE = { min: 128, max: 10_240 } as const;
 const checkMemory = (what: string, mb: number | undefined): void => {
   if (mb === undefined) return;
-  if (!Number.isInteger(mb) || mb < MEMORY_RANGE.min || mb > MEMORY_RANGE.max) throw new Error(`${what} must be a whole number of MB from ${MEMORY_RANGE.min} to ${MEMORY_RANGE.max} (got ${mb})`);
+  if (!Number.isInteger(mb) || mb < MEMORY_RANGE.min || mb > MEMORY_RANGE.max)
+    throw new Error(`${what} must be a whole number of MB from ${MEMORY_RANGE.min} to ${MEMORY_RANGE.max} (got ${mb})`);
 };
 
 /**
@@ -109,7 +134,8 @@ export const BUNDLING: BundlingOptions = {
   sourceMap: true,
   sourcesContent: false,
   // CommonJS dependencies inside an ES module still call require() for Node built-ins.
-  banner: "import{createRequire as __sluiceCreateRequire}from'node:module';const require=__sluiceCreateRequire(import.meta.url);",
+  banner:
+    "import{createRequire as __sluiceCreateRequire}from'node:module';const require=__sluiceCreateRequire(import.meta.url);",
   externalModules: ['@mongodb-js/zstd', 'better-sqlite3'],
   forceDockerBundling: false,
 };
@@ -168,7 +194,14 @@ export interface SluiceServiceProps {
 export const MAX_GRANTS_ENV_BYTES = 2500;
 
 /** The default grants: every authenticated caller, every action, every queue. */
-export const ALLOW_ALL_AUTHENTICATED: Grant[] = [{ principal: '*', actions: [...GRANT_ACTIONS], queues: ['*'], description: 'every authenticated caller (IAM policies decide)' }];
+export const ALLOW_ALL_AUTHENTICATED: Grant[] = [
+  {
+    principal: '*',
+    actions: [...GRANT_ACTIONS],
+    queues: ['*'],
+    description: 'every authenticated caller (IAM policies decide)',
+  },
+];
 
 export class SluiceService extends Construct {
   readonly api: HttpApi;
@@ -200,10 +233,15 @@ export class SluiceService extends Construct {
     parseGrants({ grants }, `${this.node.path} grants`);
     const grantsJson = JSON.stringify({ grants });
     if (Buffer.byteLength(grantsJson) > MAX_GRANTS_ENV_BYTES) {
-      throw new Error(`${this.node.path}: the grants are ${Buffer.byteLength(grantsJson)} bytes as JSON; at most ${MAX_GRANTS_ENV_BYTES} fit in the functions' environment. Use wider patterns.`);
+      throw new Error(
+        `${this.node.path}: the grants are ${Buffer.byteLength(grantsJson)} bytes as JSON; at most ${MAX_GRANTS_ENV_BYTES} fit in the functions' environment. Use wider patterns.`,
+      );
     }
     if (auth.type === 'jwt' && props.grants === undefined) {
-      Annotations.of(this).addWarningV2('sluice:jwtDefaultGrants', 'JWT auth with the default grants: every token the issuer signs for the audience may use every queue. Pass `grants` to restrict.');
+      Annotations.of(this).addWarningV2(
+        'sluice:jwtDefaultGrants',
+        'JWT auth with the default grants: every token the issuer signs for the audience may use every queue. Pass `grants` to restrict.',
+      );
     }
 
     // ------------------------------------------------------------------ storage
@@ -231,11 +269,15 @@ export class SluiceService extends Construct {
       versioned: false,
       lifecycleRules: [
         { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
-        ...(props.segmentExpiration ? [{ id: 'expire-old-segments', prefix: SEGMENT_BLOB_PREFIX, expiration: props.segmentExpiration }] : []),
+        ...(props.segmentExpiration
+          ? [{ id: 'expire-old-segments', prefix: SEGMENT_BLOB_PREFIX, expiration: props.segmentExpiration }]
+          : []),
       ],
       removalPolicy,
       autoDeleteObjects: removalPolicy === RemovalPolicy.DESTROY,
-      ...(props.accessLogsBucket ? { serverAccessLogsBucket: props.accessLogsBucket, serverAccessLogsPrefix: 'sluice-segments/' } : {}),
+      ...(props.accessLogsBucket
+        ? { serverAccessLogsBucket: props.accessLogsBucket, serverAccessLogsPrefix: 'sluice-segments/' }
+        : {}),
     });
 
     // ---------------------------------------------------------------- functions
@@ -265,7 +307,13 @@ export class SluiceService extends Construct {
         assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
         description: `Sluice ${name} function (${this.node.path})`,
       });
-      role.addToPolicy(new iam.PolicyStatement({ sid: 'WriteOwnLogs', actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logGroup.logGroupArn] }));
+      role.addToPolicy(
+        new iam.PolicyStatement({
+          sid: 'WriteOwnLogs',
+          actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+          resources: [logGroup.logGroupArn],
+        }),
+      );
       grantAccess(role, name, this.tables, this.bucket);
       const isApi = name !== 'maintenance';
       return new NodejsFunction(this, `${capitalise(name)}Function`, {
@@ -286,7 +334,10 @@ export class SluiceService extends Construct {
         ...(isApi ? {} : { reservedConcurrentExecutions: 1 }),
       });
     };
-    this.functions = Object.fromEntries(FUNCTIONS.map((f) => [f, makeFunction(f)])) as Record<FunctionName, NodejsFunction>;
+    this.functions = Object.fromEntries(FUNCTIONS.map((f) => [f, makeFunction(f)])) as Record<
+      FunctionName,
+      NodejsFunction
+    >;
 
     new events.Rule(this, 'MaintenanceSchedule', {
       description: `Sluice maintenance (${this.node.path})`,
@@ -296,7 +347,9 @@ export class SluiceService extends Construct {
 
     // --------------------------------------------------------------------- API
     const authorizer: IHttpRouteAuthorizer =
-      auth.type === 'jwt' ? new HttpJwtAuthorizer('JwtAuthorizer', auth.issuer, { jwtAudience: auth.audience }) : new HttpIamAuthorizer();
+      auth.type === 'jwt'
+        ? new HttpJwtAuthorizer('JwtAuthorizer', auth.issuer, { jwtAudience: auth.audience })
+        : new HttpIamAuthorizer();
     this.api = new HttpApi(this, 'Api', {
       // API names need not be unique; this one says which deployment it belongs to.
       apiName: `${stack.stackName}-${this.node.id}`,
@@ -341,7 +394,12 @@ export class SluiceService extends Construct {
       ]),
     ) as Record<Exclude<FunctionName, 'maintenance'>, HttpLambdaIntegration>;
     for (const route of ALL_ROUTES) {
-      this.api.addRoutes({ path: route.path, methods: [HttpMethod[route.method]], integration: integrations[route.group], authorizer });
+      this.api.addRoutes({
+        path: route.path,
+        methods: [HttpMethod[route.method]],
+        integration: integrations[route.group],
+        authorizer,
+      });
     }
 
     // ---------------------------------------------------------------- policies
@@ -367,28 +425,66 @@ export class SluiceService extends Construct {
 
   /** A CloudWatch metric this instance's functions publish (EMF, namespace/service). */
   metric(name: string, props: cloudwatch.MetricOptions = {}): cloudwatch.Metric {
-    return new cloudwatch.Metric({ namespace: this.metricsNamespace, metricName: name, dimensionsMap: { service: this.metricsService }, period: Duration.minutes(5), ...props });
+    return new cloudwatch.Metric({
+      namespace: this.metricsNamespace,
+      metricName: name,
+      dimensionsMap: { service: this.metricsService },
+      period: Duration.minutes(5),
+      ...props,
+    });
   }
 
   private buildObservability(opts: SluiceAlarmOptions, maintenanceInterval: Duration): cloudwatch.Dashboard {
     const five = Duration.minutes(5);
     const fns = FUNCTIONS.map((f) => [f, this.functions[f]] as const);
     const sumOf = (label: string, metrics: Record<string, cloudwatch.IMetric>): cloudwatch.MathExpression =>
-      new cloudwatch.MathExpression({ expression: Object.keys(metrics).join(' + '), usingMetrics: metrics, label, period: five });
+      new cloudwatch.MathExpression({
+        expression: Object.keys(metrics).join(' + '),
+        usingMetrics: metrics,
+        label,
+        period: five,
+      });
 
     const server5xx = this.api.metricServerError({ period: five, statistic: 'Sum' });
-    const lambdaThrottles = sumOf('Lambda throttles', Object.fromEntries(fns.map(([f, fn]) => [`t${f}`, fn.metricThrottles({ period: five, statistic: 'Sum' })])));
-    const lambdaErrors = sumOf('Lambda errors', Object.fromEntries(fns.map(([f, fn]) => [`e${f}`, fn.metricErrors({ period: five, statistic: 'Sum' })])));
+    const lambdaThrottles = sumOf(
+      'Lambda throttles',
+      Object.fromEntries(fns.map(([f, fn]) => [`t${f}`, fn.metricThrottles({ period: five, statistic: 'Sum' })])),
+    );
+    const lambdaErrors = sumOf(
+      'Lambda errors',
+      Object.fromEntries(fns.map(([f, fn]) => [`e${f}`, fn.metricErrors({ period: five, statistic: 'Sum' })])),
+    );
     const tableMetric = (t: TableName, name: string): cloudwatch.Metric =>
-      new cloudwatch.Metric({ namespace: 'AWS/DynamoDB', metricName: name, dimensionsMap: { TableName: this.tables[t].tableName }, statistic: 'Sum', period: five });
-    const readThrottles = sumOf('DynamoDB read throttles', Object.fromEntries(TABLES.map((t) => [`r${t}`, tableMetric(t, 'ReadThrottleEvents')])));
-    const writeThrottles = sumOf('DynamoDB write throttles', Object.fromEntries(TABLES.map((t) => [`w${t}`, tableMetric(t, 'WriteThrottleEvents')])));
-    const deadLetters = sumOf('Messages dead-lettered', { dl: this.metric('DeadLettered', { statistic: 'Sum' }), cdl: this.metric('ClaimDeadLettered', { statistic: 'Sum' }) });
+      new cloudwatch.Metric({
+        namespace: 'AWS/DynamoDB',
+        metricName: name,
+        dimensionsMap: { TableName: this.tables[t].tableName },
+        statistic: 'Sum',
+        period: five,
+      });
+    const readThrottles = sumOf(
+      'DynamoDB read throttles',
+      Object.fromEntries(TABLES.map((t) => [`r${t}`, tableMetric(t, 'ReadThrottleEvents')])),
+    );
+    const writeThrottles = sumOf(
+      'DynamoDB write throttles',
+      Object.fromEntries(TABLES.map((t) => [`w${t}`, tableMetric(t, 'WriteThrottleEvents')])),
+    );
+    const deadLetters = sumOf('Messages dead-lettered', {
+      dl: this.metric('DeadLettered', { statistic: 'Sum' }),
+      cdl: this.metric('ClaimDeadLettered', { statistic: 'Sum' }),
+    });
     // Lag is measured by the maintenance pass: one datapoint per interval, so the alarm looks at
     // one interval at a time (a 5-minute period would mostly see no data).
     const oldestAge = this.metric('OldestUnconsumedAgeSeconds', { statistic: 'Maximum', period: maintenanceInterval });
 
-    const alarm = (id: string, metric: cloudwatch.IMetric, threshold: number, description: string, evaluationPeriods = 1): void => {
+    const alarm = (
+      id: string,
+      metric: cloudwatch.IMetric,
+      threshold: number,
+      description: string,
+      evaluationPeriods = 1,
+    ): void => {
       const a = new cloudwatch.Alarm(this, id, {
         metric,
         threshold,
@@ -403,28 +499,64 @@ export class SluiceService extends Construct {
       }
       this.alarms.push(a);
     };
-    alarm('ServerErrorsAlarm', server5xx, opts.serverErrorsPer5Minutes ?? 5, 'the API answered 5xx (function errors, timeouts or storage failures)');
+    alarm(
+      'ServerErrorsAlarm',
+      server5xx,
+      opts.serverErrorsPer5Minutes ?? 5,
+      'the API answered 5xx (function errors, timeouts or storage failures)',
+    );
     alarm('LambdaThrottlesAlarm', lambdaThrottles, 1, 'Lambda throttled invocations (concurrency limit reached)');
-    alarm('LambdaErrorsAlarm', lambdaErrors, 1, 'a function invocation failed (crash, timeout, or a failed maintenance pass)');
+    alarm(
+      'LambdaErrorsAlarm',
+      lambdaErrors,
+      1,
+      'a function invocation failed (crash, timeout, or a failed maintenance pass)',
+    );
     alarm('TableReadThrottlesAlarm', readThrottles, 1, 'DynamoDB throttled reads (a hot partition key)');
     alarm('TableWriteThrottlesAlarm', writeThrottles, 1, 'DynamoDB throttled writes (a hot partition key)');
     alarm('DeadLettersAlarm', deadLetters, 1, 'messages were moved to the dead-letter queue');
-    alarm('OldestUnconsumedAgeAlarm', oldestAge, opts.oldestUnconsumedAgeSeconds ?? 3600, 'a consumer group is falling behind (oldest unconsumed message age, measured by each maintenance pass)');
+    alarm(
+      'OldestUnconsumedAgeAlarm',
+      oldestAge,
+      opts.oldestUnconsumedAgeSeconds ?? 3600,
+      'a consumer group is falling behind (oldest unconsumed message age, measured by each maintenance pass)',
+    );
 
     const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) });
-    const graph = (title: string, left: cloudwatch.IMetric[], width = 8): cloudwatch.GraphWidget => new cloudwatch.GraphWidget({ title, left, width, height: 6 });
+    const graph = (title: string, left: cloudwatch.IMetric[], width = 8): cloudwatch.GraphWidget =>
+      new cloudwatch.GraphWidget({ title, left, width, height: 6 });
     dashboard.addWidgets(
       graph('API requests', [this.api.metricCount({ period: five, statistic: 'Sum' })]),
       graph('API errors', [this.api.metricClientError({ period: five, statistic: 'Sum' }), server5xx]),
-      graph('API latency (p50, p99)', [this.api.metricLatency({ period: five, statistic: 'p50' }), this.api.metricLatency({ period: five, statistic: 'p99' })]),
+      graph('API latency (p50, p99)', [
+        this.api.metricLatency({ period: five, statistic: 'p50' }),
+        this.api.metricLatency({ period: five, statistic: 'p99' }),
+      ]),
     );
     dashboard.addWidgets(
-      graph('Messages', ['MessagesPushed', 'MessagesDelivered', 'Acks', 'DuplicatesRejected'].map((m) => this.metric(m, { statistic: 'Sum' }))),
-      graph('Polls', ['Pops', 'EmptyPops', 'ClaimPolls', 'ClaimPollsCapped', 'ClaimAcks'].map((m) => this.metric(m, { statistic: 'Sum' }))),
-      graph('Dead letters and lag', [deadLetters, oldestAge, this.metric('ConsumerLag', { statistic: 'Maximum', period: maintenanceInterval })]),
+      graph(
+        'Messages',
+        ['MessagesPushed', 'MessagesDelivered', 'Acks', 'DuplicatesRejected'].map((m) =>
+          this.metric(m, { statistic: 'Sum' }),
+        ),
+      ),
+      graph(
+        'Polls',
+        ['Pops', 'EmptyPops', 'ClaimPolls', 'ClaimPollsCapped', 'ClaimAcks'].map((m) =>
+          this.metric(m, { statistic: 'Sum' }),
+        ),
+      ),
+      graph('Dead letters and lag', [
+        deadLetters,
+        oldestAge,
+        this.metric('ConsumerLag', { statistic: 'Maximum', period: maintenanceInterval }),
+      ]),
     );
     dashboard.addWidgets(
-      graph('Function duration (p99)', fns.map(([, fn]) => fn.metricDuration({ period: five, statistic: 'p99' }))),
+      graph(
+        'Function duration (p99)',
+        fns.map(([, fn]) => fn.metricDuration({ period: five, statistic: 'p99' })),
+      ),
       graph('Function errors and throttles', [lambdaErrors, lambdaThrottles]),
       graph('DynamoDB throttles', [readThrottles, writeThrottles]),
     );
@@ -438,7 +570,12 @@ function capitalise(s: string): string {
 }
 
 /** Adds the statements {@link FUNCTION_ACCESS} declares for `name` to `role`, and nothing else. */
-function grantAccess(role: iam.Role, name: FunctionName, tables: Record<TableName, dynamodb.Table>, bucket: s3.Bucket): void {
+function grantAccess(
+  role: iam.Role,
+  name: FunctionName,
+  tables: Record<TableName, dynamodb.Table>,
+  bucket: s3.Bucket,
+): void {
   const access = FUNCTION_ACCESS[name];
   for (const mode of ['read', 'readwrite'] as const) {
     const names = TABLES.filter((t) => access.tables[t] === mode);
@@ -453,7 +590,13 @@ function grantAccess(role: iam.Role, name: FunctionName, tables: Record<TableNam
   }
   const objectOps = access.bucket.filter((op) => op !== 'list');
   if (objectOps.length > 0) {
-    role.addToPolicy(new iam.PolicyStatement({ sid: 'BlobObjects', actions: objectOps.map((op) => BUCKET_ACTIONS[op]), resources: BLOB_PREFIXES.map((p) => bucket.arnForObjects(`${p}*`)) }));
+    role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'BlobObjects',
+        actions: objectOps.map((op) => BUCKET_ACTIONS[op]),
+        resources: BLOB_PREFIXES.map((p) => bucket.arnForObjects(`${p}*`)),
+      }),
+    );
   }
   if (access.bucket.includes('list')) {
     role.addToPolicy(

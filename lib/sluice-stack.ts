@@ -26,15 +26,45 @@ export class SluiceStack extends Stack {
     super(scope, id, props);
     this.service = new SluiceService(this, 'Sluice', props);
 
-    new CfnOutput(this, OUTPUTS.apiUrl, { value: this.service.apiUrl, description: 'Base URL of the Sluice API (clients append /api/v1/...)' });
-    new CfnOutput(this, OUTPUTS.authMode, { value: props.auth?.type ?? 'iam', description: 'How callers authenticate: iam (SigV4) or jwt (Authorization: Bearer)' });
+    new CfnOutput(this, OUTPUTS.apiUrl, {
+      value: this.service.apiUrl,
+      description: 'Base URL of the Sluice API (clients append /api/v1/...)',
+    });
+    new CfnOutput(this, OUTPUTS.authMode, {
+      value: props.auth?.type ?? 'iam',
+      description: 'How callers authenticate: iam (SigV4) or jwt (Authorization: Bearer)',
+    });
     const { Producer, Consumer, Admin } = this.service.policies;
-    if (Producer) new CfnOutput(this, OUTPUTS.producerPolicy, { value: Producer.managedPolicyArn, description: 'Attach to roles that push' });
-    if (Consumer) new CfnOutput(this, OUTPUTS.consumerPolicy, { value: Consumer.managedPolicyArn, description: 'Attach to roles that pop, ack, claim and read' });
-    if (Admin) new CfnOutput(this, OUTPUTS.adminPolicy, { value: Admin.managedPolicyArn, description: 'Attach to roles that configure and manage queues and groups (and push and consume)' });
-    new CfnOutput(this, OUTPUTS.dashboard, { value: this.service.dashboard.dashboardName, description: 'CloudWatch dashboard' });
-    const summary = (props.grants ?? []).map((g) => `${g.principal}: ${g.actions.join('+')} on ${g.queues.join(', ')}`).join('; ');
-    const grants = props.grants ? (summary.length > 1000 ? `${summary.slice(0, 999)}…` : summary || 'none: only /health') : 'default: every authenticated caller may do everything (IAM policies decide)';
-    new CfnOutput(this, OUTPUTS.grants, { value: grants, description: 'Per-queue grants in force (docs/DEPLOYING.md#grants)' });
+    if (Producer)
+      new CfnOutput(this, OUTPUTS.producerPolicy, {
+        value: Producer.managedPolicyArn,
+        description: 'Attach to roles that push',
+      });
+    if (Consumer)
+      new CfnOutput(this, OUTPUTS.consumerPolicy, {
+        value: Consumer.managedPolicyArn,
+        description: 'Attach to roles that pop, ack, claim and read',
+      });
+    if (Admin)
+      new CfnOutput(this, OUTPUTS.adminPolicy, {
+        value: Admin.managedPolicyArn,
+        description: 'Attach to roles that configure and manage queues and groups (and push and consume)',
+      });
+    new CfnOutput(this, OUTPUTS.dashboard, {
+      value: this.service.dashboard.dashboardName,
+      description: 'CloudWatch dashboard',
+    });
+    const summary = (props.grants ?? [])
+      .map((g) => `${g.principal}: ${g.actions.join('+')} on ${g.queues.join(', ')}`)
+      .join('; ');
+    const grants = props.grants
+      ? summary.length > 1000
+        ? `${summary.slice(0, 999)}…`
+        : summary || 'none: only /health'
+      : 'default: every authenticated caller may do everything (IAM policies decide)';
+    new CfnOutput(this, OUTPUTS.grants, {
+      value: grants,
+      description: 'Per-queue grants in force (docs/DEPLOYING.md#grants)',
+    });
   }
 }

@@ -37,7 +37,11 @@ async function load(): Promise<Zstd> {
     decompress(b: Buffer): Promise<Buffer>;
   };
   const buf = (b: Uint8Array): Buffer => (Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength));
-  return { impl: '@mongodb-js/zstd', compress: (b) => m.compress(buf(b), ZSTD_LEVEL), decompress: (b) => m.decompress(buf(b)) };
+  return {
+    impl: '@mongodb-js/zstd',
+    compress: (b) => m.compress(buf(b), ZSTD_LEVEL),
+    decompress: (b) => m.decompress(buf(b)),
+  };
 }
 
 let loaded: Promise<Zstd> | undefined;

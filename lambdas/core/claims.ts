@@ -211,7 +211,11 @@ export interface GroupCounts {
 /** What `GET G` reports (tail and lag are added by the service). */
 export function describe(view: GroupView, now: number): GroupCounts {
   const s = view.state;
-  if (!s) throw new SluiceError('not_found', 'this group has no state on this partition: it was never created or polled here (or it was deleted)');
+  if (!s)
+    throw new SluiceError(
+      'not_found',
+      'this group has no state on this partition: it was never created or polled here (or it was deleted)',
+    );
   let inFlight = 0;
   let owed = 0;
   let delayed = 0;
@@ -230,7 +234,16 @@ export function describe(view: GroupView, now: number): GroupCounts {
 
 /** A fresh group starting at `offset`. */
 export function initialState(offset: number, now: number, seeds: Seeds): GroupState {
-  return { inc: seeds.inc, epoch: 1, committed: offset, frontier: offset, high: offset, dead: 0, seekStamp: 0, createdAt: now };
+  return {
+    inc: seeds.inc,
+    epoch: 1,
+    committed: offset,
+    frontier: offset,
+    high: offset,
+    dead: 0,
+    seekStamp: 0,
+    createdAt: now,
+  };
 }
 
 // ------------------------------------------------------------ working copy
@@ -273,14 +286,23 @@ class Draft {
 
   holderIndex(item: ClaimItem, h: Holder | undefined): number {
     if (!h) return -1;
-    const i = item.holders.findIndex((x) => x.principal === h.principal && x.consumer === h.consumer && x.session === h.session && x.seq === h.seq);
+    const i = item.holders.findIndex(
+      (x) => x.principal === h.principal && x.consumer === h.consumer && x.session === h.session && x.seq === h.seq,
+    );
     if (i >= 0) return i;
     item.holders.push(h);
     return item.holders.length - 1;
   }
 
   /** The write: touched items put (or deleted once empty), the state with its cursor recomputed. */
-  changes(extra: { deadPuts?: DeadLetter[]; deadDeletes?: number[]; member?: Member | undefined; garbageBudget?: number } = {}): Changes {
+  changes(
+    extra: {
+      deadPuts?: DeadLetter[];
+      deadDeletes?: number[];
+      member?: Member | undefined;
+      garbageBudget?: number;
+    } = {},
+  ): Changes {
     const live = this.items.filter((it) => it.recs.length > 0 || !this.touched.has(it));
     this.state.committed = computeCommitted(this.state, live);
     const puts: ClaimItem[] = [];
@@ -290,8 +312,18 @@ class Draft {
       else if (!this.created.has(it)) deletes.push(it);
     }
     const busy = new Set([...puts, ...deletes].map((i) => `${i.kind}${i.first}`));
-    const garbageDeletes = this.garbage.filter((g) => !busy.has(`${g.kind}${g.first}`)).slice(0, extra.garbageBudget ?? MAX_GARBAGE_PER_CALL);
-    return { state: this.state, puts, deletes, garbageDeletes, deadPuts: extra.deadPuts ?? [], deadDeletes: extra.deadDeletes ?? [], member: extra.member };
+    const garbageDeletes = this.garbage
+      .filter((g) => !busy.has(`${g.kind}${g.first}`))
+      .slice(0, extra.garbageBudget ?? MAX_GARBAGE_PER_CALL);
+    return {
+      state: this.state,
+      puts,
+      deletes,
+      garbageDeletes,
+      deadPuts: extra.deadPuts ?? [],
+      deadDeletes: extra.deadDeletes ?? [],
+      member: extra.member,
+    };
   }
 }
 
@@ -305,7 +337,11 @@ function compactHolders(item: ClaimItem): ClaimItem {
     map.set(i, holders.length);
     holders.push(item.holders[i] as Holder);
   }
-  return { ...item, holders, recs: item.recs.map((r) => ({ ...r, holder: r.holder >= 0 ? (map.get(r.holder) as number) : -1 })) };
+  return {
+    ...item,
+    holders,
+    recs: item.recs.map((r) => ({ ...r, holder: r.holder >= 0 ? (map.get(r.holder) as number) : -1 })),
+  };
 }
 
 function requireState(view: GroupView, what: string): GroupState {
@@ -325,10 +361,17 @@ function absentKind(state: GroupState, offset: number): 'finished' | 'stale' | '
 }
 
 const staleSeek = (offset: number): SluiceError =>
-  new SluiceError('stale_claim', `offset ${offset} was handed out before a seek voided its claim; the group owes it again and will deliver it from its new position`, { offset });
+  new SluiceError(
+    'stale_claim',
+    `offset ${offset} was handed out before a seek voided its claim; the group owes it again and will deliver it from its new position`,
+    { offset },
+  );
 
 const neverHandedOut = (offset: number): SluiceError =>
-  invalid(`offset ${offset} has never been handed out to this group (it is at or past the group's frontier, or past the partition's tail); acknowledging a record that was not delivered would skip it`, { offset });
+  invalid(
+    `offset ${offset} has never been handed out to this group (it is at or past the group's frontier, or past the partition's tail); acknowledging a record that was not delivered would skip it`,
+    { offset },
+  );
 
 // ---------------------------------------------------------------- members
 
@@ -336,8 +379,15 @@ const neverHandedOut = (offset: number): SluiceError =>
  * The member after `session` was seen: a session not seen before is newer than every session
  * seen so far. Returns the session's order and the member (changed or not).
  */
-export function seeSession(member: Member | undefined, inc: number, session: string | undefined): { member: Member; seq: number; changed: boolean } {
-  let m: Member = member && member.inc === inc ? { ...member, sessions: { ...member.sessions } } : { inc, next: 1, reclaimSeq: 0, reclaimStamp: 0, sessions: {}, ver: member?.ver };
+export function seeSession(
+  member: Member | undefined,
+  inc: number,
+  session: string | undefined,
+): { member: Member; seq: number; changed: boolean } {
+  let m: Member =
+    member && member.inc === inc
+      ? { ...member, sessions: { ...member.sessions } }
+      : { inc, next: 1, reclaimSeq: 0, reclaimStamp: 0, sessions: {}, ver: member?.ver };
   if (session === undefined) return { member: m, seq: 0, changed: false };
   let changed = m.inc !== member?.inc;
   const known = m.sessions[session];
@@ -354,10 +404,23 @@ export function seeSession(member: Member | undefined, inc: number, session: str
 }
 
 /** True when `rec` is reserved for the member's last reclaiming session, which `seq` is. */
-function reservedFor(item: ClaimItem, rec: Rec, member: Member, principal: string, consumer: string, seq: number): boolean {
+function reservedFor(
+  item: ClaimItem,
+  rec: Rec,
+  member: Member,
+  principal: string,
+  consumer: string,
+  seq: number,
+): boolean {
   if (seq === 0 || seq !== member.reclaimSeq || rec.holder < 0) return false;
   const h = item.holders[rec.holder];
-  return !!h && h.principal === principal && h.consumer === consumer && h.seq < member.reclaimSeq && rec.stamp < member.reclaimStamp;
+  return (
+    !!h &&
+    h.principal === principal &&
+    h.consumer === consumer &&
+    h.seq < member.reclaimSeq &&
+    rec.stamp < member.reclaimStamp
+  );
 }
 
 // -------------------------------------------------------------------- poll
@@ -400,7 +463,14 @@ export interface PollPlan {
  * in offset order, then up to `newMax` new offsets. Owed records out of attempts are
  * dead-lettered instead. A poll at the in-flight cap gets nothing new or owed.
  */
-export function planPoll(view: GroupView, member: Member | undefined, req: PollRequest, now: number, limits: ClaimLimits, seeds: Seeds): PollPlan {
+export function planPoll(
+  view: GroupView,
+  member: Member | undefined,
+  req: PollRequest,
+  now: number,
+  limits: ClaimLimits,
+  seeds: Seeds,
+): PollPlan {
   const state = view.state ?? initialState(0, now, seeds);
   const stamp = (view.stateVer ?? 0) + 1;
   const max = Math.max(0, Math.min(req.max, MAX_POLL_RECORDS));
@@ -433,7 +503,13 @@ export function planPoll(view: GroupView, member: Member | undefined, req: PollR
         // A reserved record that already had maxAttempts deliveries is not handed back (that
         // would be one delivery past the bound, and a member crash-looping on a poison record
         // would reclaim it for ever): it waits out its claim and is then dead-lettered.
-        if (m && req.consumer !== undefined && rec.attempts < limits.maxAttempts && reservedFor(item, rec, m, req.principal, req.consumer, seq)) reserved.push({ item, rec });
+        if (
+          m &&
+          req.consumer !== undefined &&
+          rec.attempts < limits.maxAttempts &&
+          reservedFor(item, rec, m, req.principal, req.consumer, seq)
+        )
+          reserved.push({ item, rec });
       } else if (e === 'delayed') inFlight++;
       else if (rec.attempts >= limits.maxAttempts) dead.push({ item, rec });
       else owed.push({ item, rec });
@@ -529,7 +605,10 @@ export function completePoll(
   knownDead: ReadonlySet<number> = new Set(),
 ): { changes: Changes | undefined; records: Delivery[] } {
   const d = new Draft(view, plan.state);
-  const holder: Holder | undefined = req.consumer !== undefined ? { principal: req.principal, consumer: req.consumer, session: req.session ?? '', seq: plan.sessionSeq } : undefined;
+  const holder: Holder | undefined =
+    req.consumer !== undefined
+      ? { principal: req.principal, consumer: req.consumer, session: req.session ?? '', seq: plan.sessionSeq }
+      : undefined;
   const until = now + req.visibilityMs;
   const records: Delivery[] = [];
   const claim = (item: ClaimItem, rec: Rec): void => {
@@ -546,7 +625,11 @@ export function completePoll(
     if (hits.length === 0) throw new Error(`poll plan names offset ${offset}, which has no record to hand out`);
     for (const h of hits) claim(h.item, h.rec);
     const first = hits[0] as { item: ClaimItem; rec: Rec };
-    records.push({ offset, attempts: Math.max(...hits.map((h) => h.rec.attempts)), skippedBefore: offset === first.item.first ? first.item.skip : 0 });
+    records.push({
+      offset,
+      attempts: Math.max(...hits.map((h) => h.rec.attempts)),
+      skippedBefore: offset === first.item.first ? first.item.skip : 0,
+    });
   }
   for (const offset of reads.missing) for (const hit of d.at(offset)) d.remove(hit.item, hit.rec);
 
@@ -561,7 +644,8 @@ export function completePoll(
 
   if (reads.newCount > 0) {
     const s = d.state;
-    if (reads.newFirst < s.frontier) throw new Error(`new records start at ${reads.newFirst}, below the frontier ${s.frontier}`);
+    if (reads.newFirst < s.frontier)
+      throw new Error(`new records start at ${reads.newFirst}, below the frontier ${s.frontier}`);
     const skip = reads.newFirst - s.frontier;
     const last = d.items.filter((it) => it.kind === 'B').at(-1);
     let item: ClaimItem;
@@ -569,7 +653,17 @@ export function completePoll(
       item = last;
       item.count += reads.newCount;
     } else {
-      item = { kind: 'B', first: reads.newFirst, count: reads.newCount, skip, inc: s.inc, epoch: s.epoch, holders: [], recs: [], ver: undefined };
+      item = {
+        kind: 'B',
+        first: reads.newFirst,
+        count: reads.newCount,
+        skip,
+        inc: s.inc,
+        epoch: s.epoch,
+        holders: [],
+        recs: [],
+        ver: undefined,
+      };
       const g = d.garbage.find((x) => x.kind === 'B' && x.first === item.first);
       if (g) item.ver = g.ver; // overwrite what a voided epoch left at this key
       d.items.push(item);
@@ -625,7 +719,11 @@ export function ack(view: GroupView, offsets: readonly number[], now: number): A
     else plan.push({ offset, hits });
   }
   if (stale.length > 0) {
-    throw new SluiceError('stale_claim', `offset${stale.length > 1 ? 's' : ''} ${stale.slice(0, 10).join(', ')}${stale.length > 10 ? ', ...' : ''} ${stale.length > 1 ? 'were' : 'was'} handed out before a seek voided the claim; the group owes ${stale.length > 1 ? 'them' : 'it'} again. Nothing in this call was acknowledged`, { stale });
+    throw new SluiceError(
+      'stale_claim',
+      `offset${stale.length > 1 ? 's' : ''} ${stale.slice(0, 10).join(', ')}${stale.length > 10 ? ', ...' : ''} ${stale.length > 1 ? 'were' : 'was'} handed out before a seek voided the claim; the group owes ${stale.length > 1 ? 'them' : 'it'} again. Nothing in this call was acknowledged`,
+      { stale },
+    );
   }
   const rest: number[] = [];
   let acked = 0;
@@ -645,13 +743,24 @@ export function ack(view: GroupView, offsets: readonly number[], now: number): A
 }
 
 /** Finds the record a consumer names for nack/extend/dead-letter, or throws the right error. */
-function named(d: Draft, state: GroupState, offset: number, attempts: number | undefined, now: number, what: string): { item: ClaimItem; rec: Rec }[] {
+function named(
+  d: Draft,
+  state: GroupState,
+  offset: number,
+  attempts: number | undefined,
+  now: number,
+  what: string,
+): { item: ClaimItem; rec: Rec }[] {
   const hits = d.at(offset);
   if (hits.length === 0) {
     const k = absentKind(state, offset);
     if (k === 'never') throw neverHandedOut(offset);
     if (k === 'stale') throw staleSeek(offset);
-    throw new SluiceError('stale_claim', `offset ${offset} is already finished (acknowledged or dead-lettered); it cannot be ${what}`, { offset });
+    throw new SluiceError(
+      'stale_claim',
+      `offset ${offset} is already finished (acknowledged or dead-lettered); it cannot be ${what}`,
+      { offset },
+    );
   }
   const notVoided = hits.filter((h) => effective(state, h.item, h.rec, now) !== 'voided');
   if (notVoided.length === 0) throw staleSeek(offset);
@@ -660,7 +769,11 @@ function named(d: Draft, state: GroupState, offset: number, attempts: number | u
   // nobody was granted) or list it again without a delivery. It is owed; a poll hands it out.
   const live = notVoided.filter((h) => h.rec.attempts > 0);
   if (live.length === 0) {
-    throw new SluiceError('stale_claim', `offset ${offset} was redriven and has not been handed out since: no delivery of it is current, so it cannot be ${what}`, { offset, attempts: 0 });
+    throw new SluiceError(
+      'stale_claim',
+      `offset ${offset} was redriven and has not been handed out since: no delivery of it is current, so it cannot be ${what}`,
+      { offset, attempts: 0 },
+    );
   }
   if (attempts === undefined) return live;
   const mine = live.filter((h) => h.rec.attempts === attempts);
@@ -687,7 +800,12 @@ export interface NackRequest {
  * Hands a record back: owed at once, or (with a delay) owed once the delay passes; a delayed
  * record holds an in-flight slot meanwhile and cannot be extended or reclaimed.
  */
-export function nack(view: GroupView, req: NackRequest, now: number, limits: ClaimLimits): { changes: Changes; delayMs: number } {
+export function nack(
+  view: GroupView,
+  req: NackRequest,
+  now: number,
+  limits: ClaimLimits,
+): { changes: Changes; delayMs: number } {
   const state = requireState(view, 'nack');
   // The seed caps delays at maxVisibilityMs (and the answer says what was granted).
   const delayMs = Math.min(req.delayMs ?? 0, limits.maxVisibilityMs);
@@ -711,7 +829,12 @@ export function nack(view: GroupView, req: NackRequest, now: number, limits: Cla
  * Refused as `stale_claim` once that delivery lapsed and the record went out again, and for
  * a record handed back (nacked, delayed) or voided by a seek.
  */
-export function extend(view: GroupView, req: { offset: number; attempts: number; extendMs: number }, now: number, limits: ClaimLimits): { changes: Changes; visibleMs: number } {
+export function extend(
+  view: GroupView,
+  req: { offset: number; attempts: number; extendMs: number },
+  now: number,
+  limits: ClaimLimits,
+): { changes: Changes; visibleMs: number } {
   const state = requireState(view, 'extend');
   // Capped at maxVisibilityMs: the claim stands for the granted duration, which is returned.
   const extendMs = Math.min(req.extendMs, limits.maxVisibilityMs);
@@ -720,7 +843,11 @@ export function extend(view: GroupView, req: { offset: number; attempts: number;
   const claims = hits.filter((h) => h.rec.status === 'c');
   if (claims.length === 0) {
     const s = hits[0]?.rec.status === 'd' ? 'waiting out a delayed nack' : 'handed back to the group';
-    throw new SluiceError('stale_claim', `offset ${req.offset} is ${s}; nobody holds it, so there is no claim to extend`, { offset: req.offset });
+    throw new SluiceError(
+      'stale_claim',
+      `offset ${req.offset} is ${s}; nobody holds it, so there is no claim to extend`,
+      { offset: req.offset },
+    );
   }
   for (const { item, rec } of claims) {
     rec.until = now + extendMs;
@@ -733,7 +860,12 @@ export function extend(view: GroupView, req: { offset: number; attempts: number;
  * A consumer gives up on a record: it is listed as a dead letter and finished, exactly as
  * after the attempt bound. A record already finished is refused and not listed.
  */
-export function deadLetter(view: GroupView, req: { offset: number; attempts?: number | undefined }, now: number, knownDead: ReadonlySet<number> = new Set()): { changes: Changes; committed: number } {
+export function deadLetter(
+  view: GroupView,
+  req: { offset: number; attempts?: number | undefined },
+  now: number,
+  knownDead: ReadonlySet<number> = new Set(),
+): { changes: Changes; committed: number } {
   const state = requireState(view, 'dead-letter');
   const d = new Draft(view);
   const hits = named(d, state, req.offset, req.attempts, now, 'dead-lettered');
@@ -760,7 +892,17 @@ export function redrive(view: GroupView, offset: number, now: number): { changes
   const d = new Draft(view);
   const inPlay = d.at(offset).length > 0 || offset >= state.frontier;
   if (!inPlay) {
-    const item: ClaimItem = { kind: 'R', first: offset, count: 1, skip: 0, inc: state.inc, epoch: 0, holders: [], recs: [{ offset, attempts: 0, status: 'o', until: 0, holder: -1, stamp: 0 }], ver: undefined };
+    const item: ClaimItem = {
+      kind: 'R',
+      first: offset,
+      count: 1,
+      skip: 0,
+      inc: state.inc,
+      epoch: 0,
+      holders: [],
+      recs: [{ offset, attempts: 0, status: 'o', until: 0, holder: -1, stamp: 0 }],
+      ver: undefined,
+    };
     const g = view.garbage.find((x) => x.kind === 'R' && x.first === offset);
     if (g) item.ver = g.ver;
     d.items.push(item);
@@ -790,13 +932,21 @@ export function resolveStart(start: Start, head: number, tail: number): number {
   if (start === 'latest') return tail;
   const o = start.offset;
   if (!Number.isSafeInteger(o) || o < head || o > tail) {
-    throw invalid(`start offset ${o} is outside the partition's retained range [${head}, ${tail}] (earliest retained, tail)`, { earliest: head, latest: tail });
+    throw invalid(
+      `start offset ${o} is outside the partition's retained range [${head}, ${tail}] (earliest retained, tail)`,
+      { earliest: head, latest: tail },
+    );
   }
   return o;
 }
 
 /** Creates the group at `offset` unless it exists (then it is left alone). */
-export function create(view: GroupView, offset: number, now: number, seeds: Seeds): { changes: Changes | undefined; offset: number; moved: boolean } {
+export function create(
+  view: GroupView,
+  offset: number,
+  now: number,
+  seeds: Seeds,
+): { changes: Changes | undefined; offset: number; moved: boolean } {
   if (view.state) return { changes: undefined, offset: view.state.committed, moved: false };
   const d = new Draft({ ...view, items: [] }, initialState(offset, now, seeds));
   return { changes: d.changes(), offset, moved: true };
@@ -809,10 +959,15 @@ export function create(view: GroupView, offset: number, now: number, seeds: Seed
  * goes out once). A seek back over more owed redriven records than one write can replace is
  * refused as `conflict`.
  */
-export function seek(view: GroupView, offset: number, now: number): { changes: Changes; offset: number; moved: boolean } {
+export function seek(
+  view: GroupView,
+  offset: number,
+  now: number,
+): { changes: Changes; offset: number; moved: boolean } {
   void now;
   const state = view.state;
-  if (!state) throw new SluiceError('not_found', 'this group does not exist on this partition; create it with PUT first');
+  if (!state)
+    throw new SluiceError('not_found', 'this group does not exist on this partition; create it with PUT first');
   const d = new Draft({ ...view, items: view.items.filter((it) => it.kind !== 'B') });
   // A redriven record at or above the new position is handed out again as the group replays
   // from there: its own item would hand the offset out a second time, alongside the replay.
@@ -864,7 +1019,9 @@ export function applyChanges(view: GroupView, changes: Changes): GroupView {
   items.sort((a, b) => a.first - b.first || a.kind.localeCompare(b.kind));
   const garbage = view.garbage.filter((g) => !gone.has(key(g)) && !put.has(key(g)));
   // Batches of another epoch are garbage after a seek.
-  const live = items.filter((it) => it.inc === changes.state.inc && (it.kind === 'R' || it.epoch === changes.state.epoch));
+  const live = items.filter(
+    (it) => it.inc === changes.state.inc && (it.kind === 'R' || it.epoch === changes.state.epoch),
+  );
   for (const it of items) if (!live.includes(it)) garbage.push({ kind: it.kind, first: it.first, ver: it.ver ?? 1 });
   return { state: changes.state, stateVer: (view.stateVer ?? 0) + 1, items: live, garbage };
 }

@@ -111,7 +111,16 @@ export function fingerprint(transactionId: string): string {
   // 24 bits from each half, 6 bits per character.
   const a = h1 >>> 8;
   const b = h2 >>> 8;
-  return B64[(a >>> 18) & 63]! + B64[(a >>> 12) & 63]! + B64[(a >>> 6) & 63]! + B64[a & 63]! + B64[(b >>> 18) & 63]! + B64[(b >>> 12) & 63]! + B64[(b >>> 6) & 63]! + B64[b & 63]!;
+  return (
+    B64[(a >>> 18) & 63]! +
+    B64[(a >>> 12) & 63]! +
+    B64[(a >>> 6) & 63]! +
+    B64[a & 63]! +
+    B64[(b >>> 18) & 63]! +
+    B64[(b >>> 12) & 63]! +
+    B64[(b >>> 6) & 63]! +
+    B64[b & 63]!
+  );
 }
 
 /** Offsets in the lease whose fingerprint matches `transactionId`. */
@@ -172,11 +181,16 @@ export interface Selection {
  * — the cursor passes them — then up to `batch` visible messages are taken, stopping at the
  * first delayed one and before `maxBytes` of payload (always at least one message).
  */
-export function selectDeliverable(cands: readonly Candidate[], opts: Visibility & { now: number; batch: number; maxBytes: number }): Selection {
+export function selectDeliverable(
+  cands: readonly Candidate[],
+  opts: Visibility & { now: number; batch: number; maxBytes: number },
+): Selection {
   const { now } = opts;
   let i = 0;
   let skipThrough: number | null = null;
-  const gone = (c: Candidate): boolean => (opts.retentionMs > 0 && c.createdAt + opts.retentionMs <= now) || (opts.maxWaitMs > 0 && c.createdAt + opts.maxWaitMs <= now);
+  const gone = (c: Candidate): boolean =>
+    (opts.retentionMs > 0 && c.createdAt + opts.retentionMs <= now) ||
+    (opts.maxWaitMs > 0 && c.createdAt + opts.maxWaitMs <= now);
   while (i < cands.length && gone(cands[i] as Candidate)) skipThrough = (cands[i++] as Candidate).offset;
   const first = i;
   let bytes = 0;
@@ -198,7 +212,8 @@ export function selectDeliverable(cands: readonly Candidate[], opts: Visibility 
 }
 
 /** windowBuffer: a partition is held back until `windowMs` after its newest message. */
-export const windowHeld = (lastAt: number | undefined, windowMs: number, now: number): boolean => windowMs > 0 && lastAt !== undefined && now < lastAt + windowMs;
+export const windowHeld = (lastAt: number | undefined, windowMs: number, now: number): boolean =>
+  windowMs > 0 && lastAt !== undefined && now < lastAt + windowMs;
 
 /** What one pop delivers on a lane. */
 export interface PopGrant {
@@ -249,7 +264,17 @@ export function applyPop(s: CursorState, g: PopGrant): CursorState {
     next.hint = hintFor(g.end + 1, g.segs, g.segEnd, s.hint);
     return next;
   }
-  next.lease = { id: g.leaseId, exp: g.now + g.leaseMs, start: g.start, end: g.end, fp: g.fp, segs: g.segs, segEnd: g.segEnd, rl: g.rl, dlq: g.dlq };
+  next.lease = {
+    id: g.leaseId,
+    exp: g.now + g.leaseMs,
+    start: g.start,
+    end: g.end,
+    fp: g.fp,
+    segs: g.segs,
+    segEnd: g.segEnd,
+    rl: g.rl,
+    dlq: g.dlq,
+  };
   next.hint = hintFor(committed + 1, g.segs, g.segEnd, s.hint);
   return next;
 }
@@ -334,8 +359,18 @@ export const DEFAULT_DLQ_ERROR = 'Retries exhausted';
  * - In a transaction (`mode: 'transaction'`), `failed` files at once, like `dlq`, and
  *   `retry` is not accepted.
  */
-export function planAck(s: CursorState, items: readonly AckItem[], ctx: { now: number; mode: 'ack' | 'transaction' }): AckPlan {
-  const results: AckItemResult[] = items.map((it) => ({ index: it.index, success: false, error: null, leaseReleased: false, dlq: false }));
+export function planAck(
+  s: CursorState,
+  items: readonly AckItem[],
+  ctx: { now: number; mode: 'ack' | 'transaction' },
+): AckPlan {
+  const results: AckItemResult[] = items.map((it) => ({
+    index: it.index,
+    success: false,
+    error: null,
+    leaseReleased: false,
+    dlq: false,
+  }));
   const lease = s.lease;
   const fail = (i: number, error: string): void => {
     const r = results[i] as AckItemResult;
@@ -348,10 +383,12 @@ export function planAck(s: CursorState, items: readonly AckItem[], ctx: { now: n
   }
   const valid: { i: number; it: AckItem; offset: number; status: AckStatus }[] = [];
   items.forEach((it, i) => {
-    if (it.leaseId !== undefined && it.leaseId !== null && it.leaseId !== '' && it.leaseId !== lease.id) return fail(i, ERR_LEASE);
+    if (it.leaseId !== undefined && it.leaseId !== null && it.leaseId !== '' && it.leaseId !== lease.id)
+      return fail(i, ERR_LEASE);
     if (it.offset === null || it.offset < lease.start || it.offset > lease.end) return fail(i, ERR_NOT_FOUND);
     const status: AckStatus = ctx.mode === 'transaction' && it.status === 'failed' ? 'dlq' : it.status;
-    if (ctx.mode === 'transaction' && status === 'retry') return fail(i, 'retry is not a valid status in a transaction');
+    if (ctx.mode === 'transaction' && status === 'retry')
+      return fail(i, 'retry is not a valid status in a transaction');
     if (it.offset <= s.committed && status !== 'completed') return fail(i, ERR_DONE);
     valid.push({ i, it, offset: it.offset, status });
     (results[i] as AckItemResult).success = true;
@@ -359,11 +396,19 @@ export function planAck(s: CursorState, items: readonly AckItem[], ctx: { now: n
   if (valid.length === 0) return { results, next: null, outcome: 'none' };
 
   const explicit = valid.filter((v) => v.status !== 'completed');
-  const lowest = explicit.reduce<(typeof explicit)[number] | undefined>((a, b) => (a === undefined || b.offset < a.offset ? b : a), undefined);
+  const lowest = explicit.reduce<(typeof explicit)[number] | undefined>(
+    (a, b) => (a === undefined || b.offset < a.offset ? b : a),
+    undefined,
+  );
   const bound = lowest ? lowest.offset : Number.POSITIVE_INFINITY;
   const completedBelow = valid.filter((v) => v.status === 'completed' && v.offset < bound).map((v) => v.offset);
   const committed = Math.max(s.committed, ...completedBelow);
-  const base: CursorState = { ...s, committed, hint: hintFor(committed + 1, lease.segs, lease.segEnd, s.hint), completed: s.completed + (committed - s.committed) };
+  const base: CursorState = {
+    ...s,
+    committed,
+    hint: hintFor(committed + 1, lease.segs, lease.segEnd, s.hint),
+    completed: s.completed + (committed - s.committed),
+  };
   const release = (next: CursorState): CursorState => ({ ...next, lease: null });
   const markReleased = (): void => valid.forEach((v) => ((results[v.i] as AckItemResult).leaseReleased = true));
 
@@ -377,7 +422,8 @@ export function planAck(s: CursorState, items: readonly AckItem[], ctx: { now: n
   }
   markReleased();
   if (lowest.status === 'retry') return { results, next: release(base), outcome: 'retry' };
-  if (lowest.status === 'failed' && s.retry < lease.rl) return { results, next: release({ ...base, retry: s.retry + 1 }), outcome: 'failed' };
+  if (lowest.status === 'failed' && s.retry < lease.rl)
+    return { results, next: release({ ...base, retry: s.retry + 1 }), outcome: 'failed' };
 
   // Budget spent (or dlq): the head un-acked message leaves the lane.
   const poison = committed + 1;
@@ -391,15 +437,27 @@ export function planAck(s: CursorState, items: readonly AckItem[], ctx: { now: n
     hint: hintFor(poison + 1, lease.segs, lease.segEnd, null),
   };
   (results[lowest.i] as AckItemResult).dlq = lease.dlq;
-  if (!lease.dlq) return { results, next: { ...passed, dropped: s.dropped + 1 }, outcome: 'dropped', drop: { offset: poison } };
-  const error = nonEmpty(lowest.it.error) ?? explicit.map((v) => nonEmpty(v.it.error)).find((e) => e !== undefined) ?? valid.map((v) => nonEmpty(v.it.error)).find((e) => e !== undefined) ?? DEFAULT_DLQ_ERROR;
-  return { results, next: { ...passed, deadLettered: s.deadLettered + 1 }, outcome: 'dead-lettered', file: { offset: poison, error, retryCount: s.retry } };
+  if (!lease.dlq)
+    return { results, next: { ...passed, dropped: s.dropped + 1 }, outcome: 'dropped', drop: { offset: poison } };
+  const error =
+    nonEmpty(lowest.it.error) ??
+    explicit.map((v) => nonEmpty(v.it.error)).find((e) => e !== undefined) ??
+    valid.map((v) => nonEmpty(v.it.error)).find((e) => e !== undefined) ??
+    DEFAULT_DLQ_ERROR;
+  return {
+    results,
+    next: { ...passed, deadLettered: s.deadLettered + 1 },
+    outcome: 'dead-lettered',
+    file: { offset: poison, error, retryCount: s.retry },
+  };
 }
 
-const nonEmpty = (s: string | null | undefined): string | undefined => (typeof s === 'string' && s.length > 0 ? s : undefined);
+const nonEmpty = (s: string | null | undefined): string | undefined =>
+  typeof s === 'string' && s.length > 0 ? s : undefined;
 
 /** Dead-lettering is on when either flag is (both default true); both off means an exhausted failure drops the message. */
-export const dlqEnabled = (o: { deadLetterQueue: boolean; dlqAfterMaxRetries: boolean }): boolean => o.deadLetterQueue || o.dlqAfterMaxRetries;
+export const dlqEnabled = (o: { deadLetterQueue: boolean; dlqAfterMaxRetries: boolean }): boolean =>
+  o.deadLetterQueue || o.dlqAfterMaxRetries;
 
 // ---------------------------------------------------------------------- extend
 
@@ -407,7 +465,12 @@ export const dlqEnabled = (o: { deadLetterQueue: boolean; dlqAfterMaxRetries: bo
  * Renewal (seed 002): a live lease moves to the later of its expiry and now + seconds; it is
  * never shortened, and an expired one is not revived.
  */
-export function planExtend(s: CursorState, leaseId: string, now: number, seconds: number): { renewed: false } | { renewed: true; next: CursorState; exp: number } {
+export function planExtend(
+  s: CursorState,
+  leaseId: string,
+  now: number,
+  seconds: number,
+): { renewed: false } | { renewed: true; next: CursorState; exp: number } {
   const lease = s.lease;
   if (!isLive(lease, now) || lease.id !== leaseId) return { renewed: false };
   const exp = Math.max(lease.exp, now + seconds * 1000);
@@ -457,7 +520,11 @@ export function parseSubscription(mode: string | undefined, from: string | undef
  * oldest retained message. `new` and `from`: after the last message pushed before the
  * stored instant; a partition created at or after that instant has nothing before it.
  */
-export function seedRule(sub: SubscriptionSpec, queueMode: boolean, partitionCreatedAt: number): { kind: 'head' } | { kind: 'before'; at: number } {
+export function seedRule(
+  sub: SubscriptionSpec,
+  queueMode: boolean,
+  partitionCreatedAt: number,
+): { kind: 'head' } | { kind: 'before'; at: number } {
   if (queueMode || sub.mode === 'all' || sub.from === null) return { kind: 'head' };
   if (partitionCreatedAt >= sub.from) return { kind: 'head' };
   return { kind: 'before', at: sub.from };
@@ -468,7 +535,12 @@ export function seedRule(sub: SubscriptionSpec, queueMode: boolean, partitionCre
  * in push order, so their times rise with their base). Given the segment holding offset
  * `probe`, narrows [lo, hi]: the answer is the end of the last segment with `at` < target.
  */
-export function narrowSeek(range: { lo: number; hi: number; best: number }, seg: { base: number; end: number; at: number }, target: number, inclusive: boolean): { lo: number; hi: number; best: number } {
+export function narrowSeek(
+  range: { lo: number; hi: number; best: number },
+  seg: { base: number; end: number; at: number },
+  target: number,
+  inclusive: boolean,
+): { lo: number; hi: number; best: number } {
   const before = inclusive ? seg.at <= target : seg.at < target;
   if (before) return { lo: seg.end + 1, hi: range.hi, best: Math.max(range.best, seg.end) };
   return { lo: range.lo, hi: seg.base - 1, best: range.best };
@@ -487,12 +559,23 @@ export function messageProgress(
   lanes: readonly { group: string; state: CursorState | undefined }[],
   offset: number,
   now: number,
-): { consumerGroups: { name: string; consumed: boolean; leaseExpiresAt: number | null }[]; status: 'completed' | 'processing' | 'pending' } {
+): {
+  consumerGroups: { name: string; consumed: boolean; leaseExpiresAt: number | null }[];
+  status: 'completed' | 'processing' | 'pending';
+} {
   const consumerGroups = lanes.map(({ group, state }) => {
-    const held = state && isLive(state.lease, now) && offset >= state.lease.start && offset <= state.lease.end ? state.lease.exp : null;
+    const held =
+      state && isLive(state.lease, now) && offset >= state.lease.start && offset <= state.lease.end
+        ? state.lease.exp
+        : null;
     return { name: group, consumed: state !== undefined && state.committed >= offset, leaseExpiresAt: held };
   });
-  const status = consumerGroups.length > 0 && consumerGroups.every((g) => g.consumed) ? 'completed' : consumerGroups.some((g) => g.leaseExpiresAt !== null) ? 'processing' : 'pending';
+  const status =
+    consumerGroups.length > 0 && consumerGroups.every((g) => g.consumed)
+      ? 'completed'
+      : consumerGroups.some((g) => g.leaseExpiresAt !== null)
+        ? 'processing'
+        : 'pending';
   return { consumerGroups, status };
 }
 
@@ -502,9 +585,17 @@ export function messageProgress(
  * wanted offset, or the first one after it when retention removed it (undefined: nothing is
  * retained there, so nothing is owed).
  */
-export function laneLag(a: { committed: number; next: number; oldest: { base: number; at: number } | undefined; now: number }): { lagMessages: number; lagSeconds: number } {
+export function laneLag(a: {
+  committed: number;
+  next: number;
+  oldest: { base: number; at: number } | undefined;
+  now: number;
+}): { lagMessages: number; lagSeconds: number } {
   if (a.next - 1 - a.committed <= 0 || !a.oldest) return { lagMessages: 0, lagSeconds: 0 };
-  return { lagMessages: Math.max(0, a.next - Math.max(a.committed + 1, a.oldest.base)), lagSeconds: Math.max(0, Math.floor((a.now - a.oldest.at) / 1000)) };
+  return {
+    lagMessages: Math.max(0, a.next - Math.max(a.committed + 1, a.oldest.base)),
+    lagSeconds: Math.max(0, Math.floor((a.now - a.oldest.at) / 1000)),
+  };
 }
 
 // -------------------------------------------------------------------- lease ids
@@ -530,7 +621,13 @@ export function encodeLeaseId(ref: LeaseRef, nonce: Uint8Array, queueModeGroup: 
     if (!/^[0-9a-f]{32}$/i.test(hex)) throw new Error(`partition id ${p} is not a UUID`);
     return Buffer.from(hex, 'hex');
   });
-  return Buffer.concat([Buffer.from([1]), Buffer.from(nonce.subarray(0, 16)), Buffer.from([group.length]), group, ...parts]).toString('base64url');
+  return Buffer.concat([
+    Buffer.from([1]),
+    Buffer.from(nonce.subarray(0, 16)),
+    Buffer.from([group.length]),
+    group,
+    ...parts,
+  ]).toString('base64url');
 }
 
 /** The group and partitions a lease id names, or undefined when it is not one of ours. */

@@ -67,7 +67,10 @@ export const QUEUE_OPTION_DEFAULTS: Readonly<QueueOptions> = Object.freeze({
 });
 
 /** Options of a queue that a push created without `/configure`: no stored lease time. */
-export const IMPLICIT_QUEUE_OPTIONS: Readonly<QueueOptions> = Object.freeze({ ...QUEUE_OPTION_DEFAULTS, leaseTime: null });
+export const IMPLICIT_QUEUE_OPTIONS: Readonly<QueueOptions> = Object.freeze({
+  ...QUEUE_OPTION_DEFAULTS,
+  leaseTime: null,
+});
 
 const DAY = 86_400;
 const int = (min: number, max: number) => z.number().int().min(min).max(max);
@@ -110,7 +113,10 @@ export type QueueOptionsInput = z.infer<typeof QueueOptionsInput>;
  * resolveQueueOptions({}, { visibilityTimeoutMs: 60_000 }).visibilityTimeoutMs; // 60000 (a service-wide default)
  * ```
  */
-export function resolveQueueOptions(input: QueueOptionsInput | undefined, defaults: Partial<QueueOptions> = {}): QueueOptions {
+export function resolveQueueOptions(
+  input: QueueOptionsInput | undefined,
+  defaults: Partial<QueueOptions> = {},
+): QueueOptions {
   const out: QueueOptions = { ...QUEUE_OPTION_DEFAULTS, ...defaults };
   for (const [k, v] of Object.entries(input ?? {})) {
     if (v !== null && v !== undefined) (out as unknown as Record<string, unknown>)[k] = v;

@@ -33,16 +33,26 @@ export interface RetentionWindows {
  * Whether retention may delete segments of a queue with these options: then a process must not
  * trust segment index entries it remembers (another process may have deleted the segments).
  */
-export const retentionOn = (o: { retentionEnabled: boolean; retentionSeconds: number; completedRetentionSeconds: number }): boolean =>
-  o.retentionEnabled && (o.retentionSeconds > 0 || o.completedRetentionSeconds > 0);
+export const retentionOn = (o: {
+  retentionEnabled: boolean;
+  retentionSeconds: number;
+  completedRetentionSeconds: number;
+}): boolean => o.retentionEnabled && (o.retentionSeconds > 0 || o.completedRetentionSeconds > 0);
 
 /** Days an empty partition must be idle before it is removed (Queen's PARTITION_CLEANUP_DAYS). */
 export const PARTITION_CLEANUP_DAYS = 30;
 
 /** The windows in force for a queue's options (zeros when retention is off). */
-export function retentionWindows(o: { retentionEnabled: boolean; retentionSeconds: number; completedRetentionSeconds: number }, now: number): RetentionWindows {
+export function retentionWindows(
+  o: { retentionEnabled: boolean; retentionSeconds: number; completedRetentionSeconds: number },
+  now: number,
+): RetentionWindows {
   if (!o.retentionEnabled) return { now, retentionMs: 0, completedRetentionMs: 0 };
-  return { now, retentionMs: Math.max(0, o.retentionSeconds) * 1000, completedRetentionMs: Math.max(0, o.completedRetentionSeconds) * 1000 };
+  return {
+    now,
+    retentionMs: Math.max(0, o.retentionSeconds) * 1000,
+    completedRetentionMs: Math.max(0, o.completedRetentionSeconds) * 1000,
+  };
 }
 
 /**
@@ -74,7 +84,9 @@ export function consumedFloor(committedByGroup: readonly number[], claimNeeds: r
  * unreadKeepFrom([{ mode: 'all', from: null }]); // -Infinity
  * ```
  */
-export function unreadKeepFrom(unread: readonly { mode: 'all' | 'new' | 'from'; from: number | null }[]): number | null {
+export function unreadKeepFrom(
+  unread: readonly { mode: 'all' | 'new' | 'from'; from: number | null }[],
+): number | null {
   let keep: number | null = null;
   for (const u of unread) {
     const at = u.mode === 'all' || u.from === null ? Number.NEGATIVE_INFINITY : u.from;
@@ -89,13 +101,24 @@ export function unreadKeepFrom(unread: readonly { mode: 'all' | 'new' | 'from'; 
  * {@link unreadKeepFrom}) keeps, from completedRetentionSeconds, every segment pushed at or
  * after it: registered groups that have not read the partition yet are owed those.
  */
-export function deletableSegments(segs: readonly { base: number; end: number; at: number }[], w: RetentionWindows, floor: number | null, isLast: boolean, keepFrom: number | null = null): number {
+export function deletableSegments(
+  segs: readonly { base: number; end: number; at: number }[],
+  w: RetentionWindows,
+  floor: number | null,
+  isLast: boolean,
+  keepFrom: number | null = null,
+): number {
   let n = 0;
   for (let i = 0; i < segs.length; i++) {
     const s = segs[i] as { base: number; end: number; at: number };
     if (isLast && i === segs.length - 1) break;
     const byAge = w.retentionMs > 0 && s.at + w.retentionMs <= w.now;
-    const byCompletion = w.completedRetentionMs > 0 && s.at + w.completedRetentionMs <= w.now && floor !== null && s.end < floor && (keepFrom === null || s.at < keepFrom);
+    const byCompletion =
+      w.completedRetentionMs > 0 &&
+      s.at + w.completedRetentionMs <= w.now &&
+      floor !== null &&
+      s.end < floor &&
+      (keepFrom === null || s.at < keepFrom);
     if (!byAge && !byCompletion) break;
     n++;
   }
@@ -103,13 +126,18 @@ export function deletableSegments(segs: readonly { base: number; end: number; at
 }
 
 /** Whether a message read from storage counts as deleted by age (reads filter it out). */
-export const expiredByRetention = (createdAt: number, w: RetentionWindows): boolean => w.retentionMs > 0 && createdAt + w.retentionMs <= w.now;
+export const expiredByRetention = (createdAt: number, w: RetentionWindows): boolean =>
+  w.retentionMs > 0 && createdAt + w.retentionMs <= w.now;
 
 /**
  * A partition is removed (with its cursors and index entries) once it holds nothing
  * deliverable and nothing has been pushed to it for {@link PARTITION_CLEANUP_DAYS}.
  */
-export function partitionRemovable(p: { lastActivityAt: number; liveMessages: boolean }, now: number, days = PARTITION_CLEANUP_DAYS): boolean {
+export function partitionRemovable(
+  p: { lastActivityAt: number; liveMessages: boolean },
+  now: number,
+  days = PARTITION_CLEANUP_DAYS,
+): boolean {
   return !p.liveMessages && now - p.lastActivityAt >= days * 86_400_000;
 }
 
@@ -130,7 +158,11 @@ export type IdleStep = 'keep' | 'mark' | 'wait' | 'unmark' | 'retire';
  * idleStep({ removable: true, mark: { at: now - 900_000, end: 4 }, end: 4 }, now, 900_000); // 'retire'
  * ```
  */
-export function idleStep(p: { removable: boolean; mark: { at: number; end: number } | undefined; end: number }, now: number, graceMs: number): IdleStep {
+export function idleStep(
+  p: { removable: boolean; mark: { at: number; end: number } | undefined; end: number },
+  now: number,
+  graceMs: number,
+): IdleStep {
   if (!p.mark) return p.removable ? 'mark' : 'keep';
   if (!p.removable) return 'unmark';
   // It grew since the mark (a push that found it before): the grace period starts over.

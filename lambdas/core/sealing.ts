@@ -46,11 +46,15 @@ export function open(key: Uint8Array, env: Uint8Array): Buffer {
 }
 
 /** A stable short id for a local key (so envelopes name which key sealed them, never the key). */
-export const localKeyId = (key: Uint8Array): string => `L${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
+export const localKeyId = (key: Uint8Array): string =>
+  `L${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
 
 /** Parses a base64 32-byte key (SLUICE_ENCRYPTION_KEY); throws a message a person can act on. */
 export function parseKey(b64: string, name = 'SLUICE_ENCRYPTION_KEY'): Buffer {
   const k = Buffer.from(b64.trim(), 'base64');
-  if (k.length !== 32) throw new Error(`${name} must be 32 bytes, base64-encoded (got ${k.length} bytes); make one with: openssl rand -base64 32`);
+  if (k.length !== 32)
+    throw new Error(
+      `${name} must be 32 bytes, base64-encoded (got ${k.length} bytes); make one with: openssl rand -base64 32`,
+    );
   return k;
 }

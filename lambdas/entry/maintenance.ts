@@ -20,7 +20,9 @@ export async function handler(): Promise<MaintenanceReport & { lag?: LagReport }
     svc.telemetry.info('maintenance pass', { report });
     return report;
   } catch (e) {
-    svc.telemetry.error('maintenance pass failed', { error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e) });
+    svc.telemetry.error('maintenance pass failed', {
+      error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e),
+    });
     throw e;
   } finally {
     svc.telemetry.flush?.();

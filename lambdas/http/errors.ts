@@ -21,7 +21,9 @@ export const STATUS: Record<ErrorCode, number> = {
 /** A zod failure as one sentence a person can act on: `items[0].queue: expected string`. */
 export function describeZodError(err: ZodError, where: string): string {
   const parts = err.issues.slice(0, 3).map((i) => {
-    const path = i.path.map((p, n) => (typeof p === 'number' ? `[${p}]` : n === 0 ? String(p) : `.${String(p)}`)).join('');
+    const path = i.path
+      .map((p, n) => (typeof p === 'number' ? `[${p}]` : n === 0 ? String(p) : `.${String(p)}`))
+      .join('');
     return path ? `${path}: ${i.message}` : i.message;
   });
   const more = err.issues.length > 3 ? ` (and ${err.issues.length - 3} more)` : '';
@@ -37,6 +39,8 @@ export function errorResponse(err: unknown, log?: ErrorLog): HttpResult {
   if (err instanceof SluiceError) {
     return { statusCode: STATUS[err.code], body: { error: err.message, code: err.code, ...(err.details ?? {}) } };
   }
-  log?.error('unhandled error', { error: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err) });
+  log?.error('unhandled error', {
+    error: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err),
+  });
   return { statusCode: 500, body: { error: 'internal error; the request may be retried', code: 'internal' } };
 }

@@ -68,11 +68,15 @@ export function parseGrants(value: unknown, source: string): GrantsConfig {
   const r = GrantsConfigSchema.safeParse(value);
   if (!r.success) throw new Error(`${source}: ${describeZodError(r.error, 'grants configuration')}`);
   for (const token of Object.keys(r.data.tokens ?? {})) {
-    if (token.length < 16) throw new Error(`${source}: tokens: a bearer token is ${token.length} characters; use at least 16 random ones`);
+    if (token.length < 16)
+      throw new Error(`${source}: tokens: a bearer token is ${token.length} characters; use at least 16 random ones`);
   }
   for (const [i, g] of r.data.grants.entries()) {
     for (const p of [g.principal, ...g.queues]) {
-      if (/\*\*/.test(p)) throw new Error(`${source}: grants[${i}]: pattern ${JSON.stringify(p)} has "**"; a single "*" already matches any run of characters`);
+      if (/\*\*/.test(p))
+        throw new Error(
+          `${source}: grants[${i}]: pattern ${JSON.stringify(p)} has "**"; a single "*" already matches any run of characters`,
+        );
     }
   }
   return r.data;
@@ -122,7 +126,13 @@ export class Grants {
 
   /** Enforces `config`. */
   static from(config: GrantsConfig): Grants {
-    return new Grants(config.grants.map((g) => ({ principal: globToRegExp(g.principal), actions: new Set(g.actions), queues: g.queues.map(globToRegExp) })));
+    return new Grants(
+      config.grants.map((g) => ({
+        principal: globToRegExp(g.principal),
+        actions: new Set(g.actions),
+        queues: g.queues.map(globToRegExp),
+      })),
+    );
   }
 
   /** Everything is allowed: the local server on loopback without a grants file. */
@@ -142,7 +152,9 @@ export class Grants {
   /** True when some grant gives `principal` the `action` on `queue`. */
   allows(principal: string, action: GrantAction, queue: string): boolean {
     if (this.compiled === 'open') return true;
-    return this.compiled.some((g) => g.actions.has(action) && g.principal.test(principal) && g.queues.some((q) => q.test(queue)));
+    return this.compiled.some(
+      (g) => g.actions.has(action) && g.principal.test(principal) && g.queues.some((q) => q.test(queue)),
+    );
   }
 
   /** True when some grant gives `principal` the `action` on at least one queue pattern. */
@@ -154,13 +166,22 @@ export class Grants {
   /** Throws `forbidden` (403) unless `principal` may `action` on `queue`. */
   check(principal: string, action: GrantAction, queue: string): void {
     if (this.allows(principal, action, queue)) return;
-    throw new SluiceError('forbidden', this.closedReason ?? `${principal} may not ${action} on queue ${JSON.stringify(queue)}: no grant allows it (${DOCS})`, { action, queue });
+    throw new SluiceError(
+      'forbidden',
+      this.closedReason ??
+        `${principal} may not ${action} on queue ${JSON.stringify(queue)}: no grant allows it (${DOCS})`,
+      { action, queue },
+    );
   }
 
   /** Throws `forbidden` (403) unless `principal` may `action` on some queue. */
   checkSome(principal: string, action: GrantAction): void {
     if (this.allowsSome(principal, action)) return;
-    throw new SluiceError('forbidden', this.closedReason ?? `${principal} may not ${action} on any queue: no grant allows it (${DOCS})`, { action });
+    throw new SluiceError(
+      'forbidden',
+      this.closedReason ?? `${principal} may not ${action} on any queue: no grant allows it (${DOCS})`,
+      { action },
+    );
   }
 }
 
@@ -182,6 +203,9 @@ export function grantsFromEnv(env: NodeJS.ProcessEnv = process.env): Grants {
   }
   const file = env['SLUICE_GRANTS_FILE'];
   if (file) return Grants.from(readGrantsFile(file));
-  if (env['AWS_LAMBDA_FUNCTION_NAME']) return Grants.closed(`this deployment has no grants configured (SLUICE_GRANTS is not set), so every queue operation is refused (${DOCS})`);
+  if (env['AWS_LAMBDA_FUNCTION_NAME'])
+    return Grants.closed(
+      `this deployment has no grants configured (SLUICE_GRANTS is not set), so every queue operation is refused (${DOCS})`,
+    );
   return Grants.open();
 }

@@ -42,4 +42,5 @@ export function toJson(value: unknown): string {
 }
 
 /** Payload bytes (JSON text) as a raw splice. */
-export const rawPayload = (bytes: Uint8Array): RawJson => new RawJson(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+export const rawPayload = (bytes: Uint8Array): RawJson =>
+  new RawJson(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));

@@ -20,7 +20,15 @@ export type Action = 'push' | 'consume' | 'manage' | 'public';
 
 /** The caller as API Gateway's authorizer (or the local server) identified it. */
 export function principalOf(event: HttpEvent): string {
-  const auth = (event.requestContext as { authorizer?: { iam?: { userArn?: string }; jwt?: { claims?: Record<string, unknown> }; lambda?: { principal?: string } } }).authorizer;
+  const auth = (
+    event.requestContext as {
+      authorizer?: {
+        iam?: { userArn?: string };
+        jwt?: { claims?: Record<string, unknown> };
+        lambda?: { principal?: string };
+      };
+    }
+  ).authorizer;
   return auth?.iam?.userArn ?? (auth?.jwt?.claims?.sub as string | undefined) ?? auth?.lambda?.principal ?? 'anonymous';
 }
 
@@ -91,7 +99,9 @@ export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
  *   run: async () => ({ statusCode: 200, body: { status: 'healthy' } }) });
  * ```
  */
-export function defineRoute<B = undefined, Q = Record<string, string>, P = Record<string, string>>(def: RouteDef<B, Q, P>): RouteDef {
+export function defineRoute<B = undefined, Q = Record<string, string>, P = Record<string, string>>(
+  def: RouteDef<B, Q, P>,
+): RouteDef {
   return def as unknown as RouteDef;
 }
 
@@ -123,7 +133,11 @@ function decodeSegment(seg: string): string {
 }
 
 /** Finds the route for a method and raw path; params are percent-decoded. */
-export function matchRoute(routes: CompiledRoute[], method: string, rawPath: string): { route: CompiledRoute; params: Record<string, string> } | { allowed: Method[] } | undefined {
+export function matchRoute(
+  routes: CompiledRoute[],
+  method: string,
+  rawPath: string,
+): { route: CompiledRoute; params: Record<string, string> } | { allowed: Method[] } | undefined {
   const segs = rawPath.split('/').filter(Boolean);
   const allowed: Method[] = [];
   for (const r of routes) {
@@ -159,12 +173,17 @@ function parseBody(event: HttpEvent, maxBytes: number): unknown {
   // The exact byte count scans the whole body; three bytes per UTF-16 unit bounds it.
   const size = text.length * 3 <= maxBytes ? 0 : Buffer.byteLength(text);
   if (size > maxBytes) {
-    throw new SluiceError('payload_too_large', `request body is ${size} bytes; the limit is ${maxBytes}`, { limit: maxBytes });
+    throw new SluiceError('payload_too_large', `request body is ${size} bytes; the limit is ${maxBytes}`, {
+      limit: maxBytes,
+    });
   }
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw new SluiceError('invalid_json', `request body is not valid JSON: ${e instanceof Error ? e.message : String(e)}`);
+    throw new SluiceError(
+      'invalid_json',
+      `request body is not valid JSON: ${e instanceof Error ? e.message : String(e)}`,
+    );
   }
 }
 
@@ -179,7 +198,12 @@ function serialise(result: HttpResult): HttpResponse {
   const headers: Record<string, string> = { ...(result.headers ?? {}) };
   if (result.statusCode === 204 || result.body === undefined) return { statusCode: result.statusCode, headers };
   headers['content-type'] ??= 'application/json';
-  return { statusCode: result.statusCode, headers, body: typeof result.body === 'string' ? result.body : result.raw ? toJson(result.body) : JSON.stringify(result.body) };
+  return {
+    statusCode: result.statusCode,
+    headers,
+    body:
+      typeof result.body === 'string' ? result.body : result.raw ? toJson(result.body) : JSON.stringify(result.body),
+  };
 }
 
 const jsonLog = {
@@ -201,7 +225,11 @@ export function makeHandler(routes: RouteDef[], opts: { services?: () => Promise
     const rawPath = event.rawPath;
     const m = matchRoute(compiled, method, rawPath);
     if (!m) throw new SluiceError('not_found', `no route for ${method} ${rawPath}`);
-    if ('allowed' in m) throw new SluiceError('method_not_allowed', `${method} is not allowed on ${rawPath}; use ${m.allowed.join(' or ')}`);
+    if ('allowed' in m)
+      throw new SluiceError(
+        'method_not_allowed',
+        `${method} is not allowed on ${rawPath}; use ${m.allowed.join(' or ')}`,
+      );
     const svc = await getServices();
     const def = m.route.def;
     const body = def.body ? validate(def.body, parseBody(event, svc.config.maxBodyBytes), 'request body') : undefined;
@@ -214,9 +242,12 @@ export function makeHandler(routes: RouteDef[], opts: { services?: () => Promise
     const authorize = (queue: string, action: Action = def.access.action): void => {
       if (action !== 'public') g.check(principal, action, queue);
     };
-    const allowed = (queue: string, action: Action = def.access.action): boolean => action === 'public' || g.allows(principal, action, queue);
+    const allowed = (queue: string, action: Action = def.access.action): boolean =>
+      action === 'public' || g.allows(principal, action, queue);
     if (def.access.action !== 'public') {
-      const named = (def.access.queues?.({ body, query, params }) ?? []).filter((q): q is string => typeof q === 'string');
+      const named = (def.access.queues?.({ body, query, params }) ?? []).filter(
+        (q): q is string => typeof q === 'string',
+      );
       if (named.length === 0) {
         const alternatives = def.access.also ?? [];
         if (!alternatives.some((a) => g.allowsSome(principal, a))) g.checkSome(principal, def.access.action);
@@ -227,7 +258,18 @@ export function makeHandler(routes: RouteDef[], opts: { services?: () => Promise
       for (const q of unique) g.check(principal, def.access.action, q);
     }
     try {
-      const result = await def.run({ principal, body, rawBody: () => bodyBytes(event), query, params, event, services: svc, signal, authorize, allowed });
+      const result = await def.run({
+        principal,
+        body,
+        rawBody: () => bodyBytes(event),
+        query,
+        params,
+        event,
+        services: svc,
+        signal,
+        authorize,
+        allowed,
+      });
       return serialise(result);
     } finally {
       svc.telemetry.flush?.();

@@ -59,10 +59,16 @@ export function withBearerTokens(handler: LambdaHttpHandler, tokens: Record<stri
   return async (event, context) => {
     const header = event.headers?.['authorization'] ?? '';
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!m) return unauthorized('missing bearer token: send "Authorization: Bearer <token>" with a token from the grants file');
+    if (!m)
+      return unauthorized(
+        'missing bearer token: send "Authorization: Bearer <token>" with a token from the grants file',
+      );
     const principal = byDigest.get(digest(m[1] as string));
     if (principal === undefined) return unauthorized('unknown bearer token');
-    const authed: HttpEvent = { ...event, requestContext: { ...event.requestContext, authorizer: { lambda: { principal } } } as HttpEvent['requestContext'] };
+    const authed: HttpEvent = {
+      ...event,
+      requestContext: { ...event.requestContext, authorizer: { lambda: { principal } } } as HttpEvent['requestContext'],
+    };
     // The received bytes are kept per event object: hand them to the copy.
     copyBodyBytes(event, authed);
     return handler(authed, context);

@@ -39,7 +39,9 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log('usage: npm start -- [--port 6632] [--host 127.0.0.1] [--data-dir ./.sluice-data] [--sync full|normal] [--grants grants.json]');
+  console.log(
+    'usage: npm start -- [--port 6632] [--host 127.0.0.1] [--data-dir ./.sluice-data] [--sync full|normal] [--grants grants.json]',
+  );
   process.exit(0);
 }
 
@@ -57,8 +59,12 @@ async function main(): Promise<void> {
   let handler: LambdaHttpHandler;
   if (grantsFile) {
     const grantsConfig = readGrantsFile(grantsFile);
-    if (Object.keys(grantsConfig.tokens ?? {}).length === 0) throw new Error(`grants file ${grantsFile} has no "tokens": nobody could authenticate to the local server`);
-    handler = withBearerTokens(makeHandler(ALL_ROUTES, { grants: Grants.from(grantsConfig) }), grantsConfig.tokens ?? {});
+    if (Object.keys(grantsConfig.tokens ?? {}).length === 0)
+      throw new Error(`grants file ${grantsFile} has no "tokens": nobody could authenticate to the local server`);
+    handler = withBearerTokens(
+      makeHandler(ALL_ROUTES, { grants: Grants.from(grantsConfig) }),
+      grantsConfig.tokens ?? {},
+    );
   } else {
     handler = makeHandler(ALL_ROUTES, { grants: Grants.open() });
   }
@@ -75,16 +81,32 @@ async function main(): Promise<void> {
   const stopping = new AbortController();
   const svc = buildServices(storage, config, { shutdown: stopping.signal });
   useServices(svc);
-  const server = await startLocalServer({ handler, host: config.host, port: config.port, maxBodyBytes: config.maxBodyBytes });
+  const server = await startLocalServer({
+    handler,
+    host: config.host,
+    port: config.port,
+    maxBodyBytes: config.maxBodyBytes,
+  });
   const intervalMs = Number(env.SLUICE_MAINTENANCE_INTERVAL_MS ?? 60_000);
   const timer =
     intervalMs > 0
       ? setInterval(() => {
-          runMaintenance(svc).catch((e: unknown) => console.error(JSON.stringify({ level: 'ERROR', message: 'maintenance failed', error: String(e) })));
+          runMaintenance(svc).catch((e: unknown) =>
+            console.error(JSON.stringify({ level: 'ERROR', message: 'maintenance failed', error: String(e) })),
+          );
         }, intervalMs)
       : undefined;
   timer?.unref();
-  console.log(JSON.stringify({ level: 'INFO', message: 'sluice listening', url: server.url, backend: storage.kind, dataDir: aws ? undefined : config.dataDir, auth: grantsFile ? `bearer tokens, grants from ${grantsFile}` : 'none (loopback only)' }));
+  console.log(
+    JSON.stringify({
+      level: 'INFO',
+      message: 'sluice listening',
+      url: server.url,
+      backend: storage.kind,
+      dataDir: aws ? undefined : config.dataDir,
+      auth: grantsFile ? `bearer tokens, grants from ${grantsFile}` : 'none (loopback only)',
+    }),
+  );
 
   let closing = false;
   const shutdown = async (signal: string): Promise<void> => {

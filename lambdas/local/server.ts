@@ -74,7 +74,8 @@ function drain(req: IncomingMessage, maxMs = 10_000): Promise<void> {
 export function toEvent(req: IncomingMessage, body: Buffer, requestId: string): HttpEvent {
   const url = new URL(req.url ?? '/', 'http://local');
   const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : v;
+  for (const [k, v] of Object.entries(req.headers))
+    if (v !== undefined) headers[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : v;
   const qs: Record<string, string> = {};
   for (const [k, v] of url.searchParams) qs[k] = k in qs ? `${qs[k]},${v}` : v;
   const now = Date.now();
@@ -95,7 +96,13 @@ export function toEvent(req: IncomingMessage, body: Buffer, requestId: string): 
       apiId: 'local',
       domainName: headers.host ?? 'localhost',
       domainPrefix: 'local',
-      http: { method, path: rawPath, protocol: 'HTTP/1.1', sourceIp: req.socket.remoteAddress ?? '127.0.0.1', userAgent: headers['user-agent'] ?? '' },
+      http: {
+        method,
+        path: rawPath,
+        protocol: 'HTTP/1.1',
+        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: headers['user-agent'] ?? '',
+      },
       requestId,
       routeKey: '$default',
       stage: '$default',
@@ -150,8 +157,17 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
         keepBodyBytes(event, body);
         out = await opts.handler(event, context);
       } catch (e) {
-        const err = e instanceof BodyTooLarge ? new SluiceError('payload_too_large', `request body is ${e.message} bytes or more; the limit is ${opts.maxBodyBytes}`, { limit: opts.maxBodyBytes }) : e;
-        const r = errorResponse(err, { error: (m, f) => console.error(JSON.stringify({ level: 'ERROR', message: m, ...f })) });
+        const err =
+          e instanceof BodyTooLarge
+            ? new SluiceError(
+                'payload_too_large',
+                `request body is ${e.message} bytes or more; the limit is ${opts.maxBodyBytes}`,
+                { limit: opts.maxBodyBytes },
+              )
+            : e;
+        const r = errorResponse(err, {
+          error: (m, f) => console.error(JSON.stringify({ level: 'ERROR', message: m, ...f })),
+        });
         out = { statusCode: r.statusCode, headers: { 'content-type': 'application/json' }, body: toJson(r.body) };
         if (e instanceof BodyTooLarge) {
           res.setHeader('connection', 'close');

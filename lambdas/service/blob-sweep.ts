@@ -3,7 +3,15 @@
 // a sweep deletes a blob only once its marker says `aborted`, writing that itself (put-if-
 // absent) when there is none, so a commit that comes later fails instead of pointing at a
 // deleted blob.
-import { ConditionFailedError, ContentionError, type Item, type ItemKey, type Json, type Storage, type TableName } from '../storage/port.js';
+import {
+  ConditionFailedError,
+  ContentionError,
+  type Item,
+  type ItemKey,
+  type Json,
+  type Storage,
+  type TableName,
+} from '../storage/port.js';
 
 export interface SweepReport {
   scanned: number;
@@ -29,7 +37,14 @@ const ABORTED_MARKER_TTL_S = 7 * 86400;
  */
 export async function sweepBlobPage(
   storage: Storage,
-  o: { prefix: string; cursor: ItemKey; now: number; graceMs: number; limit: number; orphaned(key: string): Promise<boolean> },
+  o: {
+    prefix: string;
+    cursor: ItemKey;
+    now: number;
+    graceMs: number;
+    limit: number;
+    orphaned(key: string): Promise<boolean>;
+  },
 ): Promise<SweepReport> {
   const cursorItem = await storage.items.get('meta', o.cursor);
   const after = cursorItem?.attrs.after as string | undefined;
@@ -51,7 +66,11 @@ export async function sweepBlobPage(
     } else kept++;
   }
   const wrapped = !page.next;
-  await storage.items.put('meta', { ...o.cursor, ver: (cursorItem?.ver ?? 0) + 1, attrs: wrapped ? { at: o.now } : { after: page.next ?? null, at: o.now } });
+  await storage.items.put('meta', {
+    ...o.cursor,
+    ver: (cursorItem?.ver ?? 0) + 1,
+    attrs: wrapped ? { at: o.now } : { after: page.next ?? null, at: o.now },
+  });
   return { scanned: page.blobs.length, deleted, kept, wrapped };
 }
 
@@ -59,10 +78,21 @@ export async function sweepBlobPage(
  * The marker at `key`, or, when there is none, an `aborted` one written now (put-if-absent:
  * if the commit it guards lands first, that one is returned).
  */
-export async function markerOrAbort(storage: Storage, table: TableName, key: ItemKey, now: number, attrs: Record<string, Json> = {}): Promise<Item | undefined> {
+export async function markerOrAbort(
+  storage: Storage,
+  table: TableName,
+  key: ItemKey,
+  now: number,
+  attrs: Record<string, Json> = {},
+): Promise<Item | undefined> {
   const marker = await storage.items.get(table, key);
   if (marker) return marker;
-  const aborted: Item = { ...key, ver: 1, attrs: { ...attrs, state: 'aborted', at: now }, expiresAt: Math.ceil(now / 1000) + ABORTED_MARKER_TTL_S };
+  const aborted: Item = {
+    ...key,
+    ver: 1,
+    attrs: { ...attrs, state: 'aborted', at: now },
+    expiresAt: Math.ceil(now / 1000) + ABORTED_MARKER_TTL_S,
+  };
   try {
     await storage.items.put(table, aborted, { kind: 'absent' });
     return aborted;

@@ -1,11 +1,28 @@
 import { randomInt } from 'node:crypto';
 import type { SluiceConfig } from '../config.js';
 import * as core from '../core/claims.js';
-import type { ClaimItem, ClaimLimits, Changes, GroupState, GroupView, Member, PollRequest, Start } from '../core/claims.js';
+import type {
+  ClaimItem,
+  ClaimLimits,
+  Changes,
+  GroupState,
+  GroupView,
+  Member,
+  PollRequest,
+  Start,
+} from '../core/claims.js';
 import { retentionOn } from '../core/retention.js';
 import { SluiceError, invalid, notFound } from '../core/errors.js';
 import { assertName } from '../core/names.js';
-import { ConditionFailedError, ContentionError, type Item, type ItemKey, type Json, type Storage, type WriteOp } from '../storage/port.js';
+import {
+  ConditionFailedError,
+  ContentionError,
+  type Item,
+  type ItemKey,
+  type Json,
+  type Storage,
+  type WriteOp,
+} from '../storage/port.js';
 import type { GroupRegistry } from './groups.js';
 import { padOffset } from './keys.js';
 import type { LogService, PartitionRef, QueueRecord, StoredMessage } from './log-service.js';
@@ -41,17 +58,33 @@ import type { Telemetry } from './telemetry.js';
 export const claimKeys = {
   groupPk: (pid: string, group: string): string => `CG#${pid}#${group}`,
   state: (pid: string, group: string): ItemKey => ({ pk: claimKeys.groupPk(pid, group), sk: '#state' }),
-  item: (pid: string, group: string, kind: 'B' | 'R', first: number): ItemKey => ({ pk: claimKeys.groupPk(pid, group), sk: itemSk({ kind, first }) }),
+  item: (pid: string, group: string, kind: 'B' | 'R', first: number): ItemKey => ({
+    pk: claimKeys.groupPk(pid, group),
+    sk: itemSk({ kind, first }),
+  }),
   memberPk: (pid: string, group: string): string => `CM#${pid}#${group}`,
-  member: (pid: string, group: string, principal: string, consumer: string): ItemKey => ({ pk: claimKeys.memberPk(pid, group), sk: `${encodeURIComponent(principal)}#${consumer}` }),
+  member: (pid: string, group: string, principal: string, consumer: string): ItemKey => ({
+    pk: claimKeys.memberPk(pid, group),
+    sk: `${encodeURIComponent(principal)}#${consumer}`,
+  }),
   deadPk: (pid: string, group: string): string => `CDL#${pid}#${group}`,
-  dead: (pid: string, group: string, offset: number): ItemKey => ({ pk: claimKeys.deadPk(pid, group), sk: padOffset(offset) }),
+  dead: (pid: string, group: string, offset: number): ItemKey => ({
+    pk: claimKeys.deadPk(pid, group),
+    sk: padOffset(offset),
+  }),
 };
 
 const itemSk = (it: { kind: 'B' | 'R'; first: number }): string => `${it.kind}#${padOffset(it.first)}`;
 
 /** Group state, batches and members as stored (short attribute names keep items small). */
-type StoredRec = [delta: number, attempts: number, status: core.RecStatus, until: number, holder: number, stamp: number];
+type StoredRec = [
+  delta: number,
+  attempts: number,
+  status: core.RecStatus,
+  until: number,
+  holder: number,
+  stamp: number,
+];
 type StoredHolder = [principal: string, consumer: string, session: string, seq: number];
 
 function encodeItem(it: ClaimItem): Record<string, Json> {
@@ -77,13 +110,21 @@ function decodeItem(item: Item): ClaimItem {
     inc: a.i,
     epoch: a.e,
     holders: a.h.map(([principal, consumer, session, seq]) => ({ principal, consumer, session, seq })),
-    recs: a.r.map(([delta, attempts, status, until, holder, stamp]) => ({ offset: a.f + delta, attempts, status, until, holder, stamp })),
+    recs: a.r.map(([delta, attempts, status, until, holder, stamp]) => ({
+      offset: a.f + delta,
+      attempts,
+      status,
+      until,
+      holder,
+      stamp,
+    })),
     ver: item.ver,
   };
 }
 
 /** Whether an item belongs to the group as of `state` (else it is garbage of a voided epoch or incarnation). */
-const isLive = (it: { kind: 'B' | 'R'; inc: number; epoch: number }, state: GroupState): boolean => it.inc === state.inc && (it.kind === 'R' || it.epoch === state.epoch);
+const isLive = (it: { kind: 'B' | 'R'; inc: number; epoch: number }, state: GroupState): boolean =>
+  it.inc === state.inc && (it.kind === 'R' || it.epoch === state.epoch);
 
 /**
  * A fingerprint of the live items (their keys and versions), stored in the state by every
@@ -231,7 +272,11 @@ export class ClaimService {
     else {
       const reg = await this.groups.get(queue, group);
       if (reg && reg.kind !== 'claim') {
-        throw new SluiceError('conflict', `consumer group ${JSON.stringify(group)} on queue ${JSON.stringify(queue)} already consumes by partition leases (pop/ack); a group's mode is fixed on first use, so use another group name`, { kind: reg.kind });
+        throw new SluiceError(
+          'conflict',
+          `consumer group ${JSON.stringify(group)} on queue ${JSON.stringify(queue)} already consumes by partition leases (pop/ack); a group's mode is fixed on first use, so use another group name`,
+          { kind: reg.kind },
+        );
       }
     }
     return { queue: q, part, group, limits: this.limitsFor(q) };
@@ -243,8 +288,10 @@ export class ClaimService {
   private async loadView(pid: string, group: string): Promise<GroupView> {
     for (let attempt = 0; ; attempt++) {
       const { view, fp } = await this.readView(pid, group);
-      if (fp === undefined || !view.state || fingerprint(view.items.map((it) => [itemSk(it), it.ver as number])) === fp) return view;
-      if (attempt >= 20) throw new SluiceError('unavailable', 'the group is changing too fast to be read consistently; retry');
+      if (fp === undefined || !view.state || fingerprint(view.items.map((it) => [itemSk(it), it.ver as number])) === fp)
+        return view;
+      if (attempt >= 20)
+        throw new SluiceError('unavailable', 'the group is changing too fast to be read consistently; retry');
       await this.sleep(2 * Math.random());
     }
   }
@@ -280,7 +327,17 @@ export class ClaimService {
   }
 
   /** Writes one decision: one transaction (a lone op is a plain guarded write). */
-  private async write(ctx: Ctx, view: GroupView, ch: Changes, extra: { deadVers?: Map<number, number>; staleDead?: Map<number, number>; memberKey?: ItemKey; memberTtlS?: number } = {}): Promise<void> {
+  private async write(
+    ctx: Ctx,
+    view: GroupView,
+    ch: Changes,
+    extra: {
+      deadVers?: Map<number, number>;
+      staleDead?: Map<number, number>;
+      memberKey?: ItemKey;
+      memberTtlS?: number;
+    } = {},
+  ): Promise<void> {
     const pid = ctx.part.id;
     const g = ctx.group;
     const ops: WriteOp[] = [];
@@ -297,7 +354,11 @@ export class ClaimService {
     push({
       op: 'put',
       table: 'claims',
-      item: { ...claimKeys.state(pid, g), ver: (view.stateVer ?? 0) + 1, attrs: { ...ch.state, fp: fingerprint(live) } as unknown as Record<string, Json> },
+      item: {
+        ...claimKeys.state(pid, g),
+        ver: (view.stateVer ?? 0) + 1,
+        attrs: { ...ch.state, fp: fingerprint(live) } as unknown as Record<string, Json>,
+      },
       cond: view.stateVer === undefined ? { kind: 'absent' } : { kind: 'version', ver: view.stateVer },
     });
     for (const it of ch.puts) {
@@ -308,15 +369,31 @@ export class ClaimService {
         cond: it.ver === undefined ? { kind: 'absent' } : { kind: 'version', ver: it.ver },
       });
     }
-    for (const it of ch.deletes) push({ op: 'delete', table: 'claims', key: claimKeys.item(pid, g, it.kind, it.first), cond: { kind: 'version', ver: it.ver as number } });
-    for (const it of ch.garbageDeletes) push({ op: 'delete', table: 'claims', key: claimKeys.item(pid, g, it.kind, it.first), cond: { kind: 'version', ver: it.ver } });
+    for (const it of ch.deletes)
+      push({
+        op: 'delete',
+        table: 'claims',
+        key: claimKeys.item(pid, g, it.kind, it.first),
+        cond: { kind: 'version', ver: it.ver as number },
+      });
+    for (const it of ch.garbageDeletes)
+      push({
+        op: 'delete',
+        table: 'claims',
+        key: claimKeys.item(pid, g, it.kind, it.first),
+        cond: { kind: 'version', ver: it.ver },
+      });
     for (const d of ch.deadPuts) {
       const stale = extra.staleDead?.get(d.offset);
       push(
         {
           op: 'put',
           table: 'claims',
-          item: { ...claimKeys.dead(pid, g, d.offset), ver: (stale ?? 0) + 1, attrs: { inc: ch.state.inc, offset: d.offset, attempts: d.attempts, at: d.at, reason: d.reason } },
+          item: {
+            ...claimKeys.dead(pid, g, d.offset),
+            ver: (stale ?? 0) + 1,
+            attrs: { inc: ch.state.inc, offset: d.offset, attempts: d.attempts, at: d.at, reason: d.reason },
+          },
           cond: stale === undefined ? { kind: 'absent' } : { kind: 'version', ver: stale },
         },
         { t: 'dead', offset: d.offset },
@@ -324,21 +401,32 @@ export class ClaimService {
     }
     for (const o of ch.deadDeletes) {
       const ver = extra.deadVers?.get(o);
-      push({ op: 'delete', table: 'claims', key: claimKeys.dead(pid, g, o), cond: ver === undefined ? { kind: 'exists' } : { kind: 'version', ver } });
+      push({
+        op: 'delete',
+        table: 'claims',
+        key: claimKeys.dead(pid, g, o),
+        cond: ver === undefined ? { kind: 'exists' } : { kind: 'version', ver },
+      });
     }
     if (ch.member && extra.memberKey) {
       const { ver, ...attrs } = ch.member;
       push({
         op: 'put',
         table: 'claims',
-        item: { ...extra.memberKey, ver: (ver ?? 0) + 1, attrs: attrs as unknown as Record<string, Json>, expiresAt: extra.memberTtlS },
+        item: {
+          ...extra.memberKey,
+          ver: (ver ?? 0) + 1,
+          attrs: attrs as unknown as Record<string, Json>,
+          expiresAt: extra.memberTtlS,
+        },
         cond: ver === undefined ? { kind: 'absent' } : { kind: 'version', ver },
       });
     }
     try {
       await this.storage.items.transact(ops);
     } catch (e) {
-      if (e instanceof ConditionFailedError) throw new WriteConflict(e.failed.map((f) => ({ kind: kinds[f.index] ?? { t: 'other' }, current: f.current })));
+      if (e instanceof ConditionFailedError)
+        throw new WriteConflict(e.failed.map((f) => ({ kind: kinds[f.index] ?? { t: 'other' }, current: f.current })));
       throw e;
     }
   }
@@ -363,7 +451,10 @@ export class ClaimService {
    * Runs `attempt` until its write lands: a lost guard means another call changed the group
    * in between, so the decision is taken again on a fresh read.
    */
-  private async retrying<T>(what: string, attempt: (n: number, conflict: WriteConflict | undefined) => Promise<T>): Promise<T> {
+  private async retrying<T>(
+    what: string,
+    attempt: (n: number, conflict: WriteConflict | undefined) => Promise<T>,
+  ): Promise<T> {
     let conflict: WriteConflict | undefined;
     for (let n = 0; n < MAX_ATTEMPTS; n++) {
       try {
@@ -390,12 +481,20 @@ export class ClaimService {
    * looking at storage again every second for other processes' pushes) until the wait ends
    * or `signal` aborts.
    */
-  async poll(queue: string, partition: string, group: string, input: PollInput, signal?: AbortSignal): Promise<PollResult> {
+  async poll(
+    queue: string,
+    partition: string,
+    group: string,
+    input: PollInput,
+    signal?: AbortSignal,
+  ): Promise<PollResult> {
     const ctx = await this.resolve(queue, partition, group, 'register');
     const limits = ctx.limits;
     if (input.consumer !== undefined) assertName(input.consumer, 'consumer');
-    if (input.session !== undefined && input.consumer === undefined) throw invalid('session needs a consumer name: a session belongs to a named member');
-    if (input.reclaim && input.session === undefined) throw invalid('reclaim needs a session token: only a new session takes back what the name held under older ones');
+    if (input.session !== undefined && input.consumer === undefined)
+      throw invalid('session needs a consumer name: a session belongs to a named member');
+    if (input.reclaim && input.session === undefined)
+      throw invalid('reclaim needs a session token: only a new session takes back what the name held under older ones');
     // The seed caps a poll's visibility at maxVisibilityMs rather than refusing it.
     const visibilityMs = Math.min(input.visibilityMs ?? limits.visibilityTimeoutMs, limits.maxVisibilityMs);
     const req: PollRequest = {
@@ -426,24 +525,35 @@ export class ClaimService {
 
   private async pollOnce(ctx: Ctx, req: PollRequest): Promise<PollResult & { deadLettered: number }> {
     const pid = ctx.part.id;
-    const memberKey = req.consumer !== undefined ? claimKeys.member(pid, ctx.group, req.principal, req.consumer) : undefined;
+    const memberKey =
+      req.consumer !== undefined ? claimKeys.member(pid, ctx.group, req.principal, req.consumer) : undefined;
     const deadSeen = new Map<number, Item>();
     // Records read by an attempt that lost its guard: a retry reuses them (a narrower window
     // between reading the group and writing it, and no second read of the same records).
     const seen = new Map<number, StoredMessage>();
     return this.retrying('poll', async (_n, conflict) => {
       noteDeadConflicts(conflict, deadSeen);
-      const [view, memberItem] = await Promise.all([this.loadView(pid, ctx.group), memberKey ? this.storage.items.get('claims', memberKey) : undefined]);
+      const [view, memberItem] = await Promise.all([
+        this.loadView(pid, ctx.group),
+        memberKey ? this.storage.items.get('claims', memberKey) : undefined,
+      ]);
       const now = this.clock();
       const member = decodeMember(memberItem);
       const plan = core.planPoll(view, member, req, now, ctx.limits, { inc: randomInc() });
       // Keep an active member's entry from expiring.
-      if (member && !plan.memberChanged && member.expiresAt !== undefined && (member.expiresAt * 1000 - now) < memberTtlMs(ctx.limits) / 2) plan.memberChanged = true;
+      if (
+        member &&
+        !plan.memberChanged &&
+        member.expiresAt !== undefined &&
+        member.expiresAt * 1000 - now < memberTtlMs(ctx.limits) / 2
+      )
+        plan.memberChanged = true;
       const { reads, messages } = await this.readPlan(pid, plan, seen, !retentionOn(ctx.queue.options));
       for (const [o, m] of messages) seen.set(o, m);
       const { knownDead, staleDead } = splitDead(deadSeen, plan.state.inc);
       const { changes, records } = core.completePoll(view, plan, reads, req, now, knownDead);
-      if (changes) await this.write(ctx, view, changes, { staleDead, memberKey, memberTtlS: this.memberTtlS(ctx.limits, now) });
+      if (changes)
+        await this.write(ctx, view, changes, { staleDead, memberKey, memberTtlS: this.memberTtlS(ctx.limits, now) });
       return {
         records: records.map((r) => ({ ...r, message: messages.get(r.offset) as StoredMessage })),
         capped: plan.capped,
@@ -453,7 +563,12 @@ export class ClaimService {
   }
 
   /** Reads what a plan hands out: owed records in a few ranged reads, then new ones from the frontier. */
-  private async readPlan(pid: string, plan: core.PollPlan, seen: ReadonlyMap<number, StoredMessage>, indexCache: boolean): Promise<{ reads: core.PollReads; messages: Map<number, StoredMessage> }> {
+  private async readPlan(
+    pid: string,
+    plan: core.PollPlan,
+    seen: ReadonlyMap<number, StoredMessage>,
+    indexCache: boolean,
+  ): Promise<{ reads: core.PollReads; messages: Map<number, StoredMessage> }> {
     const messages = new Map<number, StoredMessage>();
     const delivered: number[] = [];
     const missing: number[] = [];
@@ -479,7 +594,11 @@ export class ClaimService {
         const end = run.at(-1) as number;
         // Finished records between owed ones come along; the byte bound keeps that in check
         // (what a bounded read leaves out stays owed for the next poll).
-        const got = await this.log.read(pid, start, { maxCount: end - start + 1, maxBytes: core.MAX_POLL_BYTES, indexCache });
+        const got = await this.log.read(pid, start, {
+          maxCount: end - start + 1,
+          maxBytes: core.MAX_POLL_BYTES,
+          indexCache,
+        });
         for (const m of got) if (m.offset <= end) fetched.set(m.offset, m);
         // The log is dense from its head: an offset below the first one returned was removed by retention.
         const firstAt = got[0]?.offset;
@@ -504,8 +623,16 @@ export class ClaimService {
     let newCount = 0;
     if (!blocked && plan.newMax > 0 && bytes < core.MAX_POLL_BYTES) {
       const again: StoredMessage[] = [];
-      for (let o = plan.frontier; again.length < plan.newMax && seen.has(o); o++) again.push(seen.get(o) as StoredMessage);
-      const got = again.length === plan.newMax ? again : await this.log.read(pid, plan.frontier, { maxCount: plan.newMax, maxBytes: core.MAX_POLL_BYTES - bytes, indexCache });
+      for (let o = plan.frontier; again.length < plan.newMax && seen.has(o); o++)
+        again.push(seen.get(o) as StoredMessage);
+      const got =
+        again.length === plan.newMax
+          ? again
+          : await this.log.read(pid, plan.frontier, {
+              maxCount: plan.newMax,
+              maxBytes: core.MAX_POLL_BYTES - bytes,
+              indexCache,
+            });
       const first = got[0];
       if (first) newFirst = first.offset;
       for (const m of got) {
@@ -524,20 +651,30 @@ export class ClaimService {
   // ---------------------------------------------------------------- settle
 
   /** Finishes a list of offsets; returns the group's position after the call. */
-  async ack(queue: string, partition: string, group: string, offsets: readonly number[]): Promise<{ committed: number; acked: number }> {
-    if (offsets.length > core.MAX_ACK_OFFSETS) throw invalid(`an ack carries at most ${core.MAX_ACK_OFFSETS} offsets (got ${offsets.length}); split it`, { limit: core.MAX_ACK_OFFSETS });
+  async ack(
+    queue: string,
+    partition: string,
+    group: string,
+    offsets: readonly number[],
+  ): Promise<{ committed: number; acked: number }> {
+    if (offsets.length > core.MAX_ACK_OFFSETS)
+      throw invalid(`an ack carries at most ${core.MAX_ACK_OFFSETS} offsets (got ${offsets.length}); split it`, {
+        limit: core.MAX_ACK_OFFSETS,
+      });
     const ctx = await this.resolve(queue, partition, group, 'check');
     let todo = [...offsets];
     let acked = 0;
     let committed = 0;
     // One write per step; a list spanning more batches than one transaction holds takes several.
     for (;;) {
-      const r = await this.inTurn(ctx, () => this.retrying('ack', async () => {
-        const view = await this.loadView(ctx.part.id, group);
-        const res = core.ack(view, todo, this.clock());
-        if (res.changes) await this.write(ctx, view, res.changes);
-        return res;
-      }));
+      const r = await this.inTurn(ctx, () =>
+        this.retrying('ack', async () => {
+          const view = await this.loadView(ctx.part.id, group);
+          const res = core.ack(view, todo, this.clock());
+          if (res.changes) await this.write(ctx, view, res.changes);
+          return res;
+        }),
+      );
       acked += r.acked;
       committed = r.committed;
       if (r.rest.length === 0 || r.acked === 0) break;
@@ -550,39 +687,60 @@ export class ClaimService {
     return { committed, acked };
   }
 
-  async nack(queue: string, partition: string, group: string, input: core.NackRequest): Promise<{ offset: number; delayMs: number }> {
+  async nack(
+    queue: string,
+    partition: string,
+    group: string,
+    input: core.NackRequest,
+  ): Promise<{ offset: number; delayMs: number }> {
     const ctx = await this.resolve(queue, partition, group, 'check');
-    const r = await this.inTurn(ctx, () => this.retrying('nack', async () => {
-      const view = await this.loadView(ctx.part.id, group);
-      const res = core.nack(view, input, this.clock(), ctx.limits);
-      await this.write(ctx, view, res.changes);
-      return res;
-    }));
+    const r = await this.inTurn(ctx, () =>
+      this.retrying('nack', async () => {
+        const view = await this.loadView(ctx.part.id, group);
+        const res = core.nack(view, input, this.clock(), ctx.limits);
+        await this.write(ctx, view, res.changes);
+        return res;
+      }),
+    );
     if (r.delayMs === 0) this.notifier.notify(queue, ctx.part.id);
     return { offset: input.offset, delayMs: r.delayMs };
   }
 
-  async extend(queue: string, partition: string, group: string, input: { offset: number; attempts: number; extendMs: number }): Promise<{ visibleMs: number }> {
+  async extend(
+    queue: string,
+    partition: string,
+    group: string,
+    input: { offset: number; attempts: number; extendMs: number },
+  ): Promise<{ visibleMs: number }> {
     const ctx = await this.resolve(queue, partition, group, 'check');
-    return this.inTurn(ctx, () => this.retrying('extend', async () => {
-      const view = await this.loadView(ctx.part.id, group);
-      const res = core.extend(view, input, this.clock(), ctx.limits);
-      await this.write(ctx, view, res.changes);
-      return { visibleMs: res.visibleMs };
-    }));
+    return this.inTurn(ctx, () =>
+      this.retrying('extend', async () => {
+        const view = await this.loadView(ctx.part.id, group);
+        const res = core.extend(view, input, this.clock(), ctx.limits);
+        await this.write(ctx, view, res.changes);
+        return { visibleMs: res.visibleMs };
+      }),
+    );
   }
 
-  async deadLetter(queue: string, partition: string, group: string, input: { offset: number; attempts?: number | undefined }): Promise<{ offset: number; committed: number }> {
+  async deadLetter(
+    queue: string,
+    partition: string,
+    group: string,
+    input: { offset: number; attempts?: number | undefined },
+  ): Promise<{ offset: number; committed: number }> {
     const ctx = await this.resolve(queue, partition, group, 'check');
     const deadSeen = new Map<number, Item>();
-    const r = await this.inTurn(ctx, () => this.retrying('dead-letter', async (_n, conflict) => {
-      noteDeadConflicts(conflict, deadSeen);
-      const view = await this.loadView(ctx.part.id, group);
-      const { knownDead, staleDead } = splitDead(deadSeen, view.state?.inc ?? 0);
-      const res = core.deadLetter(view, input, this.clock(), knownDead);
-      await this.write(ctx, view, res.changes, { staleDead });
-      return res;
-    }));
+    const r = await this.inTurn(ctx, () =>
+      this.retrying('dead-letter', async (_n, conflict) => {
+        noteDeadConflicts(conflict, deadSeen);
+        const view = await this.loadView(ctx.part.id, group);
+        const { knownDead, staleDead } = splitDead(deadSeen, view.state?.inc ?? 0);
+        const res = core.deadLetter(view, input, this.clock(), knownDead);
+        await this.write(ctx, view, res.changes, { staleDead });
+        return res;
+      }),
+    );
     this.telemetry.count('ClaimDeadLettered', 1, { queue, group });
     this.notifier.notify(queue, ctx.part.id);
     return { offset: input.offset, committed: r.committed };
@@ -591,7 +749,12 @@ export class ClaimService {
   // ---------------------------------------------------------- dead letters
 
   /** Dead-lettered offsets, ascending, one page at a time. */
-  async listDeadLetters(queue: string, partition: string, group: string, opts: { after?: number | undefined; limit?: number | undefined } = {}): Promise<{ offsets: number[]; next?: number | undefined }> {
+  async listDeadLetters(
+    queue: string,
+    partition: string,
+    group: string,
+    opts: { after?: number | undefined; limit?: number | undefined } = {},
+  ): Promise<{ offsets: number[]; next?: number | undefined }> {
     const ctx = await this.resolve(queue, partition, group, 'check');
     const state = await this.storage.items.get('claims', claimKeys.state(ctx.part.id, group));
     if (!state) return { offsets: [] };
@@ -601,8 +764,12 @@ export class ClaimService {
     let after = opts.after !== undefined ? padOffset(opts.after) : undefined;
     let more = false;
     while (offsets.length < limit) {
-      const page = await this.storage.items.query('claims', claimKeys.deadPk(ctx.part.id, group), { after, limit: Math.min(1000, limit - offsets.length) });
-      for (const it of page.items) if ((it.attrs as { inc?: number }).inc === inc) offsets.push(it.attrs.offset as number);
+      const page = await this.storage.items.query('claims', claimKeys.deadPk(ctx.part.id, group), {
+        after,
+        limit: Math.min(1000, limit - offsets.length),
+      });
+      for (const it of page.items)
+        if ((it.attrs as { inc?: number }).inc === inc) offsets.push(it.attrs.offset as number);
       after = page.next;
       more = page.next !== undefined;
       if (!more) break;
@@ -611,8 +778,12 @@ export class ClaimService {
   }
 
   private async deadPointer(ctx: Ctx, offset: number): Promise<{ ver: number; view: GroupView }> {
-    const [item, view] = await Promise.all([this.storage.items.get('claims', claimKeys.dead(ctx.part.id, ctx.group, offset)), this.loadView(ctx.part.id, ctx.group)]);
-    if (!item || !view.state || (item.attrs as { inc?: number }).inc !== view.state.inc) throw notFound(`offset ${offset} is not a dead letter of this group`);
+    const [item, view] = await Promise.all([
+      this.storage.items.get('claims', claimKeys.dead(ctx.part.id, ctx.group, offset)),
+      this.loadView(ctx.part.id, ctx.group),
+    ]);
+    if (!item || !view.state || (item.attrs as { inc?: number }).inc !== view.state.inc)
+      throw notFound(`offset ${offset} is not a dead letter of this group`);
     return { ver: item.ver, view };
   }
 
@@ -621,27 +792,46 @@ export class ClaimService {
    * letter whose record retention has removed from the log cannot be redriven: `not_found`,
    * and the dead letter stays listed until it is discarded.
    */
-  async redrive(queue: string, partition: string, group: string, offset: number): Promise<{ offset: number; redriven: true }> {
+  async redrive(
+    queue: string,
+    partition: string,
+    group: string,
+    offset: number,
+  ): Promise<{ offset: number; redriven: true }> {
     const ctx = await this.resolve(queue, partition, group, 'check');
-    await this.inTurn(ctx, () => this.retrying('redrive', async () => {
-      const [{ ver, view }, head] = await Promise.all([this.deadPointer(ctx, offset), this.log.readHead(ctx.part.id)]);
-      if (offset < head) {
-        throw notFound(`offset ${offset} is a dead letter of this group, but retention has removed its record from the log (the partition now starts at offset ${head}), so there is nothing to redrive; discard the dead letter (DELETE .../dead-letters/${offset})`);
-      }
-      const res = core.redrive(view, offset, this.clock());
-      await this.write(ctx, view, res.changes, { deadVers: new Map([[offset, ver]]) });
-    }));
+    await this.inTurn(ctx, () =>
+      this.retrying('redrive', async () => {
+        const [{ ver, view }, head] = await Promise.all([
+          this.deadPointer(ctx, offset),
+          this.log.readHead(ctx.part.id),
+        ]);
+        if (offset < head) {
+          throw notFound(
+            `offset ${offset} is a dead letter of this group, but retention has removed its record from the log (the partition now starts at offset ${head}), so there is nothing to redrive; discard the dead letter (DELETE .../dead-letters/${offset})`,
+          );
+        }
+        const res = core.redrive(view, offset, this.clock());
+        await this.write(ctx, view, res.changes, { deadVers: new Map([[offset, ver]]) });
+      }),
+    );
     this.notifier.notify(queue, ctx.part.id);
     return { offset, redriven: true };
   }
 
   /** Stops tracking a dead letter (the record stays in the log). */
-  async discard(queue: string, partition: string, group: string, offset: number): Promise<{ offset: number; discarded: true }> {
+  async discard(
+    queue: string,
+    partition: string,
+    group: string,
+    offset: number,
+  ): Promise<{ offset: number; discarded: true }> {
     const ctx = await this.resolve(queue, partition, group, 'check');
-    await this.inTurn(ctx, () => this.retrying('discard', async () => {
-      const { ver, view } = await this.deadPointer(ctx, offset);
-      await this.write(ctx, view, core.discard(view, offset).changes, { deadVers: new Map([[offset, ver]]) });
-    }));
+    await this.inTurn(ctx, () =>
+      this.retrying('discard', async () => {
+        const { ver, view } = await this.deadPointer(ctx, offset);
+        await this.write(ctx, view, core.discard(view, offset).changes, { deadVers: new Map([[offset, ver]]) });
+      }),
+    );
     return { offset, discarded: true };
   }
 
@@ -659,7 +849,10 @@ export class ClaimService {
     let unread = 0;
     for (let i = 0; i < groups.length; i += 100) {
       const chunk = groups.slice(i, i + 100);
-      const states = await this.storage.items.getMany('claims', chunk.map((g) => claimKeys.state(partitionId, g)));
+      const states = await this.storage.items.getMany(
+        'claims',
+        chunk.map((g) => claimKeys.state(partitionId, g)),
+      );
       await Promise.all(
         chunk.map(async (g, j) => {
           const st = states[j];
@@ -673,7 +866,11 @@ export class ClaimService {
           let low: number | undefined;
           let after: string | undefined;
           do {
-            const page = await this.storage.items.query('claims', claimKeys.groupPk(partitionId, g), { prefix: 'R#', after, limit: 25 });
+            const page = await this.storage.items.query('claims', claimKeys.groupPk(partitionId, g), {
+              prefix: 'R#',
+              after,
+              limit: 25,
+            });
             low = page.items.map(decodeItem).find((it) => it.inc === state.inc)?.first;
             after = page.next;
           } while (low === undefined && after !== undefined);
@@ -692,28 +889,42 @@ export class ClaimService {
   }
 
   /** Creates the group at `start` unless it exists; an existing group is left where it is. */
-  async create(queue: string, partition: string, group: string, start: Start): Promise<{ offset: number; moved: boolean }> {
+  async create(
+    queue: string,
+    partition: string,
+    group: string,
+    start: Start,
+  ): Promise<{ offset: number; moved: boolean }> {
     const ctx = await this.resolve(queue, partition, group, 'register');
-    return this.inTurn(ctx, () => this.retrying('create', async () => {
-      const view = await this.loadView(ctx.part.id, group);
-      if (view.state) return { offset: view.state.committed, moved: false };
-      const offset = await this.resolveStartOffset(ctx.part.id, start);
-      const res = core.create(view, offset, this.clock(), { inc: randomInc() });
-      if (res.changes) await this.write(ctx, view, res.changes);
-      return { offset: res.offset, moved: res.moved };
-    }));
+    return this.inTurn(ctx, () =>
+      this.retrying('create', async () => {
+        const view = await this.loadView(ctx.part.id, group);
+        if (view.state) return { offset: view.state.committed, moved: false };
+        const offset = await this.resolveStartOffset(ctx.part.id, start);
+        const res = core.create(view, offset, this.clock(), { inc: randomInc() });
+        if (res.changes) await this.write(ctx, view, res.changes);
+        return { offset: res.offset, moved: res.moved };
+      }),
+    );
   }
 
   /** Moves an existing group; voids every standing claim. */
-  async seek(queue: string, partition: string, group: string, start: Start): Promise<{ offset: number; moved: boolean }> {
+  async seek(
+    queue: string,
+    partition: string,
+    group: string,
+    start: Start,
+  ): Promise<{ offset: number; moved: boolean }> {
     const ctx = await this.resolve(queue, partition, group, 'register');
     const offset = await this.resolveStartOffset(ctx.part.id, start);
-    const r = await this.inTurn(ctx, () => this.retrying('seek', async () => {
-      const view = await this.loadView(ctx.part.id, group);
-      const res = core.seek(view, offset, this.clock());
-      await this.write(ctx, view, res.changes);
-      return res;
-    }));
+    const r = await this.inTurn(ctx, () =>
+      this.retrying('seek', async () => {
+        const view = await this.loadView(ctx.part.id, group);
+        const res = core.seek(view, offset, this.clock());
+        await this.write(ctx, view, res.changes);
+        return res;
+      }),
+    );
     this.notifier.notify(queue, ctx.part.id);
     return { offset: r.offset, moved: r.moved };
   }
@@ -748,7 +959,11 @@ export class ClaimService {
     });
     if (!gone) return { existed: false };
     for (const pk of [claimKeys.groupPk(pid, group), claimKeys.memberPk(pid, group), claimKeys.deadPk(pid, group)]) {
-      await this.sweepPk(pk, (it) => (it.attrs as { i?: number; inc?: number }).i === gone.inc || (it.attrs as { inc?: number }).inc === gone.inc);
+      await this.sweepPk(
+        pk,
+        (it) =>
+          (it.attrs as { i?: number; inc?: number }).i === gone.inc || (it.attrs as { inc?: number }).inc === gone.inc,
+      );
     }
     this.notifier.notify(queue, pid);
     return { existed: true };
@@ -760,7 +975,14 @@ export class ClaimService {
     let after: string | undefined;
     do {
       const page = await this.storage.items.query('claims', pk, { after, limit: 100 });
-      const ops: WriteOp[] = page.items.filter((it) => it.sk !== '#state' && dead(it)).map((it) => ({ op: 'delete', table: 'claims', key: { pk: it.pk, sk: it.sk }, cond: { kind: 'version', ver: it.ver } }));
+      const ops: WriteOp[] = page.items
+        .filter((it) => it.sk !== '#state' && dead(it))
+        .map((it) => ({
+          op: 'delete',
+          table: 'claims',
+          key: { pk: it.pk, sk: it.sk },
+          cond: { kind: 'version', ver: it.ver },
+        }));
       if (ops.length > 0) removed += (await this.storage.items.writeEach(ops)).filter((r) => r.ok).length;
       after = page.next;
     } while (after);

@@ -75,7 +75,10 @@ export class ConsumerGroupsService {
   async lagOf(reg: GroupRecord, withDetail: boolean): Promise<QueueLag> {
     const now = this.clock();
     const parts = await this.log.listPartitions(reg.queue);
-    const rows = await this.leases.cursorRows(parts.map((p) => p.id), reg.group);
+    const rows = await this.leases.cursorRows(
+      parts.map((p) => p.id),
+      reg.group,
+    );
     const detail = await pool(parts, 16, async (p): Promise<PartitionLag> => {
       const i = parts.indexOf(p);
       const row = rows[i];
@@ -87,7 +90,10 @@ export class ConsumerGroupsService {
       if (tail.next - 1 > committed) {
         // The segment holding the next wanted offset, or (retention removed it) the first one after.
         const holding = await this.log.segmentAt(p.id, committed + 1);
-        oldest = holding && holding.end >= committed + 1 ? holding : (await this.log.segmentPage(p.id, committed + 1, 1)).segs[0];
+        oldest =
+          holding && holding.end >= committed + 1
+            ? holding
+            : (await this.log.segmentPage(p.id, committed + 1, 1)).segs[0];
       }
       const { lagMessages, lagSeconds } = laneLag({ committed, next: tail.next, oldest, now });
       return {
@@ -125,9 +131,15 @@ export class ConsumerGroupsService {
 
   async describe(group: string, withDetail = true): Promise<GroupView> {
     const regs = await this.registrations(group);
-    if (regs.length === 0) throw notFound(`no consumer group ${JSON.stringify(group)} consumes any queue by partition leases`);
+    if (regs.length === 0)
+      throw notFound(`no consumer group ${JSON.stringify(group)} consumes any queue by partition leases`);
     const queues = await pool(regs, 4, (r) => this.lagOf(r, withDetail));
-    return { name: group, queues, lagMessages: queues.reduce((n, q) => n + q.lagMessages, 0), maxLagSeconds: queues.reduce((n, q) => Math.max(n, q.lagSeconds), 0) };
+    return {
+      name: group,
+      queues,
+      lagMessages: queues.reduce((n, q) => n + q.lagMessages, 0),
+      maxLagSeconds: queues.reduce((n, q) => Math.max(n, q.lagSeconds), 0),
+    };
   }
 
   /** Every lease group with its per-queue lag. */
@@ -154,21 +166,34 @@ export class ConsumerGroupsService {
    * queue or on one; with `deleteMetadata` also its registration, so the name starts over
    * with a new subscription.
    */
-  async delete(group: string, opts: { queue?: string | undefined; deleteMetadata: boolean }): Promise<{ deletedPartitions: number; metadataDeleted: boolean }> {
+  async delete(
+    group: string,
+    opts: { queue?: string | undefined; deleteMetadata: boolean },
+  ): Promise<{ deletedPartitions: number; metadataDeleted: boolean }> {
     const queues = opts.queue !== undefined ? [opts.queue] : await this.groups.queuesOf(group);
     let deletedPartitions = 0;
     let metadataDeleted = false;
     for (const q of queues) {
       const reg = await this.groups.get(q, group);
       if (reg?.kind === 'claim') {
-        if (opts.queue !== undefined) throw conflict(`consumer group ${JSON.stringify(group)} on ${q} consumes by record claims; delete it under /api/v1/groups`);
+        if (opts.queue !== undefined)
+          throw conflict(
+            `consumer group ${JSON.stringify(group)} on ${q} consumes by record claims; delete it under /api/v1/groups`,
+          );
         continue;
       }
       const parts = await this.log.listPartitions(q);
-      const rows = await this.leases.cursorRows(parts.map((p) => p.id), group);
+      const rows = await this.leases.cursorRows(
+        parts.map((p) => p.id),
+        group,
+      );
       const present = parts.filter((_, i) => rows[i] !== undefined);
       for (let i = 0; i < present.length; i += 25) {
-        await this.storage.items.writeEach(present.slice(i, i + 25).map((p) => ({ op: 'delete' as const, table: 'leases' as const, key: leaseKeys.cursor(p.id, group) })));
+        await this.storage.items.writeEach(
+          present
+            .slice(i, i + 25)
+            .map((p) => ({ op: 'delete' as const, table: 'leases' as const, key: leaseKeys.cursor(p.id, group) })),
+        );
       }
       deletedPartitions += present.length;
       await this.leases.ready.purge(q, group);
@@ -222,12 +247,34 @@ export class ConsumerGroupsService {
    * whether its cursor has passed the message and when a lease on it lapses. `completed` once
    * every group has passed it.
    */
-  async messageProgress(part: PartitionRef, offset: number): Promise<{ consumerGroups: { name: string; consumed: boolean; leaseExpiresAt: string | null }[]; status: 'completed' | 'processing' | 'pending' }> {
+  async messageProgress(
+    part: PartitionRef,
+    offset: number,
+  ): Promise<{
+    consumerGroups: { name: string; consumed: boolean; leaseExpiresAt: string | null }[];
+    status: 'completed' | 'processing' | 'pending';
+  }> {
     const now = this.clock();
     const { groups } = await this.groups.list(part.queue);
     const lease = groups.filter((g) => g.kind === 'lease');
-    const rows = lease.length === 0 ? [] : await this.storage.items.getMany('leases', lease.map((g) => leaseKeys.cursor(part.id, g.group)));
-    const p = messageProgress(lease.map((g, i) => ({ group: g.group, state: rows[i] ? decodeCursor(rows[i] as Item) : undefined })), offset, now);
-    return { status: p.status, consumerGroups: p.consumerGroups.map((g) => ({ ...g, leaseExpiresAt: g.leaseExpiresAt === null ? null : new Date(g.leaseExpiresAt).toISOString() })) };
+    const rows =
+      lease.length === 0
+        ? []
+        : await this.storage.items.getMany(
+            'leases',
+            lease.map((g) => leaseKeys.cursor(part.id, g.group)),
+          );
+    const p = messageProgress(
+      lease.map((g, i) => ({ group: g.group, state: rows[i] ? decodeCursor(rows[i] as Item) : undefined })),
+      offset,
+      now,
+    );
+    return {
+      status: p.status,
+      consumerGroups: p.consumerGroups.map((g) => ({
+        ...g,
+        leaseExpiresAt: g.leaseExpiresAt === null ? null : new Date(g.leaseExpiresAt).toISOString(),
+      })),
+    };
   }
 }

@@ -11,7 +11,14 @@
  */
 import { SluiceError, notFound } from '../core/errors.js';
 import { uuidv7 } from '../core/ids.js';
-import { ConditionFailedError, MAX_GET_MANY, type Item, type Json, type Storage, type WriteOp } from '../storage/port.js';
+import {
+  ConditionFailedError,
+  MAX_GET_MANY,
+  type Item,
+  type Json,
+  type Storage,
+  type WriteOp,
+} from '../storage/port.js';
 import { markerOrAbort, sweepBlobPage, type SweepReport } from './blob-sweep.js';
 import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, entryPk, listSk, parseDlqBlobKey } from './lease-keys.js';
 import type { LogService, PartitionRef, PushResult, StoredMessage } from './log-service.js';
@@ -57,7 +64,14 @@ export class DlqService {
    * The ops that file `msg` (as stored: sealed stays sealed) for `group`, to be written with
    * the cursor advance. A large payload is uploaded to a blob first.
    */
-  async filingOps(a: { part: PartitionRef; group: string; msg: StoredMessage; error: string; retryCount: number; now: number }): Promise<WriteOp[]> {
+  async filingOps(a: {
+    part: PartitionRef;
+    group: string;
+    msg: StoredMessage;
+    error: string;
+    retryCount: number;
+    now: number;
+  }): Promise<WriteOp[]> {
     const { part, group, msg, now } = a;
     const e = dlqKeys.entry(part.id, msg.transactionId, group);
     const sk = listSk(now, part.id, msg.offset, group, msg.transactionId);
@@ -87,7 +101,16 @@ export class DlqService {
       attrs.blob = dlqBlobKey(part.id, blobId);
       await this.storage.blobs.put(attrs.blob, msg.payload);
       bin = undefined;
-      marker = { op: 'put', table: 'dlq', item: { ...dlqKeys.blobMarker(part.id, blobId), ver: 1, attrs: { state: 'committed', entryPk: e.pk, entrySk: e.sk } }, cond: { kind: 'absent' } };
+      marker = {
+        op: 'put',
+        table: 'dlq',
+        item: {
+          ...dlqKeys.blobMarker(part.id, blobId),
+          ver: 1,
+          attrs: { state: 'committed', entryPk: e.pk, entrySk: e.sk },
+        },
+        cond: { kind: 'absent' },
+      };
     }
     const pointer: Record<string, Json> = { entryPk: e.pk, entrySk: e.sk, failedAt: now };
     if (part.queueId !== undefined) pointer.queueId = part.queueId;
@@ -97,7 +120,12 @@ export class DlqService {
     // blob marker go in the same write (its blob is then the sweep's).
     const earlier = await this.storage.items.get('dlq', e);
     const ops: WriteOp[] = [
-      { op: 'put', table: 'dlq', item: { ...e, ver: (earlier?.ver ?? 0) + 1, attrs: attrs as unknown as Record<string, Json>, bin }, cond: earlier ? { kind: 'version', ver: earlier.ver } : { kind: 'absent' } },
+      {
+        op: 'put',
+        table: 'dlq',
+        item: { ...e, ver: (earlier?.ver ?? 0) + 1, attrs: attrs as unknown as Record<string, Json>, bin },
+        cond: earlier ? { kind: 'version', ver: earlier.ver } : { kind: 'absent' },
+      },
       { op: 'put', table: 'dlq', item: { ...byQueue, ver: 1, attrs: pointer } },
       { op: 'put', table: 'dlq', item: { ...dlqKeys.byGroup(part.queue, group, sk), ver: 1, attrs: pointer } },
     ];
@@ -109,7 +137,8 @@ export class DlqService {
         ops.push({ op: 'delete', table: 'dlq', key: dlqKeys.byGroup(old.queue, old.consumerGroup, old.listSk) });
       }
       const oldBlob = old.blob ? parseDlqBlobKey(old.blob) : undefined;
-      if (oldBlob) ops.push({ op: 'delete', table: 'dlq', key: dlqKeys.blobMarker(oldBlob.partitionId, oldBlob.blobId) });
+      if (oldBlob)
+        ops.push({ op: 'delete', table: 'dlq', key: dlqKeys.blobMarker(oldBlob.partitionId, oldBlob.blobId) });
     }
     return ops;
   }
@@ -135,7 +164,10 @@ export class DlqService {
         // Committed, but is the entry still pointing here? Filing the same message again for
         // the same group overwrites the entry with a new blob; nothing ever points at an older
         // blob id again, so its marker and blob can go.
-        const entry = await this.storage.items.get('dlq', { pk: marker.attrs.entryPk as string, sk: marker.attrs.entrySk as string });
+        const entry = await this.storage.items.get('dlq', {
+          pk: marker.attrs.entryPk as string,
+          sk: marker.attrs.entrySk as string,
+        });
         if (entry?.attrs.blob === key) return false;
         try {
           await this.storage.items.delete('dlq', mk, { kind: 'version', ver: marker.ver });
@@ -152,12 +184,25 @@ export class DlqService {
    * One page of a queue's dead letters (optionally one group's), newest first. `offset`
    * rows are skipped (read and dropped: deep offsets cost reads).
    */
-  async list(q: { queue: string; consumerGroup?: string | undefined; limit: number; offset: number; oldestFirst?: boolean }): Promise<DlqEntry[]> {
+  async list(q: {
+    queue: string;
+    consumerGroup?: string | undefined;
+    limit: number;
+    offset: number;
+    oldestFirst?: boolean;
+  }): Promise<DlqEntry[]> {
     return (await this.page(q)).map((r) => r.entry);
   }
 
   /** As {@link list}, each entry with its place in the list (`cursor`: continue after it). */
-  private async page(q: { queue: string; consumerGroup?: string | undefined; limit: number; offset: number; oldestFirst?: boolean; after?: string | undefined }): Promise<{ entry: DlqEntry; cursor: string }[]> {
+  private async page(q: {
+    queue: string;
+    consumerGroup?: string | undefined;
+    limit: number;
+    offset: number;
+    oldestFirst?: boolean;
+    after?: string | undefined;
+  }): Promise<{ entry: DlqEntry; cursor: string }[]> {
     const pk = dlqKeys.listPk(q.queue, q.consumerGroup);
     const live = await this.liveIn(q.queue);
     const pointers: Item[] = [];
@@ -165,7 +210,11 @@ export class DlqService {
     let after: string | undefined = q.after;
     while (pointers.length < q.limit) {
       const want = skip + q.limit - pointers.length;
-      const page = await this.storage.items.query('dlq', pk, { reverse: !q.oldestFirst, after, limit: Math.min(1000, want) });
+      const page = await this.storage.items.query('dlq', pk, {
+        reverse: !q.oldestFirst,
+        after,
+        limit: Math.min(1000, want),
+      });
       for (const it of page.items) {
         if (!live(it.attrs.queueId)) continue; // a deleted incarnation's row, not removed yet
         if (skip > 0) skip--;
@@ -177,7 +226,10 @@ export class DlqService {
     const out: { entry: DlqEntry; cursor: string }[] = [];
     for (let i = 0; i < pointers.length; i += MAX_GET_MANY) {
       const chunk = pointers.slice(i, i + MAX_GET_MANY);
-      const got = await this.storage.items.getMany('dlq', chunk.map((p) => ({ pk: p.attrs.entryPk as string, sk: p.attrs.entrySk as string })));
+      const got = await this.storage.items.getMany(
+        'dlq',
+        chunk.map((p) => ({ pk: p.attrs.entryPk as string, sk: p.attrs.entrySk as string })),
+      );
       for (let j = 0; j < got.length; j++) {
         const it = got[j];
         if (it) out.push({ entry: await this.toEntry(it), cursor: (chunk[j] as Item).sk });
@@ -208,10 +260,16 @@ export class DlqService {
   }
 
   /** Deletes the DLQ rows of (partitionId, transactionId); 404 when there are none. */
-  async delete(partitionId: string, transactionId: string, group?: string, check?: QueueCheck): Promise<{ removed: number }> {
+  async delete(
+    partitionId: string,
+    transactionId: string,
+    group?: string,
+    check?: QueueCheck,
+  ): Promise<{ removed: number }> {
     const rows = await this.lookup(partitionId, transactionId, group);
     if (rows[0]) check?.((rows[0].attrs as unknown as EntryAttrs).queue);
-    if (rows.length === 0) throw notFound(`no dead-letter row for transactionId ${transactionId} in partition ${partitionId}`);
+    if (rows.length === 0)
+      throw notFound(`no dead-letter row for transactionId ${transactionId} in partition ${partitionId}`);
     for (const r of rows) await this.removeRow(r);
     return { removed: rows.length };
   }
@@ -221,14 +279,25 @@ export class DlqService {
    * transactionId (the original would be a duplicate), then removes the row(s). The row goes
    * only after the push was accepted; if that delete fails the answer says so.
    */
-  async retry(partitionId: string, transactionId: string, group?: string, check?: QueueCheck): Promise<{ replayed: boolean; dlqRowRemoved: boolean; push: PushResult; removed: number }> {
+  async retry(
+    partitionId: string,
+    transactionId: string,
+    group?: string,
+    check?: QueueCheck,
+  ): Promise<{ replayed: boolean; dlqRowRemoved: boolean; push: PushResult; removed: number }> {
     const rows = await this.lookup(partitionId, transactionId, group);
     const first = rows[0];
     if (!first) throw notFound(`no dead-letter row for transactionId ${transactionId} in partition ${partitionId}`);
     check?.((first.attrs as unknown as EntryAttrs).queue);
     const entry = await this.toEntry(first);
-    const [push] = await this.log.push([{ queue: entry.queue, partition: entry.partition, payload: entry.payload, traceId: entry.traceId }]);
-    if (!push || push.status !== 'queued') throw new SluiceError('unavailable', `replay push failed: ${push?.error ?? 'unknown error'}; the row stays in the dead-letter queue`);
+    const [push] = await this.log.push([
+      { queue: entry.queue, partition: entry.partition, payload: entry.payload, traceId: entry.traceId },
+    ]);
+    if (!push || push.status !== 'queued')
+      throw new SluiceError(
+        'unavailable',
+        `replay push failed: ${push?.error ?? 'unknown error'}; the row stays in the dead-letter queue`,
+      );
     let removed = 0;
     try {
       for (const r of rows) {
@@ -249,8 +318,20 @@ export class DlqService {
    * which stay listed; passing `next` on continues past them. A crash between a push and its
    * row deletes replays those rows again on the next call (at least once).
    */
-  async redrive(q: { queue: string; consumerGroup?: string | undefined; limit: number; after?: string | undefined }): Promise<{ moved: number; failed: number; more: boolean; next: string | null; errors: string[] }> {
-    const rows = await this.page({ queue: q.queue, consumerGroup: q.consumerGroup, limit: q.limit + 1, offset: 0, oldestFirst: true, after: q.after });
+  async redrive(q: {
+    queue: string;
+    consumerGroup?: string | undefined;
+    limit: number;
+    after?: string | undefined;
+  }): Promise<{ moved: number; failed: number; more: boolean; next: string | null; errors: string[] }> {
+    const rows = await this.page({
+      queue: q.queue,
+      consumerGroup: q.consumerGroup,
+      limit: q.limit + 1,
+      offset: 0,
+      oldestFirst: true,
+      after: q.after,
+    });
     const more = rows.length > q.limit;
     const examined = rows.slice(0, q.limit);
     const next = examined.at(-1)?.cursor ?? null;
@@ -264,15 +345,19 @@ export class DlqService {
     const groups = [...unique.values()];
     // One push per partition: a partition that refuses (full, say) fails only its own rows.
     const byPartition = new Map<string, number[]>();
-    groups.forEach(([e], i) => byPartition.set((e as DlqEntry).partitionId, [...(byPartition.get((e as DlqEntry).partitionId) ?? []), i]));
+    groups.forEach(([e], i) =>
+      byPartition.set((e as DlqEntry).partitionId, [...(byPartition.get((e as DlqEntry).partitionId) ?? []), i]),
+    );
     const results: (PushResult | undefined)[] = [];
     const errors: string[] = [];
     for (const idx of byPartition.values()) {
       try {
-        const got = await this.log.push(idx.map((i) => {
-          const e = (groups[i] as DlqEntry[])[0] as DlqEntry;
-          return { queue: e.queue, partition: e.partition, payload: e.payload, traceId: e.traceId };
-        }));
+        const got = await this.log.push(
+          idx.map((i) => {
+            const e = (groups[i] as DlqEntry[])[0] as DlqEntry;
+            return { queue: e.queue, partition: e.partition, payload: e.payload, traceId: e.traceId };
+          }),
+        );
         idx.forEach((i, j) => (results[i] = got[j]));
       } catch (e) {
         if (!(e instanceof SluiceError)) throw e;
@@ -321,7 +406,15 @@ export class DlqService {
     } catch (e) {
       // The row is gone, which is what the caller asked for. A guarded blob is collected by the
       // sweep (its marker went with the rows); a blob from before markers is logged here.
-      if (!guarded) console.error(JSON.stringify({ level: 'ERROR', message: 'dead-letter blob left behind', blob: a.blob, error: e instanceof Error ? e.message : String(e) }));
+      if (!guarded)
+        console.error(
+          JSON.stringify({
+            level: 'ERROR',
+            message: 'dead-letter blob left behind',
+            blob: a.blob,
+            error: e instanceof Error ? e.message : String(e),
+          }),
+        );
     }
   }
 
@@ -331,7 +424,20 @@ export class DlqService {
     if (a.blob) payload = await this.storage.blobs.get(a.blob);
     if (!payload) throw new SluiceError('unavailable', `dead-letter payload of ${a.transactionId} is missing`);
     const plain = await this.log.openPayload({ payload, sealed: a.sealed });
-    return { id: a.id, transactionId: a.transactionId, partitionId: a.partitionId, queue: a.queue, partition: a.partition, consumerGroup: a.consumerGroup, errorMessage: a.errorMessage, retryCount: a.retryCount, failedAt: a.failedAt, offset: a.offset, traceId: a.traceId, payload: plain };
+    return {
+      id: a.id,
+      transactionId: a.transactionId,
+      partitionId: a.partitionId,
+      queue: a.queue,
+      partition: a.partition,
+      consumerGroup: a.consumerGroup,
+      errorMessage: a.errorMessage,
+      retryCount: a.retryCount,
+      failedAt: a.failedAt,
+      offset: a.offset,
+      traceId: a.traceId,
+      payload: plain,
+    };
   }
 
   /**
@@ -341,11 +447,19 @@ export class DlqService {
    * deletion existed carry no incarnation: those filed up to `deletedAt` go. Returns how many
    * rows went and where to continue (undefined: the walk is done).
    */
-  async purgeIncarnation(q: { queue: string; queueId: string; deletedAt: number }, after: string | undefined, limit = 100): Promise<{ removed: number; next?: string | undefined }> {
+  async purgeIncarnation(
+    q: { queue: string; queueId: string; deletedAt: number },
+    after: string | undefined,
+    limit = 100,
+  ): Promise<{ removed: number; next?: string | undefined }> {
     const page = await this.storage.items.query('dlq', dlqKeys.listPk(q.queue), { after, limit });
     if (page.items.length === 0) return { removed: 0 };
-    const rows = await this.storage.items.getMany('dlq', page.items.map((p) => ({ pk: p.attrs.entryPk as string, sk: p.attrs.entrySk as string })));
-    const dead = (queueId: Json | undefined, failedAt: number): boolean => (queueId === undefined ? failedAt <= q.deletedAt : queueId === q.queueId);
+    const rows = await this.storage.items.getMany(
+      'dlq',
+      page.items.map((p) => ({ pk: p.attrs.entryPk as string, sk: p.attrs.entrySk as string })),
+    );
+    const dead = (queueId: Json | undefined, failedAt: number): boolean =>
+      queueId === undefined ? failedAt <= q.deletedAt : queueId === q.queueId;
     let removed = 0;
     await Promise.all(
       page.items.map(async (ptr, i) => {

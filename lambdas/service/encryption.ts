@@ -38,7 +38,11 @@ export class LocalKeyProvider implements KeyProvider {
     return { id: this.id, key: this.key };
   }
   async byId(id: string): Promise<Uint8Array> {
-    if (id !== this.id) throw new SluiceError('unavailable', `payload was sealed with key ${id}, but this server's SLUICE_ENCRYPTION_KEY is ${this.id}`);
+    if (id !== this.id)
+      throw new SluiceError(
+        'unavailable',
+        `payload was sealed with key ${id}, but this server's SLUICE_ENCRYPTION_KEY is ${this.id}`,
+      );
     return this.key;
   }
 }
@@ -71,10 +75,28 @@ export class KmsKeyProvider implements KeyProvider {
 
   private async generate(): Promise<{ id: string; key: Uint8Array }> {
     const { GenerateDataKeyCommand } = await import('@aws-sdk/client-kms');
-    const out = (await (await this.client()).send(new GenerateDataKeyCommand({ KeyId: this.kmsKeyId, KeySpec: 'AES_256' }))) as { Plaintext?: Uint8Array; CiphertextBlob?: Uint8Array };
+    const out = (await (
+      await this.client()
+    ).send(new GenerateDataKeyCommand({ KeyId: this.kmsKeyId, KeySpec: 'AES_256' }))) as {
+      Plaintext?: Uint8Array;
+      CiphertextBlob?: Uint8Array;
+    };
     if (!out.Plaintext || !out.CiphertextBlob) throw new SluiceError('unavailable', 'KMS returned no data key');
     const id = `K${uuidv7(this.clock()).replace(/-/g, '')}`;
-    await this.storage.items.put('meta', { pk: KEY_PK, sk: id, ver: 1, attrs: { wrapped: Buffer.from(out.CiphertextBlob).toString('base64'), kmsKeyId: this.kmsKeyId, createdAt: this.clock() } }, { kind: 'absent' });
+    await this.storage.items.put(
+      'meta',
+      {
+        pk: KEY_PK,
+        sk: id,
+        ver: 1,
+        attrs: {
+          wrapped: Buffer.from(out.CiphertextBlob).toString('base64'),
+          kmsKeyId: this.kmsKeyId,
+          createdAt: this.clock(),
+        },
+      },
+      { kind: 'absent' },
+    );
     const key = Buffer.from(out.Plaintext);
     this.known.set(id, Promise.resolve(key));
     return { id, key };
@@ -95,9 +117,12 @@ export class KmsKeyProvider implements KeyProvider {
   private async unwrap(id: string): Promise<Uint8Array> {
     const item = await this.storage.items.get('meta', { pk: KEY_PK, sk: id });
     const wrapped = item?.attrs.wrapped;
-    if (typeof wrapped !== 'string') throw new SluiceError('unavailable', `no stored data key ${id}: the payload cannot be opened`);
+    if (typeof wrapped !== 'string')
+      throw new SluiceError('unavailable', `no stored data key ${id}: the payload cannot be opened`);
     const { DecryptCommand } = await import('@aws-sdk/client-kms');
-    const out = (await (await this.client()).send(new DecryptCommand({ CiphertextBlob: Buffer.from(wrapped, 'base64') }))) as { Plaintext?: Uint8Array };
+    const out = (await (
+      await this.client()
+    ).send(new DecryptCommand({ CiphertextBlob: Buffer.from(wrapped, 'base64') }))) as { Plaintext?: Uint8Array };
     if (!out.Plaintext) throw new SluiceError('unavailable', `KMS could not unwrap data key ${id}`);
     return Buffer.from(out.Plaintext);
   }

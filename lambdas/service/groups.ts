@@ -92,8 +92,17 @@ export class GroupRegistry {
         const ver = await this.storage.items.get('meta', groupKeys.version(queue));
         try {
           await this.storage.items.transact([
-            { op: 'put', table: 'meta', item: { ...groupKeys.registration(queue, group), ver: 1, attrs }, cond: { kind: 'absent' } },
-            { op: 'put', table: 'meta', item: { ...groupKeys.byGroup(group, queue), ver: 1, attrs: { createdAt: now } } },
+            {
+              op: 'put',
+              table: 'meta',
+              item: { ...groupKeys.registration(queue, group), ver: 1, attrs },
+              cond: { kind: 'absent' },
+            },
+            {
+              op: 'put',
+              table: 'meta',
+              item: { ...groupKeys.byGroup(group, queue), ver: 1, attrs: { createdAt: now } },
+            },
             { op: 'put', table: 'meta', item: { ...groupKeys.directory(group), ver: 1, attrs: { createdAt: now } } },
             versionBump(queue, ver),
           ]);
@@ -110,7 +119,11 @@ export class GroupRegistry {
     }
     if (rec.kind !== kind) {
       const other = rec.kind === 'lease' ? 'partition leases (pop/ack)' : 'record claims (poll/ack under /groups/)';
-      throw new SluiceError('conflict', `consumer group ${JSON.stringify(group)} on queue ${JSON.stringify(queue)} already consumes by ${other}; a group's mode is fixed on first use, so use another group name`, { kind: rec.kind });
+      throw new SluiceError(
+        'conflict',
+        `consumer group ${JSON.stringify(group)} on queue ${JSON.stringify(queue)} already consumes by ${other}; a group's mode is fixed on first use, so use another group name`,
+        { kind: rec.kind },
+      );
     }
     return rec;
   }
@@ -134,7 +147,10 @@ export class GroupRegistry {
     // Every registration bumps the version: no version item means no group was ever registered.
     if (verItem) {
       do {
-        const page = await this.storage.items.query('meta', groupKeys.registration(queue, '').pk, { after, limit: 500 });
+        const page = await this.storage.items.query('meta', groupKeys.registration(queue, '').pk, {
+          after,
+          limit: 500,
+        });
         for (const it of page.items) groups.push(it.attrs as unknown as GroupRecord);
         after = page.next;
       } while (after);
@@ -179,7 +195,12 @@ export class GroupRegistry {
       const ver = await this.storage.items.get('meta', groupKeys.version(queue));
       try {
         await this.storage.items.transact([
-          { op: 'delete', table: 'meta', key: groupKeys.registration(queue, group), cond: { kind: 'version', ver: reg.ver } },
+          {
+            op: 'delete',
+            table: 'meta',
+            key: groupKeys.registration(queue, group),
+            cond: { kind: 'version', ver: reg.ver },
+          },
           { op: 'delete', table: 'meta', key: groupKeys.byGroup(group, queue) },
           versionBump(queue, ver),
         ]);
@@ -205,7 +226,11 @@ export class GroupRegistry {
       if (!item) return false;
       const rec = { ...(item.attrs as unknown as GroupRecord), subscription };
       try {
-        await this.storage.items.put('meta', { ...item, ver: item.ver + 1, attrs: rec as unknown as Record<string, Json> }, { kind: 'version', ver: item.ver });
+        await this.storage.items.put(
+          'meta',
+          { ...item, ver: item.ver + 1, attrs: rec as unknown as Record<string, Json> },
+          { kind: 'version', ver: item.ver },
+        );
         this.cache.set(`${queue}\u0000${group}`, { at: this.clock(), rec });
         this.listCache.delete(queue);
         return true;

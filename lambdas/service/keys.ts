@@ -16,11 +16,17 @@ export const keys = {
   /** meta: directory of queues, for listings. */
   queueIndex: (queue: string): ItemKey => ({ pk: 'QUEUES', sk: queue }),
   /** meta: a partition of a queue, by name. */
-  partition: (queue: string, partition: string): ItemKey => ({ pk: `Q#${queue}`, sk: `${PARTITION_PREFIX}${partition}` }),
+  partition: (queue: string, partition: string): ItemKey => ({
+    pk: `Q#${queue}`,
+    sk: `${PARTITION_PREFIX}${partition}`,
+  }),
   /** meta: a partition by its id (acks and DLQ rows name partitions only by id). */
   partitionById: (partitionId: string): ItemKey => ({ pk: `PID#${partitionId}`, sk: 'info' }),
   /** log: the segment whose first offset is `base`. */
-  segment: (partitionId: string, base: number): ItemKey => ({ pk: partitionId, sk: `${SEGMENT_PREFIX}${padOffset(base)}` }),
+  segment: (partitionId: string, base: number): ItemKey => ({
+    pk: partitionId,
+    sk: `${SEGMENT_PREFIX}${padOffset(base)}`,
+  }),
   /** log: the commit-or-abort marker of one push. */
   marker: (partitionId: string, pushId: string): ItemKey => ({ pk: partitionId, sk: `${MARKER_PREFIX}${pushId}` }),
   /** dedup: a transactionId's reservation in a partition. */

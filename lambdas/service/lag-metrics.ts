@@ -29,7 +29,8 @@ export async function reportLag(svc: Services): Promise<LagReport> {
     svc.telemetry.gauge('ConsumerLag', lagMessages, dims);
     svc.telemetry.gauge('OldestUnconsumedAgeSeconds', lagMessages > 0 ? lagSeconds : 0, dims);
     report.maxLagMessages = Math.max(report.maxLagMessages, lagMessages);
-    if (lagMessages > 0) report.maxOldestUnconsumedAgeSeconds = Math.max(report.maxOldestUnconsumedAgeSeconds, lagSeconds);
+    if (lagMessages > 0)
+      report.maxOldestUnconsumedAgeSeconds = Math.max(report.maxOldestUnconsumedAgeSeconds, lagSeconds);
   };
   for (const v of views) for (const q of v.queues) publish(v.name, q.queue, q.lagMessages, q.lagSeconds);
 

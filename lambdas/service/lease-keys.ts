@@ -12,7 +12,10 @@ export const leaseKeys = {
    * leases: the READY index — partitions of a queue that may have work for a lease group;
    * `ver` is the partition's last offset when it was marked.
    */
-  ready: (queue: string, group: string, partitionId: string): ItemKey => ({ pk: readyPk(queue, group), sk: partitionId }),
+  ready: (queue: string, group: string, partitionId: string): ItemKey => ({
+    pk: readyPk(queue, group),
+    sk: partitionId,
+  }),
   /** leases: progress of marking a newly registered group's existing partitions READY. */
   scan: (queue: string, group: string): ItemKey => ({ pk: `SCAN#${queue}#${group}`, sk: 'state' }),
 };
@@ -30,7 +33,10 @@ const padTime = (ms: number): string => Math.max(0, Math.floor(ms)).toString().p
  */
 export const dlqKeys = {
   /** The entry: one per (partition, transactionId, group). */
-  entry: (partitionId: string, transactionId: string, group: string): ItemKey => ({ pk: entryPk(partitionId, transactionId), sk: group }),
+  entry: (partitionId: string, transactionId: string, group: string): ItemKey => ({
+    pk: entryPk(partitionId, transactionId),
+    sk: group,
+  }),
   /** The partition key of a queue's listing, or of one group's listing in it. */
   listPk: (queue: string, group?: string): string => (group !== undefined ? `LG#${queue}#${group}` : `L#${queue}`),
   /** Listing pointer by queue: sk orders by failure time. */
@@ -50,7 +56,13 @@ export const dlqKeys = {
 
 export const entryPk = (partitionId: string, transactionId: string): string => `E#${partitionId}#${transactionId}`;
 /** List sort key: failure time, then log order (partition, offset) for ties, then what makes it unique. */
-export const listSk = (failedAt: number, partitionId: string, offset: number, group: string, transactionId: string): string => `${padTime(failedAt)}#${partitionId}#${padOffset(offset)}#${group}#${transactionId}`;
+export const listSk = (
+  failedAt: number,
+  partitionId: string,
+  offset: number,
+  group: string,
+  transactionId: string,
+): string => `${padTime(failedAt)}#${partitionId}#${padOffset(offset)}#${group}#${transactionId}`;
 
 export const DLQ_BLOB_PREFIX = 'dlq/';
 /**
@@ -58,7 +70,8 @@ export const DLQ_BLOB_PREFIX = 'dlq/';
  * guarded by a {@link dlqKeys.blobMarker}: blobs written before markers existed have none and
  * the orphan sweep leaves them alone.
  */
-export const dlqBlobKey = (partitionId: string, blobId: string): string => `${DLQ_BLOB_PREFIX}${partitionId}/${blobId}.bin`;
+export const dlqBlobKey = (partitionId: string, blobId: string): string =>
+  `${DLQ_BLOB_PREFIX}${partitionId}/${blobId}.bin`;
 
 /** Parses a marker-guarded DLQ blob key; undefined for anything else (older keys included). */
 export function parseDlqBlobKey(key: string): { partitionId: string; blobId: string } | undefined {

@@ -49,7 +49,14 @@ import {
 import { QUEUE_MODE_GROUP } from '../core/names.js';
 import { effectiveLeaseSeconds } from '../core/queue-options.js';
 import { retentionOn, retentionWindows } from '../core/retention.js';
-import { ConditionFailedError, ContentionError, type Item, type Json, type Storage, type WriteOp } from '../storage/port.js';
+import {
+  ConditionFailedError,
+  ContentionError,
+  type Item,
+  type Json,
+  type Storage,
+  type WriteOp,
+} from '../storage/port.js';
 import type { DlqService } from './dlq-service.js';
 import type { GroupRecord, GroupRegistry } from './groups.js';
 import { leaseKeys } from './lease-keys.js';
@@ -163,9 +170,7 @@ interface LaneCtx {
 }
 
 type LaneOutcome =
-  | { kind: 'delivered'; messages: PoppedMessage[]; bytes: number }
-  | { kind: 'busy' }
-  | { kind: 'empty' };
+  { kind: 'delivered'; messages: PoppedMessage[]; bytes: number } | { kind: 'busy' } | { kind: 'empty' };
 
 export interface LeaseServiceDeps {
   storage: Storage;
@@ -221,7 +226,10 @@ export class LeaseService {
     this.telemetry = deps.telemetry;
     this.config = deps.config;
     this.clock = deps.clock;
-    this.ready = new ReadyIndex(this.storage, this.log, this.groups, decodeCursor, { clock: this.clock, recheckMs: this.config.queueCacheMs });
+    this.ready = new ReadyIndex(this.storage, this.log, this.groups, decodeCursor, {
+      clock: this.clock,
+      recheckMs: this.config.queueCacheMs,
+    });
     this.log.addCommitHook(this.ready.hook);
     this.log.addPushGuard((c) => this.maxSizeGuard(c.queue, c.partition, c.count));
   }
@@ -240,7 +248,10 @@ export class LeaseService {
     for (let first = true; ; first = false) {
       // Listen before reading, so a push landing during the read is not missed.
       const remaining = deadline - performance.now();
-      const woke = req.wait && remaining > 0 && !signal?.aborted ? this.notifier.wait(req.queue, Math.min(remaining, REPOLL_MS), signal) : undefined;
+      const woke =
+        req.wait && remaining > 0 && !signal?.aborted
+          ? this.notifier.wait(req.queue, Math.min(remaining, REPOLL_MS), signal)
+          : undefined;
       // After a wake-up only one waiter per (queue, group) reads storage at a time (the
       // others would find the same freed lane taken); a fresh request always tries once.
       const baton = !first && !this.probing.has(k);
@@ -281,7 +292,9 @@ export class LeaseService {
     if (!queue) return null; // an unknown queue is "nothing to deliver", never a 404
     const now = this.clock();
     const queueMode = req.group === QUEUE_MODE_GROUP;
-    const sub = queueMode ? { mode: 'all' as const, from: null } : parseSubscription(req.subscriptionMode, req.subscriptionFrom, now);
+    const sub = queueMode
+      ? { mode: 'all' as const, from: null }
+      : parseSubscription(req.subscriptionMode, req.subscriptionFrom, now);
     const reg = await this.groups.register(queue.name, req.group, 'lease', sub);
     const leaseMs = effectiveLeaseSeconds(req.leaseSeconds, queue.options.leaseTime) * 1000;
     const batch = Math.max(1, Math.min(MAX_POP_BATCH, req.batch));
@@ -292,12 +305,27 @@ export class LeaseService {
       const leaseId = req.autoAck ? '' : this.mintLeaseId(req.group, [part.id]);
       const out = await this.popLaneOnce({ ...base, part, leaseId, batch, maxBytes: POP_MAX_BYTES });
       if (out.kind !== 'delivered') return null;
-      return { queue: queue.name, group: req.group, leaseId, partitions: [{ id: part.id, name: part.name }], messages: out.messages };
+      return {
+        queue: queue.name,
+        group: req.group,
+        leaseId,
+        partitions: [{ id: part.id, name: part.name }],
+        messages: out.messages,
+      };
     }
     return this.popWildcard({ ...base, batch, partitions: Math.max(1, Math.min(MAX_POP_PARTITIONS, req.partitions)) });
   }
 
-  private async popWildcard(c: { queue: QueueRecord; group: string; reg: GroupRecord; now: number; leaseMs: number; autoAck: boolean; batch: number; partitions: number }): Promise<PopResult | null> {
+  private async popWildcard(c: {
+    queue: QueueRecord;
+    group: string;
+    reg: GroupRecord;
+    now: number;
+    leaseMs: number;
+    autoAck: boolean;
+    batch: number;
+    partitions: number;
+  }): Promise<PopResult | null> {
     await this.ready.scanStep(c.reg);
     const r = await this.popCandidates(c);
     // Candidates that turned out to be retired partitions (a deleted queue, an idle partition)
@@ -305,7 +333,16 @@ export class LeaseService {
     return r.result ?? (r.removed ? (await this.popCandidates(c)).result : null);
   }
 
-  private async popCandidates(c: { queue: QueueRecord; group: string; reg: GroupRecord; now: number; leaseMs: number; autoAck: boolean; batch: number; partitions: number }): Promise<{ result: PopResult | null; removed: boolean }> {
+  private async popCandidates(c: {
+    queue: QueueRecord;
+    group: string;
+    reg: GroupRecord;
+    now: number;
+    leaseMs: number;
+    autoAck: boolean;
+    batch: number;
+    partitions: number;
+  }): Promise<{ result: PopResult | null; removed: boolean }> {
     const busy = (pid: string): boolean => this.inflight.has(`${pid}\u0000${c.group}`);
     const cands = (await this.ready.candidates(c.queue.name, c.group, c.now, busy)).filter((x) => !busy(x.partitionId));
     const messages: PoppedMessage[] = [];
@@ -319,8 +356,14 @@ export class LeaseService {
     // nothing when a round starts, so each round mints its own. A multi-partition pop may
     // claim in a later round (when a candidate of an earlier one turned out busy or empty)
     // after claiming in an earlier one: its id must name every candidate from the start.
-    const shared = !c.autoAck && c.partitions > 1 && cands.length > 0 ? this.mintLeaseId(c.group, cands.map((x) => x.partitionId)) : undefined;
-    for (let i = 0; i < cands.length && claimed.length < c.partitions && budget > 0 && bytes > 0; ) {
+    const shared =
+      !c.autoAck && c.partitions > 1 && cands.length > 0
+        ? this.mintLeaseId(
+            c.group,
+            cands.map((x) => x.partitionId),
+          )
+        : undefined;
+    for (let i = 0; i < cands.length && claimed.length < c.partitions && budget > 0 && bytes > 0;) {
       const round = cands.slice(i, i + (c.partitions - claimed.length));
       i += round.length;
       const parts: { part: PartitionRef; row: Item | undefined }[] = [];
@@ -334,10 +377,19 @@ export class LeaseService {
         parts.push({ part, row: cand.row });
       }
       if (parts.length === 0) continue;
-      const roundId = c.autoAck ? '' : (shared ?? this.mintLeaseId(c.group, parts.map((p) => p.part.id)));
+      const roundId = c.autoAck
+        ? ''
+        : (shared ??
+          this.mintLeaseId(
+            c.group,
+            parts.map((p) => p.part.id),
+          ));
       for (const { part, row } of parts) {
         if (budget <= 0 || bytes <= 0) break;
-        const out = await this.popLaneOnce({ ...c, part, leaseId: roundId, batch: budget, maxBytes: bytes }, { item: row });
+        const out = await this.popLaneOnce(
+          { ...c, part, leaseId: roundId, batch: budget, maxBytes: bytes },
+          { item: row },
+        );
         // Rotation moves past a candidate that delivered nothing (held back by windowBuffer or
         // delayedProcessing, or taken meanwhile), so a page of such partitions cannot keep the
         // next pops from reaching the partitions after it.
@@ -369,7 +421,9 @@ export class LeaseService {
   /** Pops one (partition, group) lane: at most one guarded write. */
   private async popLane(ctx: LaneCtx, prefetched?: { item: Item | undefined }): Promise<LaneOutcome> {
     const { part, now } = ctx;
-    const item = prefetched ? prefetched.item : await this.storage.items.get('leases', leaseKeys.cursor(part.id, ctx.group));
+    const item = prefetched
+      ? prefetched.item
+      : await this.storage.items.get('leases', leaseKeys.cursor(part.id, ctx.group));
     const state = item ? decodeCursor(item) : await this.seed(ctx);
     const plan = planPop(state, now);
     if (plan.kind === 'busy') return { kind: 'busy' };
@@ -379,19 +433,32 @@ export class LeaseService {
       if (windowHeld(tail.lastAt, o.windowBuffer * 1000, now)) return { kind: 'empty' };
     }
     const w = retentionWindows(o, now);
-    const vis = { delayMs: o.delayedProcessing * 1000, maxWaitMs: o.maxWaitTimeSeconds * 1000, retentionMs: w.retentionMs };
+    const vis = {
+      delayMs: o.delayedProcessing * 1000,
+      maxWaitMs: o.maxWaitTimeSeconds * 1000,
+      retentionMs: w.retentionMs,
+    };
     let from = plan.from;
     let hint = state.hint;
     let skipThrough: number | null = null;
     let picked: { offset: number; frame: Frame; seg: SegmentMeta }[] = [];
     let segAvg = state.segAvg;
-    const overhead = messageOverhead({ leaseId: ctx.leaseId, group: ctx.group, queue: ctx.queue.name, partition: part.name });
+    const overhead = messageOverhead({
+      leaseId: ctx.leaseId,
+      group: ctx.group,
+      queue: ctx.queue.name,
+      partition: part.name,
+    });
     // Leading expired messages are skipped; a few rounds bound the work of one pop.
     for (let round = 0; round < 3; round++) {
       const read = await this.readFrom(part.id, from, hint, ctx.batch, segAvg, !retentionOn(o));
       segAvg = read.segAvg;
       const sel = selectDeliverable(
-        read.items.map((x) => ({ offset: x.offset, createdAt: x.frame.createdAt, bytes: x.frame.payload.byteLength + x.frame.transactionId.length + overhead })),
+        read.items.map((x) => ({
+          offset: x.offset,
+          createdAt: x.frame.createdAt,
+          bytes: x.frame.payload.byteLength + x.frame.transactionId.length + overhead,
+        })),
         { ...vis, now, batch: ctx.batch, maxBytes: ctx.maxBytes },
       );
       if (sel.skipThrough !== null) skipThrough = sel.skipThrough;
@@ -408,7 +475,20 @@ export class LeaseService {
       // Nothing to deliver. Persist a skip, or a first-seen row (so its seed is durable and
       // the READY index can see the lane is drained).
       if (skipThrough === null && item) return { kind: 'empty' };
-      const next = applyPop(state, { now, leaseId: '', leaseMs: 0, start: 0, end: -1, fp: '', segs: [], segEnd: -1, rl: 0, dlq: false, skipThrough, segAvg });
+      const next = applyPop(state, {
+        now,
+        leaseId: '',
+        leaseMs: 0,
+        start: 0,
+        end: -1,
+        fp: '',
+        segs: [],
+        segEnd: -1,
+        rl: 0,
+        dlq: false,
+        skipThrough,
+        segAvg,
+      });
       if (skipThrough !== null) next.hint = null;
       await this.writeRow(part, ctx.group, next, item);
       return { kind: 'empty' };
@@ -449,9 +529,18 @@ export class LeaseService {
   }
 
   /** Writes a row guarded by the version it was read at; false when another write won. */
-  private async writeRow(part: PartitionRef, group: string, next: CursorState, prev: Item | undefined): Promise<boolean> {
+  private async writeRow(
+    part: PartitionRef,
+    group: string,
+    next: CursorState,
+    prev: Item | undefined,
+  ): Promise<boolean> {
     try {
-      await this.storage.items.put('leases', cursorItem(part, group, next, (prev?.ver ?? 0) + 1), prev ? { kind: 'version', ver: prev.ver } : { kind: 'absent' });
+      await this.storage.items.put(
+        'leases',
+        cursorItem(part, group, next, (prev?.ver ?? 0) + 1),
+        prev ? { kind: 'version', ver: prev.ver } : { kind: 'absent' },
+      );
       return true;
     } catch (e) {
       if (e instanceof ConditionFailedError) return false;
@@ -463,7 +552,14 @@ export class LeaseService {
    * Reads messages from `from` on with as few queries as possible: one page of segments
    * starting at the segment hint, sized by the lane's messages-per-segment estimate.
    */
-  private async readFrom(pid: string, from: number, hint: number | null, want: number, segAvg: number, indexCache: boolean): Promise<{ items: { offset: number; frame: Frame; seg: SegmentMeta }[]; segAvg: number }> {
+  private async readFrom(
+    pid: string,
+    from: number,
+    hint: number | null,
+    want: number,
+    segAvg: number,
+    indexCache: boolean,
+  ): Promise<{ items: { offset: number; frame: Frame; seg: SegmentMeta }[]; segAvg: number }> {
     // Segments an earlier query returned (segments never change) may already cover the whole
     // batch: then the index query is not needed (queues without retention only: see cachedRun).
     const run = indexCache ? this.log.cachedRun(pid, from, want) : undefined;
@@ -472,7 +568,8 @@ export class LeaseService {
         const items: { offset: number; frame: Frame; seg: SegmentMeta }[] = [];
         for (const seg of run) {
           const frames = await this.log.loadSegment(pid, seg);
-          for (let j = Math.max(0, from - seg.base); j < frames.length && items.length < want; j++) items.push({ offset: seg.base + j, frame: frames[j] as Frame, seg });
+          for (let j = Math.max(0, from - seg.base); j < frames.length && items.length < want; j++)
+            items.push({ offset: seg.base + j, frame: frames[j] as Frame, seg });
         }
         if (items.length >= want) return { items, segAvg };
       } catch {
@@ -496,7 +593,8 @@ export class LeaseService {
         lastEnd = seg.end;
         if (seg.end < from) continue;
         const frames = await this.log.loadSegment(pid, seg, seg.bin);
-        for (let j = Math.max(0, from - seg.base); j < frames.length && items.length < want; j++) items.push({ offset: seg.base + j, frame: frames[j] as Frame, seg });
+        for (let j = Math.max(0, from - seg.base); j < frames.length && items.length < want; j++)
+          items.push({ offset: seg.base + j, frame: frames[j] as Frame, seg });
         if (items.length >= want) break;
       }
       if (!page.more || page.segs.length === 0) break;
@@ -551,7 +649,16 @@ export class LeaseService {
    * transaction when a dead letter is filed with it). Results come back in input order.
    */
   async ack(items: readonly AckRequestItem[], group: string): Promise<AckResult[]> {
-    const results: AckResult[] = items.map((it) => ({ index: it.index, transactionId: it.transactionId, success: false, error: ERR_NOT_FOUND, queueName: null, partitionName: null, leaseReleased: false, dlq: false }));
+    const results: AckResult[] = items.map((it) => ({
+      index: it.index,
+      transactionId: it.transactionId,
+      success: false,
+      error: ERR_NOT_FOUND,
+      queueName: null,
+      partitionName: null,
+      leaseReleased: false,
+      dlq: false,
+    }));
     const lanes = new Map<string, number[]>();
     items.forEach((it, i) => lanes.set(it.partitionId, [...(lanes.get(it.partitionId) ?? []), i]));
     await Promise.all(
@@ -570,7 +677,16 @@ export class LeaseService {
           this.afterLane(prep);
           prep.plan.results.forEach((r, j) => {
             const i = idx[j] as number;
-            results[i] = { index: (items[i] as AckRequestItem).index, transactionId: (items[i] as AckRequestItem).transactionId, success: r.success, error: r.error, queueName: part.queue, partitionName: part.name, leaseReleased: r.leaseReleased, dlq: r.dlq };
+            results[i] = {
+              index: (items[i] as AckRequestItem).index,
+              transactionId: (items[i] as AckRequestItem).transactionId,
+              success: r.success,
+              error: r.error,
+              queueName: part.queue,
+              partitionName: part.name,
+              leaseReleased: r.leaseReleased,
+              dlq: r.dlq,
+            };
           });
           return;
         }
@@ -581,7 +697,12 @@ export class LeaseService {
   }
 
   /** Reads a lane and plans an ack on it, returning the ops that apply it (not written). */
-  async prepareLane(part: PartitionRef, group: string, items: readonly Omit<AckRequestItem, 'partitionId'>[], mode: 'ack' | 'transaction'): Promise<LanePrep> {
+  async prepareLane(
+    part: PartitionRef,
+    group: string,
+    items: readonly Omit<AckRequestItem, 'partitionId'>[],
+    mode: 'ack' | 'transaction',
+  ): Promise<LanePrep> {
     const now = this.clock();
     const row = await this.storage.items.get('leases', leaseKeys.cursor(part.id, group));
     const state = row ? decodeCursor(row) : emptyCursor();
@@ -609,12 +730,37 @@ export class LeaseService {
     }
     const plan = planAck(state, ackItems, { now, mode });
     const ops: WriteOp[] = [];
-    if (plan.next) ops.push({ op: 'put', table: 'leases', item: cursorItem(part, group, plan.next, (row?.ver ?? 0) + 1), cond: row ? { kind: 'version', ver: row.ver } : { kind: 'absent' } });
+    if (plan.next)
+      ops.push({
+        op: 'put',
+        table: 'leases',
+        item: cursorItem(part, group, plan.next, (row?.ver ?? 0) + 1),
+        cond: row ? { kind: 'version', ver: row.ver } : { kind: 'absent' },
+      });
     if (plan.file) {
       const [found] = await this.log.readRaw(part.id, plan.file.offset, { maxCount: 1 });
       // A message retention already removed is filed without its payload.
-      const msg: StoredMessage = found && found.offset === plan.file.offset ? found : { offset: plan.file.offset, id: '', transactionId: `offset-${plan.file.offset}`, traceId: null, createdAt: now, payload: Buffer.from('null') };
-      ops.push(...(await this.dlq.filingOps({ part, group, msg, error: plan.file.error, retryCount: plan.file.retryCount, now })));
+      const msg: StoredMessage =
+        found && found.offset === plan.file.offset
+          ? found
+          : {
+              offset: plan.file.offset,
+              id: '',
+              transactionId: `offset-${plan.file.offset}`,
+              traceId: null,
+              createdAt: now,
+              payload: Buffer.from('null'),
+            };
+      ops.push(
+        ...(await this.dlq.filingOps({
+          part,
+          group,
+          msg,
+          error: plan.file.error,
+          retryCount: plan.file.retryCount,
+          now,
+        })),
+      );
     }
     return { part, group, plan, ops };
   }
@@ -656,17 +802,31 @@ export class LeaseService {
     let pending = ref.partitionIds;
     for (let attempt = 0; pending.length > 0 && attempt < 10; attempt++) {
       const now = this.clock();
-      const rows = await this.storage.items.getMany('leases', pending.map((p) => leaseKeys.cursor(p, ref.group)));
+      const rows = await this.storage.items.getMany(
+        'leases',
+        pending.map((p) => leaseKeys.cursor(p, ref.group)),
+      );
       const writes: { pid: string; item: Item; cond: { kind: 'version'; ver: number }; exp: number }[] = [];
       rows.forEach((row, i) => {
         if (!row) return;
         const plan = planExtend(decodeCursor(row), leaseId, now, seconds);
         if (!plan.renewed) return;
         const a = row.attrs as unknown as CursorAttrs;
-        writes.push({ pid: pending[i] as string, item: { ...row, ver: row.ver + 1, attrs: { ...plan.next, queue: a.queue, partition: a.partition } as unknown as Record<string, Json> }, cond: { kind: 'version', ver: row.ver }, exp: plan.exp });
+        writes.push({
+          pid: pending[i] as string,
+          item: {
+            ...row,
+            ver: row.ver + 1,
+            attrs: { ...plan.next, queue: a.queue, partition: a.partition } as unknown as Record<string, Json>,
+          },
+          cond: { kind: 'version', ver: row.ver },
+          exp: plan.exp,
+        });
       });
       if (writes.length === 0) break;
-      const res = await this.storage.items.writeEach(writes.map((w) => ({ op: 'put' as const, table: 'leases' as const, item: w.item, cond: w.cond })));
+      const res = await this.storage.items.writeEach(
+        writes.map((w) => ({ op: 'put' as const, table: 'leases' as const, item: w.item, cond: w.cond })),
+      );
       const retry: string[] = [];
       res.forEach((r, i) => {
         const w = writes[i] as (typeof writes)[number];
@@ -686,7 +846,13 @@ export class LeaseService {
   /** The cursor rows of one group on the given partitions (getMany in pages of 100). */
   async cursorRows(pids: readonly string[], group: string): Promise<(Item | undefined)[]> {
     const out: (Item | undefined)[] = [];
-    for (let i = 0; i < pids.length; i += 100) out.push(...(await this.storage.items.getMany('leases', pids.slice(i, i + 100).map((p) => leaseKeys.cursor(p, group)))));
+    for (let i = 0; i < pids.length; i += 100)
+      out.push(
+        ...(await this.storage.items.getMany(
+          'leases',
+          pids.slice(i, i + 100).map((p) => leaseKeys.cursor(p, group)),
+        )),
+      );
     return out;
   }
 
@@ -698,14 +864,25 @@ export class LeaseService {
     for (let attempt = 0; attempt < 20; attempt++) {
       const row = await this.storage.items.get('leases', leaseKeys.cursor(part.id, group));
       const state = row ? decodeCursor(row) : emptyCursor();
-      const next: CursorState = { ...state, committed, lease: null, retry: 0, redeliveries: 0, lastStart: null, hint: null };
+      const next: CursorState = {
+        ...state,
+        committed,
+        lease: null,
+        retry: 0,
+        redeliveries: 0,
+        lastStart: null,
+        hint: null,
+      };
       if (await this.writeRow(part, group, next, row)) {
         if (committed < tailNext - 1) await this.ready.markAtLeast(part.queue, group, part.id, tailNext - 1);
         this.notifier.notify(part.queue, part.id);
         return;
       }
     }
-    throw new SluiceError('unavailable', `could not move ${group}'s cursor on ${part.queue}/${part.name}: too contended; retry`);
+    throw new SluiceError(
+      'unavailable',
+      `could not move ${group}'s cursor on ${part.queue}/${part.name}: too contended; retry`,
+    );
   }
 
   /**
@@ -717,12 +894,19 @@ export class LeaseService {
   private async maxSizeGuard(queue: QueueRecord, part: PartitionRef, count: number): Promise<void> {
     const max = queue.options.maxSize;
     if (!max || max <= 0) return;
-    const [tail, rows] = await Promise.all([this.log.readTail(part.id), this.storage.items.query('leases', part.id, { limit: 1000 })]);
+    const [tail, rows] = await Promise.all([
+      this.log.readTail(part.id),
+      this.storage.items.query('leases', part.id, { limit: 1000 }),
+    ]);
     const floors = rows.items.map((r) => decodeCursor(r).committed + 1);
     const floor = floors.length > 0 ? Math.min(...floors) : await this.log.readHead(part.id);
     const pending = Math.max(0, tail.next - floor);
     if (pending + count > max) {
-      throw new SluiceError('queue_full', `queue ${queue.name} partition ${part.name} holds ${pending} unconsumed messages; maxSize is ${max}, so ${count} more do not fit`, { maxSize: max, pending });
+      throw new SluiceError(
+        'queue_full',
+        `queue ${queue.name} partition ${part.name} holds ${pending} unconsumed messages; maxSize is ${max}, so ${count} more do not fit`,
+        { maxSize: max, pending },
+      );
     }
   }
 }

@@ -1,12 +1,33 @@
 import { decodeSegment, encodeSegment, type Frame } from '../codec/segment.js';
 import type { SluiceConfig } from '../config.js';
-import { firstOccurrences, judgeReservation, reservationJson, type MarkerState, type Reservation } from '../core/dedup.js';
+import {
+  firstOccurrences,
+  judgeReservation,
+  reservationJson,
+  type MarkerState,
+  type Reservation,
+} from '../core/dedup.js';
 import { SluiceError } from '../core/errors.js';
 import { uuidv7 } from '../core/ids.js';
 import { DEFAULT_PARTITION, assertName } from '../core/names.js';
 import { IMPLICIT_QUEUE_OPTIONS, type QueueOptions } from '../core/queue-options.js';
-import { ConditionFailedError, ContentionError, type Item, type Json, type Storage, type WriteOp, type WriteResult } from '../storage/port.js';
-import { PARTITION_PREFIX, SEGMENT_BLOB_PREFIX, SEGMENT_PREFIX, keys, parseSegmentBlobKey, segmentBlobKey } from './keys.js';
+import {
+  ConditionFailedError,
+  ContentionError,
+  type Item,
+  type Json,
+  type Storage,
+  type WriteOp,
+  type WriteResult,
+} from '../storage/port.js';
+import {
+  PARTITION_PREFIX,
+  SEGMENT_BLOB_PREFIX,
+  SEGMENT_PREFIX,
+  keys,
+  parseSegmentBlobKey,
+  segmentBlobKey,
+} from './keys.js';
 import { markerOrAbort, sweepBlobPage, type SweepReport } from './blob-sweep.js';
 import type { Notifier } from './notifier.js';
 import type { Telemetry } from './telemetry.js';
@@ -63,7 +84,9 @@ const LEGACY_PARTITION_SKEW_MS = 5 * 60_000;
  */
 export function belongsTo(ref: PartitionRef, q: QueueRecord): boolean {
   if (ref.queue !== q.name) return false;
-  return ref.queueId === undefined ? ref.createdAt >= q.createdAt - LEGACY_PARTITION_SKEW_MS : ref.queueId === q.queueId;
+  return ref.queueId === undefined
+    ? ref.createdAt >= q.createdAt - LEGACY_PARTITION_SKEW_MS
+    : ref.queueId === q.queueId;
 }
 
 /** A partition record as stored (a retiring mark is not part of the ref). */
@@ -82,7 +105,14 @@ export type RetireReason = 'deleted' | 'idle' | 'replaced';
  * name item's change, so a partition is never unreachable without a tombstone.
  */
 export function retireOps(ref: PartitionRef, now: number, reason: RetireReason): WriteOp[] {
-  const attrs: Record<string, Json> = { kind: 'partition', queue: ref.queue, partition: ref.name, partitionId: ref.id, deletedAt: now, reason };
+  const attrs: Record<string, Json> = {
+    kind: 'partition',
+    queue: ref.queue,
+    partition: ref.name,
+    partitionId: ref.id,
+    deletedAt: now,
+    reason,
+  };
   if (ref.queueId !== undefined) attrs.queueId = ref.queueId;
   return [
     { op: 'put', table: 'meta', item: { ...keys.partitionTombstone(ref.id), ver: 1, attrs } },
@@ -163,7 +193,14 @@ export interface SegmentMeta extends SegmentAttrs {
  * group list). When one of its ops' conditions fails, the commit calls the hook again with
  * `retry: true` (so it can re-read what it depends on) and tries once more.
  */
-export type CommitHook = (c: { queue: QueueRecord; partition: PartitionRef; base: number; end: number; at: number; retry: boolean }) => Promise<WriteOp[] | HookOps> | WriteOp[] | HookOps;
+export type CommitHook = (c: {
+  queue: QueueRecord;
+  partition: PartitionRef;
+  base: number;
+  end: number;
+  at: number;
+  retry: boolean;
+}) => Promise<WriteOp[] | HookOps> | WriteOp[] | HookOps;
 
 /** A commit hook's answer: ops to write atomically with the segment, and work to do once it committed. */
 export interface HookOps {
@@ -216,7 +253,9 @@ export function mergeOps(ops: readonly WriteOp[]): WriteOp[] | 'conflict' {
   for (const op of ops) {
     const key = op.op === 'put' ? op.item : op.key;
     const id = JSON.stringify([op.table, key.pk, key.sk]);
-    const body = JSON.stringify(op, (_k, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString('base64') : v));
+    const body = JSON.stringify(op, (_k, v: unknown) =>
+      v instanceof Uint8Array ? Buffer.from(v).toString('base64') : v,
+    );
     const prev = seen.get(id);
     if (prev === undefined) {
       seen.set(id, body);
@@ -348,7 +387,12 @@ export class LogService {
     };
     try {
       await this.storage.items.transact([
-        { op: 'put', table: 'meta', item: { ...keys.queue(name), ver: 1, attrs: rec as unknown as Record<string, Json> }, cond: { kind: 'absent' } },
+        {
+          op: 'put',
+          table: 'meta',
+          item: { ...keys.queue(name), ver: 1, attrs: rec as unknown as Record<string, Json> },
+          cond: { kind: 'absent' },
+        },
         { op: 'put', table: 'meta', item: { ...keys.queueIndex(name), ver: 1, attrs: { createdAt: now } } },
       ]);
     } catch (e) {
@@ -364,10 +408,19 @@ export class LogService {
    * Creates or replaces a queue's configuration (an upsert of the whole option set) and makes
    * sure its `Default` partition exists.
    */
-  async configure(input: { queue: string; namespace?: string | null; task?: string | null; options: QueueOptions }): Promise<{ queue: QueueRecord; defaultPartition: PartitionRef }> {
+  async configure(input: {
+    queue: string;
+    namespace?: string | null;
+    task?: string | null;
+    options: QueueOptions;
+  }): Promise<{ queue: QueueRecord; defaultPartition: PartitionRef }> {
     assertName(input.queue, 'queue');
     if (input.options.encryptionEnabled && !this.cipher) {
-      throw new SluiceError('invalid_request', 'options.encryptionEnabled needs an encryption key on the server: set SLUICE_ENCRYPTION_KEY (base64 of 32 bytes, e.g. `openssl rand -base64 32`) or, on AWS, SLUICE_KMS_KEY_ID', { field: 'options.encryptionEnabled' });
+      throw new SluiceError(
+        'invalid_request',
+        'options.encryptionEnabled needs an encryption key on the server: set SLUICE_ENCRYPTION_KEY (base64 of 32 bytes, e.g. `openssl rand -base64 32`) or, on AWS, SLUICE_KMS_KEY_ID',
+        { field: 'options.encryptionEnabled' },
+      );
     }
     for (let attempt = 0; ; attempt++) {
       const now = this.clock();
@@ -382,11 +435,19 @@ export class LogService {
         configured: true,
         options: input.options,
       };
-      const item: Item = { ...keys.queue(input.queue), ver: (cur?.ver ?? 0) + 1, attrs: rec as unknown as Record<string, Json> };
+      const item: Item = {
+        ...keys.queue(input.queue),
+        ver: (cur?.ver ?? 0) + 1,
+        attrs: rec as unknown as Record<string, Json>,
+      };
       try {
         await this.storage.items.transact([
           { op: 'put', table: 'meta', item, cond: cur ? { kind: 'version', ver: cur.ver } : { kind: 'absent' } },
-          { op: 'put', table: 'meta', item: { ...keys.queueIndex(input.queue), ver: 1, attrs: { createdAt: rec.createdAt } } },
+          {
+            op: 'put',
+            table: 'meta',
+            item: { ...keys.queueIndex(input.queue), ver: 1, attrs: { createdAt: rec.createdAt } },
+          },
         ]);
       } catch (e) {
         if (e instanceof ConditionFailedError && attempt < 20) continue;
@@ -418,7 +479,11 @@ export class LogService {
    * item is a leftover of a deleted incarnation that its delete has not retired yet. `item` is
    * the name item as read (absent on a cache hit).
    */
-  private async lookupPartition(q: QueueRecord, name: string, forPush = false): Promise<{ ref?: PartitionRef; item?: Item; stale?: boolean }> {
+  private async lookupPartition(
+    q: QueueRecord,
+    name: string,
+    forPush = false,
+  ): Promise<{ ref?: PartitionRef; item?: Item; stale?: boolean }> {
     const ck = `${q.name}\u0000${name}`;
     const hit = this.partitionCache.get(ck);
     // A push may only trust an entry whose read saw no retiring mark (see ensurePartition).
@@ -472,7 +537,11 @@ export class LogService {
     const out: PartitionRef[] = [];
     let after: string | undefined;
     do {
-      const page = await this.storage.items.query('meta', keys.queue(queue).pk, { prefix: PARTITION_PREFIX, after, limit: 500 });
+      const page = await this.storage.items.query('meta', keys.queue(queue).pk, {
+        prefix: PARTITION_PREFIX,
+        after,
+        limit: 500,
+      });
       for (const it of page.items) {
         const ref = partitionRefOf(it);
         if (belongsTo(ref, q)) out.push(ref);
@@ -513,7 +582,11 @@ export class LogService {
         if (item?.attrs.retiring === undefined) return found.ref;
         const { retiring: _mark, ...attrs } = item.attrs;
         try {
-          await this.storage.items.put('meta', { ...item, ver: item.ver + 1, attrs }, { kind: 'version', ver: item.ver });
+          await this.storage.items.put(
+            'meta',
+            { ...item, ver: item.ver + 1, attrs },
+            { kind: 'version', ver: item.ver },
+          );
           this.cachePartition(found.ref, true);
           return found.ref;
         } catch (e) {
@@ -526,7 +599,12 @@ export class LogService {
       const ref: PartitionRef = { queue: queue.name, name, id: uuidv7(now), createdAt: now, queueId: queue.queueId };
       const attrs = ref as unknown as Record<string, Json>;
       const ops: WriteOp[] = [
-        { op: 'put', table: 'meta', item: { ...keys.partition(queue.name, name), ver: (found.item?.ver ?? 0) + 1, attrs }, cond: found.item ? { kind: 'version', ver: found.item.ver } : { kind: 'absent' } },
+        {
+          op: 'put',
+          table: 'meta',
+          item: { ...keys.partition(queue.name, name), ver: (found.item?.ver ?? 0) + 1, attrs },
+          cond: found.item ? { kind: 'version', ver: found.item.ver } : { kind: 'absent' },
+        },
         { op: 'put', table: 'meta', item: { ...keys.partitionById(ref.id), ver: 1, attrs }, cond: { kind: 'absent' } },
       ];
       if (found.stale && found.item) ops.push(...retireOps(partitionRefOf(found.item), now, 'replaced'));
@@ -582,7 +660,15 @@ export class LogService {
     );
     // Every partition's share runs to its end before the push answers: a reply must never go
     // out while another share is still committing (a client retrying it would race that share).
-    const settled = await Promise.allSettled(targets.map(({ queue, part, g }) => this.pushPartition(queue, part, g.idx.map((i) => items[i] as PushItem))));
+    const settled = await Promise.allSettled(
+      targets.map(({ queue, part, g }) =>
+        this.pushPartition(
+          queue,
+          part,
+          g.idx.map((i) => items[i] as PushItem),
+        ),
+      ),
+    );
     const anyCommitted = settled.some((s) => s.status === 'fulfilled' && s.value.some((r) => r.status === 'queued'));
     settled.forEach((s, k) => {
       const { g, part } = targets[k] as (typeof targets)[number];
@@ -599,12 +685,30 @@ export class LogService {
         let error: string;
         if (e instanceof SluiceError) error = `push to ${g.queue}/${g.partition} failed: ${e.message}`;
         else {
-          console.error(JSON.stringify({ level: 'ERROR', message: 'push to a partition failed', queue: g.queue, partition: g.partition, error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e) }));
+          console.error(
+            JSON.stringify({
+              level: 'ERROR',
+              message: 'push to a partition failed',
+              queue: g.queue,
+              partition: g.partition,
+              error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e),
+            }),
+          );
           error = `push to ${g.queue}/${g.partition} failed (internal error); retry it (repeated transactionIds are deduplicated)`;
         }
         out = g.idx.map((i) => {
           const it = items[i] as PushItem;
-          return { index: 0, status: 'failed' as const, queue: g.queue, partition: g.partition, partitionId: part.id, transactionId: it.transactionId ?? '', messageId: '', traceId: it.traceId ?? null, error };
+          return {
+            index: 0,
+            status: 'failed' as const,
+            queue: g.queue,
+            partition: g.partition,
+            partitionId: part.id,
+            transactionId: it.transactionId ?? '',
+            messageId: '',
+            traceId: it.traceId ?? null,
+            error,
+          };
         });
       }
       g.idx.forEach((i, j) => {
@@ -623,11 +727,18 @@ export class LogService {
   /** Refuses (before anything is written) a push to an encrypted queue this process cannot seal for. */
   private assertCanSeal(queue: QueueRecord): void {
     if (queue.options.encryptionEnabled && !this.cipher) {
-      throw new SluiceError('unavailable', `queue ${queue.name} has encryptionEnabled, but this server has no encryption key (set SLUICE_ENCRYPTION_KEY or SLUICE_KMS_KEY_ID)`);
+      throw new SluiceError(
+        'unavailable',
+        `queue ${queue.name} has encryptionEnabled, but this server has no encryption key (set SLUICE_ENCRYPTION_KEY or SLUICE_KMS_KEY_ID)`,
+      );
     }
   }
 
-  private async pushPartition(queue: QueueRecord, part: PartitionRef, items: readonly PushItem[]): Promise<PushResult[]> {
+  private async pushPartition(
+    queue: QueueRecord,
+    part: PartitionRef,
+    items: readonly PushItem[],
+  ): Promise<PushResult[]> {
     const windowMs = (queue.options.dedupWindowSeconds ?? 0) * 1000;
     const now0 = this.clock();
     const prepared = items.map((it) => ({
@@ -656,7 +767,14 @@ export class LogService {
           for (const [i, mid] of found) dupOf.set(i, mid);
         }
         for (let i = 0; i < prepared.length; i++) if (firstIndex[i] === i && !dupOf.has(i)) store.push(i);
-        if (store.length > 0) committed = await this.commit(queue, part, pushId, store.map((i) => prepared[i]!), reserve.length > 0 && reserve.some((r) => !dupOf.has(r.i)));
+        if (store.length > 0)
+          committed = await this.commit(
+            queue,
+            part,
+            pushId,
+            store.map((i) => prepared[i]!),
+            reserve.length > 0 && reserve.some((r) => !dupOf.has(r.i)),
+          );
       } catch (e) {
         // This push will not commit: say so in its marker at once, so pushes of the same
         // transactionIds take its reservations over now instead of waiting out the stall
@@ -669,7 +787,10 @@ export class LogService {
       if (committed !== undefined) {
         if (committed === 'aborted') {
           if (attempt < 3) continue; // someone judged us stalled; our reservations are void
-          throw new SluiceError('unavailable', 'push was aborted repeatedly by concurrent pushes of the same transactionIds; retry it');
+          throw new SluiceError(
+            'unavailable',
+            'push was aborted repeatedly by concurrent pushes of the same transactionIds; retry it',
+          );
         }
         base = committed.base;
         this.notifier.notify(queue.name, part.id);
@@ -702,7 +823,12 @@ export class LogService {
    * Reserves transactionIds for `pushId`. Returns, for each one that is a duplicate of a
    * committed message inside the window, the original's message id.
    */
-  private async reserve(part: PartitionRef, pushId: string, entries: { i: number; txid: string; mid: string }[], windowMs: number): Promise<Map<number, string>> {
+  private async reserve(
+    part: PartitionRef,
+    pushId: string,
+    entries: { i: number; txid: string; mid: string }[],
+    windowMs: number,
+  ): Promise<Map<number, string>> {
     const dups = new Map<number, string>();
     const expiresAt = (now: number): number => Math.ceil((now + windowMs) / 1000) + MARKER_SLACK_S;
     const deadline = this.clock() + this.config.pushStallMs * 2 + 5000;
@@ -714,7 +840,19 @@ export class LogService {
     const ops: WriteOp[] = new Array<WriteOp>(entries.length);
     for (let j = 0; j < entries.length; j++) {
       const e = entries[j] as (typeof entries)[number];
-      ops[j] = { op: 'put', table: 'dedup', item: { pk: part.id, sk: e.txid, ver: 1, attrs: { push: pushId, mid: e.mid, at: now }, attrsJson: json(e.mid), expiresAt: exp }, cond: absent };
+      ops[j] = {
+        op: 'put',
+        table: 'dedup',
+        item: {
+          pk: part.id,
+          sk: e.txid,
+          ver: 1,
+          attrs: { push: pushId, mid: e.mid, at: now },
+          attrsJson: json(e.mid),
+          expiresAt: exp,
+        },
+        cond: absent,
+      };
     }
     const results = await this.storage.items.writeEach(ops);
     // Only the contested ones get an object: usually there are none.
@@ -724,15 +862,25 @@ export class LogService {
       if (!r.ok) contested.push({ e: entries[j] as (typeof entries)[number], current: r.current });
     }
     while (contested.length > 0) {
-      if (this.clock() > deadline) throw new SluiceError('unavailable', 'could not settle transactionId reservations in time; retry the push');
+      if (this.clock() > deadline)
+        throw new SluiceError('unavailable', 'could not settle transactionId reservations in time; retry the push');
       now = this.clock();
       // Look up the holders' markers in one batch.
-      const holders = [...new Set(contested.map((c) => (c.current?.attrs as unknown as Reservation | undefined)?.push).filter((p): p is string => !!p && p !== pushId))];
+      const holders = [
+        ...new Set(
+          contested
+            .map((c) => (c.current?.attrs as unknown as Reservation | undefined)?.push)
+            .filter((p): p is string => !!p && p !== pushId),
+        ),
+      ];
       const markers = new Map<string, MarkerState>();
       for (let k = 0; k < holders.length; k += 100) {
         const chunk = holders.slice(k, k + 100);
-        const got = await this.storage.items.getMany('log', chunk.map((p) => keys.marker(part.id, p)));
-        chunk.forEach((p, j) => markers.set(p, ((got[j]?.attrs.state as MarkerState | undefined) ?? 'absent')));
+        const got = await this.storage.items.getMany(
+          'log',
+          chunk.map((p) => keys.marker(part.id, p)),
+        );
+        chunk.forEach((p, j) => markers.set(p, (got[j]?.attrs.state as MarkerState | undefined) ?? 'absent'));
       }
       const replace: { e: (typeof contested)[number]['e']; ver: number | undefined }[] = [];
       const replacing = new Set<number>();
@@ -746,18 +894,27 @@ export class LogService {
         }
         const r = c.current.attrs as unknown as Reservation;
         if (r.push === pushId) continue; // already ours
-        const d = judgeReservation({ now, windowMs, stallMs: this.config.pushStallMs, reservation: r, marker: markers.get(r.push) });
+        const d = judgeReservation({
+          now,
+          windowMs,
+          stallMs: this.config.pushStallMs,
+          reservation: r,
+          marker: markers.get(r.push),
+        });
         if (d.kind === 'duplicate') dups.set(c.e.i, d.messageId);
         else if (d.kind === 'take-over') {
           replace.push({ e: c.e, ver: c.current.ver });
           replacing.add(c.e.i);
-        }
-        else if (d.kind === 'abort-holder') abort.add(d.push);
+        } else if (d.kind === 'abort-holder') abort.add(d.push);
         else waiting = true;
       }
       for (const p of abort) {
         try {
-          await this.storage.items.put('log', { ...keys.marker(part.id, p), ver: 1, attrs: { state: 'aborted', at: now }, expiresAt: expiresAt(now) }, { kind: 'absent' });
+          await this.storage.items.put(
+            'log',
+            { ...keys.marker(part.id, p), ver: 1, attrs: { state: 'aborted', at: now }, expiresAt: expiresAt(now) },
+            { kind: 'absent' },
+          );
         } catch (e) {
           if (!(e instanceof ConditionFailedError)) throw e; // it committed or was aborted meanwhile
         }
@@ -768,7 +925,12 @@ export class LogService {
           replace.map(({ e, ver }) => ({
             op: 'put' as const,
             table: 'dedup' as const,
-            item: { ...keys.dedup(part.id, e.txid), ver: (ver ?? 0) + 1, attrs: { push: pushId, mid: e.mid, at: now }, expiresAt: expiresAt(now) },
+            item: {
+              ...keys.dedup(part.id, e.txid),
+              ver: (ver ?? 0) + 1,
+              attrs: { push: pushId, mid: e.mid, at: now },
+              expiresAt: expiresAt(now),
+            },
             cond: ver === undefined ? { kind: 'absent' as const } : { kind: 'version' as const, ver },
           })),
         );
@@ -795,7 +957,16 @@ export class LogService {
   private async abortMarker(partitionId: string, pushId: string, windowMs: number): Promise<void> {
     const now = this.clock();
     try {
-      await this.storage.items.put('log', { ...keys.marker(partitionId, pushId), ver: 1, attrs: { state: 'aborted', at: now }, expiresAt: Math.ceil((now + windowMs) / 1000) + MARKER_SLACK_S }, { kind: 'absent' });
+      await this.storage.items.put(
+        'log',
+        {
+          ...keys.marker(partitionId, pushId),
+          ver: 1,
+          attrs: { state: 'aborted', at: now },
+          expiresAt: Math.ceil((now + windowMs) / 1000) + MARKER_SLACK_S,
+        },
+        { kind: 'absent' },
+      );
     } catch {
       // It committed after all, or storage is down: then others abort it after the stall budget.
     }
@@ -844,7 +1015,10 @@ export class LogService {
         base = await prep.nextBase(segFail.current, collisions);
       }
     }
-    throw new SluiceError('unavailable', `partition ${part.queue}/${part.name} is too contended to commit; retry the push`);
+    throw new SluiceError(
+      'unavailable',
+      `partition ${part.queue}/${part.name} is too contended to commit; retry the push`,
+    );
   }
 
   /**
@@ -863,7 +1037,11 @@ export class LogService {
     const at = this.clock();
     const sealed = queue.options.encryptionEnabled;
     const cipher = this.cipher;
-    if (sealed && !cipher) throw new SluiceError('unavailable', `queue ${queue.name} has encryptionEnabled, but this server has no encryption key (set SLUICE_ENCRYPTION_KEY or SLUICE_KMS_KEY_ID)`);
+    if (sealed && !cipher)
+      throw new SluiceError(
+        'unavailable',
+        `queue ${queue.name} has encryptionEnabled, but this server has no encryption key (set SLUICE_ENCRYPTION_KEY or SLUICE_KMS_KEY_ID)`,
+      );
     const frames: Frame[] = await Promise.all(
       msgs.map(async (m) => ({
         id: m.mid,
@@ -897,7 +1075,9 @@ export class LogService {
       // (another process pushed on meanwhile): a segment put there would find its key free and
       // reuse offsets below the head. So such queues read the tail (one query); retention never
       // deletes the newest segment, so a put at the tail collides with any segment after it.
-      firstBase: async () => (queue.options.retentionEnabled ? undefined : this.tailHint.get(part.id)) ?? (await this.readTail(part.id)).next,
+      firstBase: async () =>
+        (queue.options.retentionEnabled ? undefined : this.tailHint.get(part.id)) ??
+        (await this.readTail(part.id)).next,
       // A stale hint (another process has been pushing here) would walk one segment per
       // failed write, so after two collisions in a row ask for the tail instead.
       nextBase: async (current, collisions) => {
@@ -907,7 +1087,12 @@ export class LogService {
       ops: async (base, hookRetry) => {
         const seg: SegmentAttrs = { base, end: base + count - 1, count, at, push: pushId, size: bytes.byteLength, raw };
         if (blob) seg.blob = blob;
-        const segItem: Item = { ...keys.segment(part.id, base), ver: 1, attrs: seg as unknown as Record<string, Json>, bin: inline ? bytes : undefined };
+        const segItem: Item = {
+          ...keys.segment(part.id, base),
+          ver: 1,
+          attrs: seg as unknown as Record<string, Json>,
+          bin: inline ? bytes : undefined,
+        };
         const ops: WriteOp[] = [{ op: 'put', table: 'log', item: segItem, cond: { kind: 'absent' } }];
         if (needMarker) {
           ops.push({
@@ -949,7 +1134,14 @@ export class LogService {
           try {
             await f();
           } catch (e) {
-            console.error(JSON.stringify({ level: 'ERROR', message: 'after-commit work failed', partitionId: part.id, error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e) }));
+            console.error(
+              JSON.stringify({
+                level: 'ERROR',
+                message: 'after-commit work failed',
+                partitionId: part.id,
+                error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e),
+              }),
+            );
           }
         }
       },
@@ -1004,7 +1196,11 @@ export class LogService {
   /** A stored payload as plaintext (opens a sealed one). */
   async openPayload(m: { payload: Uint8Array; sealed?: boolean | undefined }): Promise<Uint8Array> {
     if (!m.sealed) return m.payload;
-    if (!this.cipher) throw new SluiceError('unavailable', 'a stored payload is sealed, but this server has no encryption key (set SLUICE_ENCRYPTION_KEY or SLUICE_KMS_KEY_ID)');
+    if (!this.cipher)
+      throw new SluiceError(
+        'unavailable',
+        'a stored payload is sealed, but this server has no encryption key (set SLUICE_ENCRYPTION_KEY or SLUICE_KMS_KEY_ID)',
+      );
     return this.cipher.open(m.payload);
   }
 
@@ -1017,8 +1213,16 @@ export class LogService {
    * after it) on, with their inline bytes: what a pop reads in one query when it knows where
    * its cursor's segment starts.
    */
-  async segmentPage(partitionId: string, fromBase: number, limit: number): Promise<{ segs: (SegmentMeta & { bin?: Uint8Array | undefined })[]; more: boolean }> {
-    const page = await this.storage.items.query('log', partitionId, { prefix: SEGMENT_PREFIX, gte: keys.segment(partitionId, fromBase).sk, limit: Math.max(1, Math.min(100, Math.ceil(limit))) });
+  async segmentPage(
+    partitionId: string,
+    fromBase: number,
+    limit: number,
+  ): Promise<{ segs: (SegmentMeta & { bin?: Uint8Array | undefined })[]; more: boolean }> {
+    const page = await this.storage.items.query('log', partitionId, {
+      prefix: SEGMENT_PREFIX,
+      gte: keys.segment(partitionId, fromBase).sk,
+      limit: Math.max(1, Math.min(100, Math.ceil(limit))),
+    });
     const segs = page.items.map((it) => ({ ...(it.attrs as unknown as SegmentAttrs), sk: it.sk, bin: it.bin }));
     this.rememberSegments(partitionId, segs);
     return { segs, more: page.next !== undefined };
@@ -1028,11 +1232,26 @@ export class LogService {
     if (segs.length === 0) return;
     // The page just read is what its reader needs next: it stays (its first entries, when it is
     // longer than the cap); older entries fill what room is left, the newest of them first.
-    const fresh = segs.slice(0, INDEX_CACHE_PER_PARTITION).map((s): SegmentMeta => ({ base: s.base, end: s.end, count: s.count, at: s.at, push: s.push, size: s.size, raw: s.raw, sk: s.sk, ...(s.blob !== undefined ? { blob: s.blob } : {}) }));
+    const fresh = segs.slice(0, INDEX_CACHE_PER_PARTITION).map((s): SegmentMeta => ({
+      base: s.base,
+      end: s.end,
+      count: s.count,
+      at: s.at,
+      push: s.push,
+      size: s.size,
+      raw: s.raw,
+      sk: s.sk,
+      ...(s.blob !== undefined ? { blob: s.blob } : {}),
+    }));
     const taken = new Set(fresh.map((s) => s.base));
-    const older = (this.indexCache.get(partitionId) ?? []).filter((s) => !taken.has(s.base)).sort((a, b) => b.base - a.base);
+    const older = (this.indexCache.get(partitionId) ?? [])
+      .filter((s) => !taken.has(s.base))
+      .sort((a, b) => b.base - a.base);
     this.indexCache.delete(partitionId); // re-inserted last: the map's order is least recently used first
-    this.indexCache.set(partitionId, [...fresh, ...older.slice(0, INDEX_CACHE_PER_PARTITION - fresh.length)].sort((a, b) => a.base - b.base));
+    this.indexCache.set(
+      partitionId,
+      [...fresh, ...older.slice(0, INDEX_CACHE_PER_PARTITION - fresh.length)].sort((a, b) => a.base - b.base),
+    );
     if (this.indexCache.size > INDEX_CACHE_PARTITIONS) {
       const oldest = this.indexCache.keys().next().value;
       if (oldest !== undefined) this.indexCache.delete(oldest);
@@ -1065,7 +1284,12 @@ export class LogService {
 
   /** The segment holding `offset` (the last one whose base is at or below it), if any. */
   async segmentAt(partitionId: string, offset: number): Promise<SegmentMeta | undefined> {
-    const page = await this.storage.items.query('log', partitionId, { prefix: SEGMENT_PREFIX, lte: keys.segment(partitionId, Math.max(0, offset)).sk, reverse: true, limit: 1 });
+    const page = await this.storage.items.query('log', partitionId, {
+      prefix: SEGMENT_PREFIX,
+      lte: keys.segment(partitionId, Math.max(0, offset)).sk,
+      reverse: true,
+      limit: 1,
+    });
     const it = page.items[0];
     return it ? { ...(it.attrs as unknown as SegmentAttrs), sk: it.sk } : undefined;
   }
@@ -1074,7 +1298,11 @@ export class LogService {
 
   /** The next offset to be written (the tail) and the push time of the newest message. */
   async readTail(partitionId: string): Promise<{ next: number; lastAt: number | undefined }> {
-    const page = await this.storage.items.query('log', partitionId, { prefix: SEGMENT_PREFIX, reverse: true, limit: 1 });
+    const page = await this.storage.items.query('log', partitionId, {
+      prefix: SEGMENT_PREFIX,
+      reverse: true,
+      limit: 1,
+    });
     const last = page.items[0]?.attrs as unknown as SegmentAttrs | undefined;
     const next = last ? last.end + 1 : 0;
     this.tailHint.set(partitionId, Math.max(this.tailHint.get(partitionId) ?? 0, next));
@@ -1092,9 +1320,18 @@ export class LogService {
    * Segment index entries covering offsets from `from` onward, in order, until `maxCount`
    * offsets are covered or the log ends.
    */
-  async segmentsFrom(partitionId: string, from: number, maxCount: number): Promise<(SegmentMeta & { bin?: Uint8Array | undefined })[]> {
+  async segmentsFrom(
+    partitionId: string,
+    from: number,
+    maxCount: number,
+  ): Promise<(SegmentMeta & { bin?: Uint8Array | undefined })[]> {
     const out: (SegmentMeta & { bin?: Uint8Array | undefined })[] = [];
-    const first = await this.storage.items.query('log', partitionId, { prefix: SEGMENT_PREFIX, lte: keys.segment(partitionId, from).sk, reverse: true, limit: 1 });
+    const first = await this.storage.items.query('log', partitionId, {
+      prefix: SEGMENT_PREFIX,
+      lte: keys.segment(partitionId, from).sk,
+      reverse: true,
+      limit: 1,
+    });
     let after: string | undefined;
     const f = first.items[0];
     if (f) {
@@ -1137,7 +1374,8 @@ export class LogService {
     }
     if (!bytes) throw new Error(`segment ${partitionId}@${seg.base} has no data (removed by retention?)`);
     const frames = await decodeSegment(bytes);
-    if (frames.length !== seg.count) throw new Error(`segment ${partitionId}@${seg.base} holds ${frames.length} frames, index says ${seg.count}`);
+    if (frames.length !== seg.count)
+      throw new Error(`segment ${partitionId}@${seg.base} holds ${frames.length} frames, index says ${seg.count}`);
     this.segmentCache.set(ck, { frames, bytes: seg.raw });
     this.segmentCacheBytes += seg.raw;
     for (const [k, v] of this.segmentCache) {
@@ -1183,10 +1421,22 @@ export class LogService {
         this.forgetSegments(partitionId);
       }
     }
-    return this.collect(partitionId, await this.segmentsFrom(partitionId, from, opts.maxCount), from, opts.maxCount, maxBytes);
+    return this.collect(
+      partitionId,
+      await this.segmentsFrom(partitionId, from, opts.maxCount),
+      from,
+      opts.maxCount,
+      maxBytes,
+    );
   }
 
-  private async collect(partitionId: string, segs: readonly (SegmentMeta & { bin?: Uint8Array | undefined })[], from: number, maxCount: number, maxBytes: number): Promise<StoredMessage[]> {
+  private async collect(
+    partitionId: string,
+    segs: readonly (SegmentMeta & { bin?: Uint8Array | undefined })[],
+    from: number,
+    maxCount: number,
+    maxBytes: number,
+  ): Promise<StoredMessage[]> {
     const out: StoredMessage[] = [];
     let bytes = 0;
     for (const seg of segs) {
@@ -1194,7 +1444,15 @@ export class LogService {
       for (let j = Math.max(0, from - seg.base); j < frames.length; j++) {
         const f = frames[j] as Frame;
         if (out.length >= maxCount || (out.length > 0 && bytes + f.payload.byteLength > maxBytes)) return out;
-        out.push({ offset: seg.base + j, id: f.id, transactionId: f.transactionId, traceId: f.traceId, createdAt: f.createdAt, payload: f.payload, sealed: f.sealed });
+        out.push({
+          offset: seg.base + j,
+          id: f.id,
+          transactionId: f.transactionId,
+          traceId: f.traceId,
+          createdAt: f.createdAt,
+          payload: f.payload,
+          sealed: f.sealed,
+        });
         bytes += f.payload.byteLength;
       }
     }
@@ -1205,12 +1463,20 @@ export class LogService {
    * Finds a message by transactionId: through its dedup reservation inside the queue's
    * window, else by scanning the newest `scanSegments` segments.
    */
-  async findByTransactionId(partitionId: string, transactionId: string, scanSegments = 64): Promise<StoredMessage | undefined> {
+  async findByTransactionId(
+    partitionId: string,
+    transactionId: string,
+    scanSegments = 64,
+  ): Promise<StoredMessage | undefined> {
     const m = await this.findRawByTransactionId(partitionId, transactionId, scanSegments);
     return m ? this.opened(m) : undefined;
   }
 
-  private async findRawByTransactionId(partitionId: string, transactionId: string, scanSegments: number): Promise<StoredMessage | undefined> {
+  private async findRawByTransactionId(
+    partitionId: string,
+    transactionId: string,
+    scanSegments: number,
+  ): Promise<StoredMessage | undefined> {
     const res = await this.storage.items.get('dedup', keys.dedup(partitionId, transactionId));
     if (res) {
       const r = res.attrs as unknown as Reservation;
@@ -1223,14 +1489,28 @@ export class LogService {
           const frames = await this.loadSegment(partitionId, seg, segItem.bin);
           const j = frames.findIndex((f) => f.id === r.mid);
           const f = frames[j];
-          if (f) return { offset: seg.base + j, id: f.id, transactionId: f.transactionId, traceId: f.traceId, createdAt: f.createdAt, payload: f.payload, sealed: f.sealed };
+          if (f)
+            return {
+              offset: seg.base + j,
+              id: f.id,
+              transactionId: f.transactionId,
+              traceId: f.traceId,
+              createdAt: f.createdAt,
+              payload: f.payload,
+              sealed: f.sealed,
+            };
         }
       }
     }
     let after: string | undefined;
     let scanned = 0;
     while (scanned < scanSegments) {
-      const page = await this.storage.items.query('log', partitionId, { prefix: SEGMENT_PREFIX, reverse: true, limit: Math.min(16, scanSegments - scanned), after });
+      const page = await this.storage.items.query('log', partitionId, {
+        prefix: SEGMENT_PREFIX,
+        reverse: true,
+        limit: Math.min(16, scanSegments - scanned),
+        after,
+      });
       for (const it of page.items) {
         scanned++;
         const seg = { ...(it.attrs as unknown as SegmentAttrs), sk: it.sk };
@@ -1238,7 +1518,15 @@ export class LogService {
         for (let j = frames.length - 1; j >= 0; j--) {
           const f = frames[j] as Frame;
           if (f.transactionId === transactionId) {
-            return { offset: seg.base + j, id: f.id, transactionId: f.transactionId, traceId: f.traceId, createdAt: f.createdAt, payload: f.payload, sealed: f.sealed };
+            return {
+              offset: seg.base + j,
+              id: f.id,
+              transactionId: f.transactionId,
+              traceId: f.traceId,
+              createdAt: f.createdAt,
+              payload: f.payload,
+              sealed: f.sealed,
+            };
           }
         }
       }
@@ -1268,7 +1556,9 @@ export class LogService {
       orphaned: async (key) => {
         const ref = parseSegmentBlobKey(key);
         if (!ref) return false;
-        const marker = await markerOrAbort(this.storage, 'log', keys.marker(ref.partitionId, ref.pushId), now, { by: 'sweeper' });
+        const marker = await markerOrAbort(this.storage, 'log', keys.marker(ref.partitionId, ref.pushId), now, {
+          by: 'sweeper',
+        });
         return marker?.attrs.state === 'aborted';
       },
     });

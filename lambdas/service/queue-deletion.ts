@@ -37,13 +37,29 @@
 import type { SluiceConfig } from '../config.js';
 import { SluiceError } from '../core/errors.js';
 import { assertName } from '../core/names.js';
-import { ConditionFailedError, ContentionError, type Item, type Json, type Storage, type TableName, type WriteOp } from '../storage/port.js';
+import {
+  ConditionFailedError,
+  ContentionError,
+  type Item,
+  type Json,
+  type Storage,
+  type TableName,
+  type WriteOp,
+} from '../storage/port.js';
 import { claimKeys } from './claim-service.js';
 import type { DlqService } from './dlq-service.js';
 import type { GroupRecord, GroupRegistry } from './groups.js';
 import { PARTITION_PREFIX, SEGMENT_BLOB_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PK, keys } from './keys.js';
 import { leaseKeys } from './lease-keys.js';
-import { belongsTo, partitionRefOf, retireOps, type LogService, type PartitionRef, type QueueRecord, type RetireReason } from './log-service.js';
+import {
+  belongsTo,
+  partitionRefOf,
+  retireOps,
+  type LogService,
+  type PartitionRef,
+  type QueueRecord,
+  type RetireReason,
+} from './log-service.js';
 import type { ReadyIndex } from './ready-index.js';
 
 /** Most partitions a delete request retires itself; maintenance retires the rest. */
@@ -100,7 +116,12 @@ interface Budget {
 }
 
 /** One page (or a few) of one stage of a sweep: what it removed, and where to continue (undefined: the stage is done). */
-type Stage<T> = (t: T, cursor: string | undefined, budget: Budget, run: RunContext) => Promise<{ found: number; next?: string | undefined }>;
+type Stage<T> = (
+  t: T,
+  cursor: string | undefined,
+  budget: Budget,
+  run: RunContext,
+) => Promise<{ found: number; next?: string | undefined }>;
 
 /** What one maintenance pass reads once. */
 interface RunContext {
@@ -163,7 +184,11 @@ export class QueueDeletion {
         await this.storage.items.transact([
           { op: 'delete', table: 'meta', key: keys.queue(queue), cond: { kind: 'version', ver: cur.ver } },
           { op: 'delete', table: 'meta', key: keys.queueIndex(queue) },
-          { op: 'put', table: 'meta', item: { ...keys.queueTombstone(rec.queueId), ver: 1, attrs: tomb as unknown as Record<string, Json> } },
+          {
+            op: 'put',
+            table: 'meta',
+            item: { ...keys.queueTombstone(rec.queueId), ver: 1, attrs: tomb as unknown as Record<string, Json> },
+          },
         ]);
       } catch (e) {
         if (e instanceof ConditionFailedError || e instanceof ContentionError) continue; // reconfigured meanwhile: read again
@@ -177,7 +202,11 @@ export class QueueDeletion {
       }
       const lease = groups.filter((g) => g.kind === 'lease');
       for (let i = 0; i < lease.length; i += PAGE) {
-        await this.storage.items.writeEach(lease.slice(i, i + PAGE).map((g) => ({ op: 'delete' as const, table: 'leases' as const, key: leaseKeys.scan(queue, g.group) })));
+        await this.storage.items.writeEach(
+          lease
+            .slice(i, i + PAGE)
+            .map((g) => ({ op: 'delete' as const, table: 'leases' as const, key: leaseKeys.scan(queue, g.group) })),
+        );
       }
       // Free the partition names now; what does not fit is the tombstone's work.
       let cursor: string | undefined;
@@ -191,19 +220,32 @@ export class QueueDeletion {
   }
 
   /** One page of retiring a deleted incarnation's partitions, from after `cursor` (a partition name item's sort key). */
-  private async retirePage(t: QueueTombstone, cursor: string | undefined, budget: Budget): Promise<{ found: number; next?: string | undefined }> {
+  private async retirePage(
+    t: QueueTombstone,
+    cursor: string | undefined,
+    budget: Budget,
+  ): Promise<{ found: number; next?: string | undefined }> {
     budget.left--;
-    const page = await this.storage.items.query('meta', keys.queue(t.queue).pk, { prefix: PARTITION_PREFIX, after: cursor, limit: RETIRE_PAGE });
+    const page = await this.storage.items.query('meta', keys.queue(t.queue).pk, {
+      prefix: PARTITION_PREFIX,
+      after: cursor,
+      limit: RETIRE_PAGE,
+    });
     const now = this.clock();
     // A partition written before queue deletion existed (no queueId) that the queue's current
     // incarnation counts as its own (`belongsTo`) is not this tombstone's to retire.
-    const current = page.items.some((it) => partitionRefOf(it).queueId === undefined) ? await this.log.getQueue(t.queue, { fresh: true }) : undefined;
+    const current = page.items.some((it) => partitionRefOf(it).queueId === undefined)
+      ? await this.log.getQueue(t.queue, { fresh: true })
+      : undefined;
     const retired = await Promise.all(
       page.items.map(async (it) => {
         const ref = partitionRefOf(it);
         if (!ofIncarnation(ref, t) || (current && belongsTo(ref, current))) return 0;
         try {
-          await this.storage.items.transact([{ op: 'delete', table: 'meta', key: { pk: it.pk, sk: it.sk }, cond: { kind: 'version', ver: it.ver } }, ...retireOps(ref, now, 'deleted')]);
+          await this.storage.items.transact([
+            { op: 'delete', table: 'meta', key: { pk: it.pk, sk: it.sk }, cond: { kind: 'version', ver: it.ver } },
+            ...retireOps(ref, now, 'deleted'),
+          ]);
           this.log.forgetPartition(ref);
           return 1;
         } catch (e) {
@@ -287,7 +329,11 @@ export class QueueDeletion {
 
   private async save(item: Item, t: Tombstone): Promise<void> {
     try {
-      await this.storage.items.put('meta', { pk: item.pk, sk: item.sk, ver: item.ver + 1, attrs: t as unknown as Record<string, Json> }, { kind: 'version', ver: item.ver });
+      await this.storage.items.put(
+        'meta',
+        { pk: item.pk, sk: item.sk, ver: item.ver + 1, attrs: t as unknown as Record<string, Json> },
+        { kind: 'version', ver: item.ver },
+      );
     } catch (e) {
       if (!(e instanceof ConditionFailedError)) throw e; // another pass saved its own progress
     }
@@ -308,7 +354,9 @@ export class QueueDeletion {
     // Segments (and their blobs) and commit markers.
     (t, _c, budget) =>
       this.drain('log', t.partitionId, budget, async (items) => {
-        for (const it of items) if (it.sk.startsWith(SEGMENT_PREFIX) && typeof it.attrs.blob === 'string') await this.storage.blobs.delete(it.attrs.blob);
+        for (const it of items)
+          if (it.sk.startsWith(SEGMENT_PREFIX) && typeof it.attrs.blob === 'string')
+            await this.storage.blobs.delete(it.attrs.blob);
         return [];
       }),
     // Blobs no segment referenced (a push that crashed, or one that raced the delete).
@@ -325,23 +373,38 @@ export class QueueDeletion {
     },
     (t, _c, budget) => this.drain('dedup', t.partitionId, budget),
     // Lease cursors, with the READY entries of their groups.
-    (t, _c, budget) => this.drain('leases', t.partitionId, budget, (items) => items.map((it) => ({ op: 'delete', table: 'leases', key: leaseKeys.ready(t.queue, it.sk, t.partitionId) }))),
+    (t, _c, budget) =>
+      this.drain('leases', t.partitionId, budget, (items) =>
+        items.map((it) => ({ op: 'delete', table: 'leases', key: leaseKeys.ready(t.queue, it.sk, t.partitionId) })),
+      ),
     // READY entries of every group registered on the queue (a push may mark one without a cursor).
     async (t, cursor, budget, ctx) => {
       const groups = (await this.groupsOf(t.queue, budget, ctx)).filter((g) => g.group > (cursor ?? ''));
       if (groups.length === 0) return { found: 0 };
       budget.left--;
       const chunk = groups.slice(0, PAGE);
-      await this.storage.items.writeEach(chunk.map((g) => ({ op: 'delete' as const, table: 'leases' as const, key: leaseKeys.ready(t.queue, g.group, t.partitionId) })));
+      await this.storage.items.writeEach(
+        chunk.map((g) => ({
+          op: 'delete' as const,
+          table: 'leases' as const,
+          key: leaseKeys.ready(t.queue, g.group, t.partitionId),
+        })),
+      );
       return { found: 0, next: groups.length > PAGE ? chunk.at(-1)?.group : undefined };
     },
     // Record-claim state of every claim group: positions and batches, members, dead-letter pointers.
     async (t, cursor, budget, ctx) => {
-      const groups = (await this.groupsOf(t.queue, budget, ctx)).filter((g) => g.kind === 'claim' && g.group > (cursor ?? ''));
+      const groups = (await this.groupsOf(t.queue, budget, ctx)).filter(
+        (g) => g.kind === 'claim' && g.group > (cursor ?? ''),
+      );
       let found = 0;
       let done = cursor ?? '';
       for (const g of groups) {
-        for (const pk of [claimKeys.groupPk(t.partitionId, g.group), claimKeys.memberPk(t.partitionId, g.group), claimKeys.deadPk(t.partitionId, g.group)]) {
+        for (const pk of [
+          claimKeys.groupPk(t.partitionId, g.group),
+          claimKeys.memberPk(t.partitionId, g.group),
+          claimKeys.deadPk(t.partitionId, g.group),
+        ]) {
           const r = await this.drain('claims', pk, budget);
           found += r.found;
           if (r.next !== undefined) return { found, next: done }; // out of budget: this group again next time
@@ -358,7 +421,9 @@ export class QueueDeletion {
     let groups = ctx.groups.get(queue);
     if (!groups) {
       budget.left--;
-      groups = [...(await this.groups.list(queue, { fresh: true })).groups].sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
+      groups = [...(await this.groups.list(queue, { fresh: true })).groups].sort((a, b) =>
+        a.group < b.group ? -1 : a.group > b.group ? 1 : 0,
+      );
       ctx.groups.set(queue, groups);
     }
     return groups;
@@ -368,14 +433,22 @@ export class QueueDeletion {
    * Deletes every item under `pk`, a page at a time while the budget lasts (`extra` adds writes
    * for each page: blobs, related items). Returns `next` when items may remain.
    */
-  private async drain(table: TableName, pk: string, budget: Budget, extra?: (items: Item[]) => Promise<WriteOp[]> | WriteOp[]): Promise<{ found: number; next?: string | undefined }> {
+  private async drain(
+    table: TableName,
+    pk: string,
+    budget: Budget,
+    extra?: (items: Item[]) => Promise<WriteOp[]> | WriteOp[],
+  ): Promise<{ found: number; next?: string | undefined }> {
     let found = 0;
     while (budget.left > 0) {
       budget.left--;
       const page = await this.storage.items.query(table, pk, { limit: PAGE });
       if (page.items.length === 0) return { found };
       const more = extra ? await extra(page.items) : [];
-      await this.storage.items.writeEach([...page.items.map((it): WriteOp => ({ op: 'delete', table, key: { pk: it.pk, sk: it.sk } })), ...more]);
+      await this.storage.items.writeEach([
+        ...page.items.map((it): WriteOp => ({ op: 'delete', table, key: { pk: it.pk, sk: it.sk } })),
+        ...more,
+      ]);
       found += page.items.length;
       if (page.next === undefined) return { found };
     }

@@ -87,12 +87,25 @@ export class ReadyIndex {
           const now = await this.storage.items.get('meta', groupKeys.version(queue.name));
           if ((now?.ver ?? 0) === ver) return;
           const fresh = await this.groups.list(queue.name, { fresh: true });
-          for (const g of fresh.groups) if (g.kind === 'lease') await this.markAtLeast(queue.name, g.group, partition.id, end);
+          for (const g of fresh.groups)
+            if (g.kind === 'lease') await this.markAtLeast(queue.name, g.group, partition.id, end);
         },
       };
     }
-    const ops: WriteOp[] = [{ op: 'check', table: 'meta', key: groupKeys.version(queue.name), cond: ver > 0 ? { kind: 'version', ver } : { kind: 'absent' } }];
-    for (const g of lease) ops.push({ op: 'put', table: 'leases', item: { ...leaseKeys.ready(queue.name, g.group, partition.id), ver: end, attrs: {} } });
+    const ops: WriteOp[] = [
+      {
+        op: 'check',
+        table: 'meta',
+        key: groupKeys.version(queue.name),
+        cond: ver > 0 ? { kind: 'version', ver } : { kind: 'absent' },
+      },
+    ];
+    for (const g of lease)
+      ops.push({
+        op: 'put',
+        table: 'leases',
+        item: { ...leaseKeys.ready(queue.name, g.group, partition.id), ver: end, attrs: {} },
+      });
     return { ops };
   };
 
@@ -107,7 +120,11 @@ export class ReadyIndex {
       const cur = await this.storage.items.get('leases', key);
       if (cur && cur.ver >= end) return;
       try {
-        await this.storage.items.put('leases', { ...key, ver: end, attrs: {} }, cur ? { kind: 'version', ver: cur.ver } : { kind: 'absent' });
+        await this.storage.items.put(
+          'leases',
+          { ...key, ver: end, attrs: {} },
+          cur ? { kind: 'version', ver: cur.ver } : { kind: 'absent' },
+        );
         return;
       } catch (e) {
         if (!(e instanceof ConditionFailedError)) throw e;
@@ -120,15 +137,26 @@ export class ReadyIndex {
    * process's rotation wraps around) and one `getMany`. Drained items found on the way are
    * deleted (guarded by their `ver`).
    */
-  async candidates(queue: string, group: string, now: number, skip: (partitionId: string) => boolean = () => false): Promise<ReadyCandidate[]> {
+  async candidates(
+    queue: string,
+    group: string,
+    now: number,
+    skip: (partitionId: string) => boolean = () => false,
+  ): Promise<ReadyCandidate[]> {
     const k = `${queue}\u0000${group}`;
     const cached = this.pageCache.get(k);
     if (cached && cached.items.some((it) => !skip(it.sk)) && performance.now() - cached.at < READY_CACHE_MS) {
       // Only the next few in rotation order: fewer rows to read and decode per pop.
       const last = this.rr.get(k)?.last;
-      const order = last === undefined ? cached.items : [...cached.items.filter((it) => it.sk > last), ...cached.items.filter((it) => it.sk <= last)];
+      const order =
+        last === undefined
+          ? cached.items
+          : [...cached.items.filter((it) => it.sk > last), ...cached.items.filter((it) => it.sk <= last)];
       const next = order.filter((it) => !skip(it.sk)).slice(0, CACHED_PICK);
-      const rows = await this.storage.items.getMany('leases', next.map((it) => leaseKeys.cursor(it.sk, group)));
+      const rows = await this.storage.items.getMany(
+        'leases',
+        next.map((it) => leaseKeys.cursor(it.sk, group)),
+      );
       const free: ReadyCandidate[] = [];
       next.forEach((it, i) => {
         const st = rows[i] ? this.decode(rows[i] as Item) : undefined;
@@ -147,7 +175,10 @@ export class ReadyIndex {
         this.rr.set(k, { whole: true });
         return [];
       }
-      const rows = await this.storage.items.getMany('leases', page.items.slice(0, MAX_GET_MANY).map((it) => leaseKeys.cursor(it.sk, group)));
+      const rows = await this.storage.items.getMany(
+        'leases',
+        page.items.slice(0, MAX_GET_MANY).map((it) => leaseKeys.cursor(it.sk, group)),
+      );
       const free: ReadyCandidate[] = [];
       const drained: Item[] = [];
       page.items.forEach((it, i) => {
@@ -174,7 +205,11 @@ export class ReadyIndex {
   /** Rotation: partitions after the one served last come first, so one busy partition does not starve the others. */
   private rotate(k: string, free: ReadyCandidate[]): ReadyCandidate[] {
     const last = this.rr.get(k)?.last;
-    if (last !== undefined) free.sort((a, b) => Number(a.partitionId <= last) - Number(b.partitionId <= last) || (a.partitionId < b.partitionId ? -1 : 1));
+    if (last !== undefined)
+      free.sort(
+        (a, b) =>
+          Number(a.partitionId <= last) - Number(b.partitionId <= last) || (a.partitionId < b.partitionId ? -1 : 1),
+      );
     return free;
   }
 
@@ -186,7 +221,14 @@ export class ReadyIndex {
   }
 
   private async removeDrained(queue: string, group: string, items: Item[]): Promise<void> {
-    await this.storage.items.writeEach(items.map((it) => ({ op: 'delete' as const, table: 'leases' as const, key: leaseKeys.ready(queue, group, it.sk), cond: { kind: 'version' as const, ver: it.ver } })));
+    await this.storage.items.writeEach(
+      items.map((it) => ({
+        op: 'delete' as const,
+        table: 'leases' as const,
+        key: leaseKeys.ready(queue, group, it.sk),
+        cond: { kind: 'version' as const, ver: it.ver },
+      })),
+    );
   }
 
   /** Deletes a READY item whatever its version (its partition is gone), and forgets the page it was read with. */
@@ -209,14 +251,21 @@ export class ReadyIndex {
     const key = leaseKeys.scan(reg.queue, reg.group);
     const st = await this.storage.items.get('leases', key);
     const requested = st !== undefined && st.attrs.regAt === reg.createdAt && st.attrs.done === false;
-    if ((reg.subscription.mode === 'new' && !requested) || (st && st.attrs.regAt === reg.createdAt && st.attrs.done === true)) {
+    if (
+      (reg.subscription.mode === 'new' && !requested) ||
+      (st && st.attrs.regAt === reg.createdAt && st.attrs.done === true)
+    ) {
       this.scanned.set(k, now);
       return;
     }
     this.scanned.delete(k);
     const fresh = !st || st.attrs.regAt !== reg.createdAt;
-    const after = fresh ? undefined : (st.attrs.after as string | null) ?? undefined;
-    const page = await this.storage.items.query('meta', keys.queue(reg.queue).pk, { prefix: PARTITION_PREFIX, after, limit: SCAN_PAGE });
+    const after = fresh ? undefined : ((st.attrs.after as string | null) ?? undefined);
+    const page = await this.storage.items.query('meta', keys.queue(reg.queue).pk, {
+      prefix: PARTITION_PREFIX,
+      after,
+      limit: SCAN_PAGE,
+    });
     const queue = await this.log.getQueue(reg.queue);
     await Promise.all(
       page.items.map(async (it) => {
@@ -229,7 +278,11 @@ export class ReadyIndex {
       }),
     );
     const done = page.next === undefined;
-    const next: Item = { ...key, ver: (st?.ver ?? 0) + 1, attrs: { regAt: reg.createdAt, after: page.next ?? null, done } };
+    const next: Item = {
+      ...key,
+      ver: (st?.ver ?? 0) + 1,
+      attrs: { regAt: reg.createdAt, after: page.next ?? null, done },
+    };
     try {
       await this.storage.items.put('leases', next, st ? { kind: 'version', ver: st.ver } : { kind: 'absent' });
       if (done) this.scanned.set(k, now);
@@ -248,7 +301,11 @@ export class ReadyIndex {
   async requestRescan(reg: GroupRecord): Promise<void> {
     // A version no earlier state carried, so a scan step that read the old state cannot
     // overwrite this request with its progress.
-    await this.storage.items.put('leases', { ...leaseKeys.scan(reg.queue, reg.group), ver: Math.max(1, Math.floor(this.recheck.clock())), attrs: { regAt: reg.createdAt, after: null, done: false } });
+    await this.storage.items.put('leases', {
+      ...leaseKeys.scan(reg.queue, reg.group),
+      ver: Math.max(1, Math.floor(this.recheck.clock())),
+      attrs: { regAt: reg.createdAt, after: null, done: false },
+    });
     this.forget(reg.queue, reg.group);
   }
 
@@ -265,7 +322,9 @@ export class ReadyIndex {
     for (let guard = 0; guard < 100_000; guard++) {
       const page = await this.storage.items.query('leases', readyPk(queue, group), { limit: 100 });
       if (page.items.length === 0) break;
-      await this.storage.items.writeEach(page.items.map((it) => ({ op: 'delete' as const, table: 'leases' as const, key: { pk: it.pk, sk: it.sk } })));
+      await this.storage.items.writeEach(
+        page.items.map((it) => ({ op: 'delete' as const, table: 'leases' as const, key: { pk: it.pk, sk: it.sk } })),
+      );
       n += page.items.length;
       if (!page.next) break;
     }

@@ -29,14 +29,29 @@
  * same bound the orphan-blob sweeper relies on for a push that is merely slow.
  */
 import { QUEUE_MODE_GROUP } from '../core/names.js';
-import { consumedFloor, deletableSegments, expiredByRetention, idleStep, partitionRemovable, retentionWindows, unreadKeepFrom } from '../core/retention.js';
+import {
+  consumedFloor,
+  deletableSegments,
+  expiredByRetention,
+  idleStep,
+  partitionRemovable,
+  retentionWindows,
+  unreadKeepFrom,
+} from '../core/retention.js';
 import type { SluiceConfig } from '../config.js';
 import { ConditionFailedError, ContentionError, type Json, type WriteOp } from '../storage/port.js';
 import type { ClaimService } from './claim-service.js';
 import type { GroupRecord, GroupRegistry } from './groups.js';
 import { keys } from './keys.js';
 import { decodeCursor } from './lease-service.js';
-import { partitionRefOf, retireOps, type LogService, type PartitionRef, type QueueRecord, type RetiringMark } from './log-service.js';
+import {
+  partitionRefOf,
+  retireOps,
+  type LogService,
+  type PartitionRef,
+  type QueueRecord,
+  type RetiringMark,
+} from './log-service.js';
 
 export interface RetentionReport {
   queues: number;
@@ -72,7 +87,13 @@ export class RetentionService {
 
   /** One pass over every queue with retention enabled. */
   async run(): Promise<RetentionReport> {
-    const report: RetentionReport = { queues: 0, partitions: 0, segmentsDeleted: 0, partitionsMarked: 0, partitionsRemoved: 0 };
+    const report: RetentionReport = {
+      queues: 0,
+      partitions: 0,
+      segmentsDeleted: 0,
+      partitionsMarked: 0,
+      partitionsRemoved: 0,
+    };
     let after: string | undefined;
     do {
       const page = await this.log.storage.items.query('meta', keys.queueIndex('').pk, { after, limit: 100 });
@@ -80,7 +101,8 @@ export class RetentionService {
         const q = await this.log.getQueue(it.sk, { fresh: true });
         if (!q || !q.options.retentionEnabled) continue;
         report.queues++;
-        const groups = q.options.completedRetentionSeconds > 0 ? (await this.groups.list(q.name, { fresh: true })).groups : [];
+        const groups =
+          q.options.completedRetentionSeconds > 0 ? (await this.groups.list(q.name, { fresh: true })).groups : [];
         for (const part of await this.log.listPartitions(q.name)) {
           report.partitions++;
           const r = await this.partition(q, part, groups);
@@ -95,19 +117,31 @@ export class RetentionService {
   }
 
   /** Applies retention to one partition; `groups` are the queue's registered groups (read when not given). */
-  async partition(q: QueueRecord, part: PartitionRef, groups?: readonly GroupRecord[]): Promise<{ segmentsDeleted: number; removed: boolean; idle?: 'mark' | 'retire' }> {
+  async partition(
+    q: QueueRecord,
+    part: PartitionRef,
+    groups?: readonly GroupRecord[],
+  ): Promise<{ segmentsDeleted: number; removed: boolean; idle?: 'mark' | 'retire' }> {
     const storage = this.log.storage;
     const now = this.clock();
     const w = retentionWindows(q.options, now);
     const rows = await storage.items.query('leases', part.id, { limit: 1000 });
-    const registered = groups ?? (w.completedRetentionMs > 0 ? (await this.groups.list(q.name, { fresh: true })).groups : []);
+    const registered =
+      groups ?? (w.completedRetentionMs > 0 ? (await this.groups.list(q.name, { fresh: true })).groups : []);
     // Record-claim groups hold the floor too: what they have not finished stays.
-    const claimGroups = w.completedRetentionMs > 0 ? registered.filter((g) => g.kind === 'claim').map((g) => g.group) : [];
-    const claims = claimGroups.length > 0 ? await this.claims.retentionNeeds(part.id, claimGroups) : { needs: [], unread: 0 };
-    const floor = consumedFloor(rows.items.map((r) => decodeCursor(r).committed), claims.needs);
+    const claimGroups =
+      w.completedRetentionMs > 0 ? registered.filter((g) => g.kind === 'claim').map((g) => g.group) : [];
+    const claims =
+      claimGroups.length > 0 ? await this.claims.retentionNeeds(part.id, claimGroups) : { needs: [], unread: 0 };
+    const floor = consumedFloor(
+      rows.items.map((r) => decodeCursor(r).committed),
+      claims.needs,
+    );
     // Groups registered on the queue without a position here have passed nothing yet.
     const withRow = new Set(rows.items.map((r) => r.sk));
-    const unread = registered.filter((g) => g.kind === 'lease' && !withRow.has(g.group)).map((g) => (g.group === QUEUE_MODE_GROUP ? { mode: 'all' as const, from: null } : g.subscription));
+    const unread = registered
+      .filter((g) => g.kind === 'lease' && !withRow.has(g.group))
+      .map((g) => (g.group === QUEUE_MODE_GROUP ? { mode: 'all' as const, from: null } : g.subscription));
     // A claim group's first poll of a partition starts at its earliest record: owed everything.
     if (claims.unread > 0) unread.push({ mode: 'all', from: null });
     const keepFrom = unreadKeepFrom(unread);
@@ -128,11 +162,22 @@ export class RetentionService {
     if (deleted > 0) this.log.forgetSegments(part.id);
 
     const tail = await this.log.segmentAt(part.id, Number.MAX_SAFE_INTEGER);
-    const live = tail !== undefined && !expiredByRetention(tail.at, w) && (w.completedRetentionMs === 0 || floor === null || tail.end >= floor || (keepFrom !== null && tail.at >= keepFrom));
+    const live =
+      tail !== undefined &&
+      !expiredByRetention(tail.at, w) &&
+      (w.completedRetentionMs === 0 ||
+        floor === null ||
+        tail.end >= floor ||
+        (keepFrom !== null && tail.at >= keepFrom));
     const lastActivityAt = Math.max(part.createdAt, tail?.at ?? 0);
-    if (!partitionRemovable({ lastActivityAt, liveMessages: live }, now)) return { segmentsDeleted: deleted, removed: false };
+    if (!partitionRemovable({ lastActivityAt, liveMessages: live }, now))
+      return { segmentsDeleted: deleted, removed: false };
     const idle = await this.retireIdle(part, tail?.end ?? -1, now);
-    return { segmentsDeleted: deleted, removed: idle === 'retire', ...(idle === 'mark' || idle === 'retire' ? { idle } : {}) };
+    return {
+      segmentsDeleted: deleted,
+      removed: idle === 'retire',
+      ...(idle === 'mark' || idle === 'retire' ? { idle } : {}),
+    };
   }
 
   /**
@@ -149,7 +194,11 @@ export class RetentionService {
     try {
       if (step === 'mark') {
         const retiring: RetiringMark = { at: now, end };
-        await storage.items.put('meta', { ...item, ver: item.ver + 1, attrs: { ...item.attrs, retiring: retiring as unknown as Json } }, { kind: 'version', ver: item.ver });
+        await storage.items.put(
+          'meta',
+          { ...item, ver: item.ver + 1, attrs: { ...item.attrs, retiring: retiring as unknown as Json } },
+          { kind: 'version', ver: item.ver },
+        );
         return 'mark';
       }
       if (step === 'unmark') {
@@ -159,7 +208,10 @@ export class RetentionService {
       }
       if (step !== 'retire') return undefined;
       // Guarded by the version read: a push that cleared the mark meanwhile keeps the partition.
-      await storage.items.transact([{ op: 'delete', table: 'meta', key: { pk: item.pk, sk: item.sk }, cond: { kind: 'version', ver: item.ver } }, ...retireOps(part, now, 'idle')]);
+      await storage.items.transact([
+        { op: 'delete', table: 'meta', key: { pk: item.pk, sk: item.sk }, cond: { kind: 'version', ver: item.ver } },
+        ...retireOps(part, now, 'idle'),
+      ]);
     } catch (e) {
       if (e instanceof ConditionFailedError || e instanceof ContentionError) return undefined; // a push got there first
       throw e;

@@ -78,7 +78,23 @@ export function buildServices(storage: Storage, cfg: SluiceConfig, opts: BuildOp
   const transactions = new TransactionService(log, leases);
   const retention = new RetentionService({ log, groups, claims, config, clock });
   const deletion = new QueueDeletion({ storage, log, groups, ready: leases.ready, dlq, config, clock });
-  return { config, storage, notifier, clock, log, groups, claims, leases, dlq, consumerGroups, transactions, retention, deletion, telemetry, shutdown: opts.shutdown ?? new AbortController().signal };
+  return {
+    config,
+    storage,
+    notifier,
+    clock,
+    log,
+    groups,
+    claims,
+    leases,
+    dlq,
+    consumerGroups,
+    transactions,
+    retention,
+    deletion,
+    telemetry,
+    shutdown: opts.shutdown ?? new AbortController().signal,
+  };
 }
 
 /** SLUICE_ENCRYPTION_KEY (a local key) wins over SLUICE_KMS_KEY_ID (KMS data keys). */
@@ -87,7 +103,10 @@ function keyProviderFromConfig(config: SluiceConfig, storage: Storage, clock: ()
   if (config.kmsKeyId) {
     const kmsKeyId = config.kmsKeyId;
     let client: Promise<{ send(cmd: unknown): Promise<unknown> }> | undefined;
-    const kms = () => (client ??= import('@aws-sdk/client-kms').then((m) => new m.KMSClient({}) as unknown as { send(cmd: unknown): Promise<unknown> }));
+    const kms = () =>
+      (client ??= import('@aws-sdk/client-kms').then(
+        (m) => new m.KMSClient({}) as unknown as { send(cmd: unknown): Promise<unknown> },
+      ));
     return new KmsKeyProvider(storage, kmsKeyId, kms, clock);
   }
   return undefined;
@@ -116,7 +135,8 @@ async function fromEnvironment(): Promise<Services> {
     const telemetry = onLambda ? new (await import('./powertools-telemetry.js')).PowertoolsTelemetry() : undefined;
     return buildServices(createAwsStorage(aws), config, telemetry ? { telemetry } : {});
   }
-  if (onLambda) throw new Error('SLUICE_TABLE_* and SLUICE_BUCKET are not set: a Lambda function has no embedded backend');
+  if (onLambda)
+    throw new Error('SLUICE_TABLE_* and SLUICE_BUCKET are not set: a Lambda function has no embedded backend');
   const { openEmbeddedStorage } = await import('../storage/embedded.js');
   return buildServices(await openEmbeddedStorage({ dataDir: config.dataDir, sync: config.sync }), config);
 }

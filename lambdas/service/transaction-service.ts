@@ -20,10 +20,32 @@ import { mergeOps, type LogService, type PreparedCommit, type PushItem } from '.
 
 export type TxOp =
   | { type: 'push'; items: PushItem[] }
-  | { type: 'ack'; transactionId: string; partitionId: string; status?: unknown; consumerGroup?: string | null | undefined; error?: string | null | undefined };
+  | {
+      type: 'ack';
+      transactionId: string;
+      partitionId: string;
+      status?: unknown;
+      consumerGroup?: string | null | undefined;
+      error?: string | null | undefined;
+    };
 
 export type TxOpResult =
-  | { index: number; type: 'push'; success: true; transactionId: string; messageId: string; partitionId: string; queueName: string; messages: { transactionId: string; messageId: string; partitionId: string; queueName: string; partition: string }[] }
+  | {
+      index: number;
+      type: 'push';
+      success: true;
+      transactionId: string;
+      messageId: string;
+      partitionId: string;
+      queueName: string;
+      messages: {
+        transactionId: string;
+        messageId: string;
+        partitionId: string;
+        queueName: string;
+        partition: string;
+      }[];
+    }
   | { index: number; type: 'ack'; success: true; transactionId: string; error: null; dlq: boolean };
 
 export interface TxResult {
@@ -47,7 +69,12 @@ interface Lane {
   prep?: LanePrep;
 }
 
-const fail = (transactionId: string, error: string): TxResult => ({ transactionId, success: false, error, results: [] });
+const fail = (transactionId: string, error: string): TxResult => ({
+  transactionId,
+  success: false,
+  error,
+  results: [],
+});
 
 export class TransactionService {
   constructor(
@@ -71,7 +98,11 @@ export class TransactionService {
         });
       } else {
         const status = parseAckStatus(op.status);
-        if (status === undefined || status === 'retry') return fail(txId, `ACK operation failed: status must be completed, success, failed or dlq (got ${JSON.stringify(op.status)})`);
+        if (status === undefined || status === 'retry')
+          return fail(
+            txId,
+            `ACK operation failed: status must be completed, success, failed or dlq (got ${JSON.stringify(op.status)})`,
+          );
         const group = op.consumerGroup ?? QUEUE_MODE_GROUP;
         const k = `${op.partitionId}\u0000${group}`;
         const lane = lanes.get(k) ?? { partitionId: op.partitionId, group, items: [] };
@@ -87,13 +118,21 @@ export class TransactionService {
       const first = g.items[0] as PushGroup['items'][number];
       const queue = await this.log.ensureQueue(first.item.queue);
       const part = await this.log.ensurePartition(queue, first.item.partition ?? 'Default');
-      g.prep = await this.log.prepareCommit(queue, part, g.items.map((x) => x.item));
+      g.prep = await this.log.prepareCommit(
+        queue,
+        part,
+        g.items.map((x) => x.item),
+      );
       g.base = await g.prep.firstBase();
     }
 
     let hookRetry = false;
     for (let attempt = 0; ; attempt++) {
-      if (attempt >= 50) throw new SluiceError('unavailable', 'transaction could not commit: too much contention on its partitions; retry it');
+      if (attempt >= 50)
+        throw new SluiceError(
+          'unavailable',
+          'transaction could not commit: too much contention on its partitions; retry it',
+        );
       const writes: WriteOp[] = [];
       const owners: ({ kind: 'seg'; g: PushGroup } | { kind: 'marker' } | { kind: 'hook' } | { kind: 'lane' })[] = [];
       const hookOps: WriteOp[] = [];
@@ -128,7 +167,10 @@ export class TransactionService {
         }
       }
       if (writes.length > MAX_TRANSACT_OPS) {
-        throw invalid(`this transaction needs ${writes.length} storage writes; the limit is ${MAX_TRANSACT_OPS} (DynamoDB TransactWriteItems): split it, or push to fewer partitions per transaction`, { limit: MAX_TRANSACT_OPS });
+        throw invalid(
+          `this transaction needs ${writes.length} storage writes; the limit is ${MAX_TRANSACT_OPS} (DynamoDB TransactWriteItems): split it, or push to fewer partitions per transaction`,
+          { limit: MAX_TRANSACT_OPS },
+        );
       }
       try {
         if (writes.length > 0) await this.log.storage.items.transact(writes);
@@ -147,7 +189,10 @@ export class TransactionService {
             // The marker of a large segment is put-if-absent: the orphan-blob sweeper wrote it
             // `aborted` (and deleted the blob) because this transaction stalled past the sweep
             // grace. Nothing was applied; the client may send the whole transaction again.
-            throw new SluiceError('unavailable', 'transaction took too long and was aborted before it committed (its large payload was cleaned up meanwhile); nothing was applied: retry it');
+            throw new SluiceError(
+              'unavailable',
+              'transaction took too long and was aborted before it committed (its large payload was cleaned up meanwhile); nothing was applied: retry it',
+            );
           } else throw e;
         }
         if (lanesMoved) {
@@ -167,7 +212,12 @@ export class TransactionService {
     for (const lane of lanes) {
       const part = await this.log.partitionById(lane.partitionId);
       if (!part) return 'ACK operation failed: Message not found';
-      lane.prep = await this.leases.prepareLane(part, lane.group, lane.items.map((it, j) => ({ index: j, transactionId: it.transactionId, status: it.status, error: it.error })), 'transaction');
+      lane.prep = await this.leases.prepareLane(
+        part,
+        lane.group,
+        lane.items.map((it, j) => ({ index: j, transactionId: it.transactionId, status: it.status, error: it.error })),
+        'transaction',
+      );
       const bad = lane.prep.plan.results.find((r) => !r.success);
       if (bad) return `ACK operation failed: ${bad.error ?? 'unknown error'}`;
     }
@@ -175,25 +225,48 @@ export class TransactionService {
   }
 
   private results(ops: readonly TxOp[], pushes: Map<string, PushGroup>, lanes: Map<string, Lane>): TxOpResult[] {
-    const pushed = new Map<number, { transactionId: string; messageId: string; partitionId: string; queueName: string; partition: string }[]>();
+    const pushed = new Map<
+      number,
+      { transactionId: string; messageId: string; partitionId: string; queueName: string; partition: string }[]
+    >();
     for (const g of pushes.values()) {
       const prep = g.prep as PreparedCommit;
       g.items.forEach((x, j) => {
         const m = prep.messages[j] as PreparedCommit['messages'][number];
         const list = pushed.get(x.op) ?? [];
-        list[x.pos] = { transactionId: m.transactionId, messageId: m.id, partitionId: prep.partition.id, queueName: prep.queue.name, partition: prep.partition.name };
+        list[x.pos] = {
+          transactionId: m.transactionId,
+          messageId: m.id,
+          partitionId: prep.partition.id,
+          queueName: prep.queue.name,
+          partition: prep.partition.name,
+        };
         pushed.set(x.op, list);
       });
     }
     const acked = new Map<number, { transactionId: string; dlq: boolean }>();
     for (const lane of lanes.values()) {
-      lane.items.forEach((it, j) => acked.set(it.op, { transactionId: it.transactionId, dlq: (lane.prep as LanePrep).plan.results[j]?.dlq ?? false }));
+      lane.items.forEach((it, j) =>
+        acked.set(it.op, {
+          transactionId: it.transactionId,
+          dlq: (lane.prep as LanePrep).plan.results[j]?.dlq ?? false,
+        }),
+      );
     }
     return ops.map((op, index): TxOpResult => {
       if (op.type === 'push') {
         const msgs = pushed.get(index) ?? [];
         const first = msgs[0];
-        return { index, type: 'push', success: true, transactionId: first?.transactionId ?? '', messageId: first?.messageId ?? '', partitionId: first?.partitionId ?? '', queueName: first?.queueName ?? '', messages: msgs };
+        return {
+          index,
+          type: 'push',
+          success: true,
+          transactionId: first?.transactionId ?? '',
+          messageId: first?.messageId ?? '',
+          partitionId: first?.partitionId ?? '',
+          queueName: first?.queueName ?? '',
+          messages: msgs,
+        };
       }
       const a = acked.get(index);
       return { index, type: 'ack', success: true, transactionId: op.transactionId, error: null, dlq: a?.dlq ?? false };

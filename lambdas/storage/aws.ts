@@ -106,8 +106,6 @@ export interface AwsStorageOptions {
   serializeWrites?: boolean | undefined;
 }
 
-
-
 /**
  * Reads the adapter's table and bucket names from the environment (set by the CDK stack on
  * each function). Returns `undefined` when none is set (run embedded); throws when only some are.
@@ -124,7 +122,9 @@ export function awsStorageConfigFromEnv(env: NodeJS.ProcessEnv = process.env): A
   const missing = names.filter((n) => value(n) === undefined);
   if (missing.length === names.length) return undefined;
   if (missing.length > 0) {
-    throw new Error(`AWS storage is partly configured: missing ${missing.join(', ')} (set all of ${names.join(', ')} or none)`);
+    throw new Error(
+      `AWS storage is partly configured: missing ${missing.join(', ')} (set all of ${names.join(', ')} or none)`,
+    );
   }
   const tables = Object.fromEntries(TABLES.map((t) => [t, value(TABLE_ENV[t]) as string])) as Record<TableName, string>;
   return { tables, bucket: value(BUCKET_ENV) as string };
@@ -338,7 +338,9 @@ class DynamoItemStore implements ItemStore {
 
   async get(table: TableName, key: ItemKey): Promise<Item | undefined> {
     const out = await throttled(() =>
-      this.ddb.send(new GetItemCommand({ TableName: this.tableName(table), Key: encodeKey(key), ConsistentRead: true })),
+      this.ddb.send(
+        new GetItemCommand({ TableName: this.tableName(table), Key: encodeKey(key), ConsistentRead: true }),
+      ),
     );
     return decodeItem(out.Item);
   }
@@ -353,7 +355,7 @@ class DynamoItemStore implements ItemStore {
     for (const k of keys) distinct.set(id(k), k);
     const found = new Map<string, Item>();
     let pending: AvMap[] = [...distinct.values()].map(encodeKey);
-    for (let stalls = 0; pending.length > 0; ) {
+    for (let stalls = 0; pending.length > 0;) {
       const out = await throttled(() =>
         this.ddb.send(new BatchGetItemCommand({ RequestItems: { [name]: { Keys: pending, ConsistentRead: true } } })),
       );
@@ -479,7 +481,8 @@ class DynamoItemStore implements ItemStore {
   }
 
   async transact(ops: WriteOp[]): Promise<void> {
-    if (ops.length > MAX_TRANSACT_OPS) throw new Error(`transact takes at most ${MAX_TRANSACT_OPS} ops, got ${ops.length}`);
+    if (ops.length > MAX_TRANSACT_OPS)
+      throw new Error(`transact takes at most ${MAX_TRANSACT_OPS} ops, got ${ops.length}`);
     const seen = new Set<string>();
     const items = ops.map((op) => {
       const key = op.op === 'put' ? op.item : op.key;
@@ -513,11 +516,19 @@ class DynamoItemStore implements ItemStore {
         const transient = reasons.filter((r) => r.Code !== 'None' && r.Code !== undefined);
         const retryable =
           transient.length > 0 &&
-          transient.every((r) => r.Code === 'TransactionConflict' || r.Code === 'ThrottlingError' || r.Code === 'ProvisionedThroughputExceeded');
+          transient.every(
+            (r) =>
+              r.Code === 'TransactionConflict' ||
+              r.Code === 'ThrottlingError' ||
+              r.Code === 'ProvisionedThroughputExceeded',
+          );
         if (!retryable) throw err;
         if (attempt >= CONTENTION_RETRIES) {
           if (transient.some((r) => r.Code === 'TransactionConflict')) {
-            throw new ContentionError(`transaction conflicted ${attempt + 1} times with other writes on the same items`, { cause: err });
+            throw new ContentionError(
+              `transaction conflicted ${attempt + 1} times with other writes on the same items`,
+              { cause: err },
+            );
           }
           throw err;
         }
@@ -638,7 +649,10 @@ class S3BlobStore implements BlobStore {
     await throttled(() => this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key })));
   }
 
-  async list(prefix: string, opts: { after?: string | undefined; limit?: number | undefined } = {}): Promise<{ blobs: BlobInfo[]; next?: string | undefined }> {
+  async list(
+    prefix: string,
+    opts: { after?: string | undefined; limit?: number | undefined } = {},
+  ): Promise<{ blobs: BlobInfo[]; next?: string | undefined }> {
     const { after, limit } = opts;
     if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) {
       throw new Error(`list limit must be a positive integer, got ${limit}`);
@@ -740,7 +754,9 @@ export async function ensureBucket(s3: S3Client, bucket: string): Promise<void> 
       new CreateBucketCommand({
         Bucket: bucket,
         // us-east-1 is the one region that refuses an explicit location constraint.
-        ...(region && region !== 'us-east-1' ? { CreateBucketConfiguration: { LocationConstraint: region as BucketLocationConstraint } } : {}),
+        ...(region && region !== 'us-east-1'
+          ? { CreateBucketConfiguration: { LocationConstraint: region as BucketLocationConstraint } }
+          : {}),
       }),
     );
   } catch (err) {

@@ -149,9 +149,11 @@ function openDatabase(Sqlite: typeof Database, file: string, sync: 'full' | 'nor
         if (version === SCHEMA_VERSION) return;
         // Version 0 with a table: a version-1 directory whose creation stopped before it was
         // stamped (those were two statements then).
-        const hasItems = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'items'").get() !== undefined;
+        const hasItems =
+          db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'items'").get() !== undefined;
         if (version === 1 || (version === 0 && hasItems)) return migrateToV2(db);
-        if (version !== 0) throw new Error(`${file}: unsupported schema version ${version} (this Sluice reads ${SCHEMA_VERSION})`);
+        if (version !== 0)
+          throw new Error(`${file}: unsupported schema version ${version} (this Sluice reads ${SCHEMA_VERSION})`);
         db.exec(itemsTable('items') + EXPIRES_INDEX);
         db.pragma(`user_version = ${SCHEMA_VERSION}`);
       }).immediate();
@@ -230,8 +232,10 @@ function checkKey(key: ItemKey): void {
   if (typeof key.pk !== 'string' || key.pk.length === 0) throw new Error('partition key must be a non-empty string');
   if (typeof key.sk !== 'string' || key.sk.length === 0) throw new Error('sort key must be a non-empty string');
   // A UTF-16 unit is at most 3 UTF-8 bytes, so only long keys need measuring.
-  if (key.pk.length * 3 > MAX_PK_BYTES && Buffer.byteLength(key.pk) > MAX_PK_BYTES) throw new Error(`partition key over ${MAX_PK_BYTES} bytes`);
-  if (key.sk.length * 3 > MAX_SK_BYTES && Buffer.byteLength(key.sk) > MAX_SK_BYTES) throw new Error(`sort key over ${MAX_SK_BYTES} bytes`);
+  if (key.pk.length * 3 > MAX_PK_BYTES && Buffer.byteLength(key.pk) > MAX_PK_BYTES)
+    throw new Error(`partition key over ${MAX_PK_BYTES} bytes`);
+  if (key.sk.length * 3 > MAX_SK_BYTES && Buffer.byteLength(key.sk) > MAX_SK_BYTES)
+    throw new Error(`sort key over ${MAX_SK_BYTES} bytes`);
 }
 
 /** Validates one op as DynamoDB would; returns a put's attributes as JSON (null for other ops). */
@@ -285,7 +289,9 @@ class SqliteItemStore implements ItemStore {
     let st = this.insertManyStmts.get(n);
     if (!st) {
       const rows = Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?, ?)').join(', ');
-      st = this.db.prepare(`INSERT INTO items (tbl, pk, sk, ver, attrs, bin, expires_at) VALUES ${rows} ON CONFLICT (tbl, pk, sk) DO NOTHING`);
+      st = this.db.prepare(
+        `INSERT INTO items (tbl, pk, sk, ver, attrs, bin, expires_at) VALUES ${rows} ON CONFLICT (tbl, pk, sk) DO NOTHING`,
+      );
       this.insertManyStmts.set(n, st);
     }
     return st;
@@ -300,7 +306,9 @@ class SqliteItemStore implements ItemStore {
       `${insert} ON CONFLICT (tbl, pk, sk) DO UPDATE SET ver = excluded.ver, attrs = excluded.attrs, bin = excluded.bin, expires_at = excluded.expires_at`,
     );
     this.sInsertNew = db.prepare(`${insert} ON CONFLICT (tbl, pk, sk) DO NOTHING`);
-    this.sUpdateIfVer = db.prepare(`UPDATE items SET ver = ?, attrs = ?, bin = ?, expires_at = ? WHERE ${KEY} AND ver = ?`);
+    this.sUpdateIfVer = db.prepare(
+      `UPDATE items SET ver = ?, attrs = ?, bin = ?, expires_at = ? WHERE ${KEY} AND ver = ?`,
+    );
     this.sUpdateIfExists = db.prepare(`UPDATE items SET ver = ?, attrs = ?, bin = ?, expires_at = ? WHERE ${KEY}`);
     this.sDelete = db.prepare(`DELETE FROM items WHERE ${KEY}`);
     this.sDeleteIfVer = db.prepare(`DELETE FROM items WHERE ${KEY} AND ver = ?`);
@@ -320,7 +328,9 @@ class SqliteItemStore implements ItemStore {
       // Throwing inside db.transaction rolls everything back.
       if (failed) throw new ConditionFailedError(failed);
     });
-    const applyEach = db.transaction((ops: WriteOp[], jsons: (string | null)[]) => ops.map((op, i) => this.apply(op, jsons[i] ?? null)));
+    const applyEach = db.transaction((ops: WriteOp[], jsons: (string | null)[]) =>
+      ops.map((op, i) => this.apply(op, jsons[i] ?? null)),
+    );
     // The common writeEach (many put-if-absent into one table, e.g. dedup reservations) as one
     // multi-row INSERT: half the cost of one statement per row. If any row already exists the
     // savepoint rolls back and the ops run one by one for their individual outcomes.
@@ -335,7 +345,8 @@ class SqliteItemStore implements ItemStore {
       return ops.map(() => OK);
     });
     const writeEachFast = (ops: WriteOp[], jsons: (string | null)[]): WriteResult[] => {
-      if (ops.length < 2 || ops.length > 100 || !ops.every((o) => o.op === 'put' && o.cond?.kind === 'absent')) return applyEach(ops, jsons);
+      if (ops.length < 2 || ops.length > 100 || !ops.every((o) => o.op === 'put' && o.cond?.kind === 'absent'))
+        return applyEach(ops, jsons);
       try {
         return insertAllNew(ops, jsons);
       } catch (e) {
@@ -349,7 +360,8 @@ class SqliteItemStore implements ItemStore {
     this.txGroup = db.transaction((jobs: WriteJob[]) => {
       for (const job of jobs) {
         try {
-          job.value = job.kind === 'all' ? (applyAll(job.ops, job.jsons), undefined) : writeEachFast(job.ops, job.jsons);
+          job.value =
+            job.kind === 'all' ? (applyAll(job.ops, job.jsons), undefined) : writeEachFast(job.ops, job.jsons);
         } catch (e) {
           job.error = e;
         }
@@ -377,7 +389,8 @@ class SqliteItemStore implements ItemStore {
     checkTable(table);
     if (typeof pk !== 'string' || pk.length === 0) throw new Error('partition key must be a non-empty string');
     const { gte, lte, prefix, reverse = false, limit, after } = opts;
-    if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new Error(`query limit must be a positive integer, got ${limit}`);
+    if (limit !== undefined && !(Number.isInteger(limit) && limit > 0))
+      throw new Error(`query limit must be a positive integer, got ${limit}`);
 
     // Every bound goes to SQLite as a range term on the primary key; the planner turns them
     // into one index range scan, so a page costs O(limit) whatever the partition size.
@@ -408,7 +421,9 @@ class SqliteItemStore implements ItemStore {
     let stmt = this.queries.get(shape);
     if (stmt === undefined) {
       const where = ['tbl = ? AND pk = ?', ...terms].join(' AND ');
-      stmt = this.db.prepare(`SELECT ${COLS} FROM items WHERE ${where} ORDER BY sk ${reverse ? 'DESC' : 'ASC'}${hasLimit ? ' LIMIT ?' : ''}`);
+      stmt = this.db.prepare(
+        `SELECT ${COLS} FROM items WHERE ${where} ORDER BY sk ${reverse ? 'DESC' : 'ASC'}${hasLimit ? ' LIMIT ?' : ''}`,
+      );
       this.queries.set(shape, stmt);
     }
     const rows = stmt.all(...params);
@@ -468,7 +483,8 @@ class SqliteItemStore implements ItemStore {
   }
 
   async transact(ops: WriteOp[]): Promise<void> {
-    if (ops.length > MAX_TRANSACT_OPS) throw new Error(`transact takes at most ${MAX_TRANSACT_OPS} ops, got ${ops.length}`);
+    if (ops.length > MAX_TRANSACT_OPS)
+      throw new Error(`transact takes at most ${MAX_TRANSACT_OPS} ops, got ${ops.length}`);
     const seen = new Set<string>();
     const jsons = ops.map((op) => {
       const json = checkOp(op);
@@ -566,7 +582,8 @@ function checkBlobKey(key: string): string[] {
   if (key.includes('\u0000')) throw new Error('blob key must not contain NUL');
   if (Buffer.byteLength(key) > MAX_BLOB_KEY_BYTES) throw new Error(`blob key over ${MAX_BLOB_KEY_BYTES} bytes`);
   const segs = key.split('/');
-  if (segs.some(badSegment)) throw new Error(`invalid blob key ${JSON.stringify(key)}: empty, '.', '..' or leading/trailing '/' segment`);
+  if (segs.some(badSegment))
+    throw new Error(`invalid blob key ${JSON.stringify(key)}: empty, '.', '..' or leading/trailing '/' segment`);
   return segs;
 }
 
@@ -626,9 +643,13 @@ class FileBlobStore implements BlobStore {
     return this.track(this.doDelete(key));
   }
 
-  async list(prefix: string, opts?: { after?: string | undefined; limit?: number | undefined }): Promise<{ blobs: BlobInfo[]; next?: string | undefined }> {
+  async list(
+    prefix: string,
+    opts?: { after?: string | undefined; limit?: number | undefined },
+  ): Promise<{ blobs: BlobInfo[]; next?: string | undefined }> {
     const limit = Math.min(opts?.limit ?? MAX_LIST, MAX_LIST);
-    if (!(Number.isInteger(limit) && limit > 0)) throw new Error(`list limit must be a positive integer, got ${opts?.limit}`);
+    if (!(Number.isInteger(limit) && limit > 0))
+      throw new Error(`list limit must be a positive integer, got ${opts?.limit}`);
     const after = opts?.after;
     // Start at the deepest directory the prefix names completely; its partial last segment
     // filters names. A prefix naming an impossible directory matches nothing.
@@ -663,7 +684,12 @@ class FileBlobStore implements BlobStore {
    * starts with `name/`, so this order is exactly the order of the full keys (`a-b` before
    * `a/x`, `a/x` before `ab`). Directories entirely before `after` are skipped unread.
    */
-  private async *walk(dirAbs: string, dirKey: string, prefix: string, after: string | undefined): AsyncGenerator<string> {
+  private async *walk(
+    dirAbs: string,
+    dirKey: string,
+    prefix: string,
+    after: string | undefined,
+  ): AsyncGenerator<string> {
     let entries: Dirent[];
     try {
       entries = await readdir(dirAbs, { withFileTypes: true });
@@ -674,7 +700,11 @@ class FileBlobStore implements BlobStore {
     }
     const cands = entries
       .filter((e) => e.isFile() || e.isDirectory())
-      .map((e) => ({ name: e.name, key: e.isDirectory() ? `${dirKey}${e.name}/` : `${dirKey}${e.name}`, dir: e.isDirectory() }))
+      .map((e) => ({
+        name: e.name,
+        key: e.isDirectory() ? `${dirKey}${e.name}/` : `${dirKey}${e.name}`,
+        dir: e.isDirectory(),
+      }))
       .sort((a, b) => byteCompare(a.key, b.key));
     for (const c of cands) {
       if (c.dir) {
@@ -751,7 +781,9 @@ class FileBlobStore implements BlobStore {
           () => false,
         );
         if (!removed || attempt > 0) {
-          throw new Error(`blob key ${JSON.stringify(key)} is also a prefix of other blobs (${key}/…); the embedded store cannot hold both`);
+          throw new Error(
+            `blob key ${JSON.stringify(key)} is also a prefix of other blobs (${key}/…); the embedded store cannot hold both`,
+          );
         }
       }
     }
@@ -764,7 +796,9 @@ class FileBlobStore implements BlobStore {
     } catch (err) {
       const code = codeOf(err);
       if (code === 'ENOTDIR' || code === 'EEXIST') {
-        throw new Error(`blob key ${JSON.stringify(key)} extends another blob's key as a directory; the embedded store cannot hold both`);
+        throw new Error(
+          `blob key ${JSON.stringify(key)} extends another blob's key as a directory; the embedded store cannot hold both`,
+        );
       }
       throw err;
     }
@@ -783,7 +817,14 @@ class FileBlobStore implements BlobStore {
       if (code === 'ENOENT' || code === 'ENOTDIR') return;
       // The key names a directory (EISDIR on Linux, EPERM on macOS): there is no such blob.
       // EPERM on a real file is a permission problem and must surface.
-      if ((code === 'EISDIR' || code === 'EPERM') && (await lstat(file).then((st) => st.isDirectory(), () => false))) return;
+      if (
+        (code === 'EISDIR' || code === 'EPERM') &&
+        (await lstat(file).then(
+          (st) => st.isDirectory(),
+          () => false,
+        ))
+      )
+        return;
       throw err;
     }
     if (this.syncDirs) await fsyncDir(dirname(file));

@@ -156,7 +156,10 @@ export interface BlobStore {
   /** Deleting a missing blob is not an error. */
   delete(key: string): Promise<void>;
   /** One page of blobs under `prefix`, in key order. */
-  list(prefix: string, opts?: { after?: string | undefined; limit?: number | undefined }): Promise<{ blobs: BlobInfo[]; next?: string | undefined }>;
+  list(
+    prefix: string,
+    opts?: { after?: string | undefined; limit?: number | undefined },
+  ): Promise<{ blobs: BlobInfo[]; next?: string | undefined }>;
 }
 
 export interface Storage {

@@ -11,7 +11,9 @@ export function attrsJson(item: Item): string {
   const text = item.attrsJson;
   if (text === undefined) return JSON.stringify(item.attrs);
   if (CHECK_ATTRS_JSON && !isDeepStrictEqual(JSON.parse(text), JSON.parse(JSON.stringify(item.attrs)))) {
-    throw new Error(`item ${item.pk} ${item.sk}: attrsJson ${text} does not hold its attrs ${JSON.stringify(item.attrs)}`);
+    throw new Error(
+      `item ${item.pk} ${item.sk}: attrsJson ${text} does not hold its attrs ${JSON.stringify(item.attrs)}`,
+    );
   }
   return text;
 }
@@ -23,11 +25,7 @@ export function attrsJson(item: Item): string {
  */
 export function itemSize(item: Item, json: string = attrsJson(item)): number {
   return (
-    Buffer.byteLength(item.pk) +
-    Buffer.byteLength(item.sk) +
-    Buffer.byteLength(json) +
-    (item.bin?.byteLength ?? 0) +
-    64
+    Buffer.byteLength(item.pk) + Buffer.byteLength(item.sk) + Buffer.byteLength(json) + (item.bin?.byteLength ?? 0) + 64
   );
 }
 

@@ -52,7 +52,9 @@ function recording(inner: Storage, uses: Set<Use>, badKeys: string[]): Storage {
       list: (p, o) => (key(p), uses.add('bucket:list'), inner.blobs.list(p, o)),
     },
     // Embedded-only housekeeping (TTL collection) passes through unrecorded: DynamoDB does it itself.
-    ...('sweepExpired' in inner ? { sweepExpired: (inner as unknown as { sweepExpired: (n: number) => number }).sweepExpired.bind(inner) } : {}),
+    ...('sweepExpired' in inner
+      ? { sweepExpired: (inner as unknown as { sweepExpired: (n: number) => number }).sweepExpired.bind(inner) }
+      : {}),
   } as Storage;
 }
 
@@ -85,7 +87,14 @@ describe('cdk: the IAM map covers what each function does', () => {
     storage = await openEmbeddedStorage({ dataDir: dir, sync: 'normal' });
     // One services instance per function, like one Lambda container each: no shared caches.
     // Maintenance runs a day ahead, so the sweeper sees every blob as past its grace period.
-    for (const f of FUNCTIONS) servicesOf.set(f, testServices(recording(storage, uses.get(f)!, badKeys), { config: { ...limits, inlineMaxBytes: 1024 }, clock: new TestClock(Date.now() + (f === 'maintenance' ? 86_400_000 : 0)) }));
+    for (const f of FUNCTIONS)
+      servicesOf.set(
+        f,
+        testServices(recording(storage, uses.get(f)!, badKeys), {
+          config: { ...limits, inlineMaxBytes: 1024 },
+          clock: new TestClock(Date.now() + (f === 'maintenance' ? 86_400_000 : 0)),
+        }),
+      );
     const handlers = new Map<FunctionGroup, LambdaHttpHandler>();
     for (const f of FUNCTIONS) {
       if (f === 'maintenance') continue;
@@ -94,7 +103,8 @@ describe('cdk: the IAM map covers what each function does', () => {
     }
     const gateway: LambdaHttpHandler = async (event: HttpEvent, context) => {
       const group = groupOf(event.requestContext.http.method, event.rawPath);
-      if (!group) return { statusCode: 404, headers: { 'content-type': 'application/json' }, body: '{"message":"Not Found"}' };
+      if (!group)
+        return { statusCode: 404, headers: { 'content-type': 'application/json' }, body: '{"message":"Not Found"}' };
       return handlers.get(group)!(event, context);
     };
     server = await startLocalServer({ handler: gateway, host: '127.0.0.1', port: 0, maxBodyBytes: 1 << 20 });
@@ -124,7 +134,12 @@ describe('cdk: the IAM map covers what each function does', () => {
       const access = FUNCTION_ACCESS[f];
       for (const use of uses.get(f)!) {
         const [kind, a, b] = use.split(':') as [string, string, string | undefined];
-        const ok = kind === 'table' ? (b === 'read' ? access.tables[a as TableName] !== undefined : access.tables[a as TableName] === 'readwrite') : access.bucket.includes(a as BucketOp);
+        const ok =
+          kind === 'table'
+            ? b === 'read'
+              ? access.tables[a as TableName] !== undefined
+              : access.tables[a as TableName] === 'readwrite'
+            : access.bucket.includes(a as BucketOp);
         if (!ok) missing.push(`${f}: ${use}`);
       }
     }

@@ -23,7 +23,13 @@ import { ensureBucket, ensureTables } from '../../lambdas/storage/aws.js';
 import { TABLES, type TableName } from '../../lambdas/storage/port.js';
 import { callTarget, type HttpTarget } from '../support/http.js';
 import { emulatorClients, startAwsEmulator, TEST_REGION, type AwsEmulator } from '../support/moto.js';
-import { loadBundle, PRINCIPAL_HEADER, readAssembly, simulatedGateway, type AssemblyFunction } from '../support/gateway.js';
+import {
+  loadBundle,
+  PRINCIPAL_HEADER,
+  readAssembly,
+  simulatedGateway,
+  type AssemblyFunction,
+} from '../support/gateway.js';
 import { defineGrantsSuite, grantsFor, type Role } from '../http/suites/grants.suite.js';
 import { defineLogRoutesSuite } from '../http/suites/log.suite.js';
 import { defineQueueSmokeSuite } from '../http/suites/smoke.suite.js';
@@ -53,12 +59,16 @@ beforeAll(async () => {
   await writeFile(grantsFile, JSON.stringify({ grants: grantsFor(arn) }));
   const started = Date.now();
   try {
-    await promisify(execFile)('npx', ['cdk', 'synth', '--quiet', '--output', OUT, '-c', `stackName=${STACK}`, '-c', `grantsFile=${grantsFile}`], {
-      cwd: REPO,
-      env: { ...process.env, CDK_DISABLE_VERSION_CHECK: '1', CDK_DISABLE_CLI_TELEMETRY: 'true' },
-      timeout: 240_000,
-      maxBuffer: 64 << 20,
-    });
+    await promisify(execFile)(
+      'npx',
+      ['cdk', 'synth', '--quiet', '--output', OUT, '-c', `stackName=${STACK}`, '-c', `grantsFile=${grantsFile}`],
+      {
+        cwd: REPO,
+        env: { ...process.env, CDK_DISABLE_VERSION_CHECK: '1', CDK_DISABLE_CLI_TELEMETRY: 'true' },
+        timeout: 240_000,
+        maxBuffer: 64 << 20,
+      },
+    );
   } catch (e) {
     const err = e as { stdout?: string; stderr?: string; message: string };
     throw new Error(`cdk synth failed: ${err.message}\n${err.stdout ?? ''}\n${err.stderr ?? ''}`);
@@ -119,7 +129,12 @@ beforeAll(async () => {
 
   // 4. Load every bundle and serve them behind the template's routes.
   for (const fn of functions.values()) handlers.set(fn.logicalId, await loadBundle(fn));
-  server = await startLocalServer({ handler: simulatedGateway(assembly.routes, handlers), host: '127.0.0.1', port: 0, maxBodyBytes: 10 << 20 });
+  server = await startLocalServer({
+    handler: simulatedGateway(assembly.routes, handlers),
+    host: '127.0.0.1',
+    port: 0,
+    maxBodyBytes: 10 << 20,
+  });
 }, 300_000);
 
 afterAll(async () => {
@@ -130,7 +145,10 @@ afterAll(async () => {
   Object.assign(process.env, savedEnv);
 });
 
-const as = (role: Role | 'anonymous'): HttpTarget => ({ url: server.url, headers: role === 'anonymous' ? {} : { [PRINCIPAL_HEADER]: arn(role) } });
+const as = (role: Role | 'anonymous'): HttpTarget => ({
+  url: server.url,
+  headers: role === 'anonymous' ? {} : { [PRINCIPAL_HEADER]: arn(role) },
+});
 
 describe('bundles: the assembly', () => {
   it('`cdk synth` runs offline in well under a minute or two', () => {
@@ -145,9 +163,16 @@ describe('bundles: the assembly', () => {
       expect(files.sort()).toEqual(['index.mjs', 'index.mjs.map']);
       const code = readFileSync(fn.bundle, 'utf8');
       expect(code.startsWith('import{createRequire as __sluiceCreateRequire}')).toBe(true);
-      const staticImports = [...code.matchAll(/(?:^|[;\n}])import\s*(?:[\w$*{}\s,]+?\s*from\s*)?["']([^"']+)["']/g)].map((m) => m[1]);
-      expect(staticImports.filter((s) => !s!.startsWith('node:')), `${fn.logicalId} imports at load time`).toEqual([]);
-      const dynamic = new Set([...code.matchAll(/import\(["']([^"']+)["']\)/g)].map((m) => m[1]).filter((s) => !s!.startsWith('node:')));
+      const staticImports = [
+        ...code.matchAll(/(?:^|[;\n}])import\s*(?:[\w$*{}\s,]+?\s*from\s*)?["']([^"']+)["']/g),
+      ].map((m) => m[1]);
+      expect(
+        staticImports.filter((s) => !s!.startsWith('node:')),
+        `${fn.logicalId} imports at load time`,
+      ).toEqual([]);
+      const dynamic = new Set(
+        [...code.matchAll(/import\(["']([^"']+)["']\)/g)].map((m) => m[1]).filter((s) => !s!.startsWith('node:')),
+      );
       expect([...dynamic].filter((d) => !['@mongodb-js/zstd', 'better-sqlite3'].includes(d!))).toEqual([]);
       expect(statSync(fn.bundle).size, `${fn.logicalId} size`).toBeLessThan(5 << 20);
     }
@@ -155,7 +180,9 @@ describe('bundles: the assembly', () => {
 
   it('the template routes every route in the table, and the bundles are what the functions run', () => {
     const assembly = readAssembly(OUT, STACK);
-    expect(assembly.routes.map((r) => `${r.method} ${r.path}`).sort()).toEqual(ALL_ROUTES.map((r) => `${r.method} ${r.path}`).sort());
+    expect(assembly.routes.map((r) => `${r.method} ${r.path}`).sort()).toEqual(
+      ALL_ROUTES.map((r) => `${r.method} ${r.path}`).sort(),
+    );
     for (const r of assembly.routes) expect(r.authorization).toBe('AWS_IAM');
     expect(existsSync(join(OUT, `${STACK}.template.json`))).toBe(true);
   });
@@ -178,11 +205,23 @@ describe('bundles: operations', () => {
     const lines: string[] = [];
     emfTap = (l) => lines.push(l);
     try {
-      expect((await callTarget(as('admin'), 'POST', '/api/v1/push', { items: [{ queue: 'emf', payload: 1 }] })).status).toBe(201);
+      expect(
+        (await callTarget(as('admin'), 'POST', '/api/v1/push', { items: [{ queue: 'emf', payload: 1 }] })).status,
+      ).toBe(201);
     } finally {
       emfTap = undefined;
     }
-    const emf = lines.flatMap((l) => l.split('\n')).filter((l) => l.includes('"_aws"')).map((l) => JSON.parse(l) as { _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] }; service: string; MessagesPushed?: number });
+    const emf = lines
+      .flatMap((l) => l.split('\n'))
+      .filter((l) => l.includes('"_aws"'))
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] };
+            service: string;
+            MessagesPushed?: number;
+          },
+      );
     const pushed = emf.find((e) => e.MessagesPushed !== undefined);
     expect(pushed, 'an EMF line with MessagesPushed').toBeDefined();
     expect(pushed!._aws.CloudWatchMetrics[0]!.Namespace).toBe(functionEnv['POWERTOOLS_METRICS_NAMESPACE']);
@@ -195,11 +234,29 @@ describe('bundles: operations', () => {
     // A queue whose messages expire after a second, pushed to twice (two segments: retention
     // always keeps a partition's newest one).
     const admin = as('admin');
-    expect((await callTarget(admin, 'POST', '/api/v1/configure', { queue: 'retained', options: { retentionEnabled: true, retentionSeconds: 1 } })).status).toBe(200);
-    for (const n of [1, 2]) expect((await callTarget(admin, 'POST', '/api/v1/push', { items: [{ queue: 'retained', partition: 'p', payload: { n } }] })).status).toBe(201);
+    expect(
+      (
+        await callTarget(admin, 'POST', '/api/v1/configure', {
+          queue: 'retained',
+          options: { retentionEnabled: true, retentionSeconds: 1 },
+        })
+      ).status,
+    ).toBe(200);
+    for (const n of [1, 2])
+      expect(
+        (
+          await callTarget(admin, 'POST', '/api/v1/push', {
+            items: [{ queue: 'retained', partition: 'p', payload: { n } }],
+          })
+        ).status,
+      ).toBe(201);
     await new Promise((r) => setTimeout(r, 1500));
     const maintenance = [...functions.values()].find((f) => f.logicalId.includes('Maintenance'))!;
-    const report = (await handlers.get(maintenance.logicalId)!({}, {})) as { blobs: { scanned: number }; retention?: { queues: number; partitions: number; segmentsDeleted: number }; lag?: { groups: number } };
+    const report = (await handlers.get(maintenance.logicalId)!({}, {})) as {
+      blobs: { scanned: number };
+      retention?: { queues: number; partitions: number; segmentsDeleted: number };
+      lag?: { groups: number };
+    };
     expect(report.blobs.scanned).toBeGreaterThanOrEqual(0);
     // Retention ran over the queue that enables it, on the stack's tables.
     expect(report.retention?.queues).toBeGreaterThanOrEqual(1);

@@ -11,13 +11,18 @@ const from = (values: Record<string, string>) => stackOptionsFromContext((k) => 
 
 describe('cdk app: cdk.json', () => {
   it('runs the app with tsx and keeps the CLI offline: no notices, no telemetry', () => {
-    const cdk = JSON.parse(readFileSync('cdk.json', 'utf8')) as { app: string; notices?: boolean; context?: Record<string, unknown> };
+    const cdk = JSON.parse(readFileSync('cdk.json', 'utf8')) as {
+      app: string;
+      notices?: boolean;
+      context?: Record<string, unknown>;
+    };
     expect(cdk.app).toBe('npx tsx bin/sluice.ts');
     expect(cdk.notices).toBe(false);
     expect(cdk.context?.['cli-telemetry']).toBe(false);
     // The version check is the third call home; the scripts turn it off.
     const scripts = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts;
-    for (const s of ['synth', 'deploy', 'deploy:local', 'destroy:local']) expect(scripts[s], `npm run ${s}`).toMatch(/CDK_DISABLE_VERSION_CHECK=1 cdk(local)? /);
+    for (const s of ['synth', 'deploy', 'deploy:local', 'destroy:local'])
+      expect(scripts[s], `npm run ${s}`).toMatch(/CDK_DISABLE_VERSION_CHECK=1 cdk(local)? /);
   });
 });
 
@@ -37,19 +42,39 @@ describe('cdk app: options from context (-c key=value)', () => {
     const grants = [{ principal: 'arn:aws:iam::111122223333:role/writer', actions: ['push'], queues: ['orders-*'] }];
     await writeFile(grantsFile, JSON.stringify({ grants }));
     expect(
-      from({ stackName: 'SluiceProd', grantsFile, auth: 'jwt', jwtIssuer: 'https://id.example.com/', jwtAudience: 'sluice, ops ,', removalPolicy: 'destroy', memorySize: '2048', logRetentionDays: '7' }),
+      from({
+        stackName: 'SluiceProd',
+        grantsFile,
+        auth: 'jwt',
+        jwtIssuer: 'https://id.example.com/',
+        jwtAudience: 'sluice, ops ,',
+        removalPolicy: 'destroy',
+        memorySize: '2048',
+        logRetentionDays: '7',
+      }),
     ).toEqual({
       stackName: 'SluiceProd',
-      props: { grants, auth: { type: 'jwt', issuer: 'https://id.example.com/', audience: ['sluice', 'ops'] }, removalPolicy: RemovalPolicy.DESTROY, memorySize: 2048, logRetention: RetentionDays.ONE_WEEK },
+      props: {
+        grants,
+        auth: { type: 'jwt', issuer: 'https://id.example.com/', audience: ['sluice', 'ops'] },
+        removalPolicy: RemovalPolicy.DESTROY,
+        memorySize: 2048,
+        logRetention: RetentionDays.ONE_WEEK,
+      },
     });
   });
 
   it('refuses bad values with a message naming the key', () => {
     expect(() => from({ auth: 'cognito' })).toThrow(/auth must be iam or jwt \(got cognito\)/);
-    expect(() => from({ auth: 'jwt', jwtIssuer: 'https://id.example.com/' })).toThrow(/auth=jwt needs -c jwtIssuer=.* and -c jwtAudience=/);
+    expect(() => from({ auth: 'jwt', jwtIssuer: 'https://id.example.com/' })).toThrow(
+      /auth=jwt needs -c jwtIssuer=.* and -c jwtAudience=/,
+    );
     expect(() => from({ auth: 'jwt', jwtAudience: 'sluice' })).toThrow(/auth=jwt needs/);
     expect(() => from({ removalPolicy: 'snapshot' })).toThrow(/removalPolicy must be retain or destroy/);
-    for (const memorySize of ['lots', '64', '1024.5', '20000']) expect(() => from({ memorySize }), `memorySize=${memorySize}`).toThrow(/memorySize must be a whole number of MB from 128 to 10240/);
+    for (const memorySize of ['lots', '64', '1024.5', '20000'])
+      expect(() => from({ memorySize }), `memorySize=${memorySize}`).toThrow(
+        /memorySize must be a whole number of MB from 128 to 10240/,
+      );
     expect(() => from({ logRetentionDays: '10' })).toThrow(/logRetentionDays must be one CloudWatch accepts/);
     expect(() => from({ grantsFile: join(dir, 'missing.json') })).toThrow(/cannot read grants file/);
   });

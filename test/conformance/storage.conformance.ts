@@ -133,7 +133,14 @@ export function runStorageConformance(
         // order back shows the adapter stored the caller's text instead of serialising again.
         const withText = (sk: string): Item => item(pk, sk, 1, { a: 1, b: 'x' }, { attrsJson: '{"b":"x","a":1}' });
         await s.items.put('meta', withText('put'));
-        await s.items.writeEach([withText('each-1'), withText('each-2'), withText('each-3')].map((it) => ({ op: 'put' as const, table: 'meta' as const, item: it, cond: { kind: 'absent' as const } })));
+        await s.items.writeEach(
+          [withText('each-1'), withText('each-2'), withText('each-3')].map((it) => ({
+            op: 'put' as const,
+            table: 'meta' as const,
+            item: it,
+            cond: { kind: 'absent' as const },
+          })),
+        );
         await s.items.transact([{ op: 'put', table: 'meta', item: withText('tx') }]);
         for (const sk of ['put', 'each-1', 'each-2', 'each-3', 'tx']) {
           const got = await s.items.get('meta', { pk, sk });
@@ -145,7 +152,10 @@ export function runStorageConformance(
 
       it('an unconditional put replaces the whole item, dropping bin and expiresAt', async () => {
         const pk = uid();
-        await s.items.put('meta', item(pk, 'k', 1, { a: 1, b: 2 }, { bin: new Uint8Array([9]), expiresAt: 4_102_444_800 }));
+        await s.items.put(
+          'meta',
+          item(pk, 'k', 1, { a: 1, b: 2 }, { bin: new Uint8Array([9]), expiresAt: 4_102_444_800 }),
+        );
         await s.items.put('meta', item(pk, 'k', 5, { c: 3 }));
         const got = await s.items.get('meta', { pk, sk: 'k' });
         expect(plain(got)).toEqual(plain(item(pk, 'k', 5, { c: 3 })));
@@ -166,7 +176,9 @@ export function runStorageConformance(
         const pk = uid();
         const first = item(pk, 'k', 1, { who: 'first' });
         await s.items.put('meta', first, { kind: 'absent' });
-        const err = await expectConditionFailed(s.items.put('meta', item(pk, 'k', 1, { who: 'second' }), { kind: 'absent' }));
+        const err = await expectConditionFailed(
+          s.items.put('meta', item(pk, 'k', 1, { who: 'second' }), { kind: 'absent' }),
+        );
         expect(plainFailed(err)).toEqual([{ index: 0, current: plain(first) }]);
         expect(plain(await s.items.get('meta', { pk, sk: 'k' }))).toEqual(plain(first));
       });
@@ -178,11 +190,15 @@ export function runStorageConformance(
         const v2 = item(pk, 'k', 2, { n: 2 });
         expect(plain(await s.items.get('meta', { pk, sk: 'k' }))).toEqual(plain(v2));
 
-        const stale = await expectConditionFailed(s.items.put('meta', item(pk, 'k', 2, { n: 99 }), { kind: 'version', ver: 1 }));
+        const stale = await expectConditionFailed(
+          s.items.put('meta', item(pk, 'k', 2, { n: 99 }), { kind: 'version', ver: 1 }),
+        );
         expect(plainFailed(stale)).toEqual([{ index: 0, current: plain(v2) }]);
         expect(plain(await s.items.get('meta', { pk, sk: 'k' }))).toEqual(plain(v2));
 
-        const missing = await expectConditionFailed(s.items.put('meta', item(pk, 'nope', 1), { kind: 'version', ver: 0 }));
+        const missing = await expectConditionFailed(
+          s.items.put('meta', item(pk, 'nope', 1), { kind: 'version', ver: 0 }),
+        );
         expect(plainFailed(missing)).toEqual([{ index: 0, current: undefined }]);
         expect(await s.items.get('meta', { pk, sk: 'nope' })).toBeUndefined();
       });
@@ -258,13 +274,19 @@ export function runStorageConformance(
         ]);
 
         const after = await s.items.query('dedup', pk);
-        expect(after.items.map(plain)).toEqual([plain(existing), plain(item(pk, 'fresh', 1)), plain(item(pk, 'plain', 1, { p: true }))]);
+        expect(after.items.map(plain)).toEqual([
+          plain(existing),
+          plain(item(pk, 'fresh', 1)),
+          plain(item(pk, 'plain', 1, { p: true })),
+        ]);
       });
 
       it('returns an empty result for no ops and rejects check ops (transactions only)', async () => {
         const pk = uid();
         expect(await s.items.writeEach([])).toEqual([]);
-        await expectValidationError(s.items.writeEach([{ op: 'check', table: 'meta', key: { pk, sk: 'k' }, cond: { kind: 'absent' } }]));
+        await expectValidationError(
+          s.items.writeEach([{ op: 'check', table: 'meta', key: { pk, sk: 'k' }, cond: { kind: 'absent' } }]),
+        );
       });
     });
 
@@ -456,11 +478,19 @@ export function runStorageConformance(
         const all = Array.from({ length: 250 }, (_, i) => `m#${String(i).padStart(4, '0')}`);
         for (let i = 0; i < all.length; i += MAX_TRANSACT_OPS) {
           await s.items.transact(
-            all.slice(i, i + MAX_TRANSACT_OPS).map((sk, j) => ({ op: 'put', table: 'log', item: item(pk, sk, 1, { i: i + j }) })),
+            all
+              .slice(i, i + MAX_TRANSACT_OPS)
+              .map((sk, j) => ({ op: 'put', table: 'log', item: item(pk, sk, 1, { i: i + j }) })),
           );
         }
 
-        async function collect(opts: { reverse?: boolean; limit: number; gte?: string; lte?: string; prefix?: string }): Promise<string[]> {
+        async function collect(opts: {
+          reverse?: boolean;
+          limit: number;
+          gte?: string;
+          lte?: string;
+          prefix?: string;
+        }): Promise<string[]> {
           const seen: string[] = [];
           let after: string | undefined;
           for (let pages = 0; pages < 100; pages++) {
@@ -541,7 +571,8 @@ export function runStorageConformance(
         // sizes binary by its base64 text. So the accepted item sits 8 KiB under the limit
         // with its bulk in attrs (a string everywhere, counted byte for byte).
         const bin = new Uint8Array(96).fill(7);
-        const withFill = (sk: string, n: number): Item => item(pk, sk, 1, { note: 'size probe', fill: 'x'.repeat(n) }, { bin });
+        const withFill = (sk: string, n: number): Item =>
+          item(pk, sk, 1, { note: 'size probe', fill: 'x'.repeat(n) }, { bin });
         const underBytes = MAX_ITEM_BYTES - 8 * 1024;
         const under = withFill('big', underBytes - itemSize(withFill('big', 0)));
         const over = withFill('too-big', MAX_ITEM_BYTES + 1 - itemSize(withFill('too-big', 0)));
@@ -549,8 +580,12 @@ export function runStorageConformance(
         expect(itemSize(over)).toBe(MAX_ITEM_BYTES + 1);
 
         await expect(s.items.put('log', over)).rejects.toBeInstanceOf(ItemTooLargeError);
-        await expect(s.items.transact([{ op: 'put', table: 'log', item: over }])).rejects.toBeInstanceOf(ItemTooLargeError);
-        await expect(s.items.writeEach([{ op: 'put', table: 'log', item: over }])).rejects.toBeInstanceOf(ItemTooLargeError);
+        await expect(s.items.transact([{ op: 'put', table: 'log', item: over }])).rejects.toBeInstanceOf(
+          ItemTooLargeError,
+        );
+        await expect(s.items.writeEach([{ op: 'put', table: 'log', item: over }])).rejects.toBeInstanceOf(
+          ItemTooLargeError,
+        );
         expect(await s.items.get('log', { pk, sk: 'too-big' })).toBeUndefined();
 
         await s.items.put('log', under);
@@ -594,11 +629,15 @@ export function runStorageConformance(
 
         async function worker(): Promise<number> {
           let conflicts = 0;
-          for (let done = 0; done < each; ) {
+          for (let done = 0; done < each;) {
             const cur = await s.items.get(table, key);
             if (cur === undefined) throw new Error('counter vanished');
             try {
-              await s.items.put(table, { ...cur, ver: cur.ver + 1, attrs: { n: Number(cur.attrs['n']) + 1 } }, { kind: 'version', ver: cur.ver });
+              await s.items.put(
+                table,
+                { ...cur, ver: cur.ver + 1, attrs: { n: Number(cur.attrs['n']) + 1 } },
+                { kind: 'version', ver: cur.ver },
+              );
               done++;
             } catch (e) {
               if (!(e instanceof ConditionFailedError)) throw e;
@@ -618,7 +657,8 @@ export function runStorageConformance(
 
     describe('blobs', () => {
       const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
-      const text = (b: Uint8Array | undefined): string | undefined => (b === undefined ? undefined : Buffer.from(b).toString('utf8'));
+      const text = (b: Uint8Array | undefined): string | undefined =>
+        b === undefined ? undefined : Buffer.from(b).toString('utf8');
       const ns = (): string => `conformance/${randomUUID().slice(0, 13)}/`;
 
       it('put / get / overwrite / delete, missing reads undefined and missing delete is fine', async () => {
@@ -666,7 +706,12 @@ export function runStorageConformance(
         }
 
         expect((await s.blobs.list(`${p}a/1`)).blobs.map((b) => b.key)).toEqual([`${p}a/1`, `${p}a/10`]);
-        expect((await s.blobs.list(`${p}a/`)).blobs.map((b) => b.key)).toEqual([`${p}a/1`, `${p}a/10`, `${p}a/2`, `${p}a/sub/x`]);
+        expect((await s.blobs.list(`${p}a/`)).blobs.map((b) => b.key)).toEqual([
+          `${p}a/1`,
+          `${p}a/10`,
+          `${p}a/2`,
+          `${p}a/sub/x`,
+        ]);
         expect((await s.blobs.list(`${p}a`)).blobs.map((b) => b.key)).toEqual(sorted.slice(0, 6));
         expect((await s.blobs.list(`${p}zz`)).blobs).toEqual([]);
         expect((await s.blobs.list(`${p}nothing/here/`)).blobs).toEqual([]);

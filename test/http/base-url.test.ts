@@ -25,9 +25,20 @@ describe('http: suites against a base URL from the environment', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'sluice-base-url-'));
     const grantsFile = join(dir, 'grants.json');
-    await writeFile(grantsFile, JSON.stringify({ grants: [{ principal: 'ops', actions: ['push', 'consume', 'manage'], queues: [`${prefix}*`] }], tokens: { [TOKEN]: 'ops' } }));
+    await writeFile(
+      grantsFile,
+      JSON.stringify({
+        grants: [{ principal: 'ops', actions: ['push', 'consume', 'manage'], queues: [`${prefix}*`] }],
+        tokens: { [TOKEN]: 'ops' },
+      }),
+    );
     server = await startServerProcess(
-      { SLUICE_DATA_DIR: join(dir, 'data'), SLUICE_SYNC: 'normal', SLUICE_MAX_BODY_BYTES: String(limits.maxBodyBytes), SLUICE_MAX_MESSAGE_BYTES: String(limits.maxMessageBytes) },
+      {
+        SLUICE_DATA_DIR: join(dir, 'data'),
+        SLUICE_SYNC: 'normal',
+        SLUICE_MAX_BODY_BYTES: String(limits.maxBodyBytes),
+        SLUICE_MAX_MESSAGE_BYTES: String(limits.maxMessageBytes),
+      },
       ['--grants', grantsFile],
       { healthHeaders: { authorization: `Bearer ${TOKEN}` } },
     );
@@ -45,7 +56,9 @@ describe('http: suites against a base URL from the environment', () => {
   });
 
   it('the grants limit the token to its prefix', async () => {
-    const r = await callTarget(deployed.target, 'POST', '/api/v1/push', { items: [{ queue: 'elsewhere', payload: 1 }] });
+    const r = await callTarget(deployed.target, 'POST', '/api/v1/push', {
+      items: [{ queue: 'elsewhere', payload: 1 }],
+    });
     expect(r.status).toBe(403);
   });
 

@@ -27,7 +27,8 @@ const TOKENS = {
 type Who = keyof typeof TOKENS;
 
 const enc = encodeURIComponent;
-const G = (queue: string, group = 'workers', partition = 'Default'): string => `/api/v1/queues/${enc(queue)}/partitions/${enc(partition)}/groups/${enc(group)}`;
+const G = (queue: string, group = 'workers', partition = 'Default'): string =>
+  `/api/v1/queues/${enc(queue)}/partitions/${enc(partition)}/groups/${enc(group)}`;
 
 interface Rec {
   offset: number;
@@ -39,7 +40,10 @@ interface Rec {
 }
 
 /** The storage the server runs on, with a hook a test can use to hold the next transaction. */
-function hookable(inner: Storage): { storage: Storage; holdNextTransact(): { arrived: Promise<void>; release(): void } } {
+function hookable(inner: Storage): {
+  storage: Storage;
+  holdNextTransact(): { arrived: Promise<void>; release(): void };
+} {
   let hold: { gate: Promise<void>; arrived: () => void } | undefined;
   const storage = withItems(inner, {
     transact: async (ops) => {
@@ -86,7 +90,12 @@ describe.each(backends)('http: record claims on $name', (backend) => {
       ],
     });
     const tokens = Object.fromEntries(Object.entries(TOKENS).map(([who, token]) => [token, who]));
-    server = await startLocalServer({ handler: withBearerTokens(makeHandler(ALL_ROUTES, { services: async () => svc, grants }), tokens), host: '127.0.0.1', port: 0, maxBodyBytes: svc.config.maxBodyBytes });
+    server = await startLocalServer({
+      handler: withBearerTokens(makeHandler(ALL_ROUTES, { services: async () => svc, grants }), tokens),
+      host: '127.0.0.1',
+      port: 0,
+      maxBodyBytes: svc.config.maxBodyBytes,
+    });
   });
   afterAll(async () => {
     await server.close();
@@ -95,29 +104,63 @@ describe.each(backends)('http: record claims on $name', (backend) => {
 
   /** Another server (another process, as far as claims go) over given services, same grants and tokens. */
   const serverOver = (services: Services): Promise<LocalServer> => {
-    const grants = Grants.from({ grants: [{ principal: 'alice', actions: ['push', 'consume', 'manage'], queues: ['*'] }] });
+    const grants = Grants.from({
+      grants: [{ principal: 'alice', actions: ['push', 'consume', 'manage'], queues: ['*'] }],
+    });
     const tokens = Object.fromEntries(Object.entries(TOKENS).map(([who, token]) => [token, who]));
-    return startLocalServer({ handler: withBearerTokens(makeHandler(ALL_ROUTES, { services: async () => services, grants }), tokens), host: '127.0.0.1', port: 0, maxBodyBytes: services.config.maxBodyBytes });
+    return startLocalServer({
+      handler: withBearerTokens(makeHandler(ALL_ROUTES, { services: async () => services, grants }), tokens),
+      host: '127.0.0.1',
+      port: 0,
+      maxBodyBytes: services.config.maxBodyBytes,
+    });
   };
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- loosely typed JSON replies
-  const http = (method: string, path: string, body?: unknown, who: Who = 'alice'): Promise<HttpReply<any>> => call(server.url, method, path, body, { authorization: `Bearer ${TOKENS[who]}` });
-  const ok = async (method: string, path: string, body?: unknown, who: Who = 'alice'): Promise<Record<string, unknown>> => {
+  const http = (method: string, path: string, body?: unknown, who: Who = 'alice'): Promise<HttpReply<any>> =>
+    call(server.url, method, path, body, { authorization: `Bearer ${TOKENS[who]}` });
+  const ok = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    who: Who = 'alice',
+  ): Promise<Record<string, unknown>> => {
     const r = await http(method, path, body, who);
     expect(r.status, `${method} ${path}: ${JSON.stringify(r.body)}`).toBe(200);
     return r.body as Record<string, unknown>;
   };
   const push = async (queue: string, n: number): Promise<void> => {
-    const r = await http('POST', '/api/v1/push', { items: Array.from({ length: n }, (_, i) => ({ queue, payload: { i } })) });
+    const r = await http('POST', '/api/v1/push', {
+      items: Array.from({ length: n }, (_, i) => ({ queue, payload: { i } })),
+    });
     expect(r.status).toBe(201);
   };
   const configure = async (queue: string, options: Record<string, number>): Promise<void> => {
     await ok('POST', '/api/v1/configure', { queue, options });
   };
-  const poll = async (queue: string, body: Record<string, unknown> = {}, who: Who = 'alice', group = 'workers'): Promise<Rec[]> => (await ok('POST', `${G(queue, group)}/poll`, body, who)).records as Rec[];
-  const offsets = async (queue: string, body: Record<string, unknown> = {}, who: Who = 'alice', group = 'workers'): Promise<number[]> => (await poll(queue, body, who, group)).map((r) => r.offset);
-  const ack = async (queue: string, list: number[]): Promise<number> => (await ok('POST', `${G(queue)}/ack`, { offsets: list })).committed as number;
-  const deadLetters = async (queue: string): Promise<number[]> => (await ok('GET', `${G(queue)}/dead-letters`)).offsets as number[];
-  const expectError = async (method: string, path: string, body: unknown, status: number, code: string, who: Who = 'alice'): Promise<void> => {
+  const poll = async (
+    queue: string,
+    body: Record<string, unknown> = {},
+    who: Who = 'alice',
+    group = 'workers',
+  ): Promise<Rec[]> => (await ok('POST', `${G(queue, group)}/poll`, body, who)).records as Rec[];
+  const offsets = async (
+    queue: string,
+    body: Record<string, unknown> = {},
+    who: Who = 'alice',
+    group = 'workers',
+  ): Promise<number[]> => (await poll(queue, body, who, group)).map((r) => r.offset);
+  const ack = async (queue: string, list: number[]): Promise<number> =>
+    (await ok('POST', `${G(queue)}/ack`, { offsets: list })).committed as number;
+  const deadLetters = async (queue: string): Promise<number[]> =>
+    (await ok('GET', `${G(queue)}/dead-letters`)).offsets as number[];
+  const expectError = async (
+    method: string,
+    path: string,
+    body: unknown,
+    status: number,
+    code: string,
+    who: Who = 'alice',
+  ): Promise<void> => {
     const r = await http(method, path, body, who);
     expect(r.status, `${method} ${path}: ${JSON.stringify(r.body)}`).toBe(status);
     expect(r.body.code).toBe(code);
@@ -128,19 +171,30 @@ describe.each(backends)('http: record claims on $name', (backend) => {
     await push('s-inflight', 4);
     expect(await offsets('s-inflight', { max: 2 })).toEqual([0, 1]);
     expect(await offsets('s-inflight', { max: 2 })).toEqual([2, 3]);
-    expect(await http('POST', `${G('s-inflight')}/poll`, { max: 2 })).toMatchObject({ status: 200, body: { records: [], capped: false } });
+    expect(await http('POST', `${G('s-inflight')}/poll`, { max: 2 })).toMatchObject({
+      status: 200,
+      body: { records: [], capped: false },
+    });
   });
 
   it('a_lapsed_claim_is_handed_out_again', async () => {
     await push('s-lapse', 3);
     const first = await poll('s-lapse', { max: 3 });
-    expect(first.map((r) => [r.offset, r.attempts, r.data])).toEqual([[0, 1, { i: 0 }], [1, 1, { i: 1 }], [2, 1, { i: 2 }]]);
+    expect(first.map((r) => [r.offset, r.attempts, r.data])).toEqual([
+      [0, 1, { i: 0 }],
+      [1, 1, { i: 1 }],
+      [2, 1, { i: 2 }],
+    ]);
     expect(first[0]!.createdAt).toMatch(/^\d{4}-\d\d-\d\dT/);
     expect(typeof first[0]!.transactionId).toBe('string');
     clock.advance(29_999);
     expect(await offsets('s-lapse', { max: 3 })).toEqual([]);
     clock.advance(1);
-    expect((await poll('s-lapse', { max: 3 })).map((r) => [r.offset, r.attempts])).toEqual([[0, 2], [1, 2], [2, 2]]);
+    expect((await poll('s-lapse', { max: 3 })).map((r) => [r.offset, r.attempts])).toEqual([
+      [0, 2],
+      [1, 2],
+      [2, 2],
+    ]);
   });
 
   it('the_cursor_does_not_advance_over_a_gap', async () => {
@@ -205,9 +259,17 @@ describe.each(backends)('http: record claims on $name', (backend) => {
     // Restart: a new server over new services (no memory kept), same storage.
     const second = await serverOver(testServices(storage, { clock }));
     try {
-      const r = await call(second.url, 'POST', `${G('s-restart')}/poll`, { max: 1 }, { authorization: `Bearer ${TOKENS.alice}` });
+      const r = await call(
+        second.url,
+        'POST',
+        `${G('s-restart')}/poll`,
+        { max: 1 },
+        { authorization: `Bearer ${TOKENS.alice}` },
+      );
       expect(r.body.records.map((x: Rec) => [x.offset, x.attempts])).toEqual([[0, 1]]);
-      const list = await call(second.url, 'GET', `${G('s-restart')}/dead-letters`, undefined, { authorization: `Bearer ${TOKENS.alice}` });
+      const list = await call(second.url, 'GET', `${G('s-restart')}/dead-letters`, undefined, {
+        authorization: `Bearer ${TOKENS.alice}`,
+      });
       expect(list.body).toEqual({ offsets: [] });
     } finally {
       await second.close();
@@ -218,7 +280,9 @@ describe.each(backends)('http: record claims on $name', (backend) => {
     await push('s-extend', 1);
     await poll('s-extend');
     clock.advance(25_000);
-    expect(await ok('POST', `${G('s-extend')}/extend`, { offset: 0, attempts: 1, extendMs: 120_000 })).toEqual({ visibleMs: 120_000 });
+    expect(await ok('POST', `${G('s-extend')}/extend`, { offset: 0, attempts: 1, extendMs: 120_000 })).toEqual({
+      visibleMs: 120_000,
+    });
     clock.advance(5_001);
     expect(await offsets('s-extend')).toEqual([]);
     clock.advance(120_000 - 5_001);
@@ -230,9 +294,17 @@ describe.each(backends)('http: record claims on $name', (backend) => {
     await poll('s-extend-late');
     clock.advance(30_000);
     expect((await poll('s-extend-late'))[0]?.attempts).toBe(2);
-    await expectError('POST', `${G('s-extend-late')}/extend`, { offset: 0, attempts: 1, extendMs: 60_000 }, 409, 'stale_claim');
+    await expectError(
+      'POST',
+      `${G('s-extend-late')}/extend`,
+      { offset: 0, attempts: 1, extendMs: 60_000 },
+      409,
+      'stale_claim',
+    );
     expect(await ok('GET', G('s-extend-late'))).toMatchObject({ inFlight: 1, owed: 0 });
-    expect(await ok('POST', `${G('s-extend-late')}/extend`, { offset: 0, attempts: 2, extendMs: 60_000 })).toEqual({ visibleMs: 60_000 });
+    expect(await ok('POST', `${G('s-extend-late')}/extend`, { offset: 0, attempts: 2, extendMs: 60_000 })).toEqual({
+      visibleMs: 60_000,
+    });
     clock.advance(59_999);
     expect(await offsets('s-extend-late')).toEqual([]);
   });
@@ -240,7 +312,10 @@ describe.each(backends)('http: record claims on $name', (backend) => {
   it('a_delayed_nack_is_redelivered_after_the_delay', async () => {
     await push('s-delay', 1);
     await poll('s-delay');
-    expect(await ok('POST', `${G('s-delay')}/nack`, { offset: 0, attempts: 1, delayMs: 10_000 })).toEqual({ offset: 0, delayMs: 10_000 });
+    expect(await ok('POST', `${G('s-delay')}/nack`, { offset: 0, attempts: 1, delayMs: 10_000 })).toEqual({
+      offset: 0,
+      delayMs: 10_000,
+    });
     clock.advance(9_999);
     expect(await offsets('s-delay')).toEqual([]);
     clock.advance(1);
@@ -250,7 +325,10 @@ describe.each(backends)('http: record claims on $name', (backend) => {
   it('a_consumer_dead_letter_is_listed_finished_and_redrivable', async () => {
     await push('s-cdl', 2);
     await poll('s-cdl', { max: 2 });
-    expect(await ok('POST', `${G('s-cdl')}/dead-letter`, { offset: 0, attempts: 1 })).toMatchObject({ offset: 0, deadLettered: true });
+    expect(await ok('POST', `${G('s-cdl')}/dead-letter`, { offset: 0, attempts: 1 })).toMatchObject({
+      offset: 0,
+      deadLettered: true,
+    });
     expect(await ack('s-cdl', [1])).toBe(2);
     expect(await deadLetters('s-cdl')).toEqual([0]);
     expect(await offsets('s-cdl')).toEqual([]);
@@ -270,7 +348,10 @@ describe.each(backends)('http: record claims on $name', (backend) => {
     // Once it lapses the record is owed again, not lost.
     clock.advance(11 * 3600_000);
     await svc.claims.sweep('s-evict', 'Default', 'workers');
-    expect((await poll('s-evict', { max: 2 })).map((r) => [r.offset, r.attempts])).toEqual([[0, 2], [1, 2]]);
+    expect((await poll('s-evict', { max: 2 })).map((r) => [r.offset, r.attempts])).toEqual([
+      [0, 2],
+      [1, 2],
+    ]);
   });
 
   it('a_consumer_extends_delays_and_dead_letters_its_claims', async () => {
@@ -314,7 +395,13 @@ describe.each(backends)('http: record claims on $name', (backend) => {
       await held.arrived;
       let seek: HttpReply<Record<string, unknown>>;
       try {
-        seek = await call(other.url, 'POST', `${G('s-race')}/seek`, { start: { offset: 0 } }, { authorization: `Bearer ${TOKENS.alice}` });
+        seek = await call(
+          other.url,
+          'POST',
+          `${G('s-race')}/seek`,
+          { start: { offset: 0 } },
+          { authorization: `Bearer ${TOKENS.alice}` },
+        );
       } finally {
         held.release();
       }
@@ -337,7 +424,15 @@ describe.each(backends)('http: record claims on $name', (backend) => {
     await push('s-admin', 3);
     expect(await offsets('s-admin', { max: 2 })).toEqual([5, 6]);
     await ok('POST', `${G('s-admin')}/nack`, { offset: 6 });
-    expect(await ok('GET', G('s-admin'))).toEqual({ committed: 5, tail: 8, lag: 3, inFlight: 1, owed: 1, delayed: 0, deadLetters: 0 });
+    expect(await ok('GET', G('s-admin'))).toEqual({
+      committed: 5,
+      tail: 8,
+      lag: 3,
+      inFlight: 1,
+      owed: 1,
+      delayed: 0,
+      deadLetters: 0,
+    });
     await ok('POST', `${G('s-admin')}/dead-letter`, { offset: 5 });
     expect(await ok('GET', G('s-admin'))).toMatchObject({ deadLetters: 1, committed: 6 });
     expect(await ok('POST', `${G('s-admin')}/seek`, { start: { offset: 2 } })).toEqual({ offset: 2, moved: true });
@@ -357,37 +452,86 @@ describe.each(backends)('http: record claims on $name', (backend) => {
     expect(await offsets('m-reclaim', { max: 3, consumer: 'w1', session: 'boot-1' })).toEqual([0, 1, 2]);
     await ok('POST', `${G('m-reclaim')}/nack`, { offset: 2 }); // owed to the group
     // bob uses the same name: it is not his.
-    expect(await offsets('m-reclaim', { max: 1, consumer: 'w1', session: 'boot-9', reclaim: true }, 'bob')).toEqual([2]);
+    expect(await offsets('m-reclaim', { max: 1, consumer: 'w1', session: 'boot-9', reclaim: true }, 'bob')).toEqual([
+      2,
+    ]);
     // The restarted process takes back 0 and 1 first, at another attempt.
-    expect((await poll('m-reclaim', { max: 3, consumer: 'w1', session: 'boot-2', reclaim: true })).map((r) => [r.offset, r.attempts])).toEqual([[0, 2], [1, 2], [3, 1]]);
+    expect(
+      (await poll('m-reclaim', { max: 3, consumer: 'w1', session: 'boot-2', reclaim: true })).map((r) => [
+        r.offset,
+        r.attempts,
+      ]),
+    ).toEqual([
+      [0, 2],
+      [1, 2],
+      [3, 1],
+    ]);
     // The older session never takes anything back.
     expect(await offsets('m-reclaim', { max: 1, consumer: 'w1', session: 'boot-1', reclaim: true })).toEqual([4]);
     await expectError('POST', `${G('m-reclaim')}/poll`, { reclaim: true, consumer: 'w1' }, 400, 'invalid_request');
     await expectError('POST', `${G('m-reclaim')}/poll`, { session: 's' }, 400, 'invalid_request');
-    await expectError('POST', `${G('m-reclaim')}/poll`, { consumer: 'x'.repeat(129), session: 's' }, 400, 'invalid_request');
+    await expectError(
+      'POST',
+      `${G('m-reclaim')}/poll`,
+      { consumer: 'x'.repeat(129), session: 's' },
+      400,
+      'invalid_request',
+    );
   });
 
   it('named members, as item 6 says: a new session reclaims first (before owed), once; older sessions and other principals take nothing back', async () => {
     await configure('m-members', { maxAttempts: 3 });
     await push('m-members', 10);
-    const got = async (body: Record<string, unknown>, who: Who = 'alice'): Promise<number[][]> => (await poll('m-members', body, who)).map((r) => [r.offset, r.attempts]);
-    const as = (session: string, max: number, reclaim = true): Record<string, unknown> => ({ max, consumer: 'w', session, reclaim });
-    expect(await got(as('s1', 4, false))).toEqual([[0, 1], [1, 1], [2, 1], [3, 1]]);
+    const got = async (body: Record<string, unknown>, who: Who = 'alice'): Promise<number[][]> =>
+      (await poll('m-members', body, who)).map((r) => [r.offset, r.attempts]);
+    const as = (session: string, max: number, reclaim = true): Record<string, unknown> => ({
+      max,
+      consumer: 'w',
+      session,
+      reclaim,
+    });
+    expect(await got(as('s1', 4, false))).toEqual([
+      [0, 1],
+      [1, 1],
+      [2, 1],
+      [3, 1],
+    ]);
     await ok('POST', `${G('m-members')}/nack`, { offset: 3, attempts: 1 }); // owed to the group
     await ok('POST', `${G('m-members')}/nack`, { offset: 2, attempts: 1, delayMs: 60_000 }); // nobody holds it
     // The first reclaiming poll of a new session: what the name holds, before the owed record.
     expect(await got(as('s2', 1))).toEqual([[0, 2]]);
     // Another principal under the same name gets nothing of it: the owed record, then new ones.
-    expect(await got(as('b1', 3), 'bob')).toEqual([[3, 2], [4, 1], [5, 1]]);
+    expect(await got(as('b1', 3), 'bob')).toEqual([
+      [3, 2],
+      [4, 1],
+      [5, 1],
+    ]);
     // The older session never takes anything back; it keeps working.
     expect(await got(as('s1', 1))).toEqual([[6, 1]]);
     // Later polls of s2 do not reclaim again: they finish taking what the first one reserved
     // (1), and leave alone what s1 claimed since (6) and the delayed nack (2).
-    expect(await got(as('s2', 5))).toEqual([[1, 2], [7, 1], [8, 1], [9, 1]]);
+    expect(await got(as('s2', 5))).toEqual([
+      [1, 2],
+      [7, 1],
+      [8, 1],
+      [9, 1],
+    ]);
     // A newer session takes back everything the name holds under older ones.
-    expect(await got(as('s3', 10))).toEqual([[0, 3], [1, 3], [6, 2], [7, 2], [8, 2], [9, 2]]);
+    expect(await got(as('s3', 10))).toEqual([
+      [0, 3],
+      [1, 3],
+      [6, 2],
+      [7, 2],
+      [8, 2],
+      [9, 2],
+    ]);
     // Out of attempts (0 and 1 had 3 deliveries): not handed back again, whatever the session.
-    expect(await got(as('s4', 10))).toEqual([[6, 3], [7, 3], [8, 3], [9, 3]]);
+    expect(await got(as('s4', 10))).toEqual([
+      [6, 3],
+      [7, 3],
+      [8, 3],
+      [9, 3],
+    ]);
     expect(await ok('GET', G('m-members'))).toMatchObject({ inFlight: 10, delayed: 1, owed: 0 });
   });
 
@@ -411,7 +555,13 @@ describe.each(backends)('http: record claims on $name', (backend) => {
     expect(await ack('m-seek-redriven', [3, 4])).toBe(5);
     await ok('POST', `${G('m-seek-redriven')}/dead-letters/2/redrive`);
     expect(await ok('POST', `${G('m-seek-redriven')}/seek`, { start: 'earliest' })).toEqual({ offset: 0, moved: true });
-    expect((await poll('m-seek-redriven', { max: 10 })).map((r) => [r.offset, r.attempts])).toEqual([[0, 1], [1, 1], [2, 1], [3, 1], [4, 1]]);
+    expect((await poll('m-seek-redriven', { max: 10 })).map((r) => [r.offset, r.attempts])).toEqual([
+      [0, 1],
+      [1, 1],
+      [2, 1],
+      [3, 1],
+      [4, 1],
+    ]);
     expect(await offsets('m-seek-redriven', { max: 10 })).toEqual([]);
     expect(await ok('GET', G('m-seek-redriven'))).toMatchObject({ committed: 0, inFlight: 5, owed: 0, deadLetters: 0 });
   });
@@ -447,9 +597,17 @@ describe.each(backends)('http: record claims on $name', (backend) => {
     await expectError('POST', `${G('m-errors')}/ack`, { offsets: [1] }, 400, 'invalid_request');
     await expectError('POST', `${G('m-errors')}/ack`, { offsets: [3] }, 400, 'invalid_request');
     await expectError('POST', `${G('m-errors')}/nack`, { offset: 7 }, 400, 'invalid_request');
-    await expectError('POST', `${G('m-errors')}/extend`, { offset: 0, attempts: 2, extendMs: 1000 }, 409, 'stale_claim');
+    await expectError(
+      'POST',
+      `${G('m-errors')}/extend`,
+      { offset: 0, attempts: 2, extendMs: 1000 },
+      409,
+      'stale_claim',
+    );
     // Over maxVisibilityMs is capped, not refused (seed 000): the answer says what was granted.
-    expect(await ok('POST', `${G('m-errors')}/extend`, { offset: 0, attempts: 1, extendMs: 43_200_001 })).toEqual({ visibleMs: 43_200_000 });
+    expect(await ok('POST', `${G('m-errors')}/extend`, { offset: 0, attempts: 1, extendMs: 43_200_001 })).toEqual({
+      visibleMs: 43_200_000,
+    });
     await expectError('POST', `${G('m-errors')}/poll`, { max: 0 }, 400, 'invalid_request');
     await expectError('POST', `${G('m-errors')}/poll`, { nonsense: true }, 400, 'invalid_request');
     await expectError('POST', `${G('m-errors')}/ack`, { offsets: [] }, 400, 'invalid_request');
@@ -473,7 +631,9 @@ describe.each(backends)('http: record claims on $name', (backend) => {
     await expectError('POST', `${G('m-mode', 'leasers')}/poll`, {}, 409, 'conflict');
     await expectError('PUT', G('m-mode', 'leasers'), { start: 'earliest' }, 409, 'conflict');
     await poll('m-mode', {}, 'alice', 'claimers');
-    await expect(svc.groups.register('m-mode', 'claimers', 'lease', { mode: 'all', from: null })).rejects.toMatchObject({ code: 'conflict' });
+    await expect(svc.groups.register('m-mode', 'claimers', 'lease', { mode: 'all', from: null })).rejects.toMatchObject(
+      { code: 'conflict' },
+    );
   });
 
   it('pop (partition leases) refuses a claim group with 409, and a claim poll refuses a lease group', async () => {
@@ -488,7 +648,9 @@ describe.each(backends)('http: record claims on $name', (backend) => {
   });
 
   it('takes URL-encoded names', async () => {
-    await http('POST', '/api/v1/push', { items: [{ queue: 'orders v2', partition: 'eu west', payload: { ok: true } }] });
+    await http('POST', '/api/v1/push', {
+      items: [{ queue: 'orders v2', partition: 'eu west', payload: { ok: true } }],
+    });
     const path = `${G('orders v2', 'billing team', 'eu west')}/poll`;
     expect(path).toContain('%20');
     expect((await ok('POST', path, {})).records).toMatchObject([{ offset: 0, data: { ok: true } }]);

@@ -32,17 +32,35 @@ const lines = (s: string): string[] => s.split('\n').filter(Boolean);
 describe('cli against the local server', () => {
   it('pushes 10,000 lines from a file and tails every one of them', async () => {
     const file = join(dir, 'orders.jsonl');
-    await writeFile(file, Array.from({ length: 10_000 }, (_, i) => JSON.stringify({ n: i, region: i % 2 ? 'eu' : 'us' })).join('\n') + '\n');
-    const push = await sluiceCli(['--json', 'push', 'cli-orders', '--partition', 'all', '--file', file, '--batch', '2000'], { env });
+    await writeFile(
+      file,
+      Array.from({ length: 10_000 }, (_, i) => JSON.stringify({ n: i, region: i % 2 ? 'eu' : 'us' })).join('\n') + '\n',
+    );
+    const push = await sluiceCli(
+      ['--json', 'push', 'cli-orders', '--partition', 'all', '--file', file, '--batch', '2000'],
+      { env },
+    );
     expect(push.stderr).toBe('');
     expect(push.code).toBe(0);
-    expect(JSON.parse(push.stdout)).toEqual({ queue: 'cli-orders', partition: 'all', lines: 10_000, queued: 10_000, duplicate: 0, failed: 0 });
+    expect(JSON.parse(push.stdout)).toEqual({
+      queue: 'cli-orders',
+      partition: 'all',
+      lines: 10_000,
+      queued: 10_000,
+      duplicate: 0,
+      failed: 0,
+    });
 
-    const again = await sluiceCli(['push', 'cli-orders', '--partition', 'all', '--file', file, '--id-field', 'n'], { env });
+    const again = await sluiceCli(['push', 'cli-orders', '--partition', 'all', '--file', file, '--id-field', 'n'], {
+      env,
+    });
     expect(again.code).toBe(0);
     expect(again.stdout).toBe('pushed 10000 messages to cli-orders/all: 10000 queued, 0 duplicate, 0 failed\n');
 
-    const tail = await sluiceCli(['--json', 'tail', 'cli-orders', '--group', 'audit', '--batch', '1000', '--limit', '20000'], { env, timeoutMs: 120_000 });
+    const tail = await sluiceCli(
+      ['--json', 'tail', 'cli-orders', '--group', 'audit', '--batch', '1000', '--limit', '20000'],
+      { env, timeoutMs: 120_000 },
+    );
     expect(tail.code).toBe(0);
     const got = lines(tail.stdout).map((l) => JSON.parse(l) as Message<{ n: number }>);
     expect(got).toHaveLength(20_000);
@@ -51,7 +69,12 @@ describe('cli against the local server', () => {
 
     const groups = await sluiceCli(['--json', 'groups', '--queue', 'cli-orders'], { env });
     expect(groups.code).toBe(0);
-    const view = (JSON.parse(groups.stdout) as { name: string; queues: { queue: string; lagMessages: number; detail: { committed: number }[] }[] }[]).find((g) => g.name === 'audit');
+    const view = (
+      JSON.parse(groups.stdout) as {
+        name: string;
+        queues: { queue: string; lagMessages: number; detail: { committed: number }[] }[];
+      }[]
+    ).find((g) => g.name === 'audit');
     expect(view?.queues[0]).toMatchObject({ queue: 'cli-orders', lagMessages: 0, detail: [{ committed: 19_999 }] });
     const table = await sluiceCli(['groups', '--group', 'audit'], { env });
     expect(lines(table.stdout)[0]).toMatch(/^GROUP\s+QUEUE\s+PARTITION\s+COMMITTED\s+NEXT\s+LAG\s+AGE\s+LEASED$/);
@@ -59,7 +82,10 @@ describe('cli against the local server', () => {
   });
 
   it('pushes from stdin, pops, and stops a limited tail after exactly the limit', async () => {
-    const push = await sluiceCli(['push', 'cli-small', '-p', 'a'], { env, stdin: '{"a":1}\n{"a":2}\n{"a":3}\n{"a":4}\n' });
+    const push = await sluiceCli(['push', 'cli-small', '-p', 'a'], {
+      env,
+      stdin: '{"a":1}\n{"a":2}\n{"a":3}\n{"a":4}\n',
+    });
     expect(push.code).toBe(0);
     const pop = await sluiceCli(['--json', 'pop', 'cli-small', '-p', 'a', '-n', '2'], { env });
     expect(pop.code).toBe(0);
@@ -76,13 +102,24 @@ describe('cli against the local server', () => {
   });
 
   it('describes a group, seeks it to the end, and configures a queue', async () => {
-    await sluice.queue('cli-seek').partition('a').push([{ data: 1 }, { data: 2 }]);
+    await sluice
+      .queue('cli-seek')
+      .partition('a')
+      .push([{ data: 1 }, { data: 2 }]);
     expect((await sluiceCli(['pop', 'cli-seek', '-g', 'sg', '-n', '10'], { env })).code).toBe(0);
-    await sluice.queue('cli-seek').partition('a').push([{ data: 3 }, { data: 4 }, { data: 5 }]);
+    await sluice
+      .queue('cli-seek')
+      .partition('a')
+      .push([{ data: 3 }, { data: 4 }, { data: 5 }]);
 
     const described = await sluiceCli(['--json', 'describe', 'sg'], { env });
     expect(described.code).toBe(0);
-    expect(JSON.parse(described.stdout)).toMatchObject({ name: 'sg', queues: [{ queue: 'cli-seek', lagMessages: 3, detail: [{ partition: 'a', committed: 1, next: 5, lagMessages: 3 }] }] });
+    expect(JSON.parse(described.stdout)).toMatchObject({
+      name: 'sg',
+      queues: [
+        { queue: 'cli-seek', lagMessages: 3, detail: [{ partition: 'a', committed: 1, next: 5, lagMessages: 3 }] },
+      ],
+    });
     const text = await sluiceCli(['describe', 'sg'], { env });
     expect(lines(text.stdout)[0]).toMatch(/^group sg: 3 messages behind, oldest \d+s$/);
     expect(lines(text.stdout)[2]).toMatch(/^sg\s+cli-seek\s+a\s+1\s+5\s+3\s/);
@@ -90,11 +127,22 @@ describe('cli against the local server', () => {
     const seek = await sluiceCli(['--json', 'seek', 'sg', 'cli-seek', '--to-end'], { env });
     expect(seek.code).toBe(0);
     expect(JSON.parse(seek.stdout)).toMatchObject({ success: true, seekToEnd: true, partitionsUpdated: 1 });
-    expect(await sluiceCli(['pop', 'cli-seek', '-g', 'sg'], { env })).toMatchObject({ code: 0, stdout: '', stderr: 'no messages available in cli-seek\n' });
+    expect(await sluiceCli(['pop', 'cli-seek', '-g', 'sg'], { env })).toMatchObject({
+      code: 0,
+      stdout: '',
+      stderr: 'no messages available in cli-seek\n',
+    });
 
-    const configured = await sluiceCli(['--json', 'configure', 'cli-seek', '--set', 'leaseTime=30', '--set', 'retryLimit=5'], { env });
+    const configured = await sluiceCli(
+      ['--json', 'configure', 'cli-seek', '--set', 'leaseTime=30', '--set', 'retryLimit=5'],
+      { env },
+    );
     expect(configured.code).toBe(0);
-    expect(JSON.parse(configured.stdout)).toMatchObject({ configured: true, queue: 'cli-seek', options: { leaseTime: 30, retryLimit: 5 } });
+    expect(JSON.parse(configured.stdout)).toMatchObject({
+      configured: true,
+      queue: 'cli-seek',
+      options: { leaseTime: 30, retryLimit: 5 },
+    });
     const refused = await sluiceCli(['configure', 'cli-seek', '--set', 'leaseTime=soon'], { env });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^sluice: .*leaseTime.*\[HTTP 400 invalid_request\]\n$/);
@@ -103,7 +151,8 @@ describe('cli against the local server', () => {
   it('lists the DLQ and redrives it with a progress bar and a rate limit', async () => {
     const q = sluice.queue('cli-dlq').partition('a');
     await q.push(Array.from({ length: 30 }, (_, i) => ({ data: i })));
-    for (let i = 0; i < 30; i++) await sluice.ack(await q.group('g').wait(false).pop(), 'dlq', { error: `bad input ${i}` });
+    for (let i = 0; i < 30; i++)
+      await sluice.ack(await q.group('g').wait(false).pop(), 'dlq', { error: `bad input ${i}` });
 
     const list = await sluiceCli(['--json', 'dlq', 'list', 'cli-dlq', '--group', 'g', '--limit', '50'], { env });
     expect(list.code).toBe(0);
@@ -122,7 +171,9 @@ describe('cli against the local server', () => {
     const progress = lines(redrive.stderr);
     expect(progress[0]).toMatch(/^redrive \[\.+\] 0\/30 0%/);
     expect(progress.at(-1)).toMatch(/^redrive \[#+\] 30\/30 100% [\d.]+\/s$/);
-    expect((JSON.parse((await sluiceCli(['--json', 'dlq', 'list', 'cli-dlq'], { env })).stdout) as unknown[]).length).toBe(0);
+    expect(
+      (JSON.parse((await sluiceCli(['--json', 'dlq', 'list', 'cli-dlq'], { env })).stdout) as unknown[]).length,
+    ).toBe(0);
     const back = await q.group('g').batch(100).wait(false).pop();
     expect(back.map((m) => m.data)).toEqual(Array.from({ length: 30 }, (_, i) => i));
 
@@ -135,10 +186,16 @@ describe('cli against the local server', () => {
   });
 
   it('polls, acks, describes and redrives claims', async () => {
-    await sluice.queue('cli-jobs').partition('p0').push(Array.from({ length: 5 }, (_, i) => ({ data: { job: i } })));
+    await sluice
+      .queue('cli-jobs')
+      .partition('p0')
+      .push(Array.from({ length: 5 }, (_, i) => ({ data: { job: i } })));
     const poll = await sluiceCli(['--json', 'claims', 'poll', 'cli-jobs', 'p0', 'workers', '--max', '3'], { env });
     expect(poll.code).toBe(0);
-    const polled = JSON.parse(poll.stdout) as { records: { offset: number; attempts: number; data: unknown }[]; capped: boolean };
+    const polled = JSON.parse(poll.stdout) as {
+      records: { offset: number; attempts: number; data: unknown }[];
+      capped: boolean;
+    };
     expect(polled.records.map((r) => [r.offset, r.attempts, r.data])).toEqual([
       [0, 1, { job: 0 }],
       [1, 1, { job: 1 }],
@@ -153,7 +210,10 @@ describe('cli against the local server', () => {
     const describe = await sluiceCli(['--json', 'claims', 'describe', 'cli-jobs', 'p0', 'workers'], { env });
     expect(JSON.parse(describe.stdout)).toMatchObject({ committed: 5, tail: 5, lag: 0, inFlight: 0, deadLetters: 0 });
 
-    await sluice.queue('cli-jobs').partition('p0').push([{ data: { job: 5 } }, { data: { job: 6 } }]);
+    await sluice
+      .queue('cli-jobs')
+      .partition('p0')
+      .push([{ data: { job: 5 } }, { data: { job: 6 } }]);
     const g = sluice.queue('cli-jobs').partition('p0').claimGroup('workers');
     for (const r of (await g.poll({ max: 2 })).records) await g.deadLetter(r.offset, { attempts: r.attempts });
     const dead = await sluiceCli(['--json', 'claims', 'dead-letters', 'cli-jobs', 'p0', 'workers'], { env });
@@ -168,12 +228,25 @@ describe('cli against the local server', () => {
   it('authenticates with --token or SLUICE_TOKEN; refusals exit 4 with what to do', async () => {
     const token = 'cli-test-token-0123456789abcdef';
     const grantsFile = join(dir, 'grants.json');
-    await writeFile(grantsFile, JSON.stringify({ grants: [{ principal: 'ops', actions: ['push', 'consume', 'manage'], queues: ['cli-auth-*'] }], tokens: { [token]: 'ops' } }));
-    const guarded = await startServerProcess({ SLUICE_DATA_DIR: join(dir, 'guarded'), SLUICE_SYNC: 'normal' }, ['--grants', grantsFile], { healthHeaders: { authorization: `Bearer ${token}` } });
+    await writeFile(
+      grantsFile,
+      JSON.stringify({
+        grants: [{ principal: 'ops', actions: ['push', 'consume', 'manage'], queues: ['cli-auth-*'] }],
+        tokens: { [token]: 'ops' },
+      }),
+    );
+    const guarded = await startServerProcess(
+      { SLUICE_DATA_DIR: join(dir, 'guarded'), SLUICE_SYNC: 'normal' },
+      ['--grants', grantsFile],
+      { healthHeaders: { authorization: `Bearer ${token}` } },
+    );
     try {
       const at = { SLUICE_ENDPOINT: guarded.url };
       const pushed = await sluiceCli(['--token', token, 'push', 'cli-auth-a'], { env: at, stdin: '{"k":1}\n' });
-      expect(pushed).toMatchObject({ code: 0, stdout: 'pushed 1 messages to cli-auth-a/Default: 1 queued, 0 duplicate, 0 failed\n' });
+      expect(pushed).toMatchObject({
+        code: 0,
+        stdout: 'pushed 1 messages to cli-auth-a/Default: 1 queued, 0 duplicate, 0 failed\n',
+      });
       const popped = await sluiceCli(['--json', 'pop', 'cli-auth-a'], { env: { ...at, SLUICE_TOKEN: token } });
       expect(popped.code).toBe(0);
       expect((JSON.parse(popped.stdout) as Message[]).map((m) => m.data)).toEqual([{ k: 1 }]);
@@ -200,13 +273,24 @@ describe('cli against the local server', () => {
     // The session's input file, made as docs/CLIENT.md makes it.
     const cwd = join(dir, 'readme');
     await mkdir(cwd, { recursive: true });
-    await writeFile(join(cwd, 'orders.jsonl'), Array.from({ length: 10_000 }, (_, i) => `{"n":${i + 1}}`).join('\n') + '\n');
+    await writeFile(
+      join(cwd, 'orders.jsonl'),
+      Array.from({ length: 10_000 }, (_, i) => `{"n":${i + 1}}`).join('\n') + '\n',
+    );
     const readmeServer = await startServerProcess({ SLUICE_DATA_DIR: join(dir, 'readme-data'), SLUICE_SYNC: 'normal' });
     try {
       for (const command of commands) {
         expect(command, 'README commands are plain words (no quoting)').not.toMatch(/["'`$\\|;&<>]/);
-        const r = await sluiceCli(command.split(/\s+/).slice(2), { env: { SLUICE_ENDPOINT: readmeServer.url }, cwd, timeoutMs: 120_000 });
-        expect({ command, code: r.code, stderr: r.code === 0 ? '' : r.stderr }).toEqual({ command, code: 0, stderr: '' });
+        const r = await sluiceCli(command.split(/\s+/).slice(2), {
+          env: { SLUICE_ENDPOINT: readmeServer.url },
+          cwd,
+          timeoutMs: 120_000,
+        });
+        expect({ command, code: r.code, stderr: r.code === 0 ? '' : r.stderr }).toEqual({
+          command,
+          code: 0,
+          stderr: '',
+        });
       }
     } finally {
       await readmeServer.stop();

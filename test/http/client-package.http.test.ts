@@ -35,10 +35,15 @@ afterAll(async () => {
 
 describe('client package', () => {
   it('builds to dist/client and works from plain Node as sluice/client', async () => {
-    const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { exports: Record<string, { types: string; import: string }>; bin: Record<string, string> };
+    const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as {
+      exports: Record<string, { types: string; import: string }>;
+      bin: Record<string, string>;
+    };
     expect(pkg.exports['./client']).toEqual({ types: './dist/client/index.d.ts', import: './dist/client/index.js' });
     expect(pkg.bin).toEqual({ sluice: './cli/sluice.js' });
-    await run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'client/tsconfig.json'], { timeout: 120_000 });
+    await run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'client/tsconfig.json'], {
+      timeout: 120_000,
+    });
     expect(existsSync('dist/client/index.js')).toBe(true);
     expect(readFileSync('dist/client/index.d.ts', 'utf8')).toContain('export { Sluice');
     const script = `
@@ -50,7 +55,14 @@ describe('client package', () => {
       const deleted = await s.queue('pkg').delete();
       const after = await s.queue('pkg').partition('a').wait(false).pop();
       console.log(JSON.stringify({ data: msgs.map((m) => m.data), deleted, after }));`;
-    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, SLUICE_ENDPOINT: server.url }, timeout: 30_000 });
-    expect(JSON.parse(stdout)).toEqual({ data: [{ built: true }], deleted: { deleted: true, queue: 'pkg', existed: true }, after: [] });
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
+      env: { ...process.env, SLUICE_ENDPOINT: server.url },
+      timeout: 30_000,
+    });
+    expect(JSON.parse(stdout)).toEqual({
+      data: [{ built: true }],
+      deleted: { deleted: true, queue: 'pkg', existed: true },
+      after: [],
+    });
   });
 });

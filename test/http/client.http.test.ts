@@ -51,14 +51,18 @@ describe('client e2e: partition leases', () => {
 
   it('splits a big push into several requests under the limits', async () => {
     const small = new Sluice({ endpoint: server.url, maxPushItems: 400 });
-    const results = await small.queue('e2e-big').partition('a').push(Array.from({ length: 1500 }, (_, i) => ({ data: { i } })));
+    const results = await small
+      .queue('e2e-big')
+      .partition('a')
+      .push(Array.from({ length: 1500 }, (_, i) => ({ data: { i } })));
     expect(results.filter((r) => r.status === 'queued')).toHaveLength(1500);
     expect(results.map((r) => r.offset)).toEqual(Array.from({ length: 1500 }, (_, i) => i));
   });
 
   it('consumes with auto-ack across workers and partitions', async () => {
     const q = sluice.queue('e2e-consume');
-    for (const p of ['a', 'b', 'c']) await q.partition(p).push(Array.from({ length: 10 }, (_, i) => ({ data: { p, i } })));
+    for (const p of ['a', 'b', 'c'])
+      await q.partition(p).push(Array.from({ length: 10 }, (_, i) => ({ data: { p, i } })));
     const seen: string[] = [];
     const stats = await q
       .group('billing')
@@ -93,7 +97,12 @@ describe('client e2e: partition leases', () => {
     expect(errors).toEqual(['handler: cannot bill this order', 'handler: cannot bill this order']);
     const page = await sluice.dlq('e2e-fail').group('g').list();
     expect(page.messages).toHaveLength(1);
-    expect(page.messages[0]).toMatchObject({ transactionId: 'poison-1', consumerGroup: 'g', errorMessage: 'cannot bill this order', data: { poison: true } });
+    expect(page.messages[0]).toMatchObject({
+      transactionId: 'poison-1',
+      consumerGroup: 'g',
+      errorMessage: 'cannot bill this order',
+      data: { poison: true },
+    });
     const r = await sluice.retryMessage(page.messages[0]!.partitionId, 'poison-1', { consumerGroup: 'g' });
     expect(r).toMatchObject({ replayed: true, dlqRowRemoved: true });
     expect((await sluice.dlq('e2e-fail').list()).messages).toHaveLength(0);
@@ -106,13 +115,16 @@ describe('client e2e: partition leases', () => {
   it('acks manually from the handler context', async () => {
     const q = sluice.queue('e2e-manual').partition('a');
     await q.push([{ data: 1 }, { data: 2 }]);
-    const stats = await q.group('m').batch(10).consume(
-      async (msgs: Message[], ctx) => {
-        const r = await ctx.ack(msgs, 'completed');
-        expect(r.every((x) => x.success)).toBe(true);
-      },
-      { autoAck: false, limit: 2 },
-    );
+    const stats = await q
+      .group('m')
+      .batch(10)
+      .consume(
+        async (msgs: Message[], ctx) => {
+          const r = await ctx.ack(msgs, 'completed');
+          expect(r.every((x) => x.success)).toBe(true);
+        },
+        { autoAck: false, limit: 2 },
+      );
     expect(stats).toMatchObject({ messages: 2, completed: 0 });
     expect(await q.group('m').batch(10).wait(false).pop()).toEqual([]);
   });
@@ -133,7 +145,12 @@ describe('client e2e: partition leases', () => {
           stolen = await q.partition('a').group('r').batch(10).wait(false).pop();
           await pause(400);
         },
-        { renewLease: 400, renewSeconds: 2, limit: 2, onError: (e, { phase }) => errors.push(`${phase}: ${String(e)}`) },
+        {
+          renewLease: 400,
+          renewSeconds: 2,
+          limit: 2,
+          onError: (e, { phase }) => errors.push(`${phase}: ${String(e)}`),
+        },
       );
     expect(stolen).toEqual([]);
     expect(errors).toEqual([]);
@@ -176,21 +193,38 @@ describe('client e2e: partition leases', () => {
         { each: true, signal: stop.signal },
       );
     expect(first).toMatchObject({ completed: 3, handedBack: 7 });
-    await q.group('s').batch(10).consume(async (m: Message) => void handled.push(m.data as number), { each: true, idleMs: 1000 });
+    await q
+      .group('s')
+      .batch(10)
+      .consume(async (m: Message) => void handled.push(m.data as number), { each: true, idleMs: 1000 });
     expect(handled).toEqual(Array.from({ length: 20 }, (_, i) => i));
   });
 
   it('applies a transaction atomically', async () => {
-    await sluice.queue('e2e-tx-in').partition('a').push([{ data: 'in' }]);
+    await sluice
+      .queue('e2e-tx-in')
+      .partition('a')
+      .push([{ data: 'in' }]);
     const [m] = await sluice.queue('e2e-tx-in').partition('a').wait(false).pop();
-    const r = await sluice.transaction().queue('e2e-tx-out').partition('a').push([{ data: 'out-1' }, { data: 'out-2' }]).ack(m!, 'completed').commit();
+    const r = await sluice
+      .transaction()
+      .queue('e2e-tx-out')
+      .partition('a')
+      .push([{ data: 'out-1' }, { data: 'out-2' }])
+      .ack(m!, 'completed')
+      .commit();
     expect(r.success).toBe(true);
     expect(await sluice.queue('e2e-tx-in').partition('a').wait(false).pop()).toEqual([]);
     const out = await sluice.queue('e2e-tx-out').partition('a').batch(10).wait(false).pop();
     expect(out.map((x) => x.data)).toEqual(['out-1', 'out-2']);
     await sluice.ack(out);
 
-    const bad = sluice.transaction().queue('e2e-tx-out').partition('a').push([{ data: 'never' }]).ack({ ...m!, transactionId: 'no-such-message' });
+    const bad = sluice
+      .transaction()
+      .queue('e2e-tx-out')
+      .partition('a')
+      .push([{ data: 'never' }])
+      .ack({ ...m!, transactionId: 'no-such-message' });
     await expect(bad.commit()).rejects.toMatchObject({ code: 'operation_failed' });
     expect(await sluice.queue('e2e-tx-out').partition('a').wait(false).pop()).toEqual([]);
   });
@@ -202,9 +236,12 @@ describe('client e2e: partition leases', () => {
       const msgs = await q.group('d').wait(false).pop();
       await sluice.ack(msgs, 'dlq', { error: `bad ${i}` });
     }
-    expect((await sluice.dlq('e2e-dlq').count())).toBe(7);
+    expect(await sluice.dlq('e2e-dlq').count()).toBe(7);
     const steps: number[] = [];
-    const p = await sluice.dlq('e2e-dlq').group('d').redriveAll({ batch: 3, onProgress: (x) => steps.push(x.moved) });
+    const p = await sluice
+      .dlq('e2e-dlq')
+      .group('d')
+      .redriveAll({ batch: 3, onProgress: (x) => steps.push(x.moved) });
     expect(p).toMatchObject({ moved: 7, failed: 0, more: false });
     expect(steps).toEqual([3, 6, 7]);
     expect(await sluice.dlq('e2e-dlq').count()).toBe(0);
@@ -315,7 +352,12 @@ describe('client e2e: record claims', () => {
     expect((await g.poll({ max: 10, consumer: 'w2', session: 'x' })).records).toEqual([]);
     const started = Date.now();
     const seen: [string, number][] = [];
-    const stats = await g.consume<string>(async (rec) => void seen.push([rec.data, rec.attempts]), { consumer: 'w1', limit: 3, waitMs: 1000, visibilityMs: 5000 });
+    const stats = await g.consume<string>(async (rec) => void seen.push([rec.data, rec.attempts]), {
+      consumer: 'w1',
+      limit: 3,
+      waitMs: 1000,
+      visibilityMs: 5000,
+    });
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(seen).toEqual([
       ['a', 2],
@@ -337,7 +379,13 @@ describe('client e2e: record claims', () => {
       if (handled.size === 10) stop.abort();
       await pause(40);
     };
-    const first = await g.consume<number>(handler, { signal: stop.signal, consumer: 'stopper', concurrency: 3, max: 9, visibilityMs: 2000 });
+    const first = await g.consume<number>(handler, {
+      signal: stop.signal,
+      consumer: 'stopper',
+      concurrency: 3,
+      max: 9,
+      visibilityMs: 2000,
+    });
     expect(first.acked + first.handedBack).toBeGreaterThanOrEqual(10);
     expect(first.handedBack).toBeGreaterThan(0);
     const second = await g.consume<number>(handler, { consumer: 'stopper', concurrency: 3, idleMs: 1000 });

@@ -45,9 +45,14 @@ describe('examples', () => {
       .queue('jobs')
       .partition('p0')
       .push(Array.from({ length: 20 }, (_, i) => ({ data: { id: i, ...(i % 10 === 3 ? { fail: true } : {}) } })));
-    const r = await runTs('examples/claim-worker.ts', { env: { SLUICE_ENDPOINT: server.url, IDLE_MS: '2500', CONSUMER: 'worker-t' } });
+    const r = await runTs('examples/claim-worker.ts', {
+      env: { SLUICE_ENDPOINT: server.url, IDLE_MS: '2500', CONSUMER: 'worker-t' },
+    });
     expect(r.stderr).toBe('');
-    expect(r).toMatchObject({ code: 0, stdout: 'done: 18 acked, 4 retried, 2 dead-lettered; group at 20 of 20, 2 dead letters\n' });
+    expect(r).toMatchObject({
+      code: 0,
+      stdout: 'done: 18 acked, 4 retried, 2 dead-lettered; group at 20 of 20, 2 dead letters\n',
+    });
     expect(await sluice.queue('jobs').partition('p0').claimGroup('workers').allDeadLetters()).toEqual([3, 13]);
   });
 });

@@ -32,7 +32,12 @@ describe('http: grants on the local server (bearer tokens)', () => {
     const svc = testServices(storage);
     const grants = Grants.from({ grants: grantsFor((role) => role) });
     const tokens = Object.fromEntries(Object.entries(TOKENS).map(([role, token]) => [token, role]));
-    server = await startLocalServer({ handler: withBearerTokens(makeHandler(ALL_ROUTES, { services: async () => svc, grants }), tokens), host: '127.0.0.1', port: 0, maxBodyBytes: 1 << 20 });
+    server = await startLocalServer({
+      handler: withBearerTokens(makeHandler(ALL_ROUTES, { services: async () => svc, grants }), tokens),
+      host: '127.0.0.1',
+      port: 0,
+      maxBodyBytes: 1 << 20,
+    });
   });
   afterAll(async () => {
     await server.close();
@@ -40,11 +45,16 @@ describe('http: grants on the local server (bearer tokens)', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const bearer = (role: Role | 'anonymous'): Record<string, string> => (role === 'anonymous' ? {} : { authorization: `Bearer ${TOKENS[role]}` });
+  const bearer = (role: Role | 'anonymous'): Record<string, string> =>
+    role === 'anonymous' ? {} : { authorization: `Bearer ${TOKENS[role]}` };
   defineGrantsSuite((role) => ({ url: server.url, headers: bearer(role) }), { unauthenticatedStatus: 401 });
 
   it('answers 401 with a code for missing, malformed and unknown tokens', async () => {
-    const attempts: Record<string, string>[] = [{}, { authorization: 'Basic abc' }, { authorization: 'Bearer not-a-known-token-at-all' }];
+    const attempts: Record<string, string>[] = [
+      {},
+      { authorization: 'Basic abc' },
+      { authorization: 'Bearer not-a-known-token-at-all' },
+    ];
     for (const headers of attempts) {
       const r = await call(server.url, 'GET', '/health', undefined, headers);
       expect(r.status).toBe(401);
@@ -62,7 +72,11 @@ describe('http: npm start refuses to serve openly beyond loopback', () => {
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
   it('exits with a clear error for --host 0.0.0.0 without --grants', () => {
-    const r = spawnSync(process.execPath, [...serverCommand(), '--host', '0.0.0.0', '--port', '0', '--data-dir', dir], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, SLUICE_GRANTS_FILE: '' } });
+    const r = spawnSync(process.execPath, [...serverCommand(), '--host', '0.0.0.0', '--port', '0', '--data-dir', dir], {
+      encoding: 'utf8',
+      timeout: 30_000,
+      env: { ...process.env, SLUICE_GRANTS_FILE: '' },
+    });
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/refusing to listen on 0\.0\.0\.0 without a grants file/);
   });
@@ -70,7 +84,10 @@ describe('http: npm start refuses to serve openly beyond loopback', () => {
   it('exits with a clear error for a grants file without tokens', async () => {
     const file = join(dir, 'grants.json');
     await writeFile(file, JSON.stringify({ grants: [{ principal: '*', actions: ['push'], queues: ['*'] }] }));
-    const r = spawnSync(process.execPath, [...serverCommand(), '--port', '0', '--data-dir', dir, '--grants', file], { encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(process.execPath, [...serverCommand(), '--port', '0', '--data-dir', dir, '--grants', file], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/has no "tokens"/);
   });

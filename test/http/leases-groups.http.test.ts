@@ -34,7 +34,9 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
 
   beforeAll(async () => {
     ({ storage, cleanup } = await backend.newStorage());
-    const s = testServices(storage, { config: { maxPopWaitMs: 1000, encryptionKey: Buffer.alloc(32, 3).toString('base64') } });
+    const s = testServices(storage, {
+      config: { maxPopWaitMs: 1000, encryptionKey: Buffer.alloc(32, 3).toString('base64') },
+    });
     svc = s;
     clock = s.testClock;
     server = await startTestServer(svc);
@@ -45,12 +47,19 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     await cleanup();
   });
 
-  const push = async (queue: string, payloads: unknown[], partition?: string): Promise<{ transaction_id: string; partition_id: string }[]> => {
-    const r = await call(url, 'POST', '/api/v1/push', { items: payloads.map((payload) => ({ queue, partition, payload })) });
+  const push = async (
+    queue: string,
+    payloads: unknown[],
+    partition?: string,
+  ): Promise<{ transaction_id: string; partition_id: string }[]> => {
+    const r = await call(url, 'POST', '/api/v1/push', {
+      items: payloads.map((payload) => ({ queue, partition, payload })),
+    });
     expect(r.status).toBe(201);
     return r.body;
   };
-  const pop = (queue: string, qs = '') => call<{ leaseId: string; messages: Msg[] }>(url, 'GET', `/api/v1/pop/queue/${queue}${qs ? `?${qs}` : ''}`);
+  const pop = (queue: string, qs = '') =>
+    call<{ leaseId: string; messages: Msg[] }>(url, 'GET', `/api/v1/pop/queue/${queue}${qs ? `?${qs}` : ''}`);
   /** Pops and completes everything a group can get now; returns the payloads in order. */
   const drain = async (queue: string, group: string, extra = ''): Promise<unknown[]> => {
     const out: unknown[] = [];
@@ -59,7 +68,15 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
       if (r.status === 204) return out;
       expect(r.status).toBe(200);
       out.push(...r.body.messages.map((m) => m.data));
-      const ack = await call(url, 'POST', '/api/v1/ack/batch', { consumerGroup: group, acknowledgments: r.body.messages.map((m) => ({ transactionId: m.transactionId, partitionId: m.partitionId, leaseId: m.leaseId, status: 'completed' })) });
+      const ack = await call(url, 'POST', '/api/v1/ack/batch', {
+        consumerGroup: group,
+        acknowledgments: r.body.messages.map((m) => ({
+          transactionId: m.transactionId,
+          partitionId: m.partitionId,
+          leaseId: m.leaseId,
+          status: 'completed',
+        })),
+      });
       expect(ack.body.every((a: { success: boolean }) => a.success)).toBe(true);
     }
   };
@@ -67,7 +84,14 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
   it('004.1 fan-out: each named group (and queue mode) receives every message; one group’s failures do not touch another', async () => {
     await push('fan', [1, 2, 3]);
     const bad = await pop('fan', 'consumerGroup=billing&batch=10');
-    await call(url, 'POST', '/api/v1/ack/batch', { consumerGroup: 'billing', acknowledgments: bad.body.messages.map((m) => ({ transactionId: m.transactionId, partitionId: m.partitionId, status: 'failed' })) });
+    await call(url, 'POST', '/api/v1/ack/batch', {
+      consumerGroup: 'billing',
+      acknowledgments: bad.body.messages.map((m) => ({
+        transactionId: m.transactionId,
+        partitionId: m.partitionId,
+        status: 'failed',
+      })),
+    });
     expect(await drain('fan', 'analytics')).toEqual([1, 2, 3]);
     expect(await drain('fan', 'billing')).toEqual([1, 2, 3]);
     expect(await drain('fan', '')).toEqual([1, 2, 3]);
@@ -118,16 +142,27 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     await push('lag', [1, 2, 3]);
     await drain('lag', 'fast');
     const slow = await pop('lag', 'consumerGroup=slow&batch=1');
-    await call(url, 'POST', '/api/v1/ack', { consumerGroup: 'slow', transactionId: slow.body.messages[0]!.transactionId, partitionId: slow.body.messages[0]!.partitionId });
+    await call(url, 'POST', '/api/v1/ack', {
+      consumerGroup: 'slow',
+      transactionId: slow.body.messages[0]!.transactionId,
+      partitionId: slow.body.messages[0]!.partitionId,
+    });
     clock.advance(600_000);
     const list = await call(url, 'GET', '/api/v1/consumer-groups');
     expect(list.status).toBe(200);
-    const lagOf = (name: string) => list.body.consumerGroups.find((g: { name: string }) => g.name === name)?.queues.find((q: { queue: string }) => q.queue === 'lag');
+    const lagOf = (name: string) =>
+      list.body.consumerGroups
+        .find((g: { name: string }) => g.name === name)
+        ?.queues.find((q: { queue: string }) => q.queue === 'lag');
     expect(lagOf('fast')).toMatchObject({ lagMessages: 0 });
     expect(lagOf('slow')).toMatchObject({ lagMessages: 2, lagSeconds: 600 });
     const one = await call(url, 'GET', '/api/v1/consumer-groups/slow');
     expect(one.body.queues[0].detail[0]).toMatchObject({ partition: 'Default', committed: 0, next: 3, lagMessages: 2 });
-    expect((await call(url, 'GET', '/api/v1/consumer-groups/lagging')).body.consumerGroups.map((g: { name: string }) => g.name)).not.toContain('slow');
+    expect(
+      (await call(url, 'GET', '/api/v1/consumer-groups/lagging')).body.consumerGroups.map(
+        (g: { name: string }) => g.name,
+      ),
+    ).not.toContain('slow');
     const lagging = await call(url, 'GET', '/api/v1/consumer-groups/lagging?minLagSeconds=300');
     expect(lagging.body.consumerGroups.map((g: { name: string }) => g.name)).toContain('slow');
     expect(lagging.body.consumerGroups.map((g: { name: string }) => g.name)).not.toContain('fast');
@@ -147,7 +182,11 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
         { name: 'two', consumed: false, leaseExpiresAt: new Date(clock.t + 60_000).toISOString() },
       ]),
     );
-    await call(url, 'POST', '/api/v1/ack', { consumerGroup: 'two', transactionId: held.body.messages[0]!.transactionId, partitionId: r!.partition_id });
+    await call(url, 'POST', '/api/v1/ack', {
+      consumerGroup: 'two',
+      transactionId: held.body.messages[0]!.transactionId,
+      partitionId: r!.partition_id,
+    });
     m = await call(url, 'GET', path);
     expect(m.body.status).toBe('completed');
     expect(m.body.data).toBe('m');
@@ -159,11 +198,24 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     expect((await drain('regroup', 'again')).length).toBe(3);
     const del = await call(url, 'DELETE', '/api/v1/consumer-groups/again?deleteMetadata=true');
     expect(del.status).toBe(200);
-    expect(del.body).toMatchObject({ success: true, consumerGroup: 'again', deletedPartitions: 2, metadataDeleted: true });
+    expect(del.body).toMatchObject({
+      success: true,
+      consumerGroup: 'again',
+      deletedPartitions: 2,
+      metadataDeleted: true,
+    });
     expect((await drain('regroup', 'again')).sort()).toEqual(['x', 'y', 'z']);
     const perQueue = await call(url, 'DELETE', '/api/v1/consumer-groups/again/queues/regroup');
-    expect(perQueue.body).toMatchObject({ success: true, consumerGroup: 'again', queueName: 'regroup', deletedPartitions: 2 });
-    expect((await call(url, 'DELETE', '/api/v1/consumer-groups/never-was')).body).toMatchObject({ success: true, deletedPartitions: 0 });
+    expect(perQueue.body).toMatchObject({
+      success: true,
+      consumerGroup: 'again',
+      queueName: 'regroup',
+      deletedPartitions: 2,
+    });
+    expect((await call(url, 'DELETE', '/api/v1/consumer-groups/never-was')).body).toMatchObject({
+      success: true,
+      deletedPartitions: 0,
+    });
   });
 
   it('004.7 DELETE with deleteMetadata=false keeps the subscription: a `new` group re-consumes what was pushed after its start, through wildcard pops', async () => {
@@ -185,7 +237,13 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     await push('seek', ['s2', 's3']);
     expect((await drain('seek', 'sk')).length).toBe(3);
     const back = await call(url, 'POST', '/api/v1/consumer-groups/sk/queues/seek/seek', { timestamp: mid });
-    expect(back.body).toMatchObject({ success: true, consumerGroup: 'sk', queueName: 'seek', seekToEnd: false, partitionsUpdated: 1 });
+    expect(back.body).toMatchObject({
+      success: true,
+      consumerGroup: 'sk',
+      queueName: 'seek',
+      seekToEnd: false,
+      partitionsUpdated: 1,
+    });
     expect(await drain('seek', 'sk')).toEqual(['s2', 's3']);
     const toEnd = await call(url, 'POST', '/api/v1/consumer-groups/sk2/queues/seek/seek', { toEnd: true });
     expect(toEnd.body).toMatchObject({ seekToEnd: true, partitionsUpdated: 1 });
@@ -197,7 +255,10 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
   });
 
   it('004.9 retention: retentionSeconds deletes by age; completedRetentionSeconds only below the slowest cursor; DLQ rows survive', async () => {
-    await call(url, 'POST', '/api/v1/configure', { queue: 'keep', options: { retentionEnabled: true, completedRetentionSeconds: 1 } });
+    await call(url, 'POST', '/api/v1/configure', {
+      queue: 'keep',
+      options: { retentionEnabled: true, completedRetentionSeconds: 1 },
+    });
     await push('keep', ['k1']);
     clock.advance(1);
     await push('keep', ['k2']);
@@ -205,16 +266,28 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     await push('keep', ['k3']);
     await drain('keep', 'fast');
     const slow = await pop('keep', 'consumerGroup=slow&batch=1');
-    await call(url, 'POST', '/api/v1/ack/batch', { consumerGroup: 'slow', acknowledgments: slow.body.messages.map((m) => ({ transactionId: m.transactionId, partitionId: m.partitionId, status: 'dlq' })) });
+    await call(url, 'POST', '/api/v1/ack/batch', {
+      consumerGroup: 'slow',
+      acknowledgments: slow.body.messages.map((m) => ({
+        transactionId: m.transactionId,
+        partitionId: m.partitionId,
+        status: 'dlq',
+      })),
+    });
     clock.advance(10_000);
     await runMaintenance(svc);
     // Only k1 is below both cursors; the slow group still gets k2 and k3.
     const pid = slow.body.messages[0]!.partitionId;
     expect(await svc.storage.items.get('log', keys.segment(pid, 0))).toBeUndefined();
     expect(await drain('keep', 'slow')).toEqual(['k2', 'k3']);
-    expect((await call(url, 'GET', '/api/v1/dlq?queue=keep')).body.messages.map((m: { data: string }) => m.data)).toEqual(['k1']);
+    expect(
+      (await call(url, 'GET', '/api/v1/dlq?queue=keep')).body.messages.map((m: { data: string }) => m.data),
+    ).toEqual(['k1']);
 
-    await call(url, 'POST', '/api/v1/configure', { queue: 'age', options: { retentionEnabled: true, retentionSeconds: 10 } });
+    await call(url, 'POST', '/api/v1/configure', {
+      queue: 'age',
+      options: { retentionEnabled: true, retentionSeconds: 10 },
+    });
     await push('age', ['a1']);
     clock.advance(1);
     await push('age', ['a2']);
@@ -224,7 +297,10 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
   });
 
   it('004.9 completedRetentionSeconds keeps what a registered group that has not read the partition yet is owed', async () => {
-    await call(url, 'POST', '/api/v1/configure', { queue: 'owed', options: { retentionEnabled: true, completedRetentionSeconds: 1 } });
+    await call(url, 'POST', '/api/v1/configure', {
+      queue: 'owed',
+      options: { retentionEnabled: true, completedRetentionSeconds: 1 },
+    });
     await push('owed', ['o1']);
     clock.advance(1);
     await push('owed', ['o2']);
@@ -233,16 +309,31 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     await drain('owed', 'reader');
     // `late` subscribes to everything but has only popped another partition so far.
     await push('owed', ['elsewhere'], 'other');
-    const other = await call<{ messages: Msg[] }>(url, 'GET', '/api/v1/pop/queue/owed/partition/other?consumerGroup=late');
+    const other = await call<{ messages: Msg[] }>(
+      url,
+      'GET',
+      '/api/v1/pop/queue/owed/partition/other?consumerGroup=late',
+    );
     expect(other.body.messages.map((m) => m.data)).toEqual(['elsewhere']);
     clock.advance(10_000);
     await runMaintenance(svc);
     const got: unknown[] = [];
     for (;;) {
-      const r = await call<{ messages: Msg[] }>(url, 'GET', '/api/v1/pop/queue/owed/partition/Default?consumerGroup=late&batch=100');
+      const r = await call<{ messages: Msg[] }>(
+        url,
+        'GET',
+        '/api/v1/pop/queue/owed/partition/Default?consumerGroup=late&batch=100',
+      );
       if (r.status === 204) break;
       got.push(...r.body.messages.map((m) => m.data));
-      await call(url, 'POST', '/api/v1/ack/batch', { consumerGroup: 'late', acknowledgments: r.body.messages.map((m) => ({ transactionId: m.transactionId, partitionId: m.partitionId, status: 'completed' })) });
+      await call(url, 'POST', '/api/v1/ack/batch', {
+        consumerGroup: 'late',
+        acknowledgments: r.body.messages.map((m) => ({
+          transactionId: m.transactionId,
+          partitionId: m.partitionId,
+          status: 'completed',
+        })),
+      });
     }
     expect(got).toEqual(['o1', 'o2', 'o3']);
     // Now every group has passed them: the next sweep deletes all but the newest segment.
@@ -253,7 +344,10 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
   });
 
   it('004.10 an empty partition idle for 30 days is removed with its cursors; a push recreates it from offset 0', async () => {
-    await call(url, 'POST', '/api/v1/configure', { queue: 'idle', options: { retentionEnabled: true, retentionSeconds: 60 } });
+    await call(url, 'POST', '/api/v1/configure', {
+      queue: 'idle',
+      options: { retentionEnabled: true, retentionSeconds: 60 },
+    });
     const [first] = await push('idle', ['i']);
     expect(await drain('idle', 'g')).toEqual(['i']);
     clock.advance(31 * 86_400_000);

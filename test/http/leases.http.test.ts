@@ -42,26 +42,48 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     await cleanup();
   });
 
-  const push = async (queue: string, payloads: unknown[], partition?: string): Promise<{ transaction_id: string; partition_id: string }[]> => {
-    const r = await call(url, 'POST', '/api/v1/push', { items: payloads.map((payload) => ({ queue, partition, payload })) });
+  const push = async (
+    queue: string,
+    payloads: unknown[],
+    partition?: string,
+  ): Promise<{ transaction_id: string; partition_id: string }[]> => {
+    const r = await call(url, 'POST', '/api/v1/push', {
+      items: payloads.map((payload) => ({ queue, partition, payload })),
+    });
     expect(r.status).toBe(201);
     return r.body;
   };
   const pop = async (queue: string, qs = '', partition?: string) => {
     const path = partition ? `/api/v1/pop/queue/${queue}/partition/${partition}` : `/api/v1/pop/queue/${queue}`;
-    return call<{ leaseId: string; partitionsClaimed: number; consumerGroup: string; messages: Msg[] }>(url, 'GET', `${path}${qs ? `?${qs}` : ''}`);
+    return call<{ leaseId: string; partitionsClaimed: number; consumerGroup: string; messages: Msg[] }>(
+      url,
+      'GET',
+      `${path}${qs ? `?${qs}` : ''}`,
+    );
   };
   const popped = async (queue: string, qs = '', partition?: string): Promise<{ leaseId: string; messages: Msg[] }> => {
     const r = await pop(queue, qs, partition);
     expect(r.status).toBe(200);
     return r.body;
   };
-  const ackBatch = async (msgs: Msg[], status: string | string[], extra: Record<string, unknown> = {}, group?: string) =>
+  const ackBatch = async (
+    msgs: Msg[],
+    status: string | string[],
+    extra: Record<string, unknown> = {},
+    group?: string,
+  ) =>
     call(url, 'POST', '/api/v1/ack/batch', {
       consumerGroup: group ?? null,
-      acknowledgments: msgs.map((m, i) => ({ transactionId: m.transactionId, partitionId: m.partitionId, leaseId: m.leaseId, status: Array.isArray(status) ? status[i] : status, ...extra })),
+      acknowledgments: msgs.map((m, i) => ({
+        transactionId: m.transactionId,
+        partitionId: m.partitionId,
+        leaseId: m.leaseId,
+        status: Array.isArray(status) ? status[i] : status,
+        ...extra,
+      })),
     });
-  const configure = (queue: string, options: Record<string, unknown>) => call(url, 'POST', '/api/v1/configure', { queue, options });
+  const configure = (queue: string, options: Record<string, unknown>) =>
+    call(url, 'POST', '/api/v1/configure', { queue, options });
   const data = (ms: Msg[]): unknown[] => ms.map((m) => m.data);
 
   // ------------------------------------------------------------------ pop
@@ -70,11 +92,22 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     await push('p1', [{ n: 1 }, null, [1, 2]]);
     const r = await pop('p1', 'batch=2');
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ success: true, queue: 'p1', partition: 'Default', consumerGroup: '__QUEUE_MODE__', partitionsClaimed: 1 });
+    expect(r.body).toMatchObject({
+      success: true,
+      queue: 'p1',
+      partition: 'Default',
+      consumerGroup: '__QUEUE_MODE__',
+      partitionsClaimed: 1,
+    });
     expect(r.body.leaseId.length).toBeGreaterThan(10);
     expect(data(r.body.messages)).toEqual([{ n: 1 }, null]);
     const m = r.body.messages[0] as Msg;
-    expect(m).toMatchObject({ partition: 'Default', leaseId: r.body.leaseId, consumerGroup: '__QUEUE_MODE__', producerSub: null });
+    expect(m).toMatchObject({
+      partition: 'Default',
+      leaseId: r.body.leaseId,
+      consumerGroup: '__QUEUE_MODE__',
+      producerSub: null,
+    });
     expect(m.createdAt).toMatch(/^\d{4}-\d\d-\d\dT.*Z$/);
     expect(typeof m.transactionId).toBe('string');
     expect((await pop('nope')).status).toBe(204);
@@ -106,7 +139,9 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
   it('002.4 50 concurrent pops on one (partition, group) lane: exactly one wins, every time', async () => {
     await push('race', [1, 2, 3]);
     for (let round = 0; round < 2; round++) {
-      const replies = await Promise.all(Array.from({ length: 50 }, () => pop('race', 'consumerGroup=r&batch=3', 'Default')));
+      const replies = await Promise.all(
+        Array.from({ length: 50 }, () => pop('race', 'consumerGroup=r&batch=3', 'Default')),
+      );
       const winners = replies.filter((r) => r.status === 200);
       expect(winners).toHaveLength(1);
       expect(replies.filter((r) => r.status === 204)).toHaveLength(49);
@@ -144,7 +179,10 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     clock.advance(60_000);
     const late = await call(url, 'POST', `/api/v1/lease/${p.leaseId}/extend`, { seconds: 60 });
     expect(late.body).toMatchObject({ success: false, renewed: 0 });
-    expect((await call(url, 'POST', '/api/v1/lease/unknown/extend')).body).toMatchObject({ success: false, renewed: 0 });
+    expect((await call(url, 'POST', '/api/v1/lease/unknown/extend')).body).toMatchObject({
+      success: false,
+      renewed: 0,
+    });
   });
 
   it('002.7 an expired lease redelivers the whole un-acked span from committed + 1, charging no budget', async () => {
@@ -169,9 +207,25 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     const partial = await ackBatch(p.messages.slice(0, 2), 'completed');
     expect(partial.body.map((x: { leaseReleased: boolean }) => x.leaseReleased)).toEqual([false, false]);
     expect((await pop('commit')).status).toBe(204);
-    const rest = await call(url, 'POST', '/api/v1/ack', { transactionId: p.messages[2]!.transactionId, partitionId: p.messages[2]!.partitionId, leaseId: p.leaseId, status: 'success' });
+    const rest = await call(url, 'POST', '/api/v1/ack', {
+      transactionId: p.messages[2]!.transactionId,
+      partitionId: p.messages[2]!.partitionId,
+      leaseId: p.leaseId,
+      status: 'success',
+    });
     expect(rest.status).toBe(200);
-    expect(rest.body).toEqual([{ index: 0, transactionId: p.messages[2]!.transactionId, success: true, error: null, queueName: 'commit', partitionName: 'Default', leaseReleased: true, dlq: false }]);
+    expect(rest.body).toEqual([
+      {
+        index: 0,
+        transactionId: p.messages[2]!.transactionId,
+        success: true,
+        error: null,
+        queueName: 'commit',
+        partitionName: 'Default',
+        leaseReleased: true,
+        dlq: false,
+      },
+    ]);
     expect(data((await popped('commit')).messages)).toEqual([4]);
   });
 
@@ -191,7 +245,10 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     clock.advance(61_000);
     const late = await ackBatch(p.messages, 'completed');
     expect(late.body[0]).toMatchObject({ success: false, error: 'Invalid or expired lease' });
-    const unknown = await call(url, 'POST', '/api/v1/ack', { transactionId: 'nope', partitionId: p.messages[0]!.partitionId });
+    const unknown = await call(url, 'POST', '/api/v1/ack', {
+      transactionId: 'nope',
+      partitionId: p.messages[0]!.partitionId,
+    });
     expect(unknown.body[0]).toMatchObject({ success: false });
     expect(data((await popped('foreign')).messages)).toEqual([1]);
     expect((await call(url, 'POST', '/api/v1/ack', { partitionId: 'x' })).status).toBe(400);
@@ -203,7 +260,10 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     await configure('budget', { retryLimit: 1 });
     await push('budget', [{ bad: true }, 'next']);
     let p = await popped('budget');
-    expect((await ackBatch(p.messages, 'failed', { error: 'first' })).body[0]).toMatchObject({ dlq: false, leaseReleased: true });
+    expect((await ackBatch(p.messages, 'failed', { error: 'first' })).body[0]).toMatchObject({
+      dlq: false,
+      leaseReleased: true,
+    });
     p = await popped('budget');
     expect(data(p.messages)).toEqual([{ bad: true }]);
     const filed = await ackBatch(p.messages, 'failed', { error: 'bad payload' });
@@ -211,7 +271,12 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     expect(data((await popped('budget')).messages)).toEqual(['next']);
     const dlq = await call(url, 'GET', '/api/v1/dlq?queue=budget');
     expect(dlq.body.messages).toHaveLength(1);
-    expect(dlq.body.messages[0]).toMatchObject({ errorMessage: 'bad payload', retryCount: 1, data: { bad: true }, consumerGroup: '__QUEUE_MODE__' });
+    expect(dlq.body.messages[0]).toMatchObject({
+      errorMessage: 'bad payload',
+      retryCount: 1,
+      data: { bad: true },
+      consumerGroup: '__QUEUE_MODE__',
+    });
   });
 
   it('002.12 retry charges nothing: a message retried many times is not filed', async () => {
@@ -225,7 +290,10 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
 
   it('002.13 with retryLimit 3, a batch that fails twice and then succeeds is delivered 3 times and filed nowhere', async () => {
     await configure('thrice', { retryLimit: 3 });
-    await push('thrice', Array.from({ length: 20 }, (_, i) => i));
+    await push(
+      'thrice',
+      Array.from({ length: 20 }, (_, i) => i),
+    );
     let deliveries = 0;
     for (const status of ['failed', 'failed', 'completed']) {
       const p = await popped('thrice', 'batch=100');
@@ -252,7 +320,11 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     await configure('drop', { retryLimit: 0, deadLetterQueue: false, dlqAfterMaxRetries: false });
     await push('drop', ['gone', 'kept']);
     const p = await popped('drop');
-    expect((await ackBatch(p.messages, 'failed')).body[0]).toMatchObject({ success: true, dlq: false, leaseReleased: true });
+    expect((await ackBatch(p.messages, 'failed')).body[0]).toMatchObject({
+      success: true,
+      dlq: false,
+      leaseReleased: true,
+    });
     expect(data((await popped('drop')).messages)).toEqual(['kept']);
     expect((await call(url, 'GET', '/api/v1/dlq?queue=drop')).body.total).toBe(0);
   });
@@ -284,8 +356,30 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     expect(all.body.pagination).toEqual({ limit: 2, offset: 0 });
     expect(all.body.messages.map((m: { errorMessage: string }) => m.errorMessage)).toEqual(['e2', 'e1']);
     const e = all.body.messages[0];
-    expect(Object.keys(e).sort()).toEqual(['consumerGroup', 'createdAt', 'data', 'errorMessage', 'failedAt', 'id', 'partition', 'partitionId', 'producerSub', 'queue', 'retryCount', 'transactionId'].sort());
-    expect(e).toMatchObject({ queue: 'list', partition: 'Default', consumerGroup: 'lg', producerSub: null, data: 'c', retryCount: 0 });
+    expect(Object.keys(e).sort()).toEqual(
+      [
+        'consumerGroup',
+        'createdAt',
+        'data',
+        'errorMessage',
+        'failedAt',
+        'id',
+        'partition',
+        'partitionId',
+        'producerSub',
+        'queue',
+        'retryCount',
+        'transactionId',
+      ].sort(),
+    );
+    expect(e).toMatchObject({
+      queue: 'list',
+      partition: 'Default',
+      consumerGroup: 'lg',
+      producerSub: null,
+      data: 'c',
+      retryCount: 0,
+    });
     expect(e.createdAt).toBe(e.failedAt);
     const page2 = await call(url, 'GET', '/api/v1/dlq?queue=list&consumerGroup=lg&limit=2&offset=2');
     expect(page2.body.messages.map((m: { errorMessage: string }) => m.errorMessage)).toEqual(['e0']);
@@ -329,7 +423,10 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     const second = await call(url, 'POST', '/api/v1/dlq/retry', { queue: 'bulk', limit: 2 });
     expect(second.body).toMatchObject({ moved: 1, more: false });
     expect(data((await popped('bulk', 'batch=10')).messages)).toEqual([1, 2, 3]);
-    expect((await call(url, 'POST', '/api/v1/dlq/retry', { queue: 'bulk' })).body).toMatchObject({ moved: 0, more: false });
+    expect((await call(url, 'POST', '/api/v1/dlq/retry', { queue: 'bulk' })).body).toMatchObject({
+      moved: 0,
+      more: false,
+    });
   });
 
   it('002.20 bulk redrive goes on past rows whose partition refuses them, and refuses filters it does not have', async () => {
@@ -346,8 +443,12 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     // so either may come first): the refused one does not stop the other.
     const steps: { moved: number; failed: number; more: boolean }[] = [];
     let after: string | undefined;
-    for (let more = true; more && steps.length < 5; ) {
-      const r = await call(url, 'POST', '/api/v1/dlq/retry', { queue: 'bulkfull', limit: 1, ...(after ? { after } : {}) });
+    for (let more = true; more && steps.length < 5;) {
+      const r = await call(url, 'POST', '/api/v1/dlq/retry', {
+        queue: 'bulkfull',
+        limit: 1,
+        ...(after ? { after } : {}),
+      });
       expect(r.status).toBe(200);
       steps.push({ moved: r.body.moved, failed: r.body.failed, more: r.body.more });
       after = r.body.next;
@@ -357,7 +458,9 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     expect(steps.reduce((a, x) => [a[0]! + x.moved, a[1]! + x.failed], [0, 0])).toEqual([1, 1]);
     expect(data((await popped('bulkfull', 'batch=10', 'p2')).messages)).toEqual(['b']);
     // The refused row stays listed until its partition has room.
-    expect((await call(url, 'GET', '/api/v1/dlq?queue=bulkfull')).body.messages.map((m: { data: unknown }) => m.data)).toEqual(['a']);
+    expect(
+      (await call(url, 'GET', '/api/v1/dlq?queue=bulkfull')).body.messages.map((m: { data: unknown }) => m.data),
+    ).toEqual(['a']);
   });
 
   // ------------------------------------------------------------- long poll
@@ -421,7 +524,12 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
 
   it('a pop answers at most ~5 MB of JSON, counting the lease id every message repeats (Lambda answers at most 6 MB)', async () => {
     // 20 partitions x 500 tiny messages; one pop of all 20 carries a lease id naming 20 partitions.
-    for (let p = 0; p < 20; p++) await push('big-pop', Array.from({ length: 500 }, (_, i) => i), `bp${p}`);
+    for (let p = 0; p < 20; p++)
+      await push(
+        'big-pop',
+        Array.from({ length: 500 }, (_, i) => i),
+        `bp${p}`,
+      );
     const res = await fetch(`${url}/api/v1/pop/queue/big-pop?partitions=20&batch=10000`);
     expect(res.status).toBe(200);
     const raw = await res.text();
@@ -497,11 +605,16 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
   it('maxSize refuses a push that would overfill a partition (429 queue_full); consuming makes room', async () => {
     await configure('small', { maxSize: 3 });
     await push('small', [1, 2]);
-    const full = await call(url, 'POST', '/api/v1/push', { items: [2, 3].map((payload) => ({ queue: 'small', payload })) });
+    const full = await call(url, 'POST', '/api/v1/push', {
+      items: [2, 3].map((payload) => ({ queue: 'small', payload })),
+    });
     expect(full.status).toBe(429);
     expect(full.body.code).toBe('queue_full');
     await ackBatch((await popped('small', 'batch=2')).messages, 'completed');
-    expect((await call(url, 'POST', '/api/v1/push', { items: [3, 4].map((payload) => ({ queue: 'small', payload })) })).status).toBe(201);
+    expect(
+      (await call(url, 'POST', '/api/v1/push', { items: [3, 4].map((payload) => ({ queue: 'small', payload })) }))
+        .status,
+    ).toBe(201);
   });
 
   // ---------------------------------------------------------- transactions
@@ -522,16 +635,39 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     expect((await pop('tx-dst')).status).toBe(204);
     const ok = await call(url, 'POST', '/api/v1/transaction', {
       operations: [
-        { type: 'push', items: [{ queue: 'tx-dst', payload: { result: 1 } }, { queue: 'tx-dst', partition: 'p2', data: { result: 2 } }] },
-        { type: 'ack', transactionId: m.transactionId, partitionId: m.partitionId, status: 'completed', consumerGroup: 'tx' },
+        {
+          type: 'push',
+          items: [
+            { queue: 'tx-dst', payload: { result: 1 } },
+            { queue: 'tx-dst', partition: 'p2', data: { result: 2 } },
+          ],
+        },
+        {
+          type: 'ack',
+          transactionId: m.transactionId,
+          partitionId: m.partitionId,
+          status: 'completed',
+          consumerGroup: 'tx',
+        },
       ],
       requiredLeases: [p.leaseId],
     });
     expect(ok.status).toBe(200);
     expect(ok.body.success).toBe(true);
     expect(ok.body.results[0]).toMatchObject({ index: 0, type: 'push', success: true, queueName: 'tx-dst' });
-    expect(ok.body.results[1]).toMatchObject({ index: 1, type: 'ack', success: true, transactionId: m.transactionId, error: null, dlq: false });
-    expect(data((await popped('tx-dst', 'partitions=2&batch=10')).messages).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))).toEqual([{ result: 1 }, { result: 2 }]);
+    expect(ok.body.results[1]).toMatchObject({
+      index: 1,
+      type: 'ack',
+      success: true,
+      transactionId: m.transactionId,
+      error: null,
+      dlq: false,
+    });
+    expect(
+      data((await popped('tx-dst', 'partitions=2&batch=10')).messages).sort((a, b) =>
+        JSON.stringify(a).localeCompare(JSON.stringify(b)),
+      ),
+    ).toEqual([{ result: 1 }, { result: 2 }]);
     expect((await pop('tx-src', 'consumerGroup=tx')).status).toBe(204);
     clock.advance(61_000);
     expect((await pop('tx-src', 'consumerGroup=tx')).status).toBe(204);
@@ -540,11 +676,15 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
   it('a transactional failed files the message at once; an empty operations list is a 400', async () => {
     await push('tx-fail', ['f']);
     const m = (await popped('tx-fail')).messages[0]!;
-    const r = await call(url, 'POST', '/api/v1/transaction', { operations: [{ type: 'ack', transactionId: m.transactionId, partitionId: m.partitionId, status: 'failed' }] });
+    const r = await call(url, 'POST', '/api/v1/transaction', {
+      operations: [{ type: 'ack', transactionId: m.transactionId, partitionId: m.partitionId, status: 'failed' }],
+    });
     expect(r.body.results[0]).toMatchObject({ success: true, dlq: true });
     expect((await call(url, 'GET', '/api/v1/dlq?queue=tx-fail')).body.total).toBe(1);
     expect((await call(url, 'POST', '/api/v1/transaction', { operations: [] })).status).toBe(400);
-    const boolStatus = await call(url, 'POST', '/api/v1/transaction', { operations: [{ type: 'ack', transactionId: 'x', partitionId: m.partitionId, status: true }] });
+    const boolStatus = await call(url, 'POST', '/api/v1/transaction', {
+      operations: [{ type: 'ack', transactionId: 'x', partitionId: m.partitionId, status: true }],
+    });
     expect(boolStatus.body.success).toBe(false);
   });
 });

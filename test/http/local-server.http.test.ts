@@ -35,7 +35,12 @@ afterAll(() => server.close());
  * server closed the connection before the body was all sent (such a client then fails with
  * EPIPE or a reset and never reads the answer).
  */
-function slowPost(contentLength: number | undefined, body: Buffer, chunks: number, gapMs: number): Promise<{ response: string; closedBeforeSent: boolean; error?: string }> {
+function slowPost(
+  contentLength: number | undefined,
+  body: Buffer,
+  chunks: number,
+  gapMs: number,
+): Promise<{ response: string; closedBeforeSent: boolean; error?: string }> {
   return new Promise((resolve) => {
     const sock = connect({ port: server.port, host: '127.0.0.1', allowHalfOpen: true });
     let response = '';
@@ -50,14 +55,25 @@ function slowPost(contentLength: number | undefined, body: Buffer, chunks: numbe
     sock.on('error', (e: NodeJS.ErrnoException) => (error ??= e.code ?? e.message));
     sock.on('close', () => resolve({ response, closedBeforeSent, ...(error ? { error } : {}) }));
     sock.on('connect', async () => {
-      const head = ['POST /api/v1/push HTTP/1.1', 'host: local', 'content-type: application/json', contentLength === undefined ? 'transfer-encoding: chunked' : `content-length: ${contentLength}`, '', ''].join('\r\n');
+      const head = [
+        'POST /api/v1/push HTTP/1.1',
+        'host: local',
+        'content-type: application/json',
+        contentLength === undefined ? 'transfer-encoding: chunked' : `content-length: ${contentLength}`,
+        '',
+        '',
+      ].join('\r\n');
       sock.write(head);
       const size = Math.ceil(body.length / chunks);
       for (let i = 0; i < body.length; i += size) {
         await new Promise((r) => setTimeout(r, gapMs));
         if (sock.destroyed || sock.writableEnded) return;
         const part = body.subarray(i, i + size);
-        sock.write(contentLength === undefined ? Buffer.concat([Buffer.from(`${part.length.toString(16)}\r\n`), part, Buffer.from('\r\n')]) : part);
+        sock.write(
+          contentLength === undefined
+            ? Buffer.concat([Buffer.from(`${part.length.toString(16)}\r\n`), part, Buffer.from('\r\n')])
+            : part,
+        );
       }
       if (contentLength === undefined && !sock.destroyed) sock.write('0\r\n\r\n');
       sent = true;
@@ -91,9 +107,17 @@ describe('local server: request bodies over the limit', () => {
 describe('local server: the bytes it received go with the event', () => {
   it('keeps a UTF-8 body as received, and none for invalid UTF-8', async () => {
     const sent = Buffer.from('{ "items": [ {"queue":"q", "payload": "grüße 😀"} ] }');
-    await fetch(`${server.url}/api/v1/push`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: sent });
+    await fetch(`${server.url}/api/v1/push`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: sent,
+    });
     expect(lastKept?.equals(sent)).toBe(true);
-    await fetch(`${server.url}/api/v1/push`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.from([0x22, 0xff, 0x22]) });
+    await fetch(`${server.url}/api/v1/push`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.from([0x22, 0xff, 0x22]),
+    });
     expect(lastKept).toBeUndefined();
   });
 });

@@ -45,10 +45,20 @@ afterAll(async () => {
 });
 
 /** Runs an npm script with `env` on top of a copy of this environment minus vitest's own markers. */
-function npmRun(script: string, args: string[], env: Record<string, string>, timeoutMs: number): Promise<{ code: number | null; output: string }> {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VITEST') && k !== 'SLUICE_TEST_JSON'));
+function npmRun(
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ code: number | null; output: string }> {
+  const base = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('VITEST') && k !== 'SLUICE_TEST_JSON'),
+  );
   return new Promise((resolve, reject) => {
-    const child = spawn('npm', ['run', script, '--', ...args], { env: { ...base, ...env, NO_COLOR: '1', FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('npm', ['run', script, '--', ...args], {
+      env: { ...base, ...env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -66,7 +76,17 @@ function npmRun(script: string, args: string[], env: Record<string, string>, tim
 
 describe('npm run test:localstack (the script CI does not call)', () => {
   it('runs the black-box suites against the base URL it is given, and passes', async () => {
-    const r = await npmRun('test:localstack', ['--reporter=verbose'], { SLUICE_BASE_URL: `${server.url}/`, SLUICE_AUTH: 'none', ...LIMITS, SLUICE_TEST_PREFIX: `lsx${randomBytes(2).toString('hex')}-` }, 240_000);
+    const r = await npmRun(
+      'test:localstack',
+      ['--reporter=verbose'],
+      {
+        SLUICE_BASE_URL: `${server.url}/`,
+        SLUICE_AUTH: 'none',
+        ...LIMITS,
+        SLUICE_TEST_PREFIX: `lsx${randomBytes(2).toString('hex')}-`,
+      },
+      240_000,
+    );
     expect(r.code, `npm run test:localstack failed:\n${r.output.slice(-4000)}`).toBe(0);
     expect(r.output).toContain(`deployed API: SLUICE_BASE_URL=${server.url}`);
     expect(r.output).toMatch(/Test Files\s+1 passed \(1\)/);

@@ -29,7 +29,11 @@ describe.each(backends)('http: log routes on $name', (backend) => {
     await cleanup();
   });
 
-  defineLogRoutesSuite(() => ({ url: server.url }), { ...limits, backend: backend.name, storeFingerprint: () => storeFingerprint(storage) });
+  defineLogRoutesSuite(() => ({ url: server.url }), {
+    ...limits,
+    backend: backend.name,
+    storeFingerprint: () => storeFingerprint(storage),
+  });
 
   it('stores each payload as the bytes it was sent as; invalid UTF-8 is stored as JSON.parse read it (U+FFFD)', async () => {
     // The local server hands the received bytes to the route when they are valid UTF-8, and
@@ -37,13 +41,22 @@ describe.each(backends)('http: log routes on $name', (backend) => {
     const sent = '{ "s" : "grüße €😀",  "n": [1 ,2] }';
     const head = Buffer.from('{"items":[{"queue":"bytes","transactionId":"a","payload":');
     const bad = Buffer.from([0x22, 0x61, 0xff, 0xfe, 0x62, 0x22]); // "a\xff\xfeb"
-    for (const [txid, payload] of [['valid', Buffer.from(sent)], ['invalid', bad]] as const) {
+    for (const [txid, payload] of [
+      ['valid', Buffer.from(sent)],
+      ['invalid', bad],
+    ] as const) {
       const body = Buffer.concat([head, payload, Buffer.from('}]}')]);
-      const res = await fetch(`${server.url}/api/v1/push`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.from(body.toString('latin1').replace('"a"', JSON.stringify(txid)), 'latin1') });
+      const res = await fetch(`${server.url}/api/v1/push`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.from(body.toString('latin1').replace('"a"', JSON.stringify(txid)), 'latin1'),
+      });
       expect(res.status).toBe(201);
       const [result] = (await res.json()) as { partition_id: string }[];
       const stored = await svc.log.findByTransactionId(result?.partition_id ?? '', txid);
-      expect(Buffer.from(stored?.payload ?? []).toString('latin1')).toBe(txid === 'valid' ? Buffer.from(sent).toString('latin1') : Buffer.from('"a\ufffd\ufffdb"').toString('latin1'));
+      expect(Buffer.from(stored?.payload ?? []).toString('latin1')).toBe(
+        txid === 'valid' ? Buffer.from(sent).toString('latin1') : Buffer.from('"a\ufffd\ufffdb"').toString('latin1'),
+      );
     }
   });
 });

@@ -15,9 +15,17 @@ describe('http: local server restart (embedded)', () => {
     // Pushers keep going while the server is told to stop: whatever got a 201 must survive.
     const pushers = Array.from({ length: 4 }, async (_, w) => {
       for (let b = 0; ; b++) {
-        const items = Array.from({ length: 20 }, (_, i) => ({ queue: 'durable', partition: `w${w}`, payload: { n: b * 20 + i } }));
+        const items = Array.from({ length: 20 }, (_, i) => ({
+          queue: 'durable',
+          partition: `w${w}`,
+          payload: { n: b * 20 + i },
+        }));
         try {
-          const r = await fetch(`${first.url}/api/v1/push`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ items }) });
+          const r = await fetch(`${first.url}/api/v1/push`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ items }),
+          });
           if (r.status !== 201) return;
           const body = (await r.json()) as { status: string }[];
           body.forEach((x, i) => x.status === 'queued' && acked.push({ partition: `w${w}`, n: b * 20 + i }));
@@ -37,8 +45,10 @@ describe('http: local server restart (embedded)', () => {
       for (let w = 0; w < 4; w++) {
         const mine = acked.filter((a) => a.partition === `w${w}`).map((a) => a.n);
         const got: number[] = [];
-        for (let from = 0; ; ) {
-          const r = await fetch(`${second.url}/api/v1/queues/durable/partitions/w${w}/messages?from=${from}&limit=1000`);
+        for (let from = 0; ;) {
+          const r = await fetch(
+            `${second.url}/api/v1/queues/durable/partitions/w${w}/messages?from=${from}&limit=1000`,
+          );
           const body = (await r.json()) as { messages: { data: { n: number } }[]; next: number };
           if (body.messages.length === 0) break;
           got.push(...body.messages.map((m) => m.data.n));

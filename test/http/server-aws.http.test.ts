@@ -34,7 +34,12 @@ describe('http: npm start on the AWS backend (configured by environment)', () =>
       const push = await fetch(`${server.url}/api/v1/push`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ items: [{ queue: 'aws-q', payload: { big: 'x'.repeat(20_000) }, transactionId: 't1' }, { queue: 'aws-q', payload: 2 }] }),
+        body: JSON.stringify({
+          items: [
+            { queue: 'aws-q', payload: { big: 'x'.repeat(20_000) }, transactionId: 't1' },
+            { queue: 'aws-q', payload: 2 },
+          ],
+        }),
       });
       expect(push.status).toBe(201);
       const read = await fetch(`${server.url}/api/v1/queues/aws-q/partitions/Default/messages`);

@@ -12,8 +12,21 @@ import {
 import { HeadBucketCommand, S3ServiceException, type S3Client } from '@aws-sdk/client-s3';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAwsStorage, ensureBucket, ensureTables, ITEM_TABLE_SCHEMA, TTL_ATTRIBUTE } from '../../lambdas/storage/aws.js';
-import { ConditionFailedError, ContentionError, TABLES, type Item, type Storage, type TableName } from '../../lambdas/storage/port.js';
+import {
+  createAwsStorage,
+  ensureBucket,
+  ensureTables,
+  ITEM_TABLE_SCHEMA,
+  TTL_ATTRIBUTE,
+} from '../../lambdas/storage/aws.js';
+import {
+  ConditionFailedError,
+  ContentionError,
+  TABLES,
+  type Item,
+  type Storage,
+  type TableName,
+} from '../../lambdas/storage/port.js';
 import { emulatorClients, startAwsEmulator, type AwsEmulator } from '../support/moto.js';
 
 let emulator: AwsEmulator;
@@ -54,9 +67,17 @@ async function rig(opts: { writeConcurrency?: number } = {}): Promise<Rig> {
   return { storage, dynamodb, s3, tables, bucket, calls };
 }
 
-const item = (pk: string, sk: string, ver = 1, attrs: Item['attrs'] = {}, extra: Partial<Item> = {}): Item => ({ pk, sk, ver, attrs, ...extra });
+const item = (pk: string, sk: string, ver = 1, attrs: Item['attrs'] = {}, extra: Partial<Item> = {}): Item => ({
+  pk,
+  sk,
+  ver,
+  attrs,
+  ...extra,
+});
 
-function cancelled(codes: { Code: string; Item?: Record<string, { S?: string; N?: string }> }[]): TransactionCanceledException {
+function cancelled(
+  codes: { Code: string; Item?: Record<string, { S?: string; N?: string }> }[],
+): TransactionCanceledException {
   return new TransactionCanceledException({
     message: `Transaction cancelled [${codes.map((c) => c.Code).join(', ')}]`,
     $metadata: { httpStatusCode: 400 },
@@ -103,8 +124,13 @@ describe('provisioning', () => {
 
   it('stores items as pk, sk, v (N), a (JSON S), b (B) and ttl (N)', async () => {
     const r = await rig();
-    await r.storage.items.put('log', item('p', 's', 3, { x: [1, 'y'] }, { bin: new Uint8Array([1, 2]), expiresAt: 1_900_000_000 }));
-    const raw = await r.dynamodb.send(new GetItemCommand({ TableName: r.tables.log, Key: { pk: { S: 'p' }, sk: { S: 's' } } }));
+    await r.storage.items.put(
+      'log',
+      item('p', 's', 3, { x: [1, 'y'] }, { bin: new Uint8Array([1, 2]), expiresAt: 1_900_000_000 }),
+    );
+    const raw = await r.dynamodb.send(
+      new GetItemCommand({ TableName: r.tables.log, Key: { pk: { S: 'p' }, sk: { S: 's' } } }),
+    );
     expect(raw.Item).toEqual({
       pk: { S: 'p' },
       sk: { S: 's' },
@@ -120,7 +146,9 @@ describe('provisioning', () => {
 describe('transact', () => {
   it('retries TransactionConflict with backoff and then succeeds', async () => {
     const r = await rig();
-    const faults = failTransactions(r.dynamodb, 2, () => cancelled([{ Code: 'None' }, { Code: 'TransactionConflict' }]));
+    const faults = failTransactions(r.dynamodb, 2, () =>
+      cancelled([{ Code: 'None' }, { Code: 'TransactionConflict' }]),
+    );
     await r.storage.items.transact([
       { op: 'put', table: 'meta', item: item('p', 'a'), cond: { kind: 'absent' } },
       { op: 'put', table: 'meta', item: item('p', 'b'), cond: { kind: 'absent' } },
@@ -132,7 +160,9 @@ describe('transact', () => {
 
   it('gives up with ContentionError after its retries, having written nothing', async () => {
     const r = await rig();
-    const faults = failTransactions(r.dynamodb, 1_000, () => cancelled([{ Code: 'TransactionConflict' }, { Code: 'None' }]));
+    const faults = failTransactions(r.dynamodb, 1_000, () =>
+      cancelled([{ Code: 'TransactionConflict' }, { Code: 'None' }]),
+    );
     const err = await r.storage.items
       .transact([
         { op: 'put', table: 'meta', item: item('p', 'a') },
@@ -149,7 +179,12 @@ describe('transact', () => {
     const r = await rig();
     const current = { pk: { S: 'p' }, sk: { S: 'b' }, v: { N: '7' }, a: { S: '{"k":1}' } };
     failTransactions(r.dynamodb, 1, () =>
-      cancelled([{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: current }, { Code: 'TransactionConflict' }, { Code: 'ConditionalCheckFailed' }]),
+      cancelled([
+        { Code: 'None' },
+        { Code: 'ConditionalCheckFailed', Item: current },
+        { Code: 'TransactionConflict' },
+        { Code: 'ConditionalCheckFailed' },
+      ]),
     );
     const err = await r.storage.items
       .transact([
@@ -183,12 +218,18 @@ describe('transact', () => {
   it('sends a lone put or delete as a single-item write, a lone check as a transaction', async () => {
     const r = await rig();
     await r.storage.items.transact([{ op: 'put', table: 'meta', item: item('p', 'a'), cond: { kind: 'absent' } }]);
-    await r.storage.items.transact([{ op: 'delete', table: 'meta', key: { pk: 'p', sk: 'a' }, cond: { kind: 'version', ver: 1 } }]);
+    await r.storage.items.transact([
+      { op: 'delete', table: 'meta', key: { pk: 'p', sk: 'a' }, cond: { kind: 'version', ver: 1 } },
+    ]);
     const err = await r.storage.items
       .transact([{ op: 'check', table: 'meta', key: { pk: 'p', sk: 'a' }, cond: { kind: 'exists' } }])
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConditionFailedError);
-    expect(r.calls.filter((c) => c !== 'DescribeTableCommand')).toEqual(['PutItemCommand', 'DeleteItemCommand', 'TransactWriteItemsCommand']);
+    expect(r.calls.filter((c) => c !== 'DescribeTableCommand')).toEqual([
+      'PutItemCommand',
+      'DeleteItemCommand',
+      'TransactWriteItemsCommand',
+    ]);
     await r.storage.close();
   });
 });
@@ -213,7 +254,9 @@ describe('single writes', () => {
     expect((await r.storage.items.get('claims', { pk: 'p', sk: 'k' }))?.attrs).toEqual({ me: true });
 
     // Without a retry, an identical item already there is still a failed guard.
-    const again = await r.storage.items.put('claims', item('p', 'k', 1, { me: true }), { kind: 'absent' }).catch((e: unknown) => e);
+    const again = await r.storage.items
+      .put('claims', item('p', 'k', 1, { me: true }), { kind: 'absent' })
+      .catch((e: unknown) => e);
     expect(again).toBeInstanceOf(ConditionFailedError);
     await r.storage.close();
   });
@@ -235,7 +278,12 @@ describe('single writes', () => {
       { step: 'initialize', name: 'countInFlight' },
     );
     const results = await r.storage.items.writeEach(
-      Array.from({ length: 12 }, (_, i) => ({ op: 'put' as const, table: 'dedup' as const, item: item('p', `k${i}`), cond: { kind: 'absent' as const } })),
+      Array.from({ length: 12 }, (_, i) => ({
+        op: 'put' as const,
+        table: 'dedup' as const,
+        item: item('p', `k${i}`),
+        cond: { kind: 'absent' as const },
+      })),
     );
     expect(results.every((x) => x.ok)).toBe(true);
     expect(peak).toBe(3);
@@ -283,7 +331,9 @@ describe('query edge cases', () => {
   const sks = ['a', 'a#1', 'a#2', 'b', 'c'];
   async function seeded(): Promise<Rig> {
     const r = await rig();
-    await r.storage.items.transact(sks.map((sk) => ({ op: 'put' as const, table: 'log' as const, item: item('p', sk) })));
+    await r.storage.items.transact(
+      sks.map((sk) => ({ op: 'put' as const, table: 'log' as const, item: item('p', sk) })),
+    );
     return r;
   }
 
@@ -325,7 +375,12 @@ describe('blobs', () => {
     r.s3.middlewareStack.add(
       (next, context) => async (args) => {
         if (context.commandName === 'PutObjectCommand' && conflicts++ < 2) {
-          throw new S3ServiceException({ name: 'ConditionalRequestConflict', $fault: 'client', $metadata: { httpStatusCode: 409 }, message: 'conflict' });
+          throw new S3ServiceException({
+            name: 'ConditionalRequestConflict',
+            $fault: 'client',
+            $metadata: { httpStatusCode: 409 },
+            message: 'conflict',
+          });
         }
         return next(args);
       },

@@ -17,14 +17,19 @@ afterAll(teardown);
 
 const P = 'Default';
 
-async function queueWith(svc: Services, queue: string, n: number, options: QueueOptionsInput = {}, batch = 500): Promise<void> {
+async function queueWith(
+  svc: Services,
+  queue: string,
+  n: number,
+  options: QueueOptionsInput = {},
+  batch = 500,
+): Promise<void> {
   await svc.log.configure({ queue, options: resolveQueueOptions(options, svc.config.claimDefaults) });
   for (let i = 0; i < n; i += batch) {
     const items = Array.from({ length: Math.min(batch, n - i) }, (_, j) => ({ queue, payload: json({ n: i + j }) }));
     await svc.log.push(items);
   }
 }
-
 
 const offsetsOf = (r: { records: { offset: number }[] }): number[] => r.records.map((x) => x.offset);
 
@@ -47,7 +52,13 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
     expect(await b.claims.ack('durable', P, 'g', [0, 1, 2, 3])).toMatchObject({ committed: 4 });
     clock.advance(30_000);
     expect(offsetsOf(await a.claims.poll('durable', P, 'g', { max: 5, principal: 'p' }))).toEqual([4]);
-    expect(await a.claims.describe('durable', P, 'g')).toMatchObject({ committed: 4, tail: 5, lag: 1, inFlight: 1, owed: 0 });
+    expect(await a.claims.describe('durable', P, 'g')).toMatchObject({
+      committed: 4,
+      tail: 5,
+      lag: 1,
+      inFlight: 1,
+      owed: 0,
+    });
   });
 
   it('costs a constant number of storage requests per poll and per batch ack, whatever the batch size', async () => {
@@ -145,7 +156,9 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
     await storage.items.delete('claims', memberKey);
     expect(await svc.claims.describe('ttl', P, 'g')).toEqual(before);
     clock.advance(30_000);
-    expect(offsetsOf(await svc.claims.poll('ttl', P, 'g', { max: 5, principal: 'p', consumer: 'w', session: 's1' }))).toEqual([1, 2, 3]);
+    expect(
+      offsetsOf(await svc.claims.poll('ttl', P, 'g', { max: 5, principal: 'p', consumer: 'w', session: 's1' })),
+    ).toEqual([1, 2, 3]);
   });
 
   it('reports skippedBefore for records retention removed before the group reached them', async () => {
@@ -157,7 +170,10 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
     await storage.items.delete('log', keys.segment(part!.id, 2));
     svc.log.forgetSegments(part!.id);
     const got = await svc.claims.poll('retained', P, 'g', { max: 5, principal: 'p' });
-    expect(got.records.map((r) => [r.offset, r.skippedBefore])).toEqual([[4, 4], [5, 0]]);
+    expect(got.records.map((r) => [r.offset, r.skippedBefore])).toEqual([
+      [4, 4],
+      [5, 0],
+    ]);
     expect(await svc.claims.ack('retained', P, 'g', [4, 5])).toMatchObject({ committed: 6 });
   });
 
@@ -231,7 +247,12 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
 
   it('uses the service-wide defaults (SLUICE_GROUP_*) for a queue a push created', async () => {
     const clock = new TestClock();
-    const svc = testServices(storage, { clock, config: { claimDefaults: { visibilityTimeoutMs: 5000, maxAttempts: 2, maxInFlight: 100, maxVisibilityMs: 60_000 } } });
+    const svc = testServices(storage, {
+      clock,
+      config: {
+        claimDefaults: { visibilityTimeoutMs: 5000, maxAttempts: 2, maxInFlight: 100, maxVisibilityMs: 60_000 },
+      },
+    });
     await svc.log.push([{ queue: 'implicit', payload: json(1) }]);
     await svc.claims.poll('implicit', P, 'g', { principal: 'p' });
     clock.advance(5000);
@@ -241,7 +262,9 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
     expect((await svc.claims.listDeadLetters('implicit', P, 'g')).offsets).toEqual([0]);
     // The default maxVisibilityMs (60 s here) caps a poll's visibility.
     await svc.log.push([{ queue: 'implicit', payload: json(2) }]);
-    expect(offsetsOf(await svc.claims.poll('implicit', P, 'g', { principal: 'p', visibilityMs: 600_000 }))).toEqual([1]);
+    expect(offsetsOf(await svc.claims.poll('implicit', P, 'g', { principal: 'p', visibilityMs: 600_000 }))).toEqual([
+      1,
+    ]);
     clock.advance(59_999);
     expect(offsetsOf(await svc.claims.poll('implicit', P, 'g', { principal: 'p' }))).toEqual([]);
     clock.advance(1);
@@ -255,7 +278,9 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
     expect(await codeOf(svc.claims.poll('modes', P, 'leasers', { principal: 'p' }))).toBe('conflict');
     expect(await codeOf(svc.claims.ack('modes', P, 'leasers', [0]))).toBe('conflict');
     await svc.claims.poll('modes', P, 'claimers', { principal: 'p' });
-    expect(await codeOf(svc.groups.register('modes', 'claimers', 'lease', { mode: 'all', from: null }))).toBe('conflict');
+    expect(await codeOf(svc.groups.register('modes', 'claimers', 'lease', { mode: 'all', from: null }))).toBe(
+      'conflict',
+    );
     expect(await codeOf(svc.claims.poll('nope', P, 'g', { principal: 'p' }))).toBe('not_found');
     expect(await codeOf(svc.claims.poll('modes', 'nope', 'g', { principal: 'p' }))).toBe('not_found');
   });
@@ -286,7 +311,9 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
     // A delete that only got as far as the position.
     await storage.items.delete('claims', claimKeys.state(pid, 'g'));
     // The new incarnation holds a long claim.
-    expect(offsetsOf(await svc.claims.poll('leftover', P, 'g', { max: 1, principal: 'p', visibilityMs: 3_600_000 }))).toEqual([0]);
+    expect(
+      offsetsOf(await svc.claims.poll('leftover', P, 'g', { max: 1, principal: 'p', visibilityMs: 3_600_000 })),
+    ).toEqual([0]);
     expect((await svc.claims.listDeadLetters('leftover', P, 'g')).offsets).toEqual([]);
     clock.advance(30 * 60_000); // idle far longer than Felix's ten minutes
     // The new incarnation's batch took over the old batch's key; the old dead letter is left.
@@ -327,20 +354,32 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
     const deliveries = new Map<number, number>();
     const holder = new Map<number, string>();
     // Each consumer is its own process (own services, own caches) over the same storage.
-    const consumers = Array.from({ length: 4 }, (_, i) => ({ name: `c${i}`, svc: testServices(storage, { clock, config }), extended: [] as { offset: number; attempts: number }[] }));
+    const consumers = Array.from({ length: 4 }, (_, i) => ({
+      name: `c${i}`,
+      svc: testServices(storage, { clock, config }),
+      extended: [] as { offset: number; attempts: number }[],
+    }));
     let rounds = 0;
     for (;;) {
       rounds++;
       expect(rounds).toBeLessThan(400);
       await Promise.all(
         consumers.map(async (c) => {
-          const got = await c.svc.claims.poll('random', P, 'g', { max: 40, principal: 'p', consumer: c.name, session: 's' });
+          const got = await c.svc.claims.poll('random', P, 'g', {
+            max: 40,
+            principal: 'p',
+            consumer: c.name,
+            session: 's',
+          });
           const toAck: number[] = [];
           // What this consumer extended last round is finished now.
           for (const e of c.extended) toAck.push(e.offset);
           c.extended = [];
           for (const r of got.records) {
-            expect(holder.get(r.offset), `offset ${r.offset} handed to ${c.name} while another consumer's claim stands`).toBeUndefined();
+            expect(
+              holder.get(r.offset),
+              `offset ${r.offset} handed to ${c.name} while another consumer's claim stands`,
+            ).toBeUndefined();
             const n = (deliveries.get(r.offset) ?? 0) + 1;
             deliveries.set(r.offset, n);
             expect(r.attempts).toBe(n);
@@ -380,7 +419,7 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
       if (d.committed === total && d.inFlight === 0 && d.owed === 0) break;
     }
     const dead: number[] = [];
-    for (let after: number | undefined; ; ) {
+    for (let after: number | undefined; ;) {
       const page = await svc.claims.listDeadLetters('random', P, 'g', { after, limit: 500 });
       dead.push(...page.offsets);
       if (page.next === undefined) break;
@@ -395,7 +434,14 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
     expect(deliveries.size).toBe(total);
     expect(Math.max(...deliveries.values())).toBeLessThanOrEqual(4);
     expect(new Set([...acked.keys(), ...dead]).size).toBe(total);
-    expect(await svc.claims.describe('random', P, 'g')).toMatchObject({ committed: total, tail: total, lag: 0, inFlight: 0, owed: 0, deadLetters: dead.length });
+    expect(await svc.claims.describe('random', P, 'g')).toMatchObject({
+      committed: total,
+      tail: total,
+      lag: 0,
+      inFlight: 0,
+      owed: 0,
+      deadLetters: dead.length,
+    });
     await own.cleanup();
     // Alone it takes ~30-40 s on moto; with the whole suite sharing two cores, longer.
   }, 240_000);

@@ -81,7 +81,9 @@ process.exit(0);
   it('close waits for blob writes already in flight', async () => {
     const dataDir = await freshDir();
     const s = await openEmbeddedStorage({ dataDir });
-    const pending = Array.from({ length: 10 }, (_, i) => s.blobs.put(`inflight/${i}`, new Uint8Array(64 * 1024).fill(i)));
+    const pending = Array.from({ length: 10 }, (_, i) =>
+      s.blobs.put(`inflight/${i}`, new Uint8Array(64 * 1024).fill(i)),
+    );
     await s.close();
     await Promise.all(pending);
     const again = await openEmbeddedStorage({ dataDir });
@@ -93,27 +95,30 @@ process.exit(0);
   });
 });
 
-  it('close commits item writes still waiting for the next group commit', async () => {
-    const dataDir = await freshDir();
-    const s = await openEmbeddedStorage({ dataDir });
-    // Not awaited: these sit in the group-commit queue when close() is called.
-    const pending = [
-      s.items.put('log', item('queued-put'), { kind: 'absent' }),
-      s.items.transact([{ op: 'put', table: 'meta', item: item('queued-tx') }, { op: 'put', table: 'dedup', item: item('queued-tx') }]),
-      s.items.writeEach([{ op: 'put', table: 'dedup', item: item('queued-each'), cond: { kind: 'absent' } }]),
-    ];
-    await s.close();
-    await Promise.all(pending);
-    const again = await openEmbeddedStorage({ dataDir });
-    try {
-      expect(await again.items.get('log', { pk: 'p', sk: 'queued-put' })).toBeDefined();
-      expect(await again.items.get('meta', { pk: 'p', sk: 'queued-tx' })).toBeDefined();
-      expect(await again.items.get('dedup', { pk: 'p', sk: 'queued-tx' })).toBeDefined();
-      expect(await again.items.get('dedup', { pk: 'p', sk: 'queued-each' })).toBeDefined();
-    } finally {
-      await again.close();
-    }
-  });
+it('close commits item writes still waiting for the next group commit', async () => {
+  const dataDir = await freshDir();
+  const s = await openEmbeddedStorage({ dataDir });
+  // Not awaited: these sit in the group-commit queue when close() is called.
+  const pending = [
+    s.items.put('log', item('queued-put'), { kind: 'absent' }),
+    s.items.transact([
+      { op: 'put', table: 'meta', item: item('queued-tx') },
+      { op: 'put', table: 'dedup', item: item('queued-tx') },
+    ]),
+    s.items.writeEach([{ op: 'put', table: 'dedup', item: item('queued-each'), cond: { kind: 'absent' } }]),
+  ];
+  await s.close();
+  await Promise.all(pending);
+  const again = await openEmbeddedStorage({ dataDir });
+  try {
+    expect(await again.items.get('log', { pk: 'p', sk: 'queued-put' })).toBeDefined();
+    expect(await again.items.get('meta', { pk: 'p', sk: 'queued-tx' })).toBeDefined();
+    expect(await again.items.get('dedup', { pk: 'p', sk: 'queued-tx' })).toBeDefined();
+    expect(await again.items.get('dedup', { pk: 'p', sk: 'queued-each' })).toBeDefined();
+  } finally {
+    await again.close();
+  }
+});
 
 describe('embedded storage: schema versions', () => {
   // The version-1 layout exactly as earlier releases created it.
@@ -136,8 +141,17 @@ describe('embedded storage: schema versions', () => {
 
     const s = await openEmbeddedStorage({ dataDir });
     try {
-      expect(await s.items.get('log', { pk: 'p', sk: 's#1' })).toEqual({ pk: 'p', sk: 's#1', ver: 3, attrs: { x: 'é' }, bin: Buffer.from([1, 2, 3]) });
-      expect((await s.items.query('dedup', 'p')).items.map((i) => [i.sk, i.expiresAt])).toEqual([['tx-a', 5_000_000_000], ['tx-b', 100]]);
+      expect(await s.items.get('log', { pk: 'p', sk: 's#1' })).toEqual({
+        pk: 'p',
+        sk: 's#1',
+        ver: 3,
+        attrs: { x: 'é' },
+        bin: Buffer.from([1, 2, 3]),
+      });
+      expect((await s.items.query('dedup', 'p')).items.map((i) => [i.sk, i.expiresAt])).toEqual([
+        ['tx-a', 5_000_000_000],
+        ['tx-b', 100],
+      ]);
       // Guards and the TTL index work on the migrated table.
       await expect(s.items.put('dedup', item('tx-a'), { kind: 'absent' })).rejects.toBeInstanceOf(ConditionFailedError);
       expect(await s.sweepExpired(1_000)).toBe(1);
@@ -147,7 +161,9 @@ describe('embedded storage: schema versions', () => {
     const db = await sqlite(join(dataDir, 'sluice.db'));
     try {
       expect(db.pragma('user_version', { simple: true })).toBe(2);
-      const ddl = db.prepare("SELECT name, sql FROM sqlite_master WHERE tbl_name = 'items' AND sql IS NOT NULL ORDER BY name").all() as { name: string; sql: string }[];
+      const ddl = db
+        .prepare("SELECT name, sql FROM sqlite_master WHERE tbl_name = 'items' AND sql IS NOT NULL ORDER BY name")
+        .all() as { name: string; sql: string }[];
       expect(ddl.map((d) => d.name)).toEqual(['items', 'items_expires_at']);
       expect(ddl[0]?.sql).not.toMatch(/WITHOUT ROWID/i);
     } finally {
@@ -171,7 +187,9 @@ describe('embedded storage: schema versions', () => {
     const db = await sqlite(join(dataDir, 'sluice.db'));
     try {
       expect(db.pragma('user_version', { simple: true })).toBe(2);
-      expect((db.prepare("SELECT sql FROM sqlite_master WHERE name = 'items'").get() as { sql: string }).sql).not.toMatch(/WITHOUT ROWID/i);
+      expect(
+        (db.prepare("SELECT sql FROM sqlite_master WHERE name = 'items'").get() as { sql: string }).sql,
+      ).not.toMatch(/WITHOUT ROWID/i);
     } finally {
       db.close();
     }
@@ -182,7 +200,9 @@ describe('embedded storage: schema versions', () => {
     const db = await sqlite(join(dataDir, 'sluice.db'));
     db.pragma('user_version = 9');
     db.close();
-    await expect(openEmbeddedStorage({ dataDir })).rejects.toThrow(/unsupported schema version 9 \(this Sluice reads 2\)/);
+    await expect(openEmbeddedStorage({ dataDir })).rejects.toThrow(
+      /unsupported schema version 9 \(this Sluice reads 2\)/,
+    );
   });
 });
 
@@ -193,9 +213,9 @@ describe('embedded storage: large items', () => {
       const base = item('big', { bin: new Uint8Array(0) });
       const bin = new Uint8Array(MAX_ITEM_BYTES - itemSize(base)).map((_, i) => i % 251);
       await s.items.put('log', { ...base, bin });
-      await expect(s.items.put('log', { ...base, sk: 'bigger', bin: new Uint8Array(bin.byteLength + 10) })).rejects.toBeInstanceOf(
-        ItemTooLargeError,
-      );
+      await expect(
+        s.items.put('log', { ...base, sk: 'bigger', bin: new Uint8Array(bin.byteLength + 10) }),
+      ).rejects.toBeInstanceOf(ItemTooLargeError);
       const got = await s.items.get('log', { pk: 'p', sk: 'big' });
       expect(Buffer.from(got?.bin ?? []).equals(Buffer.from(bin))).toBe(true);
     } finally {
@@ -252,14 +272,18 @@ describe('embedded storage: blob files', () => {
     const dataDir = await freshDir();
     const s = await openEmbeddedStorage({ dataDir, sync: 'normal' });
     const big = new Uint8Array(256 * 1024).fill(1);
-    const writes = Array.from({ length: 20 }, (_, i) => s.blobs.put(`t/${i % 5}`, big, { ifAbsent: i % 2 === 0 }).catch((e: unknown) => e));
+    const writes = Array.from({ length: 20 }, (_, i) =>
+      s.blobs.put(`t/${i % 5}`, big, { ifAbsent: i % 2 === 0 }).catch((e: unknown) => e),
+    );
     // Lists racing the writes see only complete, published keys.
     const seen = (await Promise.all([s.blobs.list(''), s.blobs.list('t/'), s.blobs.list('')])).flatMap((l) => l.blobs);
     for (const b of seen) expect(b.key).toMatch(/^t\/[0-4]$/);
     const outcomes = await Promise.all(writes);
     for (const o of outcomes) expect(o === undefined || o instanceof ConditionFailedError).toBe(true);
     const listed = await s.blobs.list('');
-    expect(listed.blobs.map((b) => [b.key, b.size])).toEqual(['t/0', 't/1', 't/2', 't/3', 't/4'].map((k) => [k, big.byteLength]));
+    expect(listed.blobs.map((b) => [b.key, b.size])).toEqual(
+      ['t/0', 't/1', 't/2', 't/3', 't/4'].map((k) => [k, big.byteLength]),
+    );
     expect(await readdir(join(dataDir, 'tmp'))).toEqual([]);
     await s.close();
 

@@ -23,18 +23,49 @@ describe.each(backends)('integration: lag metrics on $name', (backend) => {
     clock.advance(30_000);
     await svc.log.push([4, 5].map((n) => ({ queue: 'lagq', partition: 'p2', payload: json(n) })));
     // A lease group that finished one message of p1; a claim group that finished one of p1.
-    const popped = await svc.leases.pop({ queue: 'lagq', group: 'billing', partition: 'p1', batch: 1, partitions: 1, autoAck: false, wait: false, timeoutMs: 0 });
+    const popped = await svc.leases.pop({
+      queue: 'lagq',
+      group: 'billing',
+      partition: 'p1',
+      batch: 1,
+      partitions: 1,
+      autoAck: false,
+      wait: false,
+      timeoutMs: 0,
+    });
     const m = popped!.messages[0]!;
-    await svc.leases.ack([{ index: 0, partitionId: m.partitionId, transactionId: m.transactionId, status: 'completed', leaseId: popped!.leaseId }], 'billing');
+    await svc.leases.ack(
+      [
+        {
+          index: 0,
+          partitionId: m.partitionId,
+          transactionId: m.transactionId,
+          status: 'completed',
+          leaseId: popped!.leaseId,
+        },
+      ],
+      'billing',
+    );
     await svc.claims.create('lagq', 'p1', 'workers', 'earliest');
     const got = await svc.claims.poll('lagq', 'p1', 'workers', { max: 1, principal: 'p' });
-    await svc.claims.ack('lagq', 'p1', 'workers', got.records.map((r) => r.offset));
+    await svc.claims.ack(
+      'lagq',
+      'p1',
+      'workers',
+      got.records.map((r) => r.offset),
+    );
     clock.advance(90_000);
 
     const gauges: { name: string; value: number; dims?: Record<string, string> | undefined }[] = [];
     const inner = svc.telemetry;
-    const report = await reportLag({ ...svc, telemetry: { ...inner, gauge: (name, value, dims) => void gauges.push({ name, value, dims }) } });
-    const of = (group: string) => Object.fromEntries(gauges.filter((g) => g.dims?.group === group && g.dims.queue === 'lagq').map((g) => [g.name, g.value]));
+    const report = await reportLag({
+      ...svc,
+      telemetry: { ...inner, gauge: (name, value, dims) => void gauges.push({ name, value, dims }) },
+    });
+    const of = (group: string) =>
+      Object.fromEntries(
+        gauges.filter((g) => g.dims?.group === group && g.dims.queue === 'lagq').map((g) => [g.name, g.value]),
+      );
     // 2 left on p1 (pushed 120 s ago) and 2 on p2 (90 s ago).
     expect(of('workers')).toEqual({ ConsumerLag: 4, OldestUnconsumedAgeSeconds: 120 });
     expect(of('billing')).toMatchObject({ ConsumerLag: 4 });

@@ -67,8 +67,27 @@ function beforeFirstCommit(inner: Storage, inject: () => Promise<void>): Storage
   });
 }
 
-const req = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({ queue, group: QUEUE_MODE_GROUP, batch: 100, partitions: 1, autoAck: false, wait: false, timeoutMs: 0, ...over });
-const ackAll = (svc: Services, r: PopResult) => svc.leases.ack(r.messages.map((m, index) => ({ index, partitionId: m.partitionId, transactionId: m.transactionId, status: 'completed' as const, leaseId: r.leaseId })), r.group);
+const req = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({
+  queue,
+  group: QUEUE_MODE_GROUP,
+  batch: 100,
+  partitions: 1,
+  autoAck: false,
+  wait: false,
+  timeoutMs: 0,
+  ...over,
+});
+const ackAll = (svc: Services, r: PopResult) =>
+  svc.leases.ack(
+    r.messages.map((m, index) => ({
+      index,
+      partitionId: m.partitionId,
+      transactionId: m.transactionId,
+      status: 'completed' as const,
+      leaseId: r.leaseId,
+    })),
+    r.group,
+  );
 
 describe.each(backends)('integration: partition leases on $name', (backend) => {
   let inner: Storage;
@@ -85,7 +104,8 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     // moto serves a few concurrent transactions at a time (~200 writes/s): create them 5 by 5,
     // and only 100 (idle partitions never enter the READY index, so the count is what varies).
     const [idle, step] = backend.name === 'aws' ? [100, 5] : [10_000, 100];
-    for (let i = 0; i < idle; i += step) await Promise.all(Array.from({ length: step }, (_, j) => svc.log.ensurePartition(q, `idle-${i + j}`)));
+    for (let i = 0; i < idle; i += step)
+      await Promise.all(Array.from({ length: step }, (_, j) => svc.log.ensurePartition(q, `idle-${i + j}`)));
     await svc.log.push([{ queue: 'idle', partition: 'busy', payload: json('work') }]);
     c.reset();
     const r = await svc.leases.pop(req('idle', { group: 'g' }));
@@ -108,13 +128,36 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
   it('counts MessagesPushed for every push path (plain, transaction, replay), DuplicatesRejected and DeadLettered', async () => {
     const svc = testServices(inner);
     const t = svc.telemetry as MemoryTelemetry;
-    await svc.log.push([{ queue: 'metrics', payload: json(1), transactionId: 'm-1' }, { queue: 'metrics', payload: json(1), transactionId: 'm-1' }]);
+    await svc.log.push([
+      { queue: 'metrics', payload: json(1), transactionId: 'm-1' },
+      { queue: 'metrics', payload: json(1), transactionId: 'm-1' },
+    ]);
     expect([t.counters.get('MessagesPushed'), t.counters.get('DuplicatesRejected')]).toEqual([1, 1]);
-    await svc.transactions.run([{ type: 'push', items: [{ queue: 'metrics', payload: json(2) }, { queue: 'metrics', payload: json(3) }] }]);
+    await svc.transactions.run([
+      {
+        type: 'push',
+        items: [
+          { queue: 'metrics', payload: json(2) },
+          { queue: 'metrics', payload: json(3) },
+        ],
+      },
+    ]);
     expect(t.counters.get('MessagesPushed')).toBe(3);
     const r = await svc.leases.pop(req('metrics', { group: 'g', batch: 1 }));
     const m = r!.messages[0]!;
-    await svc.leases.ack([{ index: 0, partitionId: m.partitionId, transactionId: m.transactionId, status: 'dlq', error: 'bad', leaseId: r!.leaseId }], 'g');
+    await svc.leases.ack(
+      [
+        {
+          index: 0,
+          partitionId: m.partitionId,
+          transactionId: m.transactionId,
+          status: 'dlq',
+          error: 'bad',
+          leaseId: r!.leaseId,
+        },
+      ],
+      'g',
+    );
     expect(t.counters.get('DeadLettered')).toBe(1);
     await svc.dlq.retry(m.partitionId, m.transactionId);
     expect(t.counters.get('MessagesPushed')).toBe(4);
@@ -126,8 +169,21 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     await svc.log.push([{ queue: 'dlqblob', payload: big, transactionId: 'db-1' }]);
     const r = await svc.leases.pop(req('dlqblob', { group: 'g', batch: 1 }));
     const m = r!.messages[0]!;
-    await svc.leases.ack([{ index: 0, partitionId: m.partitionId, transactionId: m.transactionId, status: 'dlq', error: 'bad', leaseId: r!.leaseId }], 'g');
-    const listed = async (): Promise<string[]> => (await inner.blobs.list(`${DLQ_BLOB_PREFIX}${m.partitionId}/`)).blobs.map((b) => b.key);
+    await svc.leases.ack(
+      [
+        {
+          index: 0,
+          partitionId: m.partitionId,
+          transactionId: m.transactionId,
+          status: 'dlq',
+          error: 'bad',
+          leaseId: r!.leaseId,
+        },
+      ],
+      'g',
+    );
+    const listed = async (): Promise<string[]> =>
+      (await inner.blobs.list(`${DLQ_BLOB_PREFIX}${m.partitionId}/`)).blobs.map((b) => b.key);
     const [filed] = await listed();
     expect(parseDlqBlobKey(filed!)).toBeDefined();
     // An ack that failed after uploading (no marker), and a blob from before markers (no `.bin`).
@@ -137,17 +193,27 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     await inner.blobs.put(legacy, json('legacy'));
     const grace = 60_000;
     // Young blobs are kept whatever they are.
-    expect(await svc.dlq.sweepOrphanBlobs(Date.now(), grace)).toMatchObject({ scanned: 3, deleted: 0, kept: 3, wrapped: true });
+    expect(await svc.dlq.sweepOrphanBlobs(Date.now(), grace)).toMatchObject({
+      scanned: 3,
+      deleted: 0,
+      kept: 3,
+      wrapped: true,
+    });
     const later = Date.now() + grace + 1000;
     expect(await svc.dlq.sweepOrphanBlobs(later, grace)).toMatchObject({ scanned: 3, deleted: 1, kept: 2 });
     expect((await listed()).sort()).toEqual([filed, legacy].sort());
     expect(text((await svc.dlq.list({ queue: 'dlqblob', limit: 10, offset: 0 }))[0]!.payload)).toBe(text(big));
     // A removal whose blob delete fails still removes the row; its marker went with it, so
     // the next sweep collects the blob.
-    const blobless = { ...inner, blobs: { ...inner.blobs, delete: async () => Promise.reject(new Error('simulated crash')) } };
+    const blobless = {
+      ...inner,
+      blobs: { ...inner.blobs, delete: async () => Promise.reject(new Error('simulated crash')) },
+    };
     const removal = testServices(blobless as Storage);
     expect(await removal.dlq.delete(m.partitionId, m.transactionId)).toEqual({ removed: 1 });
-    expect(await inner.items.get('dlq', dlqKeys.blobMarker(m.partitionId, parseDlqBlobKey(filed!)!.blobId))).toBeUndefined();
+    expect(
+      await inner.items.get('dlq', dlqKeys.blobMarker(m.partitionId, parseDlqBlobKey(filed!)!.blobId)),
+    ).toBeUndefined();
     expect(await svc.dlq.sweepOrphanBlobs(later, grace)).toMatchObject({ deleted: 1, kept: 1 });
     expect(await listed()).toEqual([legacy]);
   });
@@ -176,13 +242,21 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const svc = testServices(inner);
     const part = await svc.log.ensurePartition(await svc.log.ensureQueue('dlqrefile'), 'Default');
     const file = async (text: string, now: number): Promise<void> => {
-      const msg = { offset: 0, id: 'm-0', transactionId: 'rf-0', traceId: null, createdAt: now, payload: json(text.repeat(300 * 1024)) };
+      const msg = {
+        offset: 0,
+        id: 'm-0',
+        transactionId: 'rf-0',
+        traceId: null,
+        createdAt: now,
+        payload: json(text.repeat(300 * 1024)),
+      };
       await inner.items.transact(await svc.dlq.filingOps({ part, group: 'g', msg, error: 'bad', retryCount: 1, now }));
     };
     const t0 = Date.now();
     await file('a', t0);
     await file('b', t0 + 1000); // e.g. after a seek back, the same message dead-lettered again
-    const keysNow = async (): Promise<string[]> => (await inner.blobs.list(`${DLQ_BLOB_PREFIX}${part.id}/`)).blobs.map((b) => b.key);
+    const keysNow = async (): Promise<string[]> =>
+      (await inner.blobs.list(`${DLQ_BLOB_PREFIX}${part.id}/`)).blobs.map((b) => b.key);
     expect(await keysNow()).toHaveLength(2);
     await inner.items.put('meta', { ...dlqKeys.blobSweepCursor(), ver: 50, attrs: { at: 0 } });
     const swept = await svc.dlq.sweepOrphanBlobs(Date.now() + 3_600_000, 60_000);
@@ -206,7 +280,8 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     // Just before the first ack transaction carrying a blob marker commits, the sweep runs.
     const stalled = withItems(inner, {
       transact: async (ops) => {
-        if (!swept && ops.some((o) => o.op === 'put' && o.table === 'dlq' && o.item.pk.startsWith('DB#'))) swept = await sweeper.dlq.sweepOrphanBlobs(Date.now() + 3_600_000, 60_000);
+        if (!swept && ops.some((o) => o.op === 'put' && o.table === 'dlq' && o.item.pk.startsWith('DB#')))
+          swept = await sweeper.dlq.sweepOrphanBlobs(Date.now() + 3_600_000, 60_000);
         return inner.items.transact(ops);
       },
     });
@@ -214,7 +289,19 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     await svc.log.push([{ queue: 'dlqstall', payload: big, transactionId: 'ds-1' }]);
     const r = await svc.leases.pop(req('dlqstall', { group: 'g', batch: 1 }));
     const m = r!.messages[0]!;
-    const [res] = await svc.leases.ack([{ index: 0, partitionId: m.partitionId, transactionId: m.transactionId, status: 'dlq', error: 'bad', leaseId: r!.leaseId }], 'g');
+    const [res] = await svc.leases.ack(
+      [
+        {
+          index: 0,
+          partitionId: m.partitionId,
+          transactionId: m.transactionId,
+          status: 'dlq',
+          error: 'bad',
+          leaseId: r!.leaseId,
+        },
+      ],
+      'g',
+    );
     expect(res).toMatchObject({ success: true });
     expect(swept?.deleted).toBeGreaterThanOrEqual(1);
     const rows = await svc.dlq.list({ queue: 'dlqstall', limit: 10, offset: 0 });
@@ -228,18 +315,33 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     await svc.log.push([{ queue: 'replay-fail', payload: json('x'), transactionId: 'rf-1' }]);
     const r = await svc.leases.pop(req('replay-fail', { group: 'g', batch: 1 }));
     const m = r!.messages[0]!;
-    await svc.leases.ack([{ index: 0, partitionId: m.partitionId, transactionId: m.transactionId, status: 'dlq', error: 'bad', leaseId: r!.leaseId }], 'g');
+    await svc.leases.ack(
+      [
+        {
+          index: 0,
+          partitionId: m.partitionId,
+          transactionId: m.transactionId,
+          status: 'dlq',
+          error: 'bad',
+          leaseId: r!.leaseId,
+        },
+      ],
+      'g',
+    );
     const failing = testServices(crashing(inner, (ops) => ops.some((o) => o.op === 'delete' && o.table === 'dlq')));
     const out = await failing.dlq.retry(m.partitionId, m.transactionId);
     expect(out).toMatchObject({ replayed: true, dlqRowRemoved: false, removed: 0 });
     expect(out.push.status).toBe('queued');
-    expect((await svc.dlq.list({ queue: 'replay-fail', limit: 10, offset: 0 })).map((e) => e.transactionId)).toEqual(['rf-1']);
+    expect((await svc.dlq.list({ queue: 'replay-fail', limit: 10, offset: 0 })).map((e) => e.transactionId)).toEqual([
+      'rf-1',
+    ]);
   });
 
   it('a partition pop is 3 requests and an ack 2, whatever the backlog depth', async () => {
     const c = counted(inner);
     const svc = testServices(c.storage, { config: { queueCacheMs: 60_000 } });
-    for (let b = 0; b < 10; b++) await svc.log.push(Array.from({ length: 50 }, (_, i) => ({ queue: 'deep', payload: json(b * 50 + i) })));
+    for (let b = 0; b < 10; b++)
+      await svc.log.push(Array.from({ length: 50 }, (_, i) => ({ queue: 'deep', payload: json(b * 50 + i) })));
     const warm = await svc.leases.pop(req('deep', { partition: 'Default', batch: 50 }));
     await ackAll(svc, warm!);
     const counts: number[] = [];
@@ -260,10 +362,13 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const spy = withItems(inner, { query: (t, pk, o) => (queries.push(t), inner.items.query(t, pk, o)) });
     // Every segment a blob: an index entry alone says where its bytes are.
     const svc = testServices(spy, { config: { queueCacheMs: 60_000, inlineMaxBytes: 1 } });
-    for (let b = 0; b < 4; b++) await svc.log.push(Array.from({ length: 10 }, (_, k) => ({ queue: 'idx', payload: json(b * 10 + k) })));
+    for (let b = 0; b < 4; b++)
+      await svc.log.push(Array.from({ length: 10 }, (_, k) => ({ queue: 'idx', payload: json(b * 10 + k) })));
     const pid = (await svc.log.getPartition('idx', 'Default'))!.id;
     // A replay of the whole partition reads (and remembers) the four segments' index entries.
-    expect((await svc.log.read(pid, 0, { maxCount: 40 })).map((m) => m.offset)).toEqual(Array.from({ length: 40 }, (_, k) => k));
+    expect((await svc.log.read(pid, 0, { maxCount: 40 })).map((m) => m.offset)).toEqual(
+      Array.from({ length: 40 }, (_, k) => k),
+    );
     const offsets: number[] = [];
     for (let k = 0; k < 4; k++) {
       queries.length = 0;
@@ -279,7 +384,9 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const longPid = (await svc.log.getPartition('idx-long', 'Default'))!.id;
     expect(await svc.log.read(longPid, 0, { maxCount: 40, indexCache: true })).toHaveLength(40);
     queries.length = 0;
-    expect((await svc.log.read(longPid, 0, { maxCount: 10, indexCache: true })).map((m) => m.offset)).toEqual(Array.from({ length: 10 }, (_, k) => k));
+    expect((await svc.log.read(longPid, 0, { maxCount: 10, indexCache: true })).map((m) => m.offset)).toEqual(
+      Array.from({ length: 10 }, (_, k) => k),
+    );
     expect(queries.filter((t) => t === 'log')).toEqual([]);
 
     // Another process knows the index entries but not the bytes; retention (simulated) removes
@@ -291,7 +398,9 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     await inner.blobs.delete(segs[1]!.blob!);
     const fresh = await testServices(inner).log.read(pid, 10, { maxCount: 10 });
     expect(fresh.map((m) => m.offset)).toEqual(Array.from({ length: 10 }, (_, k) => 20 + k));
-    expect((await other.log.read(pid, 10, { maxCount: 10, indexCache: true })).map((m) => m.offset)).toEqual(fresh.map((m) => m.offset));
+    expect((await other.log.read(pid, 10, { maxCount: 10, indexCache: true })).map((m) => m.offset)).toEqual(
+      fresh.map((m) => m.offset),
+    );
   });
 
   it('a group registered after the data exists finds every partition through the bounded registration scan', async () => {
@@ -312,9 +421,11 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const q = await svc.log.ensureQueue('reg-race-0');
     await svc.log.ensurePartition(q, 'Default');
     // The newcomer registers, and its registration scan completes, while the push is in flight.
-    const pusher = testServices(beforeFirstCommit(inner, async () => {
-      expect(await svc.leases.pop(req('reg-race-0', { group: 'newcomer' }))).toBeNull();
-    }));
+    const pusher = testServices(
+      beforeFirstCommit(inner, async () => {
+        expect(await svc.leases.pop(req('reg-race-0', { group: 'newcomer' }))).toBeNull();
+      }),
+    );
     const [r] = await pusher.log.push([{ queue: 'reg-race-0', payload: json('missed?') }]);
     expect(r?.status).toBe('queued');
     const got = await svc.leases.pop(req('reg-race-0', { group: 'newcomer' }));
@@ -325,11 +436,13 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const svc = testServices(inner);
     await svc.log.push([{ queue: 'reg-race-1', payload: json('first') }]);
     expect((await svc.leases.pop(req('reg-race-1', { group: 'old' })))?.messages).toHaveLength(1);
-    const pusher = testServices(beforeFirstCommit(inner, async () => {
-      const first = await svc.leases.pop(req('reg-race-1', { group: 'newcomer' }));
-      expect(first?.messages).toHaveLength(1);
-      await ackAll(svc, first!);
-    }));
+    const pusher = testServices(
+      beforeFirstCommit(inner, async () => {
+        const first = await svc.leases.pop(req('reg-race-1', { group: 'newcomer' }));
+        expect(first?.messages).toHaveLength(1);
+        await ackAll(svc, first!);
+      }),
+    );
     const [r] = await pusher.log.push([{ queue: 'reg-race-1', payload: json('second') }]);
     expect(r?.status).toBe('queued');
     const seen: string[] = [];
@@ -345,11 +458,16 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
   it('50 concurrent pops on one lane from 50 processes: the conditional write lets exactly one win, every time', async () => {
     const clock = new TestClock();
     const procs = Array.from({ length: 50 }, () => testServices(inner, { clock }));
-    await procs[0]!.log.push([{ queue: 'race-x', payload: json(1) }, { queue: 'race-x', payload: json(2) }]);
+    await procs[0]!.log.push([
+      { queue: 'race-x', payload: json(1) },
+      { queue: 'race-x', payload: json(2) },
+    ]);
     // Round 0 races on a lane with no row yet (put if absent); round 1, after the lease
     // lapsed, on its row's version.
     for (let round = 0; round < 2; round++) {
-      const got = await Promise.all(procs.map((svc) => svc.leases.pop(req('race-x', { group: 'r', partition: 'Default' }))));
+      const got = await Promise.all(
+        procs.map((svc) => svc.leases.pop(req('race-x', { group: 'r', partition: 'Default' }))),
+      );
       const winners = got.filter((r) => r !== null);
       expect(winners).toHaveLength(1);
       expect(winners[0]!.messages.map((m) => text(m.payload))).toEqual(['1', '2']);
@@ -404,17 +522,38 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     await svc0.log.push([{ queue: 'tx-race', payload: json('src') }]);
     const src = await svc0.leases.pop(req('tx-race', { group: 'w' }));
     const other = testServices(inner);
-    const svc = testServices(beforeFirstCommit(inner, async () => {
-      expect((await other.log.push([{ queue: 'tx-race', payload: json('pushed-meanwhile') }]))[0]?.status).toBe('queued');
-    }));
+    const svc = testServices(
+      beforeFirstCommit(inner, async () => {
+        expect((await other.log.push([{ queue: 'tx-race', payload: json('pushed-meanwhile') }]))[0]?.status).toBe(
+          'queued',
+        );
+      }),
+    );
     const res = await svc.transactions.run([
-      { type: 'push', items: [{ queue: 'tx-race', payload: json('t1') }, { queue: 'tx-race', payload: json('t2') }] },
-      { type: 'ack', partitionId: src!.messages[0]!.partitionId, transactionId: src!.messages[0]!.transactionId, consumerGroup: 'w', status: 'completed' },
+      {
+        type: 'push',
+        items: [
+          { queue: 'tx-race', payload: json('t1') },
+          { queue: 'tx-race', payload: json('t2') },
+        ],
+      },
+      {
+        type: 'ack',
+        partitionId: src!.messages[0]!.partitionId,
+        transactionId: src!.messages[0]!.transactionId,
+        consumerGroup: 'w',
+        status: 'completed',
+      },
     ]);
     expect(res.success).toBe(true);
     const part = await svc.log.getPartition('tx-race', 'Default');
     const all = await svc.log.read(part!.id, 0, { maxCount: 100 });
-    expect(all.map((m) => `${m.offset}:${text(m.payload)}`)).toEqual(['0:"src"', '1:"pushed-meanwhile"', '2:"t1"', '3:"t2"']);
+    expect(all.map((m) => `${m.offset}:${text(m.payload)}`)).toEqual([
+      '0:"src"',
+      '1:"pushed-meanwhile"',
+      '2:"t1"',
+      '3:"t2"',
+    ]);
     const rest = await svc.leases.pop(req('tx-race', { group: 'w' }));
     expect(rest?.messages.map((m) => text(m.payload))).toEqual(['"pushed-meanwhile"', '"t1"', '"t2"']);
   });
@@ -426,19 +565,32 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const pid = src!.messages[0]!.partitionId;
     // Its segment is large enough for a blob; just before it commits, the sweeper judges the
     // blob an orphan: marker `aborted` (put-if-absent), blob deleted.
-    const svc = testServices(beforeFirstCommit(inner, async () => {
-      const { blobs } = await inner.blobs.list(`${SEGMENT_BLOB_PREFIX}${pid}/`);
-      expect(blobs).toHaveLength(1);
-      const ref = parseSegmentBlobKey(blobs[0]!.key)!;
-      await inner.items.put('log', { ...keys.marker(pid, ref.pushId), ver: 1, attrs: { state: 'aborted', by: 'sweeper' } }, { kind: 'absent' });
-      await inner.blobs.delete(blobs[0]!.key);
-    }), { config: { inlineMaxBytes: 64 } });
+    const svc = testServices(
+      beforeFirstCommit(inner, async () => {
+        const { blobs } = await inner.blobs.list(`${SEGMENT_BLOB_PREFIX}${pid}/`);
+        expect(blobs).toHaveLength(1);
+        const ref = parseSegmentBlobKey(blobs[0]!.key)!;
+        await inner.items.put(
+          'log',
+          { ...keys.marker(pid, ref.pushId), ver: 1, attrs: { state: 'aborted', by: 'sweeper' } },
+          { kind: 'absent' },
+        );
+        await inner.blobs.delete(blobs[0]!.key);
+      }),
+      { config: { inlineMaxBytes: 64 } },
+    );
     const server = await startTestServer(svc);
     try {
       const r = await call(server.url, 'POST', '/api/v1/transaction', {
         operations: [
           { type: 'push', items: [{ queue: 'tx-stall', payload: { big: randomBytes(300).toString('base64') } }] },
-          { type: 'ack', transactionId: src!.messages[0]!.transactionId, partitionId: pid, status: 'completed', consumerGroup: 'w' },
+          {
+            type: 'ack',
+            transactionId: src!.messages[0]!.transactionId,
+            partitionId: pid,
+            status: 'completed',
+            consumerGroup: 'w',
+          },
         ],
       });
       expect(r.status).toBe(503);
@@ -468,10 +620,23 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
 
   it('the DLQ keeps a sealed payload sealed and opens it on read', async () => {
     const svc = testServices(inner, { config: { encryptionKey: Buffer.alloc(32, 5).toString('base64') } });
-    await svc.log.configure({ queue: 'sealed-dlq', options: resolveQueueOptions({ encryptionEnabled: true, retryLimit: 0 }) });
+    await svc.log.configure({
+      queue: 'sealed-dlq',
+      options: resolveQueueOptions({ encryptionEnabled: true, retryLimit: 0 }),
+    });
     await svc.log.push([{ queue: 'sealed-dlq', payload: json({ secret: 1 }) }]);
     const r = await svc.leases.pop(req('sealed-dlq'));
-    await svc.leases.ack([{ index: 0, partitionId: r!.messages[0]!.partitionId, transactionId: r!.messages[0]!.transactionId, status: 'failed' }], QUEUE_MODE_GROUP);
+    await svc.leases.ack(
+      [
+        {
+          index: 0,
+          partitionId: r!.messages[0]!.partitionId,
+          transactionId: r!.messages[0]!.transactionId,
+          status: 'failed',
+        },
+      ],
+      QUEUE_MODE_GROUP,
+    );
     const rows = await svc.dlq.lookup(r!.messages[0]!.partitionId, r!.messages[0]!.transactionId);
     expect(rows[0]?.attrs.sealed).toBe(true);
     expect(Buffer.from(rows[0]!.bin!).includes('secret')).toBe(false);
@@ -481,7 +646,9 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
 
   it('/configure refuses encryptionEnabled when the server has no key', async () => {
     const svc = testServices(inner);
-    await expect(svc.log.configure({ queue: 'nokey', options: resolveQueueOptions({ encryptionEnabled: true }) })).rejects.toThrow(/SLUICE_ENCRYPTION_KEY/);
+    await expect(
+      svc.log.configure({ queue: 'nokey', options: resolveQueueOptions({ encryptionEnabled: true }) }),
+    ).rejects.toThrow(/SLUICE_ENCRYPTION_KEY/);
   });
 });
 
@@ -490,10 +657,19 @@ describe.runIf(backends.some((b) => b.name === 'aws'))('integration: KMS data ke
     const emulator = await startAwsEmulator();
     const { storage, cleanup } = await newAwsTestStorage(emulator.endpoint);
     try {
-      const kms = new KMSClient({ endpoint: emulator.endpoint, region: TEST_REGION, credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+      const kms = new KMSClient({
+        endpoint: emulator.endpoint,
+        region: TEST_REGION,
+        credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+      });
       const key = await kms.send(new CreateKeyCommand({}));
       const keyId = key.KeyMetadata!.KeyId!;
-      const mk = () => buildServices(storage, { ...loadConfig({}), queueCacheMs: 0 }, { keyProvider: new KmsKeyProvider(storage, keyId, async () => kms) });
+      const mk = () =>
+        buildServices(
+          storage,
+          { ...loadConfig({}), queueCacheMs: 0 },
+          { keyProvider: new KmsKeyProvider(storage, keyId, async () => kms) },
+        );
       const a = mk();
       await a.log.configure({ queue: 'kms', options: resolveQueueOptions({ encryptionEnabled: true }) });
       const [pushed] = await a.log.push([{ queue: 'kms', payload: json({ pan: '4111' }) }]);

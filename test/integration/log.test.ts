@@ -15,7 +15,8 @@ import { json, testServices, text } from '../support/services.js';
  */
 function interceptCommits(storage: Storage, beforeCommit: (ops: WriteOp[]) => Promise<void> | void): Storage {
   const inner = storage.items;
-  const commitsSegment = (ops: WriteOp[]): boolean => ops.some((o) => o.op === 'put' && o.table === 'log' && o.item.sk.startsWith('S#'));
+  const commitsSegment = (ops: WriteOp[]): boolean =>
+    ops.some((o) => o.op === 'put' && o.table === 'log' && o.item.sk.startsWith('S#'));
   return {
     kind: storage.kind,
     blobs: storage.blobs,
@@ -47,7 +48,9 @@ async function segmentBlobs(storage: Storage, partitionId: string): Promise<stri
 /** Resolves with `p`, or fails the test after `ms` (a push waiting on a reservation forever). */
 async function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms)));
+  const timeout = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms)),
+  );
   try {
     return await Promise.race([p, timeout]);
   } finally {
@@ -107,7 +110,10 @@ describe.each(backends)('integration: the log on $name', (backend) => {
         // Separate service instances: separate tail hints, like separate Lambda instances.
         const own = testServices(storage);
         for (let b = 0; b < batches; b++) {
-          const items = Array.from({ length: perBatch }, (_, i) => ({ queue: 'race', payload: json({ p, seq: b * perBatch + i }) }));
+          const items = Array.from({ length: perBatch }, (_, i) => ({
+            queue: 'race',
+            payload: json({ p, seq: b * perBatch + i }),
+          }));
           const res = await own.log.push(items);
           expect(res.map((r) => r.status)).toEqual(items.map(() => 'queued'));
           // A batch is one segment: its offsets are consecutive.
@@ -125,7 +131,8 @@ describe.each(backends)('integration: the log on $name', (backend) => {
       const v = JSON.parse(text(m.payload)) as { p: number; seq: number };
       byPusher.set(v.p, [...(byPusher.get(v.p) ?? []), v.seq]);
     }
-    for (let p = 0; p < pushers; p++) expect(byPusher.get(p)).toEqual(Array.from({ length: batches * perBatch }, (_, i) => i));
+    for (let p = 0; p < pushers; p++)
+      expect(byPusher.get(p)).toEqual(Array.from({ length: batches * perBatch }, (_, i) => i));
     expect((await svc.log.readTail(part!.id)).next).toBe(total);
   });
 
@@ -181,7 +188,11 @@ describe.each(backends)('integration: the log on $name', (backend) => {
 
   it('lets exactly one of 8 concurrent pushes of one transactionId be queued', async () => {
     const results = await Promise.all(
-      Array.from({ length: 8 }, async (_, i) => (await testServices(storage).log.push([{ queue: 'dup8', payload: json(i), transactionId: 'same' }]))[0]!),
+      Array.from(
+        { length: 8 },
+        async (_, i) =>
+          (await testServices(storage).log.push([{ queue: 'dup8', payload: json(i), transactionId: 'same' }]))[0]!,
+      ),
     );
     expect(results.filter((r) => r.status === 'queued')).toHaveLength(1);
     const ids = new Set(results.map((r) => r.messageId));
@@ -204,7 +215,10 @@ describe.each(backends)('integration: the log on $name', (backend) => {
   it('with the window at 0 checks no earlier push, but still collapses repeats inside one push', async () => {
     const svc = testServices(storage);
     await svc.log.configure({ queue: 'nodedup', options: resolveQueueOptions({ dedupWindowSeconds: 0 }) });
-    const first = await svc.log.push([{ queue: 'nodedup', payload: json(1), transactionId: 't' }, { queue: 'nodedup', payload: json(2), transactionId: 't' }]);
+    const first = await svc.log.push([
+      { queue: 'nodedup', payload: json(1), transactionId: 't' },
+      { queue: 'nodedup', payload: json(2), transactionId: 't' },
+    ]);
     expect(first.map((r) => r.status)).toEqual(['queued', 'duplicate']);
     const [again] = await svc.log.push([{ queue: 'nodedup', payload: json(3), transactionId: 't' }]);
     expect(again).toMatchObject({ status: 'queued', offset: 1 });
@@ -217,7 +231,11 @@ describe.each(backends)('integration: the log on $name', (backend) => {
     const q = await svc.log.ensureQueue('stall');
     const part = await svc.log.ensurePartition(q, 'Default');
     // A push reserved "t" and died before its commit: no marker was ever written.
-    await storage.items.put('dedup', { ...keys.dedup(part.id, 't'), ver: 1, attrs: { push: 'ghost', mid: 'ghost-m', at: svc.testClock.t } }, { kind: 'absent' });
+    await storage.items.put(
+      'dedup',
+      { ...keys.dedup(part.id, 't'), ver: 1, attrs: { push: 'ghost', mid: 'ghost-m', at: svc.testClock.t } },
+      { kind: 'absent' },
+    );
     svc.testClock.advance(svc.config.pushStallMs);
     const [r] = await svc.log.push([{ queue: 'stall', payload: json('x'), transactionId: 't' }]);
     expect(r!.status).toBe('queued');
@@ -230,7 +248,10 @@ describe.each(backends)('integration: the log on $name', (backend) => {
     const [r] = await svc.log.push([{ queue: 'sweep', payload: json({ big: 'y'.repeat(5000), rnd: Math.random() }) }]);
     expect(r!.status).toBe('queued');
     const orphanKey = segmentBlobKey(r!.partitionId, 'crashed-push');
-    await storage.blobs.put(orphanKey, await encodeSegment([{ id: 'm', transactionId: 't', traceId: null, createdAt: 0, payload: json(1) }]));
+    await storage.blobs.put(
+      orphanKey,
+      await encodeSegment([{ id: 'm', transactionId: 't', traceId: null, createdAt: 0, payload: json(1) }]),
+    );
     // Young blobs are left alone: their push may still be in flight.
     let rep = await svc.log.sweepOrphanBlobs();
     expect(rep.deleted).toBe(0);
@@ -263,7 +284,9 @@ describe.each(backends)('integration: the log on $name', (backend) => {
           // Each batch repeats the previous batch's last transactionId: a duplicate across batches.
           const ids = Array.from({ length: perBatch }, (_, i) => `p${p}-${b * perBatch + i}`);
           if (b > 0) ids.unshift(`p${p}-${b * perBatch - 1}`);
-          const res = await own.log.push(ids.map((id) => ({ queue: 'race-tx', payload: json({ p, id }), transactionId: id })));
+          const res = await own.log.push(
+            ids.map((id) => ({ queue: 'race-tx', payload: json({ p, id }), transactionId: id })),
+          );
           statuses.push(...res.map((r) => r.status));
           const queued = res.filter((r) => r.status === 'queued').map((r) => r.offset!);
           expect(queued).toEqual(queued.map((_, i) => queued[0]! + i));
@@ -271,14 +294,20 @@ describe.each(backends)('integration: the log on $name', (backend) => {
         return statuses;
       }),
     );
-    const expected = Array.from({ length: batches }, (_, b) => [...(b > 0 ? ['duplicate'] : []), ...Array.from({ length: perBatch }, () => 'queued')]).flat();
+    const expected = Array.from({ length: batches }, (_, b) => [
+      ...(b > 0 ? ['duplicate'] : []),
+      ...Array.from({ length: perBatch }, () => 'queued'),
+    ]).flat();
     for (const st of results) expect(st).toEqual(expected);
     const part = await svc.log.getPartition('race-tx', 'Default');
     const all = await svc.log.read(part!.id, 0, { maxCount: 10_000 });
     const total = pushers * batches * perBatch;
     expect(all.map((m) => m.offset)).toEqual(Array.from({ length: total }, (_, i) => i));
     for (let p = 0; p < pushers; p++) {
-      const mine = all.map((m) => JSON.parse(text(m.payload)) as { p: number; id: string }).filter((v) => v.p === p).map((v) => v.id);
+      const mine = all
+        .map((m) => JSON.parse(text(m.payload)) as { p: number; id: string })
+        .filter((v) => v.p === p)
+        .map((v) => v.id);
       expect(mine).toEqual(Array.from({ length: batches * perBatch }, (_, i) => `p${p}-${i}`));
     }
   });
@@ -310,7 +339,7 @@ describe.each(backends)('integration: the log on $name', (backend) => {
     expect(await segmentBlobs(storage, kept!.partitionId)).toHaveLength(2);
     // ... after it, only the orphan goes.
     svc.testClock.t = Date.now() + svc.config.sweepGraceMs + 1000;
-    for (let wrapped = false; !wrapped; ) wrapped = (await svc.log.sweepOrphanBlobs()).wrapped;
+    for (let wrapped = false; !wrapped;) wrapped = (await svc.log.sweepOrphanBlobs()).wrapped;
     expect(await segmentBlobs(storage, kept!.partitionId)).toEqual(keptBlobs);
     const back = await svc.log.read(kept!.partitionId, 0, { maxCount: 10 });
     expect(back.map((m) => m.id)).toEqual([kept!.messageId]);
@@ -328,7 +357,7 @@ describe.each(backends)('integration: the log on $name', (backend) => {
       sweptOnce = true;
       // The push stalled past the grace period between its blob and its commit.
       s.testClock.t = Date.now() + s.config.sweepGraceMs + 1000;
-      for (let wrapped = false; !wrapped; ) wrapped = (await s.log.sweepOrphanBlobs()).wrapped;
+      for (let wrapped = false; !wrapped;) wrapped = (await s.log.sweepOrphanBlobs()).wrapped;
     });
     const svc = (sweeper.svc = testServices(racing, { config: { inlineMaxBytes: 64 } }));
     const payload = json({ r: randomBytes(600).toString('hex') });
@@ -357,7 +386,11 @@ describe.each(backends)('integration: the log on $name', (backend) => {
     fail = false;
     // The clock does not move: without the failed push marking itself aborted, this retry
     // would wait out the stall budget on its reservation.
-    const [retry] = await within(5_000, 'the retry', svc.log.push([{ queue: 'refail', payload: json(2), transactionId: 'once' }]));
+    const [retry] = await within(
+      5_000,
+      'the retry',
+      svc.log.push([{ queue: 'refail', payload: json(2), transactionId: 'once' }]),
+    );
     expect(retry).toMatchObject({ status: 'queued', offset: 0 });
     const [dup] = await svc.log.push([{ queue: 'refail', payload: json(3), transactionId: 'once' }]);
     expect(dup).toMatchObject({ status: 'duplicate', messageId: retry!.messageId });
@@ -379,12 +412,14 @@ describe.each(backends)('integration: the log on $name', (backend) => {
     const fine = await svc.log.getPartition('partial', 'fine');
     expect((await svc.log.read(fine!.id, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"a"', '"c"']);
     // With nothing committed, the domain error answers the whole push.
-    await expect(svc.log.push([{ queue: 'partial', partition: 'broken', payload: json('d') }])).rejects.toThrow(/simulated contention/);
+    await expect(svc.log.push([{ queue: 'partial', partition: 'broken', payload: json('d') }])).rejects.toThrow(
+      /simulated contention/,
+    );
     const broken = await svc.log.getPartition('partial', 'broken');
     expect((await svc.log.readTail(broken!.id)).next).toBe(0);
   });
 
-  it('answers queued for a committed push even when a hook\'s after-commit work fails', async () => {
+  it("answers queued for a committed push even when a hook's after-commit work fails", async () => {
     const svc = testServices(storage);
     svc.log.addCommitHook(() => ({ ops: [], after: () => Promise.reject(new Error('after-commit boom')) }));
     const log = vi.spyOn(console, 'error').mockImplementation(() => undefined);

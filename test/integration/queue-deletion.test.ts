@@ -22,16 +22,30 @@ beforeAll(setup);
 afterAll(teardown);
 
 const DAY = 86_400_000;
-const req = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({ queue, group: QUEUE_MODE_GROUP, batch: 100, partitions: 1, autoAck: false, wait: false, timeoutMs: 0, ...over });
+const req = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({
+  queue,
+  group: QUEUE_MODE_GROUP,
+  batch: 100,
+  partitions: 1,
+  autoAck: false,
+  wait: false,
+  timeoutMs: 0,
+  ...over,
+});
 
 async function configure(svc: Services, queue: string, options: QueueOptionsInput = {}): Promise<void> {
   await svc.log.configure({ queue, options: resolveQueueOptions(options, svc.config.claimDefaults) });
 }
 
-
 /** Everything stored under a partition id, per place (empty once it is all gone). */
-async function leftovers(storage: Storage, pid: string, queue: string, groups: { lease: string[]; claim: string[] }): Promise<Record<string, number>> {
-  const n = async (table: Parameters<Storage['items']['query']>[0], pk: string): Promise<number> => (await storage.items.query(table, pk)).items.length;
+async function leftovers(
+  storage: Storage,
+  pid: string,
+  queue: string,
+  groups: { lease: string[]; claim: string[] },
+): Promise<Record<string, number>> {
+  const n = async (table: Parameters<Storage['items']['query']>[0], pk: string): Promise<number> =>
+    (await storage.items.query(table, pk)).items.length;
   const out: Record<string, number> = {
     log: await n('log', pid),
     dedup: await n('dedup', pid),
@@ -39,11 +53,19 @@ async function leftovers(storage: Storage, pid: string, queue: string, groups: {
     blobs: (await storage.blobs.list(`${SEGMENT_BLOB_PREFIX}${pid}/`)).blobs.length,
     byId: (await storage.items.get('meta', keys.partitionById(pid))) ? 1 : 0,
   };
-  for (const g of groups.lease) out[`ready:${g}`] = (await storage.items.query('leases', readyPk(queue, g))).items.filter((it) => it.sk === pid).length;
-  for (const g of groups.claim) out[`claims:${g}`] = (await n('claims', claimKeys.groupPk(pid, g))) + (await n('claims', claimKeys.memberPk(pid, g))) + (await n('claims', claimKeys.deadPk(pid, g)));
+  for (const g of groups.lease)
+    out[`ready:${g}`] = (await storage.items.query('leases', readyPk(queue, g))).items.filter(
+      (it) => it.sk === pid,
+    ).length;
+  for (const g of groups.claim)
+    out[`claims:${g}`] =
+      (await n('claims', claimKeys.groupPk(pid, g))) +
+      (await n('claims', claimKeys.memberPk(pid, g))) +
+      (await n('claims', claimKeys.deadPk(pid, g)));
   return out;
 }
-const nothing = (r: Record<string, number>): Record<string, number> => Object.fromEntries(Object.keys(r).map((k) => [k, 0]));
+const nothing = (r: Record<string, number>): Record<string, number> =>
+  Object.fromEntries(Object.keys(r).map((k) => [k, 0]));
 
 /** Maintenance passes, each after the grace period, until no tombstone is left (at most `max`). */
 async function maintainUntilClean(svc: Services & { testClock: TestClock }, max = 6): Promise<number> {
@@ -54,7 +76,6 @@ async function maintainUntilClean(svc: Services & { testClock: TestClock }, max 
   }
   throw new Error(`tombstones left after ${max} maintenance passes`);
 }
-
 
 describe.each(backends)('integration: queue deletion on $name', (backend) => {
   let storage: Storage;
@@ -68,11 +89,17 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     const Q = 'del-all';
     await configure(svc, Q, { maxAttempts: 1 });
     const big = json({ big: randomBytes(600).toString('base64') });
-    await svc.log.push([{ queue: Q, partition: 'a', payload: json(1), transactionId: 't1' }, { queue: Q, partition: 'a', payload: big, transactionId: 't2' }]);
+    await svc.log.push([
+      { queue: Q, partition: 'a', payload: json(1), transactionId: 't1' },
+      { queue: Q, partition: 'a', payload: big, transactionId: 't2' },
+    ]);
     await svc.log.push([{ queue: Q, partition: 'b', payload: json(3), transactionId: 't3' }]);
     // A lease group with a dead letter, a claim group with state and a dead letter of its own.
     const popped = await svc.leases.pop(req(Q, { group: 'g', partition: 'a', batch: 1 }));
-    await svc.leases.ack([{ index: 0, partitionId: popped!.messages[0]!.partitionId, transactionId: 't1', status: 'dlq', error: 'bad' }], 'g');
+    await svc.leases.ack(
+      [{ index: 0, partitionId: popped!.messages[0]!.partitionId, transactionId: 't1', status: 'dlq', error: 'bad' }],
+      'g',
+    );
     await svc.claims.poll(Q, 'b', 'w', { max: 1, principal: 'p', consumer: 'c', session: 's1' });
     await svc.claims.deadLetter(Q, 'b', 'w', { offset: 0, attempts: 1 });
     const a = (await svc.log.getPartition(Q, 'a'))!;
@@ -115,7 +142,9 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     expect((await storage.items.query('dlq', `L#${Q}`)).items).toEqual([]);
     expect((await storage.items.query('dlq', `LG#${Q}#g`)).items).toEqual([]);
     expect((await storage.items.query('dlq', `E#${a.id}#t1`)).items).toEqual([]);
-    expect((await svc.log.read(again!.partitionId, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"new-a"']);
+    expect((await svc.log.read(again!.partitionId, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual([
+      '"new-a"',
+    ]);
     expect(await svc.claims.describe(Q, 'b', 'w')).toMatchObject({ committed: 0, tail: 1, deadLetters: 0 });
   });
 
@@ -123,11 +152,17 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     const clock = new TestClock();
     const Q = 'del-crash';
     const setupSvc = testServices(storage, { clock });
-    for (const p of ['p1', 'p2', 'p3']) await setupSvc.log.push([{ queue: Q, partition: p, payload: json(p), transactionId: `${p}-tx` }]);
+    for (const p of ['p1', 'p2', 'p3'])
+      await setupSvc.log.push([{ queue: Q, partition: p, payload: json(p), transactionId: `${p}-tx` }]);
     const old = await setupSvc.log.listPartitions(Q);
     expect(old).toHaveLength(3);
     // The request dies right after the queue record went, before it retired any partition.
-    const crash = testServices(crashing(storage, (ops) => ops.some((o) => o.op === 'put' && o.item.sk.startsWith('P#') && o.item.pk === TOMBSTONE_PK)), { clock });
+    const crash = testServices(
+      crashing(storage, (ops) =>
+        ops.some((o) => o.op === 'put' && o.item.sk.startsWith('P#') && o.item.pk === TOMBSTONE_PK),
+      ),
+      { clock },
+    );
     await expect(crash.deletion.deleteQueue(Q)).rejects.toThrow('simulated crash');
     const svc = testServices(storage, { clock });
     expect(await svc.log.getQueue(Q)).toBeUndefined();
@@ -140,7 +175,10 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
 
     // Maintenance in small steps (2 pages per pass), one of them crashing half-way.
     let crashes = 1;
-    const flaky = testServices(crashing(storage, (ops) => ops.some((o) => o.op === 'delete' && o.table === 'log') && crashes-- > 0), { clock });
+    const flaky = testServices(
+      crashing(storage, (ops) => ops.some((o) => o.op === 'delete' && o.table === 'log') && crashes-- > 0),
+      { clock },
+    );
     let passes = 0;
     const crashed: string[] = [];
     for (; passes < 100; passes++) {
@@ -153,7 +191,8 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     expect(passes).toBeGreaterThan(3);
     expect(passes).toBeLessThan(100);
     const groups = { lease: [], claim: [] };
-    for (const p of old) expect(await leftovers(storage, p.id, Q, groups)).toEqual(nothing(await leftovers(storage, p.id, Q, groups)));
+    for (const p of old)
+      expect(await leftovers(storage, p.id, Q, groups)).toEqual(nothing(await leftovers(storage, p.id, Q, groups)));
     expect((await storage.items.query('meta', keys.queue(Q).pk)).items.map((it) => it.sk)).toEqual(['P#p1', 'config']);
     expect((await svc.log.read(p1!.partitionId, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"fresh"']);
   });
@@ -200,7 +239,9 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     clock.advance(maint.config.sweepGraceMs);
     expect(await maint.retention.run()).toMatchObject({ partitionsRemoved: 0 });
     // (`one` itself is gone: retentionSeconds deletes by age.)
-    expect((await maint.log.read(pid, 0, { maxCount: 10 })).map((m) => [m.offset, text(m.payload)])).toEqual([[1, '"late"']]);
+    expect((await maint.log.read(pid, 0, { maxCount: 10 })).map((m) => [m.offset, text(m.payload)])).toEqual([
+      [1, '"late"'],
+    ]);
 
     // Idle again and marked again: a producer that reads the partition clears the mark.
     clock.advance(31 * DAY);
@@ -260,7 +301,12 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
       await storage.items.put('meta', { ...it, ver: it.ver + 1, attrs });
     }
     // The delete dies right after its first transaction: the partition's name item stays.
-    const crash = testServices(crashing(storage, (ops) => ops.some((o) => o.op === 'put' && o.item.pk === TOMBSTONE_PK && o.item.sk.startsWith('P#'))), { clock });
+    const crash = testServices(
+      crashing(storage, (ops) =>
+        ops.some((o) => o.op === 'put' && o.item.pk === TOMBSTONE_PK && o.item.sk.startsWith('P#')),
+      ),
+      { clock },
+    );
     await expect(crash.deletion.deleteQueue('legacy')).rejects.toThrow('simulated crash');
     clock.advance(10 * 60_000);
     const fresh = testServices(storage, { clock });
@@ -317,10 +363,19 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
       svc.testClock.advance(1);
     }
     const pid = (await svc.log.getPartition(Q, 'Default'))!.id;
-    const segment = async (base: number): Promise<boolean> => (await storage.items.get('log', keys.segment(pid, base))) !== undefined;
+    const segment = async (base: number): Promise<boolean> =>
+      (await storage.items.get('log', keys.segment(pid, base))) !== undefined;
     // The lease group has finished everything; the claim group offsets 0 (acked) and 1 (dead letter).
     const all = await svc.leases.pop(req(Q, { group: 'l', batch: 10 }));
-    await svc.leases.ack(all!.messages.map((m, index) => ({ index, partitionId: m.partitionId, transactionId: m.transactionId, status: 'completed' as const })), 'l');
+    await svc.leases.ack(
+      all!.messages.map((m, index) => ({
+        index,
+        partitionId: m.partitionId,
+        transactionId: m.transactionId,
+        status: 'completed' as const,
+      })),
+      'l',
+    );
     await svc.claims.poll(Q, 'Default', 'w', { max: 2, principal: 'p' });
     await svc.claims.ack(Q, 'Default', 'w', [0]);
     await svc.claims.deadLetter(Q, 'Default', 'w', { offset: 1, attempts: 1 });
@@ -329,12 +384,25 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     svc.testClock.advance(1);
     await svc.log.push([{ queue: Q, partition: 'other', payload: json('o2') }]);
     const other = await svc.leases.pop(req(Q, { group: 'l', partition: 'other', batch: 10 }));
-    await svc.leases.ack(other!.messages.map((m, index) => ({ index, partitionId: m.partitionId, transactionId: m.transactionId, status: 'completed' as const })), 'l');
+    await svc.leases.ack(
+      other!.messages.map((m, index) => ({
+        index,
+        partitionId: m.partitionId,
+        transactionId: m.transactionId,
+        status: 'completed' as const,
+      })),
+      'l',
+    );
 
     svc.testClock.advance(10_000);
     await svc.retention.run();
     // Below the claim group's position (2) only: offsets 2 and 3 stay for it.
-    expect([await segment(0), await segment(1), await segment(2), await segment(3)]).toEqual([false, false, true, true]);
+    expect([await segment(0), await segment(1), await segment(2), await segment(3)]).toEqual([
+      false,
+      false,
+      true,
+      true,
+    ]);
     expect(await storage.items.get('log', keys.segment(other!.messages[0]!.partitionId, 0))).toBeDefined();
 
     // The dead letter at 1 lost its record: redriving it says so; discarding it works.
@@ -346,14 +414,19 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     await svc.claims.discard(Q, 'Default', 'w', 1);
 
     // A redriven record below the group's position stays until it is finished again.
-    expect((await svc.claims.poll(Q, 'Default', 'w', { max: 1, principal: 'p' })).records.map((r) => r.offset)).toEqual([2]);
+    expect((await svc.claims.poll(Q, 'Default', 'w', { max: 1, principal: 'p' })).records.map((r) => r.offset)).toEqual(
+      [2],
+    );
     await svc.claims.deadLetter(Q, 'Default', 'w', { offset: 2, attempts: 1 });
     await svc.claims.redrive(Q, 'Default', 'w', 2);
     svc.testClock.advance(10_000);
     await svc.retention.run();
     expect(await segment(2)).toBe(true);
     const again = await svc.claims.poll(Q, 'Default', 'w', { max: 5, principal: 'p' });
-    expect(again.records.map((r) => [r.offset, text(r.message.payload)])).toEqual([[2, '2'], [3, '3']]);
+    expect(again.records.map((r) => [r.offset, text(r.message.payload)])).toEqual([
+      [2, '2'],
+      [3, '3'],
+    ]);
     await svc.claims.ack(Q, 'Default', 'w', [2, 3]);
     await svc.retention.run();
     expect([await segment(2), await segment(3)]).toEqual([false, true]);

@@ -16,9 +16,18 @@ const deployed = deployedTarget();
 const prefix = testPrefix();
 // The deployment's limits: the defaults, unless the stack was given others (then set
 // SLUICE_MAX_BODY_BYTES / SLUICE_MAX_MESSAGE_BYTES here to the same values).
-const { maxBodyBytes, maxMessageBytes } = loadConfig({ SLUICE_MAX_BODY_BYTES: process.env.SLUICE_MAX_BODY_BYTES, SLUICE_MAX_MESSAGE_BYTES: process.env.SLUICE_MAX_MESSAGE_BYTES });
+const { maxBodyBytes, maxMessageBytes } = loadConfig({
+  SLUICE_MAX_BODY_BYTES: process.env.SLUICE_MAX_BODY_BYTES,
+  SLUICE_MAX_MESSAGE_BYTES: process.env.SLUICE_MAX_MESSAGE_BYTES,
+});
 
 describe(`deployed API: ${deployed.source}`, () => {
-  defineLogRoutesSuite(() => deployed.target, { maxBodyBytes, maxMessageBytes, backend: 'aws', behindGateway: deployed.behindGateway, prefix });
+  defineLogRoutesSuite(() => deployed.target, {
+    maxBodyBytes,
+    maxMessageBytes,
+    backend: 'aws',
+    behindGateway: deployed.behindGateway,
+    prefix,
+  });
   defineQueueSmokeSuite(() => deployed.target, { prefix });
 });

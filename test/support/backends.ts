@@ -40,9 +40,13 @@ const ALL: TestBackend['name'][] = ['embedded', 'aws'];
 function selectedBackends(): TestBackend['name'][] {
   const raw = process.env['SLUICE_TEST_BACKENDS'];
   if (!raw) return ALL;
-  const names = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const names = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = names.filter((n) => !ALL.includes(n as TestBackend['name']));
-  if (unknown.length > 0) throw new Error(`SLUICE_TEST_BACKENDS: unknown backend(s) ${unknown.join(', ')} (use ${ALL.join(', ')})`);
+  if (unknown.length > 0)
+    throw new Error(`SLUICE_TEST_BACKENDS: unknown backend(s) ${unknown.join(', ')} (use ${ALL.join(', ')})`);
   return ALL.filter((n) => names.includes(n));
 }
 

@@ -7,7 +7,10 @@ import { SluiceStack, type SluiceStackProps } from '../../lib/sluice-stack.js';
  * A synthesized Sluice stack for template assertions. Bundling is skipped (the bundle test
  * covers the bundles), which keeps a synth to about a second after aws-cdk-lib has loaded.
  */
-export function synthStack(props: SluiceStackProps = {}, id = 'Sluice'): { app: App; stack: SluiceStack; template: Template } {
+export function synthStack(
+  props: SluiceStackProps = {},
+  id = 'Sluice',
+): { app: App; stack: SluiceStack; template: Template } {
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
   const stack = new SluiceStack(app, id, { env: { account: '111122223333', region: 'eu-west-1' }, ...props });
   const template = Template.fromStack(stack);
@@ -17,7 +20,10 @@ export function synthStack(props: SluiceStackProps = {}, id = 'Sluice'): { app: 
 /** cdk-nag AwsSolutions findings left after the stack's acknowledgments. */
 export function nagViolations(stack: SluiceStack): { rule: string; paths: string[] }[] {
   const report = new AwsSolutionsChecks().validateScope(stack);
-  return report.violations.map((v) => ({ rule: v.ruleName, paths: v.violatingResources.map((r) => r.constructPath ?? '?') }));
+  return report.violations.map((v) => ({
+    rule: v.ruleName,
+    paths: v.violatingResources.map((r) => r.constructPath ?? '?'),
+  }));
 }
 
 type Json = Record<string, unknown>;

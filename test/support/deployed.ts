@@ -52,7 +52,10 @@ export function deployedTarget(env: Record<string, string | undefined> = process
     const file = env['SLUICE_OUTPUTS_FILE'] ?? 'cdk-outputs.json';
     const outputs = readOutputsFile(file);
     const stackName = env['SLUICE_STACK'] || undefined;
-    url = apiUrlFromOutputs(outputs, { ...(stackName ? { stackName } : {}), ...(env['LOCALSTACK_ENDPOINT'] ? { localstackEdge: env['LOCALSTACK_ENDPOINT'] } : {}) });
+    url = apiUrlFromOutputs(outputs, {
+      ...(stackName ? { stackName } : {}),
+      ...(env['LOCALSTACK_ENDPOINT'] ? { localstackEdge: env['LOCALSTACK_ENDPOINT'] } : {}),
+    });
     authMode = sluiceStackOutputs(outputs, stackName).values['AuthMode'];
     source = `${file} -> ${url}`;
     behindGateway = true;

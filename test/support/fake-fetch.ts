@@ -12,9 +12,15 @@ export interface Recorded {
 export type Answer = Response | Error | ((req: Recorded) => Response | Promise<Response>);
 
 export const jsonResponse = (status: number, body?: unknown, headers: Record<string, string> = {}): Response =>
-  new Response(body === undefined ? null : JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+  new Response(body === undefined ? null : JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json', ...headers },
+  });
 
-export function fakeFetch(answers: Answer[] | ((req: Recorded) => Response | Promise<Response>)): { fetch: typeof fetch; calls: Recorded[] } {
+export function fakeFetch(answers: Answer[] | ((req: Recorded) => Response | Promise<Response>)): {
+  fetch: typeof fetch;
+  calls: Recorded[];
+} {
   const calls: Recorded[] = [];
   let i = 0;
   const f = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
@@ -22,7 +28,12 @@ export function fakeFetch(answers: Answer[] | ((req: Recorded) => Response | Pro
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries((init?.headers ?? {}) as Record<string, string>)) headers[k.toLowerCase()] = v;
     const raw = init?.body;
-    const rec: Recorded = { method: init?.method ?? 'GET', url, headers, body: typeof raw === 'string' ? JSON.parse(raw) : undefined };
+    const rec: Recorded = {
+      method: init?.method ?? 'GET',
+      url,
+      headers,
+      body: typeof raw === 'string' ? JSON.parse(raw) : undefined,
+    };
     calls.push(rec);
     if (init?.signal?.aborted) throw init.signal.reason;
     if (typeof answers === 'function') return answers(rec);

@@ -35,8 +35,17 @@ export interface AssemblyRoute {
 }
 
 /** Functions and routes of a synthesized stack template (`cdk.out/<Stack>.template.json`). */
-export function readAssembly(outdir: string, stackName: string): { template: { Resources: Record<string, Resource> }; functions: Map<string, AssemblyFunction>; routes: AssemblyRoute[] } {
-  const template = JSON.parse(readFileSync(join(outdir, `${stackName}.template.json`), 'utf8')) as { Resources: Record<string, Resource> };
+export function readAssembly(
+  outdir: string,
+  stackName: string,
+): {
+  template: { Resources: Record<string, Resource> };
+  functions: Map<string, AssemblyFunction>;
+  routes: AssemblyRoute[];
+} {
+  const template = JSON.parse(readFileSync(join(outdir, `${stackName}.template.json`), 'utf8')) as {
+    Resources: Record<string, Resource>;
+  };
   const functions = new Map<string, AssemblyFunction>();
   for (const [id, r] of Object.entries(template.Resources)) {
     if (r.Type !== 'AWS::Lambda::Function') continue;
@@ -61,20 +70,27 @@ export function readAssembly(outdir: string, stackName: string): { template: { R
     const target = (r.Properties['Target'] as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
     const integration = template.Resources[ref(target[1]) ?? ''];
     const functionId = ref(integration?.Properties['IntegrationUri']);
-    if (!functionId || !functions.has(functionId)) throw new Error(`route ${method} ${path} does not integrate with a function of the stack`);
+    if (!functionId || !functions.has(functionId))
+      throw new Error(`route ${method} ${path} does not integrate with a function of the stack`);
     routes.push({ method, path, authorization: String(r.Properties['AuthorizationType'] ?? 'NONE'), functionId });
   }
   return { template, functions, routes };
 }
 
 /** Loads a bundle as Lambda would (an ES module exporting `handler`). */
-export async function loadBundle(fn: AssemblyFunction): Promise<(event: unknown, context: unknown) => Promise<unknown>> {
+export async function loadBundle(
+  fn: AssemblyFunction,
+): Promise<(event: unknown, context: unknown) => Promise<unknown>> {
   const mod = (await import(pathToFileURL(fn.bundle).href)) as { handler?: unknown };
   if (typeof mod.handler !== 'function') throw new Error(`${fn.bundle} exports no handler`);
   return mod.handler as (event: unknown, context: unknown) => Promise<unknown>;
 }
 
-const json = (statusCode: number, message: string) => ({ statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message }) });
+const json = (statusCode: number, message: string) => ({
+  statusCode,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ message }),
+});
 
 /** Matches a request path against an API Gateway route path (`{param}` = one segment). */
 function matches(routePath: string, rawPath: string): number | undefined {
@@ -96,7 +112,10 @@ function matches(routePath: string, rawPath: string): number | undefined {
  * {@link PRINCIPAL_HEADER} (else 403 `{"message":"Forbidden"}`), and the function sees the
  * caller where the IAM authorizer puts it.
  */
-export function simulatedGateway(routes: AssemblyRoute[], handlers: Map<string, (event: unknown, context: unknown) => Promise<unknown>>): LambdaHttpHandler {
+export function simulatedGateway(
+  routes: AssemblyRoute[],
+  handlers: Map<string, (event: unknown, context: unknown) => Promise<unknown>>,
+): LambdaHttpHandler {
   return async (event: HttpEvent, context) => {
     const method = event.requestContext.http.method;
     let best: { route: AssemblyRoute; score: number } | undefined;
@@ -117,7 +136,11 @@ export function simulatedGateway(routes: AssemblyRoute[], handlers: Map<string, 
       ...event,
       headers,
       routeKey: `${best.route.method} ${best.route.path}`,
-      requestContext: { ...event.requestContext, routeKey: `${best.route.method} ${best.route.path}`, ...(authorizer ? { authorizer } : {}) } as HttpEvent['requestContext'],
+      requestContext: {
+        ...event.requestContext,
+        routeKey: `${best.route.method} ${best.route.path}`,
+        ...(authorizer ? { authorizer } : {}),
+      } as HttpEvent['requestContext'],
     };
     const handler = handlers.get(best.route.functionId);
     if (!handler) throw new Error(`no bundle loaded for ${best.route.functionId}`);

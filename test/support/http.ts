@@ -5,7 +5,12 @@ import type { Services } from '../../lambdas/service/runtime.js';
 
 /** The local server over given services, on a free loopback port. */
 export async function startTestServer(svc: Services): Promise<LocalServer> {
-  return startLocalServer({ handler: makeHandler(ALL_ROUTES, { services: async () => svc }), host: '127.0.0.1', port: 0, maxBodyBytes: svc.config.maxBodyBytes });
+  return startLocalServer({
+    handler: makeHandler(ALL_ROUTES, { services: async () => svc }),
+    host: '127.0.0.1',
+    port: 0,
+    maxBodyBytes: svc.config.maxBodyBytes,
+  });
 }
 
 export interface HttpReply<T = unknown> {
@@ -16,7 +21,13 @@ export interface HttpReply<T = unknown> {
 
 /** A tiny JSON client for black-box tests. `body` may be a raw string (sent as is). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- black-box tests read loosely typed JSON replies
-export async function call<T = any>(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpReply<T>> {
+export async function call<T = any>(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<HttpReply<T>> {
   const res = await fetch(base + path, {
     method,
     headers: { 'content-type': 'application/json', ...headers },
@@ -36,7 +47,12 @@ export interface HttpTarget {
   url: string;
   headers?: Record<string, string>;
   /** Signs a request before it is sent (see `test/support/sigv4.ts`). */
-  sign?: (req: { method: string; url: string; headers: Record<string, string>; body?: string }) => Promise<Record<string, string>>;
+  sign?: (req: {
+    method: string;
+    url: string;
+    headers: Record<string, string>;
+    body?: string;
+  }) => Promise<Record<string, string>>;
 }
 
 /**
@@ -48,9 +64,17 @@ export interface HttpTarget {
  * ```
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- black-box tests read loosely typed JSON replies
-export async function callTarget<T = any>(target: HttpTarget, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpReply<T>> {
+export async function callTarget<T = any>(
+  target: HttpTarget,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<HttpReply<T>> {
   const all = { 'content-type': 'application/json', ...target.headers, ...headers };
   const text = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-  const signed = target.sign ? await target.sign({ method, url: target.url + path, headers: all, ...(text === undefined ? {} : { body: text }) }) : all;
+  const signed = target.sign
+    ? await target.sign({ method, url: target.url + path, headers: all, ...(text === undefined ? {} : { body: text }) })
+    : all;
   return call<T>(target.url, method, path, text, signed);
 }

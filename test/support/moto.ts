@@ -75,9 +75,18 @@ async function startMoto(port: number): Promise<AwsEmulator> {
   const endpoint = `http://127.0.0.1:${port}`;
   // moto runs under a tiny shell watchdog that kills it when our end of its stdin closes: that
   // happens however this process ends (even SIGKILL), so no moto outlives the test run.
-  const child = spawn('sh', ['-c', 'moto_server -H 127.0.0.1 -p "$1" & m=$!; trap \'kill $m 2>/dev/null\' TERM INT; read _ignored; kill $m 2>/dev/null; wait $m', 'sh', String(port)], {
-    stdio: ['pipe', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    'sh',
+    [
+      '-c',
+      'moto_server -H 127.0.0.1 -p "$1" & m=$!; trap \'kill $m 2>/dev/null\' TERM INT; read _ignored; kill $m 2>/dev/null; wait $m',
+      'sh',
+      String(port),
+    ],
+    {
+      stdio: ['pipe', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   // moto logs every request to stderr: keep draining it (a full pipe would stall moto).
   child.stderr?.setEncoding('utf8');
@@ -110,7 +119,9 @@ async function startMoto(port: number): Promise<AwsEmulator> {
   let answeredAt: number | undefined;
   for (;;) {
     if (exited) {
-      throw new Error(`moto_server exited before answering (code ${exited.code}, signal ${exited.signal}); stderr:\n${stderr}`);
+      throw new Error(
+        `moto_server exited before answering (code ${exited.code}, signal ${exited.signal}); stderr:\n${stderr}`,
+      );
     }
     if (answeredAt !== undefined || (await answers(endpoint))) {
       answeredAt ??= Date.now();
@@ -201,9 +212,9 @@ async function emptyAndDeleteBucket(s3: S3Client, bucket: string): Promise<void>
   for (;;) {
     const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket }));
     const keys = (page.Contents ?? []).flatMap((o) => (o.Key ? [{ Key: o.Key }] : []));
-    if (keys.length > 0) await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys, Quiet: true } }));
+    if (keys.length > 0)
+      await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys, Quiet: true } }));
     if (!page.IsTruncated) break;
   }
   await s3.send(new DeleteBucketCommand({ Bucket: bucket }));
 }
-

@@ -8,7 +8,10 @@ import { SERVER_ENTRY } from '../../scripts/build-server.js';
  * The build is made once per test run by `test/support/global-setup.ts` (and by `npm run bench`).
  */
 export function serverCommand(): string[] {
-  if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: build it with \`npx tsx scripts/build-server.ts\` (npm start and npm test do)`);
+  if (!existsSync(SERVER_ENTRY))
+    throw new Error(
+      `${SERVER_ENTRY} is missing: build it with \`npx tsx scripts/build-server.ts\` (npm start and npm test do)`,
+    );
   return [SERVER_ENTRY];
 }
 
@@ -35,7 +38,11 @@ export interface ServerProcess {
  * Starts the local server the way `npm start` does (the built `lambdas/local/main.ts`), in a
  * child process, and waits until /health answers.
  */
-export async function startServerProcess(env: Record<string, string>, args: string[] = [], opts: { healthHeaders?: Record<string, string> } = {}): Promise<ServerProcess> {
+export async function startServerProcess(
+  env: Record<string, string>,
+  args: string[] = [],
+  opts: { healthHeaders?: Record<string, string> } = {},
+): Promise<ServerProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, [...serverCommand(), '--port', String(port), ...args], {
     env: { ...process.env, SLUICE_MAINTENANCE_INTERVAL_MS: '0', ...env },

@@ -12,7 +12,10 @@ export class TestClock {
 }
 
 /** Services over a test storage with a hand-driven clock and test-friendly settings. */
-export function testServices(storage: Storage, opts: { clock?: TestClock; config?: Partial<SluiceConfig> } = {}): Services & { testClock: TestClock } {
+export function testServices(
+  storage: Storage,
+  opts: { clock?: TestClock; config?: Partial<SluiceConfig> } = {},
+): Services & { testClock: TestClock } {
   const clock = opts.clock ?? new TestClock();
   const config = { ...loadConfig({}), queueCacheMs: 0, ...opts.config };
   return { ...buildServices(storage, config, { clock: clock.now }), testClock: clock };

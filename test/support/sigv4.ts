@@ -48,7 +48,12 @@ export interface SignerOptions {
 
 /** A {@link HttpTarget.sign} that signs for `execute-api` in `region`. */
 export function sigv4Signer(opts: SignerOptions): NonNullable<HttpTarget['sign']> {
-  const signer = new SignatureV4({ service: 'execute-api', region: opts.region, credentials: opts.credentials ?? defaultProvider(), sha256: NodeSha256 });
+  const signer = new SignatureV4({
+    service: 'execute-api',
+    region: opts.region,
+    credentials: opts.credentials ?? defaultProvider(),
+    sha256: NodeSha256,
+  });
   return async ({ method, url, headers, body }) => {
     const u = new URL(url);
     const query: Record<string, string> = {};

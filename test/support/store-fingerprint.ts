@@ -27,14 +27,23 @@ export async function storeFingerprint(storage: Storage): Promise<string> {
     return out;
   };
   const show = (table: string, it: Item): string =>
-    JSON.stringify([table, it.pk, it.sk, it.ver, it.attrs, it.expiresAt ?? null, it.bin ? createHash('sha256').update(it.bin).digest('hex') : null]);
+    JSON.stringify([
+      table,
+      it.pk,
+      it.sk,
+      it.ver,
+      it.attrs,
+      it.expiresAt ?? null,
+      it.bin ? createHash('sha256').update(it.bin).digest('hex') : null,
+    ]);
   for (const q of await all('meta', 'QUEUES')) {
     lines.push(show('meta', q));
     for (const it of await all('meta', `Q#${q.sk}`)) {
       lines.push(show('meta', it));
       const partitionId = (it.attrs as { id?: unknown }).id;
       if (!it.sk.startsWith('P#') || typeof partitionId !== 'string') continue;
-      for (const table of ['log', 'dedup'] as const) for (const x of await all(table, partitionId)) lines.push(show(table, x));
+      for (const table of ['log', 'dedup'] as const)
+        for (const x of await all(table, partitionId)) lines.push(show(table, x));
     }
   }
   let after: string | undefined;

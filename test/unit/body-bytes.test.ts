@@ -41,7 +41,11 @@ describe('unit: bearer-token wrapper keeps the received bytes', () => {
     }) as LambdaHttpHandler;
     const wrapped = withBearerTokens(inner, { 'secret-token-of-some-length-123456': 'alice' });
     const bytes = Buffer.from('{"items":[]}');
-    const e = { ...event(bytes.toString('utf8')), headers: { authorization: 'Bearer secret-token-of-some-length-123456' }, requestContext: {} } as unknown as HttpEvent;
+    const e = {
+      ...event(bytes.toString('utf8')),
+      headers: { authorization: 'Bearer secret-token-of-some-length-123456' },
+      requestContext: {},
+    } as unknown as HttpEvent;
     keepBodyBytes(e, bytes);
     const res = await wrapped(e, {} as never);
     expect(res.statusCode).toBe(204);

@@ -69,7 +69,9 @@ function run(seed0: number, cfg: Config, steps: number): void {
         const who = named ? `${principal}#w#${session}` : 'anon';
         const deadBefore = new Set(w.deadList());
         const got = w.poll(named ? { max, principal, consumer: 'w', session, reclaim } : { max, principal });
-        log.push(`poll ${who} max=${max} reclaim=${reclaim} -> ${JSON.stringify(got.map((r) => [r.offset, r.attempts]))}`);
+        log.push(
+          `poll ${who} max=${max} reclaim=${reclaim} -> ${JSON.stringify(got.map((r) => [r.offset, r.attempts]))}`,
+        );
         const fresh = got.filter((r) => !deliveries.has(r.offset)).map((r) => r.offset);
         const seen = new Set<number>();
         for (const r of got) {
@@ -79,7 +81,10 @@ function run(seed0: number, cfg: Config, steps: number): void {
           if ((until.get(r.offset) ?? 0) > w.now) {
             check(!delayed.has(r.offset), `delayed ${r.offset} delivered before its delay passed`);
             const h = holder.get(r.offset) ?? 'anon';
-            check(named && h.startsWith(`${principal}#w#`) && h !== who, `standing claim on ${r.offset} (${h}) given to ${who}`);
+            check(
+              named && h.startsWith(`${principal}#w#`) && h !== who,
+              `standing claim on ${r.offset} (${h}) given to ${who}`,
+            );
           }
           const n = (deliveries.get(r.offset) ?? 0) + 1;
           deliveries.set(r.offset, n);
@@ -114,7 +119,10 @@ function run(seed0: number, cfg: Config, steps: number): void {
         if (voided.size > 0 && rnd() < 0.2) {
           const o = pick([...voided]);
           log.push(`ack ${o} (voided by a seek)`);
-          check(refusedStale(() => w.ack([o])), `ack of ${o}, whose claim a seek voided, accepted`);
+          check(
+            refusedStale(() => w.ack([o])),
+            `ack of ${o}, whose claim a seek voided, accepted`,
+          );
           continue;
         }
         const list = unfinished().filter(() => rnd() < 0.5);
@@ -131,7 +139,10 @@ function run(seed0: number, cfg: Config, steps: number): void {
         const delayMs = rnd() < 0.5 ? 10_000 : 0;
         log.push(`nack ${o} attempts=${attempts} delay=${delayMs}`);
         if (current === 0) {
-          check(refusedStale(() => w.nack(o, { attempts, delayMs })), `nack of ${o}, redriven and not handed out since, accepted`);
+          check(
+            refusedStale(() => w.nack(o, { attempts, delayMs })),
+            `nack of ${o}, redriven and not handed out since, accepted`,
+          );
           continue;
         }
         w.nack(o, { attempts, delayMs });
@@ -159,7 +170,10 @@ function run(seed0: number, cfg: Config, steps: number): void {
         const current = deliveries.get(o) as number;
         log.push(`dead-letter ${o}`);
         if (current === 0) {
-          check(refusedStale(() => w.deadLetter(o)), `dead-letter of ${o}, redriven and not handed out since, accepted`);
+          check(
+            refusedStale(() => w.deadLetter(o)),
+            `dead-letter of ${o}, redriven and not handed out since, accepted`,
+          );
           continue;
         }
         w.deadLetter(o, current);
@@ -176,7 +190,8 @@ function run(seed0: number, cfg: Config, steps: number): void {
         redrives++;
         if (inPlay) continue;
         finished.delete(o);
-        if (o >= (w.view.state?.frontier ?? 0)) deliveries.delete(o); // the group gets there anyway
+        if (o >= (w.view.state?.frontier ?? 0))
+          deliveries.delete(o); // the group gets there anyway
         else {
           redriven.add(o);
           deliveries.set(o, 0);

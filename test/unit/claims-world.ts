@@ -4,9 +4,23 @@
  * [head, tail)), with an explicit `now`. No I/O, no timers.
  */
 import * as core from '../../lambdas/core/claims.js';
-import type { Changes, ClaimLimits, DeadLetter, Delivery, GroupView, Member, PollRequest, Start } from '../../lambdas/core/claims.js';
+import type {
+  Changes,
+  ClaimLimits,
+  DeadLetter,
+  Delivery,
+  GroupView,
+  Member,
+  PollRequest,
+  Start,
+} from '../../lambdas/core/claims.js';
 
-export const LIMITS: ClaimLimits = { visibilityTimeoutMs: 30_000, maxAttempts: 5, maxInFlight: 10_000, maxVisibilityMs: 43_200_000 };
+export const LIMITS: ClaimLimits = {
+  visibilityTimeoutMs: 30_000,
+  maxAttempts: 5,
+  maxInFlight: 10_000,
+  maxVisibilityMs: 43_200_000,
+};
 
 export interface PollOpts {
   max?: number;
@@ -42,12 +56,14 @@ export class World {
 
   /** Applies a write decided on `basedOn`, refusing it when the state moved meanwhile (the storage guard). */
   commit(changes: Changes, basedOn: number | undefined, memberKey?: string): void {
-    if (basedOn !== this.view.stateVer) throw new Error(`guard failed: decided on state version ${basedOn}, now ${this.view.stateVer}`);
+    if (basedOn !== this.view.stateVer)
+      throw new Error(`guard failed: decided on state version ${basedOn}, now ${this.view.stateVer}`);
     if (changes.state.inc !== this.view.state?.inc) this.dead.clear();
     this.view = core.applyChanges(this.view, changes);
     for (const d of changes.deadPuts) this.dead.set(d.offset, d);
     for (const o of changes.deadDeletes) this.dead.delete(o);
-    if (changes.member && memberKey) this.members.set(memberKey, { ...changes.member, ver: (changes.member.ver ?? 0) + 1 });
+    if (changes.member && memberKey)
+      this.members.set(memberKey, { ...changes.member, ver: (changes.member.ver ?? 0) + 1 });
   }
 
   plan(o: PollOpts = {}): { plan: core.PollPlan; req: PollRequest; memberKey: string | undefined } {
@@ -61,7 +77,11 @@ export class World {
     };
     const memberKey = o.consumer !== undefined ? `${req.principal}#${o.consumer}` : undefined;
     const member = memberKey ? this.members.get(memberKey) : undefined;
-    return { plan: core.planPoll(this.view, member, req, this.now, this.limits, { inc: this.incSeed++ }), req, memberKey };
+    return {
+      plan: core.planPoll(this.view, member, req, this.now, this.limits, { inc: this.incSeed++ }),
+      req,
+      memberKey,
+    };
   }
 
   /** A poll: plan, "read the log", complete, commit. Returns the deliveries. */
@@ -73,7 +93,14 @@ export class World {
     const newFirst = Math.max(plan.frontier, this.head);
     const newCount = Math.max(0, Math.min(plan.newMax, this.tail - newFirst));
     const knownDead = new Set(plan.deadLetter.map((d) => d.offset).filter((x) => this.dead.has(x)));
-    const { changes, records } = core.completePoll(this.view, plan, { delivered, missing, newFirst, newCount }, req, this.now, knownDead);
+    const { changes, records } = core.completePoll(
+      this.view,
+      plan,
+      { delivered, missing, newFirst, newCount },
+      req,
+      this.now,
+      knownDead,
+    );
     if (changes) this.commit(changes, this.view.stateVer, memberKey);
     return records;
   }

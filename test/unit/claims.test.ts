@@ -35,7 +35,11 @@ describe('unit: claim scenarios (pure core)', () => {
     expect(w.offsets({ max: 3 })).toEqual([]);
     w.advance(1); // until <= now: lapsed
     const again = w.poll({ max: 3 });
-    expect(again.map((r) => [r.offset, r.attempts])).toEqual([[0, 2], [1, 2], [2, 2]]);
+    expect(again.map((r) => [r.offset, r.attempts])).toEqual([
+      [0, 2],
+      [1, 2],
+      [2, 2],
+    ]);
   });
 
   it('the_cursor_does_not_advance_over_a_gap', () => {
@@ -210,7 +214,10 @@ describe('unit: claim scenarios (pure core)', () => {
     w.poll({ max: 3 });
     expect(w.ack([0, 1, 2])).toBe(3);
     expect(w.seek({ offset: 1 })).toEqual({ offset: 1, moved: true });
-    expect(w.poll({ max: 3 }).map((r) => [r.offset, r.attempts])).toEqual([[1, 1], [2, 1]]);
+    expect(w.poll({ max: 3 }).map((r) => [r.offset, r.attempts])).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
   });
 
   it('an_ack_for_a_claim_from_before_a_seek_is_refused', () => {
@@ -254,7 +261,12 @@ describe('unit: claim scenarios (pure core)', () => {
     expect(w.describe()).toMatchObject({ committed: 0, inFlight: 0, owed: 0 });
     // Delete: the position goes, and what the old incarnation left is garbage to a new one.
     const old = w.view;
-    w.view = { state: undefined, stateVer: undefined, items: [], garbage: old.items.map((i) => ({ kind: i.kind, first: i.first, ver: i.ver ?? 1 })) };
+    w.view = {
+      state: undefined,
+      stateVer: undefined,
+      items: [],
+      garbage: old.items.map((i) => ({ kind: i.kind, first: i.first, ver: i.ver ?? 1 })),
+    };
     expect(w.offsets({ max: 2 })).toEqual([0, 1]);
     expect(w.view.state?.inc).not.toBe(old.state?.inc);
   });
@@ -388,7 +400,10 @@ describe('unit: claim rules beyond the scenarios (pure core)', () => {
     for (let i = 0; i < 10; i++) w.poll({ max: 1 });
     expect(w.view.items.map((i) => [i.first, i.count])).toEqual([[0, 10]]);
     w.poll({ max: 200 });
-    expect(w.view.items.map((i) => [i.first, i.count])).toEqual([[0, 10], [10, 200]]);
+    expect(w.view.items.map((i) => [i.first, i.count])).toEqual([
+      [0, 10],
+      [10, 200],
+    ]);
     w.ack(Array.from({ length: 210 }, (_, i) => i));
     expect(w.view.items).toEqual([]);
     expect(w.committed).toBe(210);
@@ -433,7 +448,10 @@ describe('unit: claim rules beyond the scenarios (pure core)', () => {
       w.offsets({ max: 1 }); // 3, anonymous
       w.nack(3); // owed to the group
       const got = w.poll({ max: 2, consumer: 'worker', session: 's2', reclaim: true });
-      expect(got.map((r) => [r.offset, r.attempts])).toEqual([[0, 2], [1, 2]]);
+      expect(got.map((r) => [r.offset, r.attempts])).toEqual([
+        [0, 2],
+        [1, 2],
+      ]);
       // Over as many polls as it takes; nobody else gets them meanwhile.
       expect(w.offsets({ max: 1 })).toEqual([3]);
       expect(w.offsets({ max: 5, consumer: 'worker', session: 's2' })).toEqual([2, 4, 5, 6, 7]);
@@ -447,12 +465,16 @@ describe('unit: claim rules beyond the scenarios (pure core)', () => {
       // s2 again with reclaim set: harmless, it does not reclaim 3..5 from s1.
       expect(w.offsets({ max: 1, consumer: 'worker', session: 's2', reclaim: true })).toEqual([6]);
       // A newer session s3 takes what the name holds under s1 and s2.
-      expect(w.offsets({ max: 10, consumer: 'worker', session: 's3', reclaim: true })).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      expect(w.offsets({ max: 10, consumer: 'worker', session: 's3', reclaim: true })).toEqual([
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+      ]);
     });
 
     it('another principal using the same name gets nothing of it', () => {
       const w = setup();
-      expect(w.offsets({ max: 3, principal: 'mallory', consumer: 'worker', session: 's9', reclaim: true })).toEqual([3, 4, 5]);
+      expect(w.offsets({ max: 3, principal: 'mallory', consumer: 'worker', session: 's9', reclaim: true })).toEqual([
+        3, 4, 5,
+      ]);
     });
 
     it('a reserved record whose claim lapses before it is taken back goes to the whole group', () => {
@@ -476,13 +498,22 @@ describe('unit: claim rules beyond the scenarios (pure core)', () => {
       w.push(3);
       expect(w.offsets({ max: 2, consumer: 'worker', session: 's1' })).toEqual([0, 1]);
       w.advance(30_000);
-      expect(w.poll({ max: 1, consumer: 'worker', session: 's1' }).map((r) => [r.offset, r.attempts])).toEqual([[0, 2]]);
+      expect(w.poll({ max: 1, consumer: 'worker', session: 's1' }).map((r) => [r.offset, r.attempts])).toEqual([
+        [0, 2],
+      ]);
       // s2 reclaims: 0 had its maxAttempts deliveries, 1 had one.
-      expect(w.poll({ max: 3, consumer: 'worker', session: 's2', reclaim: true }).map((r) => [r.offset, r.attempts])).toEqual([[1, 2], [2, 1]]);
+      expect(
+        w.poll({ max: 3, consumer: 'worker', session: 's2', reclaim: true }).map((r) => [r.offset, r.attempts]),
+      ).toEqual([
+        [1, 2],
+        [2, 1],
+      ]);
       expect(w.describe()).toMatchObject({ inFlight: 3, owed: 0 });
       w.advance(30_000);
       // Every claim lapsed: 0 and 1 are out of attempts and dead-lettered, 2 goes out again.
-      expect(w.poll({ max: 3, consumer: 'worker', session: 's3', reclaim: true }).map((r) => [r.offset, r.attempts])).toEqual([[2, 2]]);
+      expect(
+        w.poll({ max: 3, consumer: 'worker', session: 's3', reclaim: true }).map((r) => [r.offset, r.attempts]),
+      ).toEqual([[2, 2]]);
       expect(w.deadList()).toEqual([0, 1]);
       expect(w.ack([2])).toBe(3);
     });
@@ -499,7 +530,10 @@ describe('unit: claim rules beyond the scenarios (pure core)', () => {
       for (let i = 0; i < core.MAX_SESSIONS_PER_MEMBER + 10; i++) m = core.seeSession(m, 1, `s${i}`).member;
       expect(Object.keys(m!.sessions)).toHaveLength(core.MAX_SESSIONS_PER_MEMBER);
       expect(m!.sessions['s0']).toBeUndefined();
-      expect(core.seeSession(m, 1, `s${core.MAX_SESSIONS_PER_MEMBER + 9}`)).toMatchObject({ seq: core.MAX_SESSIONS_PER_MEMBER + 10, changed: false });
+      expect(core.seeSession(m, 1, `s${core.MAX_SESSIONS_PER_MEMBER + 9}`)).toMatchObject({
+        seq: core.MAX_SESSIONS_PER_MEMBER + 10,
+        changed: false,
+      });
     });
   });
 
@@ -531,7 +565,13 @@ describe('unit: claim rules beyond the scenarios (pure core)', () => {
     w.redrive(2);
     expect(w.poll({ max: 1 }).map((r) => [r.offset, r.attempts])).toEqual([[2, 1]]); // claimed, then...
     w.seek({ offset: 0 }); // ...voided: the group replays 0..4, 2 among them
-    expect(w.poll({ max: 10 }).map((r) => [r.offset, r.attempts])).toEqual([[0, 1], [1, 1], [2, 1], [3, 1], [4, 1]]);
+    expect(w.poll({ max: 10 }).map((r) => [r.offset, r.attempts])).toEqual([
+      [0, 1],
+      [1, 1],
+      [2, 1],
+      [3, 1],
+      [4, 1],
+    ]);
     expect(w.offsets({ max: 10 })).toEqual([]);
     expect(w.describe()).toMatchObject({ inFlight: 5, owed: 0, deadLetters: 0 });
     expect(w.ack([0, 1, 2, 3, 4])).toBe(5);
@@ -574,19 +614,42 @@ describe('unit: claim rules beyond the scenarios (pure core)', () => {
 describe('unit: claim configuration', () => {
   it('reads the service-wide defaults of the claim options from SLUICE_GROUP_*, and the wait cap', () => {
     const d = loadConfig({});
-    expect(d.claimDefaults).toEqual({ visibilityTimeoutMs: 30_000, maxAttempts: 5, maxInFlight: 10_000, maxVisibilityMs: 43_200_000 });
+    expect(d.claimDefaults).toEqual({
+      visibilityTimeoutMs: 30_000,
+      maxAttempts: 5,
+      maxInFlight: 10_000,
+      maxVisibilityMs: 43_200_000,
+    });
     expect(d.claimMaxWaitMs).toBe(25_000);
-    const c = loadConfig({ SLUICE_GROUP_VISIBILITY_TIMEOUT_MS: '5000', SLUICE_GROUP_MAX_ATTEMPTS: '2', SLUICE_GROUP_MAX_IN_FLIGHT: '50', SLUICE_GROUP_MAX_VISIBILITY_MS: '60000', SLUICE_CLAIM_MAX_WAIT_MS: '1000' });
-    expect(c.claimDefaults).toEqual({ visibilityTimeoutMs: 5000, maxAttempts: 2, maxInFlight: 50, maxVisibilityMs: 60_000 });
+    const c = loadConfig({
+      SLUICE_GROUP_VISIBILITY_TIMEOUT_MS: '5000',
+      SLUICE_GROUP_MAX_ATTEMPTS: '2',
+      SLUICE_GROUP_MAX_IN_FLIGHT: '50',
+      SLUICE_GROUP_MAX_VISIBILITY_MS: '60000',
+      SLUICE_CLAIM_MAX_WAIT_MS: '1000',
+    });
+    expect(c.claimDefaults).toEqual({
+      visibilityTimeoutMs: 5000,
+      maxAttempts: 2,
+      maxInFlight: 50,
+      maxVisibilityMs: 60_000,
+    });
     expect(c.claimMaxWaitMs).toBe(1000);
-    expect(() => loadConfig({ SLUICE_GROUP_VISIBILITY_TIMEOUT_MS: '70000', SLUICE_GROUP_MAX_VISIBILITY_MS: '60000' })).toThrow(/SLUICE_GROUP_MAX_VISIBILITY_MS/);
+    expect(() =>
+      loadConfig({ SLUICE_GROUP_VISIBILITY_TIMEOUT_MS: '70000', SLUICE_GROUP_MAX_VISIBILITY_MS: '60000' }),
+    ).toThrow(/SLUICE_GROUP_MAX_VISIBILITY_MS/);
     expect(() => loadConfig({ SLUICE_GROUP_MAX_ATTEMPTS: '0' })).toThrow(/SLUICE_GROUP_MAX_ATTEMPTS/);
   });
 
   it('fills claim options a /configure leaves out from those defaults', () => {
     const defaults = loadConfig({ SLUICE_GROUP_VISIBILITY_TIMEOUT_MS: '5000' }).claimDefaults;
     const o = resolveQueueOptions({ maxAttempts: 9 }, defaults);
-    expect(o).toMatchObject({ visibilityTimeoutMs: 5000, maxAttempts: 9, maxInFlight: 10_000, maxVisibilityMs: 43_200_000 });
+    expect(o).toMatchObject({
+      visibilityTimeoutMs: 5000,
+      maxAttempts: 9,
+      maxInFlight: 10_000,
+      maxVisibilityMs: 43_200_000,
+    });
     expect(resolveQueueOptions({}).visibilityTimeoutMs).toBe(30_000);
   });
 });

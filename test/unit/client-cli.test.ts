@@ -5,12 +5,22 @@ import { duration, Progress, table } from '../../cli/format.js';
 import { SluiceApiError, SluiceNetworkError } from '../../client/errors.js';
 import { fakeFetch, jsonResponse, netError, type Recorded } from '../support/fake-fetch.js';
 
-function io(answers: Parameters<typeof fakeFetch>[0] = [jsonResponse(200, {})], stdin = ''): { io: Io; out: () => string; err: () => string; calls: Recorded[] } {
+function io(
+  answers: Parameters<typeof fakeFetch>[0] = [jsonResponse(200, {})],
+  stdin = '',
+): { io: Io; out: () => string; err: () => string; calls: Recorded[] } {
   let out = '';
   let err = '';
   const f = fakeFetch(answers);
   return {
-    io: { stdout: { write: (s: string) => (out += s) }, stderr: { write: (s: string) => (err += s) }, stdin: Readable.from([stdin]), env: { SLUICE_ENDPOINT: 'http://cli.test' }, fetch: f.fetch, sleep: async () => undefined },
+    io: {
+      stdout: { write: (s: string) => (out += s) },
+      stderr: { write: (s: string) => (err += s) },
+      stdin: Readable.from([stdin]),
+      env: { SLUICE_ENDPOINT: 'http://cli.test' },
+      fetch: f.fetch,
+      sleep: async () => undefined,
+    },
     out: () => out,
     err: () => err,
     calls: f.calls,
@@ -20,7 +30,11 @@ function io(answers: Parameters<typeof fakeFetch>[0] = [jsonResponse(200, {})], 
 const pushEcho = (req: Recorded): Response =>
   jsonResponse(
     201,
-    (req.body as { items: { transactionId: string }[] }).items.map((it, index) => ({ index, status: index === 0 && it.transactionId === 'dup' ? 'duplicate' : 'queued', transaction_id: it.transactionId })),
+    (req.body as { items: { transactionId: string }[] }).items.map((it, index) => ({
+      index,
+      status: index === 0 && it.transactionId === 'dup' ? 'duplicate' : 'queued',
+      transaction_id: it.transactionId,
+    })),
   );
 
 describe('cli: arguments and output', () => {
@@ -28,18 +42,34 @@ describe('cli: arguments and output', () => {
     const t = io(pushEcho, '{"n":1}\n\n{"n":2}\n"three"\n4\n{"n":5}\n');
     expect(await run(['push', 'orders', '-p', 'eu', '--batch', '2'], t.io)).toBe(EXIT.ok);
     expect(t.calls.map((c) => (c.body as { items: unknown[] }).items.length)).toEqual([2, 2, 1]);
-    expect((t.calls[0]?.body as { items: { queue: string; partition: string; payload: unknown }[] }).items[0]).toMatchObject({ queue: 'orders', partition: 'eu', payload: { n: 1 } });
+    expect(
+      (t.calls[0]?.body as { items: { queue: string; partition: string; payload: unknown }[] }).items[0],
+    ).toMatchObject({ queue: 'orders', partition: 'eu', payload: { n: 1 } });
     expect(t.out()).toBe('pushed 5 messages to orders/eu: 5 queued, 0 duplicate, 0 failed\n');
   });
 
   it('takes transaction ids from a field, or whole envelopes, and answers JSON with --json', async () => {
     const t = io(pushEcho, '{"id":"dup","x":1}\n{"id":7}\n');
     expect(await run(['--json', 'push', 'q', '--id-field', 'id'], t.io)).toBe(EXIT.ok);
-    expect((t.calls[0]?.body as { items: { transactionId: string }[] }).items.map((i) => i.transactionId)).toEqual(['dup', '7']);
-    expect(JSON.parse(t.out())).toEqual({ queue: 'q', partition: 'Default', lines: 2, queued: 1, duplicate: 1, failed: 0 });
+    expect((t.calls[0]?.body as { items: { transactionId: string }[] }).items.map((i) => i.transactionId)).toEqual([
+      'dup',
+      '7',
+    ]);
+    expect(JSON.parse(t.out())).toEqual({
+      queue: 'q',
+      partition: 'Default',
+      lines: 2,
+      queued: 1,
+      duplicate: 1,
+      failed: 0,
+    });
     const e = io(pushEcho, '{"data":{"a":1},"transactionId":"k1","partition":"p9"}\n');
     expect(await run(['push', 'q', '--envelope'], e.io)).toBe(EXIT.ok);
-    expect((e.calls[0]?.body as { items: unknown[] }).items[0]).toMatchObject({ payload: { a: 1 }, transactionId: 'k1', partition: 'p9' });
+    expect((e.calls[0]?.body as { items: unknown[] }).items[0]).toMatchObject({
+      payload: { a: 1 },
+      transactionId: 'k1',
+      partition: 'p9',
+    });
   });
 
   it('refuses a bad line with exit 2 and says which line', async () => {
@@ -77,7 +107,11 @@ describe('cli: arguments and output', () => {
     expect(nf.err()).toBe('sluice: no consumer group "x" [HTTP 404 not_found]\n');
     const forb = io([jsonResponse(403, { error: 'principal alice may not consume queue q', code: 'forbidden' })]);
     expect(await run(['--json', 'pop', 'q'], forb.io)).toBe(EXIT.auth);
-    expect(JSON.parse(forb.err())).toEqual({ error: 'principal alice may not consume queue q', code: 'forbidden', status: 403 });
+    expect(JSON.parse(forb.err())).toEqual({
+      error: 'principal alice may not consume queue q',
+      code: 'forbidden',
+      status: 403,
+    });
     const bad = io([jsonResponse(400, { error: 'offset 99 has never been handed out', code: 'invalid_request' })]);
     expect(await run(['claims', 'ack', 'q', 'p', 'g', '99'], bad.io)).toBe(EXIT.api);
     expect(bad.err()).toContain('offset 99 has never been handed out');
@@ -87,7 +121,23 @@ describe('cli: arguments and output', () => {
   });
 
   it('prints pops as lines and --json as an array', async () => {
-    const popped = { queue: 'q', leaseId: 'L', consumerGroup: '__QUEUE_MODE__', messages: [{ id: 'i', transactionId: 't1', partitionId: 'P', partition: 'eu', data: { a: 1 }, createdAt: '', traceId: null, offset: 4 }] };
+    const popped = {
+      queue: 'q',
+      leaseId: 'L',
+      consumerGroup: '__QUEUE_MODE__',
+      messages: [
+        {
+          id: 'i',
+          transactionId: 't1',
+          partitionId: 'P',
+          partition: 'eu',
+          data: { a: 1 },
+          createdAt: '',
+          traceId: null,
+          offset: 4,
+        },
+      ],
+    };
     const ack = jsonResponse(200, [{ index: 0, transactionId: 't1', success: true, error: null }]);
     const t = io([jsonResponse(200, popped), ack]);
     expect(await run(['pop', 'q', '-n', '5'], t.io)).toBe(EXIT.ok);
@@ -107,34 +157,90 @@ describe('cli: arguments and output', () => {
       name: 'billing',
       lagMessages: 5,
       maxLagSeconds: 65,
-      queues: [{ queue: 'orders', partitions: 2, lagMessages: 5, lagSeconds: 65, detail: [{ partition: 'eu', partitionId: 'a', committed: 9, next: 15, lagMessages: 5, lagSeconds: 65, leaseExpiresAt: '2026-01-01T00:00:00Z' }, { partition: 'us', partitionId: 'b', committed: null, next: 0, lagMessages: 0, lagSeconds: 0, leaseExpiresAt: null }] }],
+      queues: [
+        {
+          queue: 'orders',
+          partitions: 2,
+          lagMessages: 5,
+          lagSeconds: 65,
+          detail: [
+            {
+              partition: 'eu',
+              partitionId: 'a',
+              committed: 9,
+              next: 15,
+              lagMessages: 5,
+              lagSeconds: 65,
+              leaseExpiresAt: '2026-01-01T00:00:00Z',
+            },
+            {
+              partition: 'us',
+              partitionId: 'b',
+              committed: null,
+              next: 0,
+              lagMessages: 0,
+              lagSeconds: 0,
+              leaseExpiresAt: null,
+            },
+          ],
+        },
+      ],
     };
-    const t = io((req) => jsonResponse(200, req.url.pathname === '/api/v1/consumer-groups' ? { consumerGroups: [view] } : view));
+    const t = io((req) =>
+      jsonResponse(200, req.url.pathname === '/api/v1/consumer-groups' ? { consumerGroups: [view] } : view),
+    );
     expect(await run(['groups'], t.io)).toBe(EXIT.ok);
     expect(t.out()).toBe(
-      ['GROUP    QUEUE   PARTITION  COMMITTED  NEXT  LAG  AGE    LEASED', 'billing  orders  eu                 9    15    5  1m05s  yes', 'billing  orders  us                 -     0    0  0s     no', ''].join('\n'),
+      [
+        'GROUP    QUEUE   PARTITION  COMMITTED  NEXT  LAG  AGE    LEASED',
+        'billing  orders  eu                 9    15    5  1m05s  yes',
+        'billing  orders  us                 -     0    0  0s     no',
+        '',
+      ].join('\n'),
     );
   });
 
   it('picks bearer, SigV4 or no authentication from the flags and environment', () => {
     expect(clientOptions({}, {})).toEqual({ endpoint: 'http://127.0.0.1:6632' });
     expect(clientOptions({ token: 't' }, {})).toMatchObject({ auth: { type: 'bearer', token: 't' } });
-    expect(clientOptions({}, { SLUICE_TOKEN: 'e', SLUICE_ENDPOINT: 'http://x:1' })).toEqual({ endpoint: 'http://x:1', auth: { type: 'bearer', token: 'e' } });
+    expect(clientOptions({}, { SLUICE_TOKEN: 'e', SLUICE_ENDPOINT: 'http://x:1' })).toEqual({
+      endpoint: 'http://x:1',
+      auth: { type: 'bearer', token: 'e' },
+    });
     expect(clientOptions({ profile: 'prod' }, {})).toMatchObject({ auth: { type: 'sigv4', profile: 'prod' } });
-    expect(clientOptions({ endpoint: 'https://abc.execute-api.eu-west-1.amazonaws.com' }, {})).toMatchObject({ auth: { type: 'sigv4' } });
-    expect(clientOptions({ endpoint: 'https://abc.execute-api.eu-west-1.amazonaws.com', auth: 'none' }, {})).toEqual({ endpoint: 'https://abc.execute-api.eu-west-1.amazonaws.com' });
+    expect(clientOptions({ endpoint: 'https://abc.execute-api.eu-west-1.amazonaws.com' }, {})).toMatchObject({
+      auth: { type: 'sigv4' },
+    });
+    expect(clientOptions({ endpoint: 'https://abc.execute-api.eu-west-1.amazonaws.com', auth: 'none' }, {})).toEqual({
+      endpoint: 'https://abc.execute-api.eu-west-1.amazonaws.com',
+    });
     expect(() => clientOptions({ token: 't', region: 'eu-west-1' }, {})).toThrow(/cannot be combined/);
     expect(() => clientOptions({ endpoint: 'not a url' }, {})).toThrow(/is not a URL/);
   });
 
   it('explains failures a person can act on', () => {
-    expect(describeFailure(new SluiceApiError(401, 'unauthorized', 'missing bearer token'), 'x')).toMatchObject({ code: EXIT.auth, message: expect.stringContaining('--token') });
-    expect(describeFailure(new SluiceApiError(503, 'unavailable', 'storage down'), 'x')).toMatchObject({ code: EXIT.api, message: expect.stringContaining('after retries') });
-    expect(describeFailure(new SluiceNetworkError('cannot reach'), 'http://h:1')).toMatchObject({ code: EXIT.unreachable, message: expect.stringContaining('http://h:1') });
+    expect(describeFailure(new SluiceApiError(401, 'unauthorized', 'missing bearer token'), 'x')).toMatchObject({
+      code: EXIT.auth,
+      message: expect.stringContaining('--token'),
+    });
+    expect(describeFailure(new SluiceApiError(503, 'unavailable', 'storage down'), 'x')).toMatchObject({
+      code: EXIT.api,
+      message: expect.stringContaining('after retries'),
+    });
+    expect(describeFailure(new SluiceNetworkError('cannot reach'), 'http://h:1')).toMatchObject({
+      code: EXIT.unreachable,
+      message: expect.stringContaining('http://h:1'),
+    });
   });
 
   it('formats tables, durations and progress', () => {
-    expect(table([['A', 'NUM'], ['x', 5], ['long', 100]])).toBe('A     NUM\nx       5\nlong  100\n');
+    expect(
+      table([
+        ['A', 'NUM'],
+        ['x', 5],
+        ['long', 100],
+      ]),
+    ).toBe('A     NUM\nx       5\nlong  100\n');
     expect([5, 65, 3700, 90_000].map(duration)).toEqual(['5s', '1m05s', '1h01m', '1d01h']);
     let out = '';
     let now = 0;
@@ -145,7 +251,11 @@ describe('cli: arguments and output', () => {
     now = 2000;
     p.update(100);
     p.finish(200);
-    expect(out.split('\n').filter(Boolean)).toEqual(['redrive [..........] 0/200 0% 0.0/s', 'redrive [#####.....] 100/200 50% 50/s', 'redrive [##########] 200/200 100% 100/s']);
+    expect(out.split('\n').filter(Boolean)).toEqual([
+      'redrive [..........] 0/200 0% 0.0/s',
+      'redrive [#####.....] 100/200 50% 50/s',
+      'redrive [##########] 200/200 100% 100/s',
+    ]);
     let tty = '';
     let t2 = 0;
     const q = new Progress({ write: (s: string) => (tty += s), isTTY: true }, 'x', undefined, () => t2);

@@ -5,25 +5,62 @@ import { fakeFetch, jsonResponse, type Recorded } from '../support/fake-fetch.js
 /** Echoes push items back as queued, like the server. */
 function pushEcho(req: Recorded): Response {
   const items = (req.body as { items: { transactionId: string; partition: string }[] }).items;
-  return jsonResponse(201, items.map((it, index) => ({ index, status: 'queued', transaction_id: it.transactionId, message_id: `m-${it.transactionId}`, partition_id: 'pid', trace_id: null, queueName: 'q', partition: it.partition })));
+  return jsonResponse(
+    201,
+    items.map((it, index) => ({
+      index,
+      status: 'queued',
+      transaction_id: it.transactionId,
+      message_id: `m-${it.transactionId}`,
+      partition_id: 'pid',
+      trace_id: null,
+      queueName: 'q',
+      partition: it.partition,
+    })),
+  );
 }
 
 const client = (answers: Parameters<typeof fakeFetch>[0], opts: ConstructorParameters<typeof Sluice>[0] = {}) => {
   const f = fakeFetch(answers);
-  return { sluice: new Sluice({ endpoint: 'http://sluice.test', fetch: f.fetch, sleep: async () => undefined, ...opts }), calls: f.calls };
+  return {
+    sluice: new Sluice({ endpoint: 'http://sluice.test', fetch: f.fetch, sleep: async () => undefined, ...opts }),
+    calls: f.calls,
+  };
 };
 
-const msg = (over: Partial<Message> = {}): Message => ({ id: 'm1', transactionId: 't1', partitionId: 'p1', partition: 'Default', queue: 'q', leaseId: 'L1', consumerGroup: 'g', data: {}, createdAt: '', traceId: null, ...over });
+const msg = (over: Partial<Message> = {}): Message => ({
+  id: 'm1',
+  transactionId: 't1',
+  partitionId: 'p1',
+  partition: 'Default',
+  queue: 'q',
+  leaseId: 'L1',
+  consumerGroup: 'g',
+  data: {},
+  createdAt: '',
+  traceId: null,
+  ...over,
+});
 
 describe('client: push', () => {
   it("builds items by Queen's payload rule and mints UUIDv7 transaction ids", async () => {
     const { sluice, calls } = client(pushEcho);
-    const results = await sluice.queue('orders').partition('eu').push([{ data: { a: 1 }, transactionId: 'order-1' }, { payload: null }, { plain: true }, 'text', { data: 1, partition: 'us', traceId: 't' }]);
+    const results = await sluice
+      .queue('orders')
+      .partition('eu')
+      .push([
+        { data: { a: 1 }, transactionId: 'order-1' },
+        { payload: null },
+        { plain: true },
+        'text',
+        { data: 1, partition: 'us', traceId: 't' },
+      ]);
     const items = (calls[0]?.body as { items: Record<string, unknown>[] }).items;
     expect(items.map((i) => i['payload'])).toEqual([{ a: 1 }, null, { plain: true }, 'text', 1]);
     expect(items.map((i) => i['partition'])).toEqual(['eu', 'eu', 'eu', 'eu', 'us']);
     expect(items[0]?.['transactionId']).toBe('order-1');
-    for (const i of items.slice(1)) expect(i['transactionId']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    for (const i of items.slice(1))
+      expect(i['transactionId']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(items[4]?.['traceId']).toBe('t');
     expect(results.map((r) => [r.index, r.status, r.messageId])).toEqual([
       [0, 'queued', 'm-order-1'],
@@ -47,10 +84,18 @@ describe('client: push', () => {
   });
 
   it('throws on failed items unless asked not to', async () => {
-    const failing = () => jsonResponse(201, [{ index: 0, status: 'failed', transaction_id: 't', error: 'partition is full', queueName: 'q' }]);
+    const failing = () =>
+      jsonResponse(201, [
+        { index: 0, status: 'failed', transaction_id: 't', error: 'partition is full', queueName: 'q' },
+      ]);
     const { sluice } = client(failing);
-    await expect(sluice.queue('q').push([{ data: 1 }])).rejects.toMatchObject({ code: 'operation_failed', message: expect.stringContaining('partition is full') });
-    await expect(sluice.queue('q').push([{ data: 1 }], { throwOnFailure: false })).resolves.toMatchObject([{ status: 'failed', error: 'partition is full' }]);
+    await expect(sluice.queue('q').push([{ data: 1 }])).rejects.toMatchObject({
+      code: 'operation_failed',
+      message: expect.stringContaining('partition is full'),
+    });
+    await expect(sluice.queue('q').push([{ data: 1 }], { throwOnFailure: false })).resolves.toMatchObject([
+      { status: 'failed', error: 'partition is full' },
+    ]);
   });
 
   it('makes sortable, unique UUIDv7s', () => {
@@ -66,24 +111,74 @@ describe('client: pop, ack, renew', () => {
   it('pops on the partition or queue route with the builder settings, [] on 204', async () => {
     const { sluice, calls } = client([
       new Response(null, { status: 204 }),
-      jsonResponse(200, { queue: 'q/x', consumerGroup: 'g', leaseId: 'L', messages: [{ id: '1', transactionId: 't', partitionId: 'p', partition: 'a b', data: 5, createdAt: 'c', traceId: null, leaseId: 'L', consumerGroup: 'g' }] }),
+      jsonResponse(200, {
+        queue: 'q/x',
+        consumerGroup: 'g',
+        leaseId: 'L',
+        messages: [
+          {
+            id: '1',
+            transactionId: 't',
+            partitionId: 'p',
+            partition: 'a b',
+            data: 5,
+            createdAt: 'c',
+            traceId: null,
+            leaseId: 'L',
+            consumerGroup: 'g',
+          },
+        ],
+      }),
     ]);
     expect(await sluice.queue('q/x').group('g').batch(10).wait(false).leaseSeconds(30).pop()).toEqual([]);
-    const msgs = await sluice.queue('q/x').partition('a b').group('g').subscriptionMode('new').timeout(5000).partitions(3).pop<number>();
+    const msgs = await sluice
+      .queue('q/x')
+      .partition('a b')
+      .group('g')
+      .subscriptionMode('new')
+      .timeout(5000)
+      .partitions(3)
+      .pop<number>();
     expect(calls[0]?.url.pathname).toBe('/api/v1/pop/queue/q%2Fx');
-    expect(Object.fromEntries(calls[0]?.url.searchParams ?? [])).toEqual({ batch: '10', wait: 'false', timeout: '30000', consumerGroup: 'g', leaseSeconds: '30' });
+    expect(Object.fromEntries(calls[0]?.url.searchParams ?? [])).toEqual({
+      batch: '10',
+      wait: 'false',
+      timeout: '30000',
+      consumerGroup: 'g',
+      leaseSeconds: '30',
+    });
     expect(calls[1]?.url.pathname).toBe('/api/v1/pop/queue/q%2Fx/partition/a%20b');
-    expect(Object.fromEntries(calls[1]?.url.searchParams ?? [])).toEqual({ batch: '1', wait: 'true', timeout: '5000', consumerGroup: 'g', subscriptionMode: 'new', partitions: '3' });
+    expect(Object.fromEntries(calls[1]?.url.searchParams ?? [])).toEqual({
+      batch: '1',
+      wait: 'true',
+      timeout: '5000',
+      consumerGroup: 'g',
+      subscriptionMode: 'new',
+      partitions: '3',
+    });
     expect(msgs).toEqual([expect.objectContaining({ data: 5, queue: 'q/x', consumerGroup: 'g', leaseId: 'L' })]);
   });
 
   it('acks one message on /ack and many on /ack/batch per group, with their leases', async () => {
-    const { sluice, calls } = client(() => jsonResponse(200, [{ index: 0, transactionId: 't', success: true, error: null }]));
+    const { sluice, calls } = client(() =>
+      jsonResponse(200, [{ index: 0, transactionId: 't', success: true, error: null }]),
+    );
     await sluice.ack(msg(), true);
-    await sluice.ack([msg({ transactionId: 'a' }), msg({ transactionId: 'b', consumerGroup: 'h' }), msg({ transactionId: 'c' })], 'failed', { error: 'boom' });
+    await sluice.ack(
+      [msg({ transactionId: 'a' }), msg({ transactionId: 'b', consumerGroup: 'h' }), msg({ transactionId: 'c' })],
+      'failed',
+      { error: 'boom' },
+    );
     await sluice.ack([]);
     expect(calls.map((c) => c.url.pathname)).toEqual(['/api/v1/ack', '/api/v1/ack/batch', '/api/v1/ack/batch']);
-    expect(calls[0]?.body).toEqual({ transactionId: 't1', partitionId: 'p1', status: 'completed', error: null, leaseId: 'L1', consumerGroup: 'g' });
+    expect(calls[0]?.body).toEqual({
+      transactionId: 't1',
+      partitionId: 'p1',
+      status: 'completed',
+      error: null,
+      leaseId: 'L1',
+      consumerGroup: 'g',
+    });
     expect(calls[1]?.body).toEqual({
       consumerGroup: 'g',
       acknowledgments: [
@@ -96,7 +191,9 @@ describe('client: pop, ack, renew', () => {
   });
 
   it('renews each distinct lease once', async () => {
-    const { sluice, calls } = client(() => jsonResponse(200, { leaseId: 'L1', success: true, renewed: 1, newExpiresAt: '2026-01-01T00:00:00.000Z' }));
+    const { sluice, calls } = client(() =>
+      jsonResponse(200, { leaseId: 'L1', success: true, renewed: 1, newExpiresAt: '2026-01-01T00:00:00.000Z' }),
+    );
     const r = await sluice.renew([msg(), msg({ leaseId: 'L2' }), msg()], 90);
     expect(calls.map((c) => [c.url.pathname, c.body])).toEqual([
       ['/api/v1/lease/L1/extend', { seconds: 90 }],
@@ -106,16 +203,35 @@ describe('client: pop, ack, renew', () => {
   });
 
   it('commits a transaction once, and throws when it was not applied', async () => {
-    const { sluice, calls } = client([jsonResponse(200, { transactionId: 'x', success: true, results: [] }), jsonResponse(200, { success: false, error: 'ACK operation failed: Message not found' })]);
-    await sluice.transaction().queue('b').partition('p').push([{ data: { n: 1 } }, 7]).ack([msg()], 'completed').commit();
+    const { sluice, calls } = client([
+      jsonResponse(200, { transactionId: 'x', success: true, results: [] }),
+      jsonResponse(200, { success: false, error: 'ACK operation failed: Message not found' }),
+    ]);
+    await sluice
+      .transaction()
+      .queue('b')
+      .partition('p')
+      .push([{ data: { n: 1 } }, 7])
+      .ack([msg()], 'completed')
+      .commit();
     expect(calls[0]?.body).toEqual({
       operations: [
-        { type: 'push', items: [{ queue: 'b', partition: 'p', payload: { n: 1 } }, { queue: 'b', partition: 'p', payload: 7 }] },
+        {
+          type: 'push',
+          items: [
+            { queue: 'b', partition: 'p', payload: { n: 1 } },
+            { queue: 'b', partition: 'p', payload: 7 },
+          ],
+        },
         { type: 'ack', transactionId: 't1', partitionId: 'p1', status: 'completed', consumerGroup: 'g' },
       ],
       requiredLeases: ['L1'],
     });
-    const err = await sluice.transaction().ack(msg()).commit().catch((e: unknown) => e);
+    const err = await sluice
+      .transaction()
+      .ack(msg())
+      .commit()
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SluiceApiError);
     expect(err).toMatchObject({ code: 'operation_failed', message: 'ACK operation failed: Message not found' });
     await expect(sluice.transaction().commit()).rejects.toThrow(/no operations/);
@@ -124,7 +240,18 @@ describe('client: pop, ack, renew', () => {
 
 describe('client: claims and admin requests', () => {
   it('sends each claim route with its body', async () => {
-    const { sluice, calls } = client(() => jsonResponse(200, { records: [], capped: false, committed: 3, visibleMs: 1000, offsets: [], offset: 0, moved: true, existed: true }));
+    const { sluice, calls } = client(() =>
+      jsonResponse(200, {
+        records: [],
+        capped: false,
+        committed: 3,
+        visibleMs: 1000,
+        offsets: [],
+        offset: 0,
+        moved: true,
+        existed: true,
+      }),
+    );
     const g = sluice.queue('jobs').partition('p/0').claimGroup('w g');
     await g.poll({ max: 5, waitMs: 100, visibilityMs: 2000, consumer: 'c1', session: 's1', reclaim: true });
     await g.ack([1, 2]);
@@ -176,8 +303,16 @@ describe('client: claims and admin requests', () => {
       { moved: 1, failed: 0, more: false, next: 'c2' },
     ];
     const { sluice, calls } = client(() => jsonResponse(200, answers.shift()));
-    expect(await sluice.dlq('orders').redriveAll({ batch: 1 })).toMatchObject({ moved: 1, failed: 1, calls: 2, more: false });
-    expect(calls.map((c) => c.body)).toEqual([{ queue: 'orders', limit: 1 }, { queue: 'orders', limit: 1, after: 'c1' }]);
+    expect(await sluice.dlq('orders').redriveAll({ batch: 1 })).toMatchObject({
+      moved: 1,
+      failed: 1,
+      calls: 2,
+      more: false,
+    });
+    expect(calls.map((c) => c.body)).toEqual([
+      { queue: 'orders', limit: 1 },
+      { queue: 'orders', limit: 1, after: 'c1' },
+    ]);
   });
 
   it('lists the DLQ, redrives in rate-limited calls, and manages groups', async () => {
@@ -188,15 +323,27 @@ describe('client: claims and admin requests', () => {
         left -= n;
         return jsonResponse(200, { moved: n, failed: 0, more: left > 0 });
       }
-      if (req.url.pathname === '/api/v1/consumer-groups') return jsonResponse(200, { consumerGroups: [{ name: 'g', queues: [], lagMessages: 0, maxLagSeconds: 0 }] });
+      if (req.url.pathname === '/api/v1/consumer-groups')
+        return jsonResponse(200, { consumerGroups: [{ name: 'g', queues: [], lagMessages: 0, maxLagSeconds: 0 }] });
       return jsonResponse(200, { messages: [], total: 0 });
     });
     await sluice.dlq('orders').group('billing').list({ limit: 10, offset: 20 });
-    expect(Object.fromEntries(calls[0]?.url.searchParams ?? [])).toEqual({ queue: 'orders', consumerGroup: 'billing', limit: '10', offset: '20' });
+    expect(Object.fromEntries(calls[0]?.url.searchParams ?? [])).toEqual({
+      queue: 'orders',
+      consumerGroup: 'billing',
+      limit: '10',
+      offset: '20',
+    });
     const waits: number[] = [];
     let t = 0;
     const progress: number[] = [];
-    const p = await sluice.dlq('orders').redriveAll({ batch: 100, rate: 2, sleep: async (ms) => void waits.push(ms), now: () => t, onProgress: (x) => progress.push(x.moved) });
+    const p = await sluice.dlq('orders').redriveAll({
+      batch: 100,
+      rate: 2,
+      sleep: async (ms) => void waits.push(ms),
+      now: () => t,
+      onProgress: (x) => progress.push(x.moved),
+    });
     expect(p).toMatchObject({ moved: 5, calls: 3, more: false });
     expect(progress).toEqual([2, 4, 5]);
     expect(waits).toEqual([1000, 2000]);
@@ -211,7 +358,9 @@ describe('client: claims and admin requests', () => {
     await sluice.groups.delete('g', { queue: 'orders', deleteMetadata: false });
     await sluice.groups.lagging(60);
     await sluice.retryMessage('pid', 'tid', { consumerGroup: 'g' });
-    const tail = calls.slice(-4).map((c) => `${c.method} ${c.url.pathname}${c.url.search} ${JSON.stringify(c.body ?? null)}`);
+    const tail = calls
+      .slice(-4)
+      .map((c) => `${c.method} ${c.url.pathname}${c.url.search} ${JSON.stringify(c.body ?? null)}`);
     expect(tail).toEqual([
       'POST /api/v1/consumer-groups/g/queues/orders/seek {"timestamp":"1970-01-01T00:00:00.000Z"}',
       'DELETE /api/v1/consumer-groups/g/queues/orders?deleteMetadata=false null',

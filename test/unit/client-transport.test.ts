@@ -12,10 +12,19 @@ const noSleep = () => {
   return { waits, sleep: async (ms: number) => void waits.push(ms) };
 };
 
-function transport(answers: Parameters<typeof fakeFetch>[0], extra: Partial<ConstructorParameters<typeof Transport>[0]> = {}) {
+function transport(
+  answers: Parameters<typeof fakeFetch>[0],
+  extra: Partial<ConstructorParameters<typeof Transport>[0]> = {},
+) {
   const f = fakeFetch(answers);
   const s = noSleep();
-  const t = new Transport({ endpoint: 'http://sluice.test/', fetch: f.fetch, sleep: s.sleep, random: () => 0.5, ...extra });
+  const t = new Transport({
+    endpoint: 'http://sluice.test/',
+    fetch: f.fetch,
+    sleep: s.sleep,
+    random: () => 0.5,
+    ...extra,
+  });
   return { t, calls: f.calls, waits: s.waits };
 }
 
@@ -55,38 +64,64 @@ describe('client: backoff policy', () => {
 
 describe('client: transport', () => {
   it('retries 503 then succeeds, waiting the backoff each time', async () => {
-    const { t, calls, waits } = transport([jsonResponse(503, { error: 'busy', code: 'unavailable' }), jsonResponse(503, { error: 'busy' }), jsonResponse(200, { ok: 1 })]);
+    const { t, calls, waits } = transport([
+      jsonResponse(503, { error: 'busy', code: 'unavailable' }),
+      jsonResponse(503, { error: 'busy' }),
+      jsonResponse(200, { ok: 1 }),
+    ]);
     await expect(t.json({ method: 'GET', path: '/x', retry: 'idempotent' })).resolves.toEqual({ ok: 1 });
     expect(calls).toHaveLength(3);
     expect(waits).toEqual([150, 300]);
   });
 
   it('gives up after the attempts budget with the last error', async () => {
-    const { t, calls } = transport([jsonResponse(500, { error: 'boom', code: 'internal' })], { retry: { attempts: 3 } });
-    await expect(t.json({ method: 'GET', path: '/x', retry: 'idempotent' })).rejects.toMatchObject({ status: 500, code: 'internal', message: 'boom' });
+    const { t, calls } = transport([jsonResponse(500, { error: 'boom', code: 'internal' })], {
+      retry: { attempts: 3 },
+    });
+    await expect(t.json({ method: 'GET', path: '/x', retry: 'idempotent' })).rejects.toMatchObject({
+      status: 500,
+      code: 'internal',
+      message: 'boom',
+    });
     expect(calls).toHaveLength(3);
   });
 
   it('never retries a 4xx other than 429', async () => {
-    const { t, calls } = transport([jsonResponse(409, { error: 'offset 3 was handed out before a seek', code: 'stale_claim' })]);
+    const { t, calls } = transport([
+      jsonResponse(409, { error: 'offset 3 was handed out before a seek', code: 'stale_claim' }),
+    ]);
     const err = await t.json({ method: 'POST', path: '/x', body: {}, retry: 'idempotent' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SluiceApiError);
-    expect(err).toMatchObject({ status: 409, code: 'stale_claim', message: 'offset 3 was handed out before a seek', request: 'POST /x' });
+    expect(err).toMatchObject({
+      status: 409,
+      code: 'stale_claim',
+      message: 'offset 3 was handed out before a seek',
+      request: 'POST /x',
+    });
     expect(calls).toHaveLength(1);
   });
 
   it('retries a throttled unsafe call but not its 5xx', async () => {
-    const a = transport([jsonResponse(429, { error: 'slow down', code: 'limit_exceeded' }, { 'retry-after': '1' }), jsonResponse(200, { success: true })]);
-    await expect(a.t.json({ method: 'POST', path: '/api/v1/transaction', body: {}, retry: 'unsafe' })).resolves.toEqual({ success: true });
+    const a = transport([
+      jsonResponse(429, { error: 'slow down', code: 'limit_exceeded' }, { 'retry-after': '1' }),
+      jsonResponse(200, { success: true }),
+    ]);
+    await expect(a.t.json({ method: 'POST', path: '/api/v1/transaction', body: {}, retry: 'unsafe' })).resolves.toEqual(
+      { success: true },
+    );
     expect(a.waits).toEqual([1000]);
     const b = transport([jsonResponse(502, { message: 'Bad Gateway' }), jsonResponse(200, {})]);
-    await expect(b.t.json({ method: 'POST', path: '/api/v1/transaction', body: {}, retry: 'unsafe' })).rejects.toMatchObject({ status: 502, message: 'Bad Gateway' });
+    await expect(
+      b.t.json({ method: 'POST', path: '/api/v1/transaction', body: {}, retry: 'unsafe' }),
+    ).rejects.toMatchObject({ status: 502, message: 'Bad Gateway' });
     expect(b.calls).toHaveLength(1);
   });
 
   it('retries network errors; unsafe calls only when the connection was refused', async () => {
     const a = transport([netError('ECONNRESET'), jsonResponse(201, [])]);
-    await expect(a.t.json({ method: 'POST', path: '/api/v1/push', body: { items: [] }, retry: 'idempotent' })).resolves.toEqual([]);
+    await expect(
+      a.t.json({ method: 'POST', path: '/api/v1/push', body: { items: [] }, retry: 'idempotent' }),
+    ).resolves.toEqual([]);
     const b = transport([netError('ECONNRESET'), jsonResponse(200, {})]);
     await expect(b.t.json({ method: 'POST', path: '/x', retry: 'unsafe' })).rejects.toBeInstanceOf(SluiceNetworkError);
     const c = transport([netError('ECONNREFUSED'), jsonResponse(200, { ok: true })]);
@@ -95,9 +130,13 @@ describe('client: transport', () => {
 
   it('times a request out with SluiceTimeoutError', async () => {
     const hanging = ((_url: string | URL, init?: RequestInit) =>
-      new Promise<Response>((_, reject) => init?.signal?.addEventListener('abort', () => reject(init.signal?.reason)))) as typeof fetch;
+      new Promise<Response>((_, reject) =>
+        init?.signal?.addEventListener('abort', () => reject(init.signal?.reason)),
+      )) as typeof fetch;
     const t = new Transport({ endpoint: 'http://sluice.test', retry: { attempts: 1 }, fetch: hanging });
-    const err = await t.json({ method: 'GET', path: '/slow', retry: 'idempotent', timeoutMs: 30 }).catch((e: unknown) => e);
+    const err = await t
+      .json({ method: 'GET', path: '/slow', retry: 'idempotent', timeoutMs: 30 })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(SluiceTimeoutError);
     expect((err as Error).message).toContain('no answer within 30 ms');
   });
@@ -113,13 +152,22 @@ describe('client: transport', () => {
         throw new Error('stopped');
       },
     });
-    await expect(t.json({ method: 'GET', path: '/x', retry: 'idempotent', signal: ctl.signal })).rejects.toThrow('stopped');
+    await expect(t.json({ method: 'GET', path: '/x', retry: 'idempotent', signal: ctl.signal })).rejects.toThrow(
+      'stopped',
+    );
     expect(f.calls).toHaveLength(1);
   });
 
   it('answers null for 204 and sends JSON with content-type only when there is a body', async () => {
     const { t, calls } = transport([new Response(null, { status: 204 }), jsonResponse(200, { a: 1 })]);
-    await expect(t.json({ method: 'GET', path: '/api/v1/pop/queue/q', query: { batch: 5, wait: false, skip: undefined }, retry: 'idempotent' })).resolves.toBeNull();
+    await expect(
+      t.json({
+        method: 'GET',
+        path: '/api/v1/pop/queue/q',
+        query: { batch: 5, wait: false, skip: undefined },
+        retry: 'idempotent',
+      }),
+    ).resolves.toBeNull();
     await t.json({ method: 'POST', path: '/p', body: { x: 1 }, retry: 'idempotent' });
     expect(calls[0]?.url.toString()).toBe('http://sluice.test/api/v1/pop/queue/q?batch=5&wait=false');
     expect(calls[0]?.headers['content-type']).toBeUndefined();
@@ -130,17 +178,32 @@ describe('client: transport', () => {
   it('types gateway errors without a Sluice body', () => {
     expect(apiErrorFrom(403, { message: 'Forbidden' }, 'GET /x')).toMatchObject({ code: 'forbidden', status: 403 });
     expect(apiErrorFrom(403, { message: 'Forbidden' }, 'GET /x').message).toContain('execute-api:Invoke');
-    expect(apiErrorFrom(504, { message: 'Endpoint request timed out' }, '')).toMatchObject({ code: 'http_error', message: 'Endpoint request timed out' });
+    expect(apiErrorFrom(504, { message: 'Endpoint request timed out' }, '')).toMatchObject({
+      code: 'http_error',
+      message: 'Endpoint request timed out',
+    });
     expect(apiErrorFrom(502, '<html>bad gateway</html>', '')).toMatchObject({ message: '<html>bad gateway</html>' });
-    expect(apiErrorFrom(413, { error: 'too big', code: 'payload_too_large', limit: 10 }, '').body).toEqual({ error: 'too big', code: 'payload_too_large', limit: 10 });
+    expect(apiErrorFrom(413, { error: 'too big', code: 'payload_too_large', limit: 10 }, '').body).toEqual({
+      error: 'too big',
+      code: 'payload_too_large',
+      limit: 10,
+    });
   });
 });
 
 const bytes = (d: string | ArrayBuffer | ArrayBufferView): Buffer =>
-  typeof d === 'string' ? Buffer.from(d) : ArrayBuffer.isView(d) ? Buffer.from(d.buffer, d.byteOffset, d.byteLength) : Buffer.from(d);
+  typeof d === 'string'
+    ? Buffer.from(d)
+    : ArrayBuffer.isView(d)
+      ? Buffer.from(d.buffer, d.byteOffset, d.byteLength)
+      : Buffer.from(d);
 
 describe('client: authentication', () => {
-  const creds = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY', sessionToken: 'token-1' };
+  const creds = {
+    accessKeyId: 'AKIDEXAMPLE',
+    secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY',
+    sessionToken: 'token-1',
+  };
   const fixed = new Date('2026-05-01T12:00:00Z');
 
   class Sha256 {
@@ -160,16 +223,33 @@ describe('client: authentication', () => {
   it('signs with SigV4 exactly as @smithy/signature-v4 does for execute-api', async () => {
     const endpoint = new URL('https://abc123.execute-api.eu-west-1.amazonaws.com/prod');
     const auth = authenticator({ type: 'sigv4', credentials: creds }, endpoint, { now: () => fixed });
-    const url = new URL('https://abc123.execute-api.eu-west-1.amazonaws.com/prod/api/v1/queues/a%20b/partitions/p/groups/g/poll?x=1');
+    const url = new URL(
+      'https://abc123.execute-api.eu-west-1.amazonaws.com/prod/api/v1/queues/a%20b/partitions/p/groups/g/poll?x=1',
+    );
     const body = JSON.stringify({ max: 5 });
     const headers = await auth({ method: 'POST', url, headers: { 'content-type': 'application/json' }, body });
-    expect(headers['authorization']).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/20260501\/eu-west-1\/execute-api\/aws4_request, SignedHeaders=[a-z0-9;-]+, Signature=[0-9a-f]{64}$/);
+    expect(headers['authorization']).toMatch(
+      /^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/20260501\/eu-west-1\/execute-api\/aws4_request, SignedHeaders=[a-z0-9;-]+, Signature=[0-9a-f]{64}$/,
+    );
     expect(headers['x-amz-date']).toBe('20260501T120000Z');
     expect(headers['x-amz-security-token']).toBe('token-1');
     expect(headers['host']).toBeUndefined();
 
-    const reference = await new SignatureV4({ service: 'execute-api', region: 'eu-west-1', credentials: creds, sha256: Sha256 }).sign(
-      { method: 'POST', protocol: 'https:', hostname: url.hostname, path: url.pathname, query: { x: '1' }, headers: { 'content-type': 'application/json', host: url.host }, body },
+    const reference = await new SignatureV4({
+      service: 'execute-api',
+      region: 'eu-west-1',
+      credentials: creds,
+      sha256: Sha256,
+    }).sign(
+      {
+        method: 'POST',
+        protocol: 'https:',
+        hostname: url.hostname,
+        path: url.pathname,
+        query: { x: '1' },
+        headers: { 'content-type': 'application/json', host: url.host },
+        body,
+      },
       { signingDate: fixed },
     );
     expect(headers['authorization']).toBe(reference.headers['authorization']);
@@ -179,9 +259,15 @@ describe('client: authentication', () => {
     expect(regionFromHost('abc.execute-api.ap-southeast-2.amazonaws.com')).toBe('ap-southeast-2');
     expect(regionFromHost('sluice.example.com')).toBeUndefined();
     const plain = new URL('https://sluice.example.com');
-    const h = await authenticator({ type: 'sigv4', credentials: creds }, plain, { now: () => fixed, env: { AWS_REGION: 'us-east-2' } })({ method: 'GET', url: new URL('https://sluice.example.com/health'), headers: {} });
+    const h = await authenticator({ type: 'sigv4', credentials: creds }, plain, {
+      now: () => fixed,
+      env: { AWS_REGION: 'us-east-2' },
+    })({ method: 'GET', url: new URL('https://sluice.example.com/health'), headers: {} });
     expect(h['authorization']).toContain('/us-east-2/execute-api/');
-    const h2 = await authenticator({ type: 'sigv4', region: 'sa-east-1', credentials: creds }, plain, { now: () => fixed, env: {} })({ method: 'GET', url: new URL('https://sluice.example.com/health'), headers: {} });
+    const h2 = await authenticator({ type: 'sigv4', region: 'sa-east-1', credentials: creds }, plain, {
+      now: () => fixed,
+      env: {},
+    })({ method: 'GET', url: new URL('https://sluice.example.com/health'), headers: {} });
     expect(h2['authorization']).toContain('/sa-east-1/execute-api/');
     expect(() => authenticator({ type: 'sigv4', credentials: creds }, plain, { env: {} })).toThrow(/needs a region/);
   });
@@ -191,13 +277,34 @@ describe('client: authentication', () => {
     const saved = Object.fromEntries(keys.map((k) => [k, process.env[k]]));
     try {
       delete process.env['AWS_PROFILE'];
-      Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'AKIDFROMENV', AWS_SECRET_ACCESS_KEY: creds.secretAccessKey, AWS_SESSION_TOKEN: 'env-token' });
+      Object.assign(process.env, {
+        AWS_ACCESS_KEY_ID: 'AKIDFROMENV',
+        AWS_SECRET_ACCESS_KEY: creds.secretAccessKey,
+        AWS_SESSION_TOKEN: 'env-token',
+      });
       const url = new URL('https://abc123.execute-api.eu-west-1.amazonaws.com/health');
-      const headers = await authenticator({ type: 'sigv4' }, url, { now: () => fixed })({ method: 'GET', url, headers: {} });
-      expect(headers['authorization']).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDFROMENV\/20260501\/eu-west-1\/execute-api\/aws4_request, /);
+      const headers = await authenticator({ type: 'sigv4' }, url, { now: () => fixed })({
+        method: 'GET',
+        url,
+        headers: {},
+      });
+      expect(headers['authorization']).toMatch(
+        /^AWS4-HMAC-SHA256 Credential=AKIDFROMENV\/20260501\/eu-west-1\/execute-api\/aws4_request, /,
+      );
       expect(headers['x-amz-security-token']).toBe('env-token');
       // The same signature as with those credentials passed in.
-      const explicit = await authenticator({ type: 'sigv4', credentials: { accessKeyId: 'AKIDFROMENV', secretAccessKey: creds.secretAccessKey, sessionToken: 'env-token' } }, url, { now: () => fixed })({ method: 'GET', url, headers: {} });
+      const explicit = await authenticator(
+        {
+          type: 'sigv4',
+          credentials: {
+            accessKeyId: 'AKIDFROMENV',
+            secretAccessKey: creds.secretAccessKey,
+            sessionToken: 'env-token',
+          },
+        },
+        url,
+        { now: () => fixed },
+      )({ method: 'GET', url, headers: {} });
       expect(headers['authorization']).toBe(explicit['authorization']);
     } finally {
       for (const k of keys) {
@@ -209,15 +316,28 @@ describe('client: authentication', () => {
 
   it('sends a bearer token, or nothing', async () => {
     const u = new URL('http://127.0.0.1:6632/health');
-    expect(await authenticator({ type: 'bearer', token: 's3cret' }, u)({ method: 'GET', url: u, headers: { accept: 'application/json' } })).toEqual({ accept: 'application/json', authorization: 'Bearer s3cret' });
-    expect(await authenticator({ type: 'bearer', token: async () => 'rotated' }, u)({ method: 'GET', url: u, headers: {} })).toEqual({ authorization: 'Bearer rotated' });
+    expect(
+      await authenticator(
+        { type: 'bearer', token: 's3cret' },
+        u,
+      )({ method: 'GET', url: u, headers: { accept: 'application/json' } }),
+    ).toEqual({ accept: 'application/json', authorization: 'Bearer s3cret' });
+    expect(
+      await authenticator({ type: 'bearer', token: async () => 'rotated' }, u)({ method: 'GET', url: u, headers: {} }),
+    ).toEqual({ authorization: 'Bearer rotated' });
     expect(await authenticator({ type: 'none' }, u)({ method: 'GET', url: u, headers: {} })).toEqual({});
   });
 
   it('signs every request the transport sends (fresh per attempt)', async () => {
     const f = fakeFetch([jsonResponse(503, {}), jsonResponse(200, { ok: true })]);
     let t = 0;
-    const tr = new Transport({ endpoint: 'https://abc.execute-api.eu-west-1.amazonaws.com', auth: { type: 'sigv4', credentials: creds }, fetch: f.fetch, sleep: async () => undefined, now: () => new Date(fixed.getTime() + 1000 * t++) });
+    const tr = new Transport({
+      endpoint: 'https://abc.execute-api.eu-west-1.amazonaws.com',
+      auth: { type: 'sigv4', credentials: creds },
+      fetch: f.fetch,
+      sleep: async () => undefined,
+      now: () => new Date(fixed.getTime() + 1000 * t++),
+    });
     await tr.json({ method: 'POST', path: '/api/v1/push', body: { items: [] }, retry: 'idempotent' });
     expect(f.calls.map((c) => c.headers['x-amz-date'])).toEqual(['20260501T120000Z', '20260501T120001Z']);
     expect(f.calls.every((c) => c.headers['authorization']?.startsWith('AWS4-HMAC-SHA256 '))).toBe(true);

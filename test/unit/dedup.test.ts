@@ -9,10 +9,15 @@ describe('unit: judgeReservation', () => {
     expect(judgeReservation({ ...base, now: 1000, reservation: r(0) })).toEqual({ kind: 'check-marker', push: 'p1' });
   });
   it('reports a duplicate of a committed original inside the window', () => {
-    expect(judgeReservation({ ...base, now: 59_999, reservation: r(0), marker: 'committed' })).toEqual({ kind: 'duplicate', messageId: 'm1' });
+    expect(judgeReservation({ ...base, now: 59_999, reservation: r(0), marker: 'committed' })).toEqual({
+      kind: 'duplicate',
+      messageId: 'm1',
+    });
   });
   it('takes over a committed reservation once the window has passed', () => {
-    expect(judgeReservation({ ...base, now: 60_000, reservation: r(0), marker: 'committed' })).toEqual({ kind: 'take-over' });
+    expect(judgeReservation({ ...base, now: 60_000, reservation: r(0), marker: 'committed' })).toEqual({
+      kind: 'take-over',
+    });
   });
   it('takes over the reservation of an aborted push at once', () => {
     expect(judgeReservation({ ...base, now: 1, reservation: r(0), marker: 'aborted' })).toEqual({ kind: 'take-over' });
@@ -22,8 +27,14 @@ describe('unit: judgeReservation', () => {
     expect(d.kind).toBe('wait');
   });
   it('aborts a holder that stalled past the budget, even outside the window', () => {
-    expect(judgeReservation({ ...base, now: 10_000, reservation: r(0), marker: 'absent' })).toEqual({ kind: 'abort-holder', push: 'p1' });
-    expect(judgeReservation({ ...base, now: 120_000, reservation: r(0), marker: 'absent' })).toEqual({ kind: 'abort-holder', push: 'p1' });
+    expect(judgeReservation({ ...base, now: 10_000, reservation: r(0), marker: 'absent' })).toEqual({
+      kind: 'abort-holder',
+      push: 'p1',
+    });
+    expect(judgeReservation({ ...base, now: 120_000, reservation: r(0), marker: 'absent' })).toEqual({
+      kind: 'abort-holder',
+      push: 'p1',
+    });
   });
 });
 

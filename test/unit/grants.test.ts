@@ -6,7 +6,11 @@ import { SluiceError } from '../../lambdas/core/errors.js';
 const config = parseGrants(
   {
     grants: [
-      { principal: 'arn:aws:sts::111122223333:assumed-role/orders-writer/*', actions: ['push'], queues: ['orders', 'orders-*'] },
+      {
+        principal: 'arn:aws:sts::111122223333:assumed-role/orders-writer/*',
+        actions: ['push'],
+        queues: ['orders', 'orders-*'],
+      },
       { principal: 'billing', actions: ['consume'], queues: ['orders'] },
       { principal: '*', actions: ['push', 'consume', 'manage'], queues: ['sandbox-*'] },
     ],
@@ -52,21 +56,38 @@ describe('unit: grants', () => {
     expect(err).toBeInstanceOf(SluiceError);
     expect(err).toMatchObject({ code: 'forbidden', details: { action: 'push', queue: 'orders' } });
     expect((err as Error).message).toMatch(/billing may not push on queue "orders"/);
-    expect(() => Grants.from({ grants: [{ principal: 'billing', actions: ['consume'], queues: ['orders'] }] }).checkSome('nobody', 'consume')).toThrow(/nobody may not consume on any queue/);
+    expect(() =>
+      Grants.from({ grants: [{ principal: 'billing', actions: ['consume'], queues: ['orders'] }] }).checkSome(
+        'nobody',
+        'consume',
+      ),
+    ).toThrow(/nobody may not consume on any queue/);
   });
 
   it('rejects malformed configurations with the file and field named', () => {
-    expect(() => parseGrants({ grants: [{ principal: 'x', actions: ['read'], queues: ['q'] }] }, 'g.json')).toThrow(/g.json: .*grants\[0\]\.actions\[0\]/);
-    expect(() => parseGrants({ grants: [{ principal: 'x', actions: [], queues: ['q'] }] }, 'g.json')).toThrow(/at least one action/);
-    expect(() => parseGrants({ grants: [{ principal: 'x', actions: ['push'], queues: [] }] }, 'g.json')).toThrow(/queue pattern/);
-    expect(() => parseGrants({ grants: [{ principal: 'x', actions: ['push'], queues: ['q'], extra: 1 }] }, 'g.json')).toThrow(/g.json/);
+    expect(() => parseGrants({ grants: [{ principal: 'x', actions: ['read'], queues: ['q'] }] }, 'g.json')).toThrow(
+      /g.json: .*grants\[0\]\.actions\[0\]/,
+    );
+    expect(() => parseGrants({ grants: [{ principal: 'x', actions: [], queues: ['q'] }] }, 'g.json')).toThrow(
+      /at least one action/,
+    );
+    expect(() => parseGrants({ grants: [{ principal: 'x', actions: ['push'], queues: [] }] }, 'g.json')).toThrow(
+      /queue pattern/,
+    );
+    expect(() =>
+      parseGrants({ grants: [{ principal: 'x', actions: ['push'], queues: ['q'], extra: 1 }] }, 'g.json'),
+    ).toThrow(/g.json/);
     expect(() => parseGrants({ grants: [], tokens: { short: 'x' } }, 'g.json')).toThrow(/at least 16/);
-    expect(() => parseGrants({ grants: [{ principal: '**', actions: ['push'], queues: ['q'] }] }, 'g.json')).toThrow(/\*\*/);
+    expect(() => parseGrants({ grants: [{ principal: '**', actions: ['push'], queues: ['q'] }] }, 'g.json')).toThrow(
+      /\*\*/,
+    );
     expect(() => parseGrants([], 'g.json')).toThrow(/g.json/);
   });
 
   it('from the environment: inline JSON, closed on Lambda without grants, open elsewhere', () => {
-    const inline = grantsFromEnv({ SLUICE_GRANTS: JSON.stringify({ grants: [{ principal: 'p', actions: ['push'], queues: ['q'] }] }) });
+    const inline = grantsFromEnv({
+      SLUICE_GRANTS: JSON.stringify({ grants: [{ principal: 'p', actions: ['push'], queues: ['q'] }] }),
+    });
     expect(inline.allows('p', 'push', 'q')).toBe(true);
     expect(inline.allows('p', 'push', 'r')).toBe(false);
     const closed = grantsFromEnv({ AWS_LAMBDA_FUNCTION_NAME: 'fn' });
@@ -85,7 +106,9 @@ describe('unit: local server binding', () => {
   });
 
   it('refuses a non-loopback host without grants, with the fix in the message', () => {
-    expect(() => assertSafeBind('0.0.0.0', false)).toThrow(/refusing to listen on 0.0.0.0 without a grants file.*--grants FILE/);
+    expect(() => assertSafeBind('0.0.0.0', false)).toThrow(
+      /refusing to listen on 0.0.0.0 without a grants file.*--grants FILE/,
+    );
     expect(() => assertSafeBind('0.0.0.0', true)).not.toThrow();
     expect(() => assertSafeBind('127.0.0.1', false)).not.toThrow();
   });

@@ -19,7 +19,24 @@ describe('unit: toJson', () => {
   });
   it('matches JSON.stringify on keys and leaves that need escaping, non-finite numbers, dates and holes', () => {
     const odd = {
-      'k"ey\\': ['q"uote', 'back\\slash', 'ctl\u0001', '\ud800lone', '😀', '', 0, -0, NaN, Infinity, 1e21, 5e-324, 2 ** 53, true, false, null],
+      'k"ey\\': [
+        'q"uote',
+        'back\\slash',
+        'ctl\u0001',
+        '\ud800lone',
+        '😀',
+        '',
+        0,
+        -0,
+        NaN,
+        Infinity,
+        1e21,
+        5e-324,
+        2 ** 53,
+        true,
+        false,
+        null,
+      ],
       date: new Date(0),
       nested: [[], {}, [undefined], { gone: undefined, fn: () => 1 }],
       ü: { 'a\nb': 1 },
@@ -53,17 +70,33 @@ describe('unit: route table', () => {
 });
 
 describe('unit: GET /health', () => {
-  const event = (path: string) => ({ version: '2.0', rawPath: path, headers: {}, requestContext: { http: { method: 'GET', path } } }) as unknown as HttpEvent;
+  const event = (path: string) =>
+    ({
+      version: '2.0',
+      rawPath: path,
+      headers: {},
+      requestContext: { http: { method: 'GET', path } },
+    }) as unknown as HttpEvent;
   const handlerOver = (get: () => Promise<unknown>) =>
     makeHandler(logRoutes, {
       grants: Grants.open(),
-      services: async () => ({ storage: { kind: 'aws', items: { get } }, config: {}, telemetry: { count() {} }, shutdown: new AbortController().signal }) as unknown as Services,
+      services: async () =>
+        ({
+          storage: { kind: 'aws', items: { get } },
+          config: {},
+          telemetry: { count() {} },
+          shutdown: new AbortController().signal,
+        }) as unknown as Services,
     });
   it('answers 200 healthy while storage answers, 503 (naming no internals) when it does not', async () => {
     const ok = await handlerOver(async () => undefined)(event('/health'), {} as Context);
     expect(ok.statusCode).toBe(200);
     expect(JSON.parse(ok.body as string)).toMatchObject({ status: 'healthy', backend: 'aws' });
-    const down = await handlerOver(() => Promise.reject(Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:443 table secret-prod'), { name: 'TimeoutError' })))(event('/health'), {} as Context);
+    const down = await handlerOver(() =>
+      Promise.reject(
+        Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:443 table secret-prod'), { name: 'TimeoutError' }),
+      ),
+    )(event('/health'), {} as Context);
     expect(down.statusCode).toBe(503);
     expect(JSON.parse(down.body as string)).toMatchObject({ status: 'unhealthy' });
     expect(down.body).not.toContain('secret');
@@ -79,12 +112,17 @@ describe('unit: callers behind the JWT authorizer', () => {
       version: '2.0',
       rawPath: '/api/v1/resources/queues/orders',
       headers: {},
-      requestContext: { http: { method: 'DELETE', path: '/api/v1/resources/queues/orders' }, authorizer: sub === undefined ? undefined : { jwt: { claims: { sub }, scopes: [] } } },
+      requestContext: {
+        http: { method: 'DELETE', path: '/api/v1/resources/queues/orders' },
+        authorizer: sub === undefined ? undefined : { jwt: { claims: { sub }, scopes: [] } },
+      },
       pathParameters: { queue: 'orders' },
     }) as unknown as HttpEvent;
   const deleted: string[] = [];
   const handler = makeHandler(logRoutes, {
-    grants: Grants.from(parseGrants({ grants: [{ principal: 'user-42', actions: ['manage'], queues: ['orders'] }] }, 'test')),
+    grants: Grants.from(
+      parseGrants({ grants: [{ principal: 'user-42', actions: ['manage'], queues: ['orders'] }] }, 'test'),
+    ),
     services: async () =>
       ({
         deletion: { deleteQueue: async (q: string) => (deleted.push(q), { existed: true }) },

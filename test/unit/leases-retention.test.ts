@@ -1,6 +1,14 @@
 // Retention boundaries (seed 004) and payload sealing, as pure functions.
 import { describe, expect, it } from 'vitest';
-import { consumedFloor, deletableSegments, expiredByRetention, idleStep, partitionRemovable, retentionWindows, unreadKeepFrom } from '../../lambdas/core/retention.js';
+import {
+  consumedFloor,
+  deletableSegments,
+  expiredByRetention,
+  idleStep,
+  partitionRemovable,
+  retentionWindows,
+  unreadKeepFrom,
+} from '../../lambdas/core/retention.js';
 import { envelopeKeyId, localKeyId, open, parseKey, seal } from '../../lambdas/core/sealing.js';
 
 const T0 = Date.UTC(2026, 10, 1);
@@ -9,7 +17,9 @@ const segs = [
   { base: 10, end: 19, at: T0 + 5_000 },
   { base: 20, end: 29, at: T0 + 20_000 },
 ];
-const opts = (o: Partial<{ retentionEnabled: boolean; retentionSeconds: number; completedRetentionSeconds: number }>) => ({ retentionEnabled: true, retentionSeconds: 0, completedRetentionSeconds: 0, ...o });
+const opts = (
+  o: Partial<{ retentionEnabled: boolean; retentionSeconds: number; completedRetentionSeconds: number }>,
+) => ({ retentionEnabled: true, retentionSeconds: 0, completedRetentionSeconds: 0, ...o });
 
 describe('unit: seed 004 — retention', () => {
   it('004.6 retention is opt-in: without retentionEnabled nothing goes', () => {
@@ -36,10 +46,20 @@ describe('unit: seed 004 — retention', () => {
     const floor = consumedFloor([29]);
     expect(unreadKeepFrom([])).toBeNull();
     expect(deletableSegments(segs, w, floor, false, unreadKeepFrom([]))).toBe(3);
-    expect(unreadKeepFrom([{ mode: 'all', from: null }, { mode: 'new', from: T0 }])).toBe(Number.NEGATIVE_INFINITY);
+    expect(
+      unreadKeepFrom([
+        { mode: 'all', from: null },
+        { mode: 'new', from: T0 },
+      ]),
+    ).toBe(Number.NEGATIVE_INFINITY);
     expect(deletableSegments(segs, w, floor, false, unreadKeepFrom([{ mode: 'all', from: null }]))).toBe(0);
     // A `new` / `from` group seeds after the last message pushed before its instant.
-    expect(unreadKeepFrom([{ mode: 'from', from: T0 + 20_000 }, { mode: 'new', from: T0 + 5_000 }])).toBe(T0 + 5_000);
+    expect(
+      unreadKeepFrom([
+        { mode: 'from', from: T0 + 20_000 },
+        { mode: 'new', from: T0 + 5_000 },
+      ]),
+    ).toBe(T0 + 5_000);
     expect(deletableSegments(segs, w, floor, false, T0 + 5_000)).toBe(1);
     expect(deletableSegments(segs, w, floor, false, T0 + 5_001)).toBe(2);
     // Retention by age is not affected: it deletes regardless of consumption.

@@ -34,13 +34,31 @@ import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
 import { effectiveLeaseSeconds } from '../../lambdas/core/queue-options.js';
 
 const T0 = Date.UTC(2026, 10, 1);
-const txids = (start: number, end: number): string[] => Array.from({ length: end - start + 1 }, (_, i) => `tx-${start + i}`);
+const txids = (start: number, end: number): string[] =>
+  Array.from({ length: end - start + 1 }, (_, i) => `tx-${start + i}`);
 
 /** A pop of offsets [start, end] at `now` with a 60 s lease. */
 function pop(s: CursorState, start: number, end: number, now = T0, extra: Partial<PopGrant> = {}): CursorState {
-  return applyPop(s, { now, leaseId: extra.leaseId ?? `L${now}`, leaseMs: 60_000, start, end, fp: txids(start, end).map(fingerprint).join(''), segs: [start], segEnd: end, rl: 3, dlq: true, ...extra });
+  return applyPop(s, {
+    now,
+    leaseId: extra.leaseId ?? `L${now}`,
+    leaseMs: 60_000,
+    start,
+    end,
+    fp: txids(start, end).map(fingerprint).join(''),
+    segs: [start],
+    segEnd: end,
+    rl: 3,
+    dlq: true,
+    ...extra,
+  });
 }
-const item = (offset: number | null, status: AckItem['status'], extra: Partial<AckItem> = {}): AckItem => ({ index: 0, offset, status, ...extra });
+const item = (offset: number | null, status: AckItem['status'], extra: Partial<AckItem> = {}): AckItem => ({
+  index: 0,
+  offset,
+  status,
+  ...extra,
+});
 const items = (...xs: AckItem[]): AckItem[] => xs.map((x, index) => ({ ...x, index }));
 
 describe('unit: seed 002 — what a lease is', () => {
@@ -56,7 +74,11 @@ describe('unit: seed 002 — what a lease is', () => {
     const id = encodeLeaseId({ group: 'billing', partitionIds: pids }, Buffer.alloc(16, 7), QUEUE_MODE_GROUP);
     expect(id).toMatch(/^[A-Za-z0-9_-]+$/);
     expect(decodeLeaseId(id, QUEUE_MODE_GROUP)).toEqual({ group: 'billing', partitionIds: pids });
-    const qm = encodeLeaseId({ group: QUEUE_MODE_GROUP, partitionIds: [pids[0] as string] }, Buffer.alloc(16, 1), QUEUE_MODE_GROUP);
+    const qm = encodeLeaseId(
+      { group: QUEUE_MODE_GROUP, partitionIds: [pids[0] as string] },
+      Buffer.alloc(16, 1),
+      QUEUE_MODE_GROUP,
+    );
     expect(decodeLeaseId(qm, QUEUE_MODE_GROUP)?.group).toBe(QUEUE_MODE_GROUP);
     expect(decodeLeaseId('not-a-lease', QUEUE_MODE_GROUP)).toBeUndefined();
   });
@@ -139,7 +161,11 @@ describe('unit: seed 002 — acknowledgement is an offset commit', () => {
   });
 
   it('002.9 the lowest explicit signal decides: the cursor stays on the completed prefix before it', () => {
-    const r = planAck(leased(), items(item(0, 'completed'), item(1, 'completed'), item(4, 'completed'), item(2, 'failed'), item(3, 'retry')), { now: T0, mode: 'ack' });
+    const r = planAck(
+      leased(),
+      items(item(0, 'completed'), item(1, 'completed'), item(4, 'completed'), item(2, 'failed'), item(3, 'retry')),
+      { now: T0, mode: 'ack' },
+    );
     expect(r.outcome).toBe('failed');
     expect(r.next).toMatchObject({ committed: 1, lease: null, retry: 1 });
   });
@@ -165,10 +191,16 @@ describe('unit: seed 002 — acknowledgement is an offset commit', () => {
 });
 
 describe('unit: seed 002 — the retry budget', () => {
-  const leased = (retry: number, rl = 3, dlq = true): CursorState => ({ ...pop(emptyCursor(), 0, 9, T0, { rl, dlq }), retry });
+  const leased = (retry: number, rl = 3, dlq = true): CursorState => ({
+    ...pop(emptyCursor(), 0, 9, T0, { rl, dlq }),
+    retry,
+  });
 
   it('002.11 failed charges the lane once per ack call while below retryLimit, and releases the lease', () => {
-    const r = planAck(leased(0), items(item(0, 'failed'), item(1, 'failed'), item(2, 'failed')), { now: T0, mode: 'ack' });
+    const r = planAck(leased(0), items(item(0, 'failed'), item(1, 'failed'), item(2, 'failed')), {
+      now: T0,
+      mode: 'ack',
+    });
     expect(r.outcome).toBe('failed');
     expect(r.next).toMatchObject({ retry: 1, committed: -1, lease: null });
     expect(r.results.every((x) => x.leaseReleased)).toBe(true);
@@ -208,15 +240,24 @@ describe('unit: seed 002 — transition to the dead-letter queue', () => {
   const leased = (retry = 0): CursorState => ({ ...pop(emptyCursor(), 0, 9), retry });
 
   it('002.15 dlq bypasses the remaining budget; the cursor passes the head message after the completed prefix', () => {
-    const r = planAck(leased(0), items(item(0, 'completed'), item(1, 'completed'), item(2, 'dlq')), { now: T0, mode: 'ack' });
+    const r = planAck(leased(0), items(item(0, 'completed'), item(1, 'completed'), item(2, 'dlq')), {
+      now: T0,
+      mode: 'ack',
+    });
     expect(r.file).toMatchObject({ offset: 2, retryCount: 0 });
     expect(r.next).toMatchObject({ committed: 2, lease: null });
   });
 
   it('002.16 the recorded error: the nack’s, else another in the call, else “Retries exhausted”', () => {
-    const own = planAck(leased(3), items(item(0, 'failed', { error: 'mine' }), item(1, 'failed', { error: 'other' })), { now: T0, mode: 'ack' });
+    const own = planAck(leased(3), items(item(0, 'failed', { error: 'mine' }), item(1, 'failed', { error: 'other' })), {
+      now: T0,
+      mode: 'ack',
+    });
     expect(own.file?.error).toBe('mine');
-    const other = planAck(leased(3), items(item(0, 'failed'), item(1, 'failed', { error: 'other' })), { now: T0, mode: 'ack' });
+    const other = planAck(leased(3), items(item(0, 'failed'), item(1, 'failed', { error: 'other' })), {
+      now: T0,
+      mode: 'ack',
+    });
     expect(other.file?.error).toBe('other');
     const none = planAck(leased(3), items(item(0, 'failed')), { now: T0, mode: 'ack' });
     expect(none.file?.error).toBe(DEFAULT_DLQ_ERROR);
@@ -291,7 +332,19 @@ describe('unit: visibility options', () => {
   });
 
   it('a pop that only skips moves the cursor and takes no lease', () => {
-    const s = applyPop(emptyCursor(), { now: T0, leaseId: 'L', leaseMs: 1, start: 0, end: -1, fp: '', segs: [], segEnd: -1, rl: 3, dlq: true, skipThrough: 7 });
+    const s = applyPop(emptyCursor(), {
+      now: T0,
+      leaseId: 'L',
+      leaseMs: 1,
+      start: 0,
+      end: -1,
+      fp: '',
+      segs: [],
+      segEnd: -1,
+      rl: 3,
+      dlq: true,
+      skipThrough: 7,
+    });
     expect(s).toMatchObject({ committed: 7, lease: null });
   });
 });
@@ -301,7 +354,10 @@ describe('unit: seed 004 — where a group starts', () => {
     expect(parseSubscription('new', undefined, T0)).toEqual({ mode: 'new', from: T0 });
     expect(parseSubscription('new-only', undefined, T0)).toEqual({ mode: 'new', from: T0 });
     expect(parseSubscription(undefined, 'now', T0)).toEqual({ mode: 'new', from: T0 });
-    expect(parseSubscription(undefined, '2026-01-02T03:04:05Z', T0)).toEqual({ mode: 'from', from: Date.UTC(2026, 0, 2, 3, 4, 5) });
+    expect(parseSubscription(undefined, '2026-01-02T03:04:05Z', T0)).toEqual({
+      mode: 'from',
+      from: Date.UTC(2026, 0, 2, 3, 4, 5),
+    });
     expect(parseSubscription('all', undefined, T0)).toEqual({ mode: 'all', from: null });
     expect(parseSubscription('from_beginning', undefined, T0)).toEqual({ mode: 'all', from: null });
     expect(parseSubscription('', 'garbage', T0)).toEqual({ mode: 'all', from: null });
@@ -357,16 +413,36 @@ describe('unit: seed 004 — watching the groups diverge', () => {
     // The lease lapsed: nobody is processing it any more.
     expect(messageProgress(lanes, 6, T0 + 60_000).status).toBe('pending');
     // A group with no cursor row on the partition has not passed anything.
-    expect(messageProgress(lanes.slice(0, 1).concat({ group: 'three', state: undefined }), 3, T0).status).toBe('pending');
-    expect(messageProgress([{ group: 'one', state: done }, { group: 'two', state: emptyCursor(6) }], 6, T0).status).toBe('completed');
+    expect(messageProgress(lanes.slice(0, 1).concat({ group: 'three', state: undefined }), 3, T0).status).toBe(
+      'pending',
+    );
+    expect(
+      messageProgress(
+        [
+          { group: 'one', state: done },
+          { group: 'two', state: emptyCursor(6) },
+        ],
+        6,
+        T0,
+      ).status,
+    ).toBe('completed');
     expect(messageProgress([], 0, T0).status).toBe('pending');
   });
 
   it('004.5 lag: messages from the next wanted offset to the end, and the age of the oldest (retention-removed offsets do not count)', () => {
-    expect(laneLag({ committed: 0, next: 3, oldest: { base: 0, at: T0 }, now: T0 + 600_000 })).toEqual({ lagMessages: 2, lagSeconds: 600 });
-    expect(laneLag({ committed: 2, next: 3, oldest: { base: 0, at: T0 }, now: T0 + 600_000 })).toEqual({ lagMessages: 0, lagSeconds: 0 });
+    expect(laneLag({ committed: 0, next: 3, oldest: { base: 0, at: T0 }, now: T0 + 600_000 })).toEqual({
+      lagMessages: 2,
+      lagSeconds: 600,
+    });
+    expect(laneLag({ committed: 2, next: 3, oldest: { base: 0, at: T0 }, now: T0 + 600_000 })).toEqual({
+      lagMessages: 0,
+      lagSeconds: 0,
+    });
     // Offsets 1..9 were removed by retention: the oldest owed segment starts at 10.
-    expect(laneLag({ committed: 0, next: 15, oldest: { base: 10, at: T0 + 1000 }, now: T0 + 61_000 })).toEqual({ lagMessages: 5, lagSeconds: 60 });
+    expect(laneLag({ committed: 0, next: 15, oldest: { base: 10, at: T0 + 1000 }, now: T0 + 61_000 })).toEqual({
+      lagMessages: 5,
+      lagSeconds: 60,
+    });
     expect(laneLag({ committed: -1, next: 5, oldest: undefined, now: T0 })).toEqual({ lagMessages: 0, lagSeconds: 0 });
   });
 });

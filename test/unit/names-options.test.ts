@@ -1,12 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { assertName, nameProblem } from '../../lambdas/core/names.js';
-import { QUEUE_OPTION_DEFAULTS, QueueOptionsInput, effectiveLeaseSeconds, queueOptionsProblem, resolveQueueOptions } from '../../lambdas/core/queue-options.js';
+import {
+  QUEUE_OPTION_DEFAULTS,
+  QueueOptionsInput,
+  effectiveLeaseSeconds,
+  queueOptionsProblem,
+  resolveQueueOptions,
+} from '../../lambdas/core/queue-options.js';
 import { loadConfig } from '../../lambdas/config.js';
 
 describe('unit: names', () => {
-  it.each([['orders'], ['Default'], ['a.b-c_d:e@f'], ['émoji-✓'], ['pair-😀'], ['x'.repeat(128)]])('accepts %s', (n) => {
-    expect(nameProblem(n, 'queue')).toBeUndefined();
-  });
+  it.each([['orders'], ['Default'], ['a.b-c_d:e@f'], ['émoji-✓'], ['pair-😀'], ['x'.repeat(128)]])(
+    'accepts %s',
+    (n) => {
+      expect(nameProblem(n, 'queue')).toBeUndefined();
+    },
+  );
   it.each([
     ['', 'must not be empty'],
     ['a/b', 'must not contain'],
@@ -42,7 +51,9 @@ describe('unit: queue options', () => {
     expect(QueueOptionsInput.safeParse({ encryptionEnabled: 1 }).success).toBe(false);
   });
   it('checks cross-field rules', () => {
-    expect(queueOptionsProblem(resolveQueueOptions({ visibilityTimeoutMs: 5000, maxVisibilityMs: 1000 }))).toMatch(/maxVisibilityMs/);
+    expect(queueOptionsProblem(resolveQueueOptions({ visibilityTimeoutMs: 5000, maxVisibilityMs: 1000 }))).toMatch(
+      /maxVisibilityMs/,
+    );
     expect(queueOptionsProblem(resolveQueueOptions({}))).toBeUndefined();
   });
   it('computes the effective lease time as seed 002 orders it', () => {
@@ -66,6 +77,8 @@ describe('unit: config', () => {
   });
   it('refuses an inline threshold whose segments would not fit in one item', () => {
     expect(loadConfig({ SLUICE_INLINE_MAX_BYTES: '8192' }).inlineMaxBytes).toBe(8192);
-    expect(() => loadConfig({ SLUICE_INLINE_MAX_BYTES: '1000000' })).toThrow(/SLUICE_INLINE_MAX_BYTES must be a number >= 0 and <= 390000/);
+    expect(() => loadConfig({ SLUICE_INLINE_MAX_BYTES: '1000000' })).toThrow(
+      /SLUICE_INLINE_MAX_BYTES must be a number >= 0 and <= 390000/,
+    );
   });
 });

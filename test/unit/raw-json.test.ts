@@ -8,7 +8,9 @@ const slices = (text: string): (string | undefined)[] | undefined => {
 
 describe('unit: payloadSpans', () => {
   it('finds each payload exactly as sent', () => {
-    expect(slices('{"items":[{"queue":"q","payload":{"a":1.50,"b":[1e3,"x"]}},{"payload":null,"queue":"q"}]}')).toEqual(['{"a":1.50,"b":[1e3,"x"]}', 'null']);
+    expect(slices('{"items":[{"queue":"q","payload":{"a":1.50,"b":[1e3,"x"]}},{"payload":null,"queue":"q"}]}')).toEqual(
+      ['{"a":1.50,"b":[1e3,"x"]}', 'null'],
+    );
   });
   it('steps over strings holding brackets, quotes and escapes', () => {
     const t = '{"items":[{"payload":"a]}\\"\\\\{","queue":"q"},{"payload":{"s":"}]\\u00e9✓"}}]}';
@@ -17,7 +19,8 @@ describe('unit: payloadSpans', () => {
     expect(slices(t)?.map((s) => JSON.parse(s as string))).toEqual(parsed.items.map((i) => i.payload));
   });
   it('handles whitespace, other keys, data as an alias, and items without a payload', () => {
-    const t = ' { "meta" : {"x":[1,2]} , "items" : [ { "data" : [ 1 , 2 ] , "queue":"q" } , {"queue":"q"} ] , "z": true } ';
+    const t =
+      ' { "meta" : {"x":[1,2]} , "items" : [ { "data" : [ 1 , 2 ] , "queue":"q" } , {"queue":"q"} ] , "z": true } ';
     expect(slices(t)).toEqual(['[ 1 , 2 ]', undefined]);
   });
   it('prefers payload over data and the last duplicate key, as JSON.parse does', () => {
@@ -58,7 +61,11 @@ describe('unit: payloadSpans on random payloads', () => {
   };
   it('finds every payload JSON.parse finds, byte for byte, over 300 random bodies', () => {
     for (let n = 0; n < 300; n++) {
-      const items = Array.from({ length: 1 + rnd(5) }, () => ({ queue: str(), payload: value(0), transactionId: str() }));
+      const items = Array.from({ length: 1 + rnd(5) }, () => ({
+        queue: str(),
+        payload: value(0),
+        transactionId: str(),
+      }));
       const text = JSON.stringify({ items });
       expect(slices(text)?.map((s) => JSON.parse(s as string) as unknown)).toEqual(items.map((i) => i.payload));
     }

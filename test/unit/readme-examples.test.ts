@@ -12,7 +12,10 @@ describe('unit: README client examples', () => {
     const examples = readdirSync('examples')
       .filter((f) => f.endsWith('.ts'))
       .map((f) => readFileSync(`examples/${f}`, 'utf8'));
-    const lines = (block as string).split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('// examples/'));
+    const lines = (block as string)
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('// examples/'));
     expect(lines.length).toBeGreaterThan(10);
     const missing = lines.filter((l) => !examples.some((src) => src.split('\n').some((x) => x.trim() === l)));
     expect(missing).toEqual([]);

@@ -6,7 +6,13 @@ import { describe, expect, it } from 'vitest';
 import { decodeSegment, encodeSegment, packFrames, unpackFrames, type Frame } from '../../lambdas/codec/segment.js';
 import { zstd } from '../../lambdas/codec/zstd.js';
 
-const frame = (i: number, payload: string): Frame => ({ id: `m${i}`, transactionId: `t${i}`, traceId: i % 2 ? null : `tr${i}`, createdAt: 1_700_000_000_000 + i, payload: Buffer.from(payload) });
+const frame = (i: number, payload: string): Frame => ({
+  id: `m${i}`,
+  transactionId: `t${i}`,
+  traceId: i % 2 ? null : `tr${i}`,
+  createdAt: 1_700_000_000_000 + i,
+  payload: Buffer.from(payload),
+});
 
 describe('unit: segment codec', () => {
   it('packs and unpacks length-prefixed frames exactly', () => {
@@ -26,11 +32,20 @@ describe('unit: segment codec', () => {
   it('writes each frame header as the JSON text JSON.stringify gives (layout pinned byte for byte)', () => {
     // Strings that need escaping, non-ASCII, a lone surrogate, a surrogate pair, mixed createdAt.
     const odd = ['q"uote', 'back\\slash', 'tab\there', 'ü✓', '\ud800lone', '😀pair', 'plain'];
-    const frames: Frame[] = odd.map((s, i) => ({ id: `id-${s}`, transactionId: s, traceId: i % 2 ? s : null, createdAt: i < 3 ? 1_700_000_000_000 : 1.5 + i, payload: Buffer.from(`{"n":${i}}`), sealed: i === 4 ? true : undefined }));
+    const frames: Frame[] = odd.map((s, i) => ({
+      id: `id-${s}`,
+      transactionId: s,
+      traceId: i % 2 ? s : null,
+      createdAt: i < 3 ? 1_700_000_000_000 : 1.5 + i,
+      payload: Buffer.from(`{"n":${i}}`),
+      sealed: i === 4 ? true : undefined,
+    }));
     const raw = packFrames(frames);
     const expected = Buffer.concat(
       frames.flatMap((f) => {
-        const header = Buffer.from(JSON.stringify({ i: f.id, t: f.transactionId, r: f.traceId, c: f.createdAt, ...(f.sealed ? { e: 1 } : {}) }));
+        const header = Buffer.from(
+          JSON.stringify({ i: f.id, t: f.transactionId, r: f.traceId, c: f.createdAt, ...(f.sealed ? { e: 1 } : {}) }),
+        );
         const prefix = Buffer.alloc(6);
         prefix.writeUInt32BE(2 + header.length + f.payload.byteLength, 0);
         prefix.writeUInt16BE(header.length, 4);
@@ -38,7 +53,9 @@ describe('unit: segment codec', () => {
       }),
     );
     expect(raw.equals(expected)).toBe(true);
-    expect(unpackFrames(raw).map((f) => f.transactionId)).toEqual(odd.map((s) => JSON.parse(JSON.stringify(s)) as string));
+    expect(unpackFrames(raw).map((f) => f.transactionId)).toEqual(
+      odd.map((s) => JSON.parse(JSON.stringify(s)) as string),
+    );
   });
   it('refuses a frame header over 64 KiB', () => {
     expect(() => packFrames([{ ...frame(0, '{}'), transactionId: 'x'.repeat(70_000) }])).toThrow(/64 KiB/);

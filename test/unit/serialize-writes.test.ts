@@ -15,7 +15,15 @@ describe('unit: serializeWrites', () => {
       active--;
       return undefined as never;
     };
-    const inner = { get: gate('read'), getMany: gate('read'), query: gate('read'), put: gate('write'), delete: gate('write'), writeEach: gate('write'), transact: gate('write') } as unknown as ItemStore;
+    const inner = {
+      get: gate('read'),
+      getMany: gate('read'),
+      query: gate('read'),
+      put: gate('write'),
+      delete: gate('write'),
+      writeEach: gate('write'),
+      transact: gate('write'),
+    } as unknown as ItemStore;
     const s = serializeWrites(inner);
     const key = { pk: 'a', sk: 'b' };
     await Promise.all([

@@ -12,11 +12,33 @@ import { iso, nameSchema } from './log.js';
  */
 const G = '/api/v1/queues/{queue}/partitions/{partition}/groups/{group}';
 
-const GroupParams = z.object({ queue: nameSchema('queue'), partition: nameSchema('partition'), group: nameSchema('consumer group') });
-const DeadParams = GroupParams.extend({ offset: z.coerce.number({ error: 'offset must be a number' }).int({ error: 'offset must be an integer' }).min(0, { error: 'offset must be 0 or more' }).max(Number.MAX_SAFE_INTEGER) });
-const offset = z.number({ error: 'offset must be a number' }).int('offset must be an integer').min(0, 'offset must be 0 or more').max(Number.MAX_SAFE_INTEGER);
-const ms = (what: string) => z.number({ error: `${what} must be a number of milliseconds` }).int({ error: `${what} must be a whole number of milliseconds` }).min(0, { error: `${what} must be 0 or more` }).max(Number.MAX_SAFE_INTEGER);
-const attempts = z.number({ error: 'attempts must be a number' }).int({ error: 'attempts must be a whole number' }).min(1, { error: 'attempts must be at least 1 (the delivery the claim came with)' });
+const GroupParams = z.object({
+  queue: nameSchema('queue'),
+  partition: nameSchema('partition'),
+  group: nameSchema('consumer group'),
+});
+const DeadParams = GroupParams.extend({
+  offset: z.coerce
+    .number({ error: 'offset must be a number' })
+    .int({ error: 'offset must be an integer' })
+    .min(0, { error: 'offset must be 0 or more' })
+    .max(Number.MAX_SAFE_INTEGER),
+});
+const offset = z
+  .number({ error: 'offset must be a number' })
+  .int('offset must be an integer')
+  .min(0, 'offset must be 0 or more')
+  .max(Number.MAX_SAFE_INTEGER);
+const ms = (what: string) =>
+  z
+    .number({ error: `${what} must be a number of milliseconds` })
+    .int({ error: `${what} must be a whole number of milliseconds` })
+    .min(0, { error: `${what} must be 0 or more` })
+    .max(Number.MAX_SAFE_INTEGER);
+const attempts = z
+  .number({ error: 'attempts must be a number' })
+  .int({ error: 'attempts must be a whole number' })
+  .min(1, { error: 'attempts must be at least 1 (the delivery the claim came with)' });
 
 const onQueue = { queues: ({ params }: { params: { queue: string } }) => [params.queue] };
 
@@ -26,7 +48,11 @@ const PollBody = z
     waitMs: ms('waitMs').optional(),
     visibilityMs: ms('visibilityMs').min(1).optional(),
     consumer: nameSchema('consumer').optional(),
-    session: z.string({ error: 'session must be a string' }).min(1).max(128, 'session must be at most 128 characters').optional(),
+    session: z
+      .string({ error: 'session must be a string' })
+      .min(1)
+      .max(128, 'session must be at most 128 characters')
+      .optional(),
     reclaim: z.boolean({ error: 'reclaim must be true or false' }).optional(),
   })
   .strict()
@@ -64,7 +90,14 @@ export const claimAck = defineRoute({
   group: 'claims',
   summary: 'Finish a list of offsets in one write; answers the group position after it.',
   params: GroupParams,
-  body: z.object({ offsets: z.array(offset, { error: 'offsets must be an array of offsets' }).min(1, 'offsets must not be empty').max(MAX_ACK_OFFSETS) }).strict(),
+  body: z
+    .object({
+      offsets: z
+        .array(offset, { error: 'offsets must be an array of offsets' })
+        .min(1, 'offsets must not be empty')
+        .max(MAX_ACK_OFFSETS),
+    })
+    .strict(),
   access: { action: 'consume', ...onQueue },
   async run({ params, body, services }) {
     const r = await services.claims.ack(params.queue, params.partition, params.group, body.offsets);
@@ -139,7 +172,10 @@ export const claimRedrive = defineRoute({
   params: DeadParams,
   access: { action: 'manage', ...onQueue },
   async run({ params, services }) {
-    return { statusCode: 200, body: await services.claims.redrive(params.queue, params.partition, params.group, params.offset) };
+    return {
+      statusCode: 200,
+      body: await services.claims.redrive(params.queue, params.partition, params.group, params.offset),
+    };
   },
 });
 
@@ -151,7 +187,10 @@ export const claimDiscard = defineRoute({
   params: DeadParams,
   access: { action: 'manage', ...onQueue },
   async run({ params, services }) {
-    return { statusCode: 200, body: await services.claims.discard(params.queue, params.partition, params.group, params.offset) };
+    return {
+      statusCode: 200,
+      body: await services.claims.discard(params.queue, params.partition, params.group, params.offset),
+    };
   },
 });
 
@@ -165,10 +204,16 @@ export const claimCreate = defineRoute({
   group: 'claims',
   summary: 'Create the group at earliest, latest or an offset; an existing group is left alone.',
   params: GroupParams,
-  body: z.object({ start: Start.default('earliest') }).strict().default({ start: 'earliest' }),
+  body: z
+    .object({ start: Start.default('earliest') })
+    .strict()
+    .default({ start: 'earliest' }),
   access: { action: 'manage', ...onQueue },
   async run({ params, body, services }) {
-    return { statusCode: 200, body: await services.claims.create(params.queue, params.partition, params.group, body.start) };
+    return {
+      statusCode: 200,
+      body: await services.claims.create(params.queue, params.partition, params.group, body.start),
+    };
   },
 });
 
@@ -181,7 +226,10 @@ export const claimSeek = defineRoute({
   body: z.object({ start: Start }).strict(),
   access: { action: 'manage', ...onQueue },
   async run({ params, body, services }) {
-    return { statusCode: 200, body: await services.claims.seek(params.queue, params.partition, params.group, body.start) };
+    return {
+      statusCode: 200,
+      body: await services.claims.seek(params.queue, params.partition, params.group, body.start),
+    };
   },
 });
 
@@ -194,7 +242,18 @@ export const claimDescribe = defineRoute({
   access: { action: 'consume', ...onQueue },
   async run({ params, services }) {
     const d = await services.claims.describe(params.queue, params.partition, params.group);
-    return { statusCode: 200, body: { committed: d.committed, tail: d.tail, lag: d.lag, inFlight: d.inFlight, owed: d.owed, delayed: d.delayed, deadLetters: d.deadLetters } };
+    return {
+      statusCode: 200,
+      body: {
+        committed: d.committed,
+        tail: d.tail,
+        lag: d.lag,
+        inFlight: d.inFlight,
+        owed: d.owed,
+        delayed: d.delayed,
+        deadLetters: d.deadLetters,
+      },
+    };
   },
 });
 

@@ -12,7 +12,8 @@ import { rawPayload } from '../json.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { iso, nameSchema } from './log.js';
 
-const qint = (min: number, max: number, dflt: number) => z.coerce.number({ error: 'must be a number' }).int().min(min).max(max).default(dflt);
+const qint = (min: number, max: number, dflt: number) =>
+  z.coerce.number({ error: 'must be a number' }).int().min(min).max(max).default(dflt);
 const optGroup = z
   .string()
   .optional()
@@ -57,8 +58,21 @@ export const listDlq = defineRoute({
   }),
   access: { action: 'consume', queues: ({ query }) => [query.queue] },
   async run({ query, services }) {
-    const rows = await services.dlq.list({ queue: query.queue, consumerGroup: query.consumerGroup, limit: query.limit, offset: query.offset });
-    return { statusCode: 200, raw: true, body: { messages: rows.map(dlqJson), total: rows.length, pagination: { limit: query.limit, offset: query.offset } } };
+    const rows = await services.dlq.list({
+      queue: query.queue,
+      consumerGroup: query.consumerGroup,
+      limit: query.limit,
+      offset: query.offset,
+    });
+    return {
+      statusCode: 200,
+      raw: true,
+      body: {
+        messages: rows.map(dlqJson),
+        total: rows.length,
+        pagination: { limit: query.limit, offset: query.offset },
+      },
+    };
   },
 });
 
@@ -66,12 +80,25 @@ export const redriveDlq = defineRoute({
   method: 'POST',
   path: '/api/v1/dlq/retry',
   group: 'admin',
-  summary: 'Bulk redrive: replay up to `limit` dead letters of a queue (oldest first); call again with `after: next` while `more` is true.',
+  summary:
+    'Bulk redrive: replay up to `limit` dead letters of a queue (oldest first); call again with `after: next` while `more` is true.',
   // Strict: a filter this route does not have (partition, from, …) is refused, never ignored.
-  body: z.object({ queue: nameSchema('queue'), consumerGroup: optGroup, limit: z.number().int().min(1).max(MAX_REDRIVE).default(100), after: z.string().min(1).max(1024).optional() }).strict(),
+  body: z
+    .object({
+      queue: nameSchema('queue'),
+      consumerGroup: optGroup,
+      limit: z.number().int().min(1).max(MAX_REDRIVE).default(100),
+      after: z.string().min(1).max(1024).optional(),
+    })
+    .strict(),
   access: { action: 'manage', queues: ({ body }) => [body.queue] },
   async run({ body, services }) {
-    const r = await services.dlq.redrive({ queue: body.queue, consumerGroup: body.consumerGroup, limit: body.limit, after: body.after });
+    const r = await services.dlq.redrive({
+      queue: body.queue,
+      consumerGroup: body.consumerGroup,
+      limit: body.limit,
+      after: body.after,
+    });
     return { statusCode: 200, body: { queue: body.queue, consumerGroup: body.consumerGroup ?? null, ...r } };
   },
 });
@@ -87,10 +114,22 @@ export const retryMessage = defineRoute({
   query: z.object({ consumerGroup: optGroup }),
   access: { action: 'manage' },
   async run({ params, query, services, authorize }) {
-    const r = await services.dlq.retry(params.partitionId, params.transactionId, query.consumerGroup, (queue) => authorize(queue));
+    const r = await services.dlq.retry(params.partitionId, params.transactionId, query.consumerGroup, (queue) =>
+      authorize(queue),
+    );
     return {
       statusCode: 200,
-      body: { replayed: r.replayed, dlqRowRemoved: r.dlqRowRemoved, rowsRemoved: r.removed, transactionId: r.push.transactionId, messageId: r.push.messageId, partitionId: r.push.partitionId, queue: r.push.queue, partition: r.push.partition, originalTransactionId: params.transactionId },
+      body: {
+        replayed: r.replayed,
+        dlqRowRemoved: r.dlqRowRemoved,
+        rowsRemoved: r.removed,
+        transactionId: r.push.transactionId,
+        messageId: r.push.messageId,
+        partitionId: r.push.partitionId,
+        queue: r.push.queue,
+        partition: r.push.partition,
+        originalTransactionId: params.transactionId,
+      },
     };
   },
 });
@@ -104,8 +143,18 @@ export const deleteMessage = defineRoute({
   query: z.object({ consumerGroup: optGroup }),
   access: { action: 'manage' },
   async run({ params, query, services, authorize }) {
-    const r = await services.dlq.delete(params.partitionId, params.transactionId, query.consumerGroup, (queue) => authorize(queue));
-    return { statusCode: 200, body: { deleted: true, partitionId: params.partitionId, transactionId: params.transactionId, rowsRemoved: r.removed } };
+    const r = await services.dlq.delete(params.partitionId, params.transactionId, query.consumerGroup, (queue) =>
+      authorize(queue),
+    );
+    return {
+      statusCode: 200,
+      body: {
+        deleted: true,
+        partitionId: params.partitionId,
+        transactionId: params.transactionId,
+        rowsRemoved: r.removed,
+      },
+    };
   },
 });
 
@@ -172,20 +221,34 @@ export const describeGroup = defineRoute({
   },
 });
 
-const DeleteQuery = z.object({ deleteMetadata: z.enum(['true', 'false', '1', '0']).optional().transform((v) => v === undefined || v === 'true' || v === '1') });
+const DeleteQuery = z.object({
+  deleteMetadata: z
+    .enum(['true', 'false', '1', '0'])
+    .optional()
+    .transform((v) => v === undefined || v === 'true' || v === '1'),
+});
 
 export const deleteGroup = defineRoute({
   method: 'DELETE',
   path: '/api/v1/consumer-groups/{group}',
   group: 'admin',
-  summary: "Delete a group's cursors, READY entries and scan watermarks on every queue (and its subscription unless deleteMetadata=false).",
+  summary:
+    "Delete a group's cursors, READY entries and scan watermarks on every queue (and its subscription unless deleteMetadata=false).",
   params: z.object({ group: nameSchema('consumer group') }),
   query: DeleteQuery,
   access: { action: 'manage' },
   async run({ params, query, services, authorize }) {
     for (const q of await services.groups.queuesOf(params.group)) authorize(q);
     const r = await services.consumerGroups.delete(params.group, { deleteMetadata: query.deleteMetadata });
-    return { statusCode: 200, body: { success: true, consumerGroup: params.group, deletedPartitions: r.deletedPartitions, metadataDeleted: r.metadataDeleted } };
+    return {
+      statusCode: 200,
+      body: {
+        success: true,
+        consumerGroup: params.group,
+        deletedPartitions: r.deletedPartitions,
+        metadataDeleted: r.metadataDeleted,
+      },
+    };
   },
 });
 
@@ -198,8 +261,20 @@ export const deleteGroupOnQueue = defineRoute({
   query: DeleteQuery,
   access: { action: 'manage', queues: ({ params }) => [params.queue] },
   async run({ params, query, services }) {
-    const r = await services.consumerGroups.delete(params.group, { queue: params.queue, deleteMetadata: query.deleteMetadata });
-    return { statusCode: 200, body: { success: true, consumerGroup: params.group, queueName: params.queue, deletedPartitions: r.deletedPartitions, metadataDeleted: r.metadataDeleted } };
+    const r = await services.consumerGroups.delete(params.group, {
+      queue: params.queue,
+      deleteMetadata: query.deleteMetadata,
+    });
+    return {
+      statusCode: 200,
+      body: {
+        success: true,
+        consumerGroup: params.group,
+        queueName: params.queue,
+        deletedPartitions: r.deletedPartitions,
+        metadataDeleted: r.metadataDeleted,
+      },
+    };
   },
 });
 
@@ -226,7 +301,10 @@ export const setSubscription = defineRoute({
     if (ts === undefined) throw invalid('subscriptionTimestamp is required');
     for (const q of await services.groups.queuesOf(params.group)) authorize(q);
     const rowsUpdated = await services.consumerGroups.updateSubscription(params.group, ts);
-    return { statusCode: 200, body: { success: true, consumerGroup: params.group, newTimestamp: iso(ts), rowsUpdated } };
+    return {
+      statusCode: 200,
+      body: { success: true, consumerGroup: params.group, newTimestamp: iso(ts), rowsUpdated },
+    };
   },
 });
 
@@ -234,7 +312,8 @@ export const seekGroup = defineRoute({
   method: 'POST',
   path: '/api/v1/consumer-groups/{group}/queues/{queue}/seek',
   group: 'admin',
-  summary: 'Move a group on a queue to the end or to a timestamp (the next delivery is the first message after it); releases its leases there.',
+  summary:
+    'Move a group on a queue to the end or to a timestamp (the next delivery is the first message after it); releases its leases there.',
   params: z.object({ group: nameSchema('consumer group'), queue: nameSchema('queue') }),
   body: z.object({ timestamp: instant.optional(), toEnd: z.boolean().optional() }).nullish(),
   access: { action: 'manage', queues: ({ params }) => [params.queue] },
@@ -242,9 +321,35 @@ export const seekGroup = defineRoute({
     const toEnd = body?.toEnd === true;
     const ts = body?.timestamp;
     if (!toEnd && ts === undefined) throw invalid('give either {"timestamp": "<ISO-8601>"} or {"toEnd": true}');
-    const n = await services.consumerGroups.seek(params.group, params.queue, toEnd ? { toEnd: true } : { timestamp: ts as number });
-    return { statusCode: 200, body: { success: true, consumerGroup: params.group, queueName: params.queue, seekToEnd: toEnd, targetTimestamp: toEnd ? null : iso(ts), partitionsUpdated: n } };
+    const n = await services.consumerGroups.seek(
+      params.group,
+      params.queue,
+      toEnd ? { toEnd: true } : { timestamp: ts as number },
+    );
+    return {
+      statusCode: 200,
+      body: {
+        success: true,
+        consumerGroup: params.group,
+        queueName: params.queue,
+        seekToEnd: toEnd,
+        targetTimestamp: toEnd ? null : iso(ts),
+        partitionsUpdated: n,
+      },
+    };
   },
 });
 
-export const leaseAdminRoutes: RouteDef[] = [listDlq, redriveDlq, retryMessage, deleteMessage, listGroups, laggingGroups, describeGroup, deleteGroup, deleteGroupOnQueue, setSubscription, seekGroup];
+export const leaseAdminRoutes: RouteDef[] = [
+  listDlq,
+  redriveDlq,
+  retryMessage,
+  deleteMessage,
+  listGroups,
+  laggingGroups,
+  describeGroup,
+  deleteGroup,
+  deleteGroupOnQueue,
+  setSubscription,
+  seekGroup,
+];

@@ -52,9 +52,16 @@ const PopQuery = z.object({
     .string()
     .max(64)
     .optional()
-    .refine((v) => v === undefined || v.trim() === '' || v.trim().toLowerCase() === 'now' || (/^\d{4}-\d\d-\d\d/.test(v.trim()) && Number.isFinite(Date.parse(v.trim()))), {
-      message: 'subscriptionFrom must be "now" or an ISO-8601 instant such as 2026-01-31T12:00:00Z',
-    }),
+    .refine(
+      (v) =>
+        v === undefined ||
+        v.trim() === '' ||
+        v.trim().toLowerCase() === 'now' ||
+        (/^\d{4}-\d\d-\d\d/.test(v.trim()) && Number.isFinite(Date.parse(v.trim()))),
+      {
+        message: 'subscriptionFrom must be "now" or an ISO-8601 instant such as 2026-01-31T12:00:00Z',
+      },
+    ),
   partitions: qint(1, 1),
   // Sent by the Queen client; they select nothing on these routes.
   namespace: z.string().optional(),
@@ -82,12 +89,19 @@ export function popJson(r: PopResult): string {
     }
     const data = Buffer.from(m.payload.buffer, m.payload.byteOffset, m.payload.byteLength).toString('utf8');
     const where = names.get(m.partitionId) ?? `,"partitionId":${str(m.partitionId)},"partition":${str(m.partition)}`;
-    parts[i] = `{"id":${str(m.id)},"transactionId":${str(m.transactionId)},"traceId":${str(m.traceId)},"data":${data},"producerSub":null,"createdAt":"${lastIso}"${where}${tail}${m.offset}}`;
+    parts[i] =
+      `{"id":${str(m.id)},"transactionId":${str(m.transactionId)},"traceId":${str(m.traceId)},"data":${data},"producerSub":null,"createdAt":"${lastIso}"${where}${tail}${m.offset}}`;
   }
   return `{"success":true,"queue":${str(r.queue)},"partition":${str(first?.name ?? null)},"partitionId":${str(first?.id ?? null)},"leaseId":${str(r.leaseId)},"consumerGroup":${str(r.group)},"partitionsClaimed":${r.partitions.length},"messages":[${parts.join(',')}]}`;
 }
 
-async function runPop(services: Services, signal: AbortSignal, queue: string, partition: string | undefined, q: z.infer<typeof PopQuery>) {
+async function runPop(
+  services: Services,
+  signal: AbortSignal,
+  queue: string,
+  partition: string | undefined,
+  q: z.infer<typeof PopQuery>,
+) {
   const r = await services.leases.pop(
     {
       queue,
@@ -137,7 +151,11 @@ const statusSchema = z
   .unknown()
   .optional()
   .superRefine((v, ctx) => {
-    if (parseAckStatus(v) === undefined) ctx.addIssue({ code: 'custom', message: `status must be completed, success, failed, retry or dlq (got ${JSON.stringify(v)})` });
+    if (parseAckStatus(v) === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        message: `status must be completed, success, failed, retry or dlq (got ${JSON.stringify(v)})`,
+      });
   })
   .transform((v) => parseAckStatus(v) ?? 'completed');
 
@@ -150,19 +168,48 @@ const AckItemSchema = z.object({
 });
 
 /** Resolves the queues of acked partitions and checks the caller may consume them. */
-async function authorizeParts(services: Services, pids: Iterable<string>, authorize: (queue: string, action?: Action) => void): Promise<void> {
+async function authorizeParts(
+  services: Services,
+  pids: Iterable<string>,
+  authorize: (queue: string, action?: Action) => void,
+): Promise<void> {
   for (const pid of new Set(pids)) {
     const part = await services.log.partitionById(pid);
     if (part) authorize(part.queue, 'consume');
   }
 }
 
-const ackJson = (r: AckResult) => ({ index: r.index, transactionId: r.transactionId, success: r.success, error: r.error, queueName: r.queueName, partitionName: r.partitionName, leaseReleased: r.leaseReleased, dlq: r.dlq });
+const ackJson = (r: AckResult) => ({
+  index: r.index,
+  transactionId: r.transactionId,
+  success: r.success,
+  error: r.error,
+  queueName: r.queueName,
+  partitionName: r.partitionName,
+  leaseReleased: r.leaseReleased,
+  dlq: r.dlq,
+});
 
 /** What `/ack` and `/ack/batch` share: the grant check per acked partition, the acks, their JSON. */
-async function runAcks(services: Services, authorize: (queue: string, action?: Action) => void, acks: readonly z.infer<typeof AckItemSchema>[], group: string) {
-  await authorizeParts(services, acks.map((a) => a.partitionId), authorize);
-  const items: AckRequestItem[] = acks.map((a, index) => ({ index, partitionId: a.partitionId, transactionId: a.transactionId, status: a.status, error: a.error, leaseId: a.leaseId }));
+async function runAcks(
+  services: Services,
+  authorize: (queue: string, action?: Action) => void,
+  acks: readonly z.infer<typeof AckItemSchema>[],
+  group: string,
+) {
+  await authorizeParts(
+    services,
+    acks.map((a) => a.partitionId),
+    authorize,
+  );
+  const items: AckRequestItem[] = acks.map((a, index) => ({
+    index,
+    partitionId: a.partitionId,
+    transactionId: a.transactionId,
+    status: a.status,
+    error: a.error,
+    leaseId: a.leaseId,
+  }));
   const results = await services.leases.ack(items, group);
   return { statusCode: 200, body: results.map(ackJson) };
 }
@@ -184,7 +231,10 @@ export const ackBatch = defineRoute({
   path: '/api/v1/ack/batch',
   group: 'leases',
   summary: 'Acknowledge many messages; the top-level consumerGroup applies to every item.',
-  body: z.object({ acknowledgments: z.array(AckItemSchema, { error: 'acknowledgments must be an array' }).max(10_000), consumerGroup: groupName }),
+  body: z.object({
+    acknowledgments: z.array(AckItemSchema, { error: 'acknowledgments must be an array' }).max(10_000),
+    consumerGroup: groupName,
+  }),
   access: { action: 'consume' },
   async run({ body, services, authorize }) {
     return runAcks(services, authorize, body.acknowledgments, body.consumerGroup);
@@ -206,7 +256,17 @@ export const extendLease = defineRoute({
     if (ref) await authorizeParts(services, ref.partitionIds, authorize);
     const r = await services.leases.extend(params.leaseId, body?.seconds ?? 60);
     const at = iso(r.expiresAt);
-    return { statusCode: 200, body: { leaseId: r.leaseId, success: r.success, renewed: r.renewed, newExpiresAt: at, expiresAt: at, lease_expires_at: at } };
+    return {
+      statusCode: 200,
+      body: {
+        leaseId: r.leaseId,
+        success: r.success,
+        renewed: r.renewed,
+        newExpiresAt: at,
+        expiresAt: at,
+        lease_expires_at: at,
+      },
+    };
   },
 });
 
@@ -223,7 +283,12 @@ const TxPushItem = z.object({
 const TxOpSchema = z.discriminatedUnion(
   'type',
   [
-    z.object({ type: z.literal('push'), items: z.array(TxPushItem, { error: 'items must be an array' }).min(1, 'a push operation needs at least one item') }),
+    z.object({
+      type: z.literal('push'),
+      items: z
+        .array(TxPushItem, { error: 'items must be an array' })
+        .min(1, 'a push operation needs at least one item'),
+    }),
     z.object({
       type: z.literal('ack'),
       transactionId: z.string({ error: 'transactionId is required' }).min(1).max(256),
@@ -241,25 +306,60 @@ export const transaction = defineRoute({
   path: '/api/v1/transaction',
   group: 'leases',
   summary: 'Apply pushes and acks atomically: all or nothing (200 with success false on a business failure).',
-  body: z.object({ operations: z.array(TxOpSchema, { error: 'operations must be an array' }).min(1, 'operations must not be empty'), requiredLeases: z.array(z.string()).optional() }),
+  body: z.object({
+    operations: z.array(TxOpSchema, { error: 'operations must be an array' }).min(1, 'operations must not be empty'),
+    requiredLeases: z.array(z.string()).optional(),
+  }),
   // `push` on the queues it pushes to, `consume` on the queues it acks (resolved from the acked
   // partitions below): an ack-only transaction needs no push grant, a push-only one no consume.
-  access: { action: 'push', also: ['consume'], queues: ({ body }) => body.operations.flatMap((o) => (o.type === 'push' ? o.items.map((i) => i.queue) : [])) },
+  access: {
+    action: 'push',
+    also: ['consume'],
+    queues: ({ body }) => body.operations.flatMap((o) => (o.type === 'push' ? o.items.map((i) => i.queue) : [])),
+  },
   async run({ body, services, authorize }) {
-    await authorizeParts(services, body.operations.flatMap((o) => (o.type === 'ack' ? [o.partitionId] : [])), authorize);
+    await authorizeParts(
+      services,
+      body.operations.flatMap((o) => (o.type === 'ack' ? [o.partitionId] : [])),
+      authorize,
+    );
     const ops: TxOp[] = body.operations.map((o, i) => {
-      if (o.type === 'ack') return { type: 'ack', transactionId: o.transactionId, partitionId: o.partitionId, status: o.status, consumerGroup: o.consumerGroup, error: o.error };
+      if (o.type === 'ack')
+        return {
+          type: 'ack',
+          transactionId: o.transactionId,
+          partitionId: o.partitionId,
+          status: o.status,
+          consumerGroup: o.consumerGroup,
+          error: o.error,
+        };
       o.items.forEach((it, j) => {
-        if (it.transactionId !== undefined) throw invalid(`operations[${i}].items[${j}].transactionId: transaction pushes take no transactionId; the server mints one`);
+        if (it.transactionId !== undefined)
+          throw invalid(
+            `operations[${i}].items[${j}].transactionId: transaction pushes take no transactionId; the server mints one`,
+          );
       });
-      return { type: 'push', items: preparePushItems(o.items.map((it) => ({ queue: it.queue, partition: it.partition, payload: 'payload' in it ? it.payload : 'data' in it ? it.data : {}, traceId: it.traceId })), services, `operations[${i}].items`) };
+      return {
+        type: 'push',
+        items: preparePushItems(
+          o.items.map((it) => ({
+            queue: it.queue,
+            partition: it.partition,
+            payload: 'payload' in it ? it.payload : 'data' in it ? it.data : {},
+            traceId: it.traceId,
+          })),
+          services,
+          `operations[${i}].items`,
+        ),
+      };
     });
     try {
       const r = await services.transactions.run(ops);
       return { statusCode: 200, body: r };
     } catch (e) {
       // Business failures answer 200 with success false (a 5xx would make the client retry a non-idempotent call).
-      if (e instanceof SluiceError && (e.code === 'queue_full' || e.code === 'not_found')) return { statusCode: 200, body: { transactionId: null, success: false, error: e.message, results: [] } };
+      if (e instanceof SluiceError && (e.code === 'queue_full' || e.code === 'not_found'))
+        return { statusCode: 200, body: { transactionId: null, success: false, error: e.message, results: [] } };
       throw e;
     }
   },

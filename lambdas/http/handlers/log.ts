@@ -2,7 +2,12 @@ import { z } from 'zod';
 import { jsonNumber, jsonString } from '../../codec/json-text.js';
 import { SluiceError, notFound } from '../../core/errors.js';
 import { DEFAULT_PARTITION, isWellFormedText, nameProblem, type NameKind } from '../../core/names.js';
-import { QueueOptionsInput, queueOptionsProblem, resolveQueueOptions, type QueueOptions } from '../../core/queue-options.js';
+import {
+  QueueOptionsInput,
+  queueOptionsProblem,
+  resolveQueueOptions,
+  type QueueOptions,
+} from '../../core/queue-options.js';
 import type { PushItem, PushResult, StoredMessage } from '../../service/log-service.js';
 import type { Services } from '../../service/runtime.js';
 import { RawJson, rawPayload } from '../json.js';
@@ -17,7 +22,8 @@ export const nameSchema = (kind: NameKind) =>
   });
 
 /** Epoch ms as ISO-8601 UTC. */
-export const iso = (ms: number | undefined | null): string | null => (ms === undefined || ms === null ? null : new Date(ms).toISOString());
+export const iso = (ms: number | undefined | null): string | null =>
+  ms === undefined || ms === null ? null : new Date(ms).toISOString();
 
 // --------------------------------------------------------------- configure
 
@@ -48,7 +54,12 @@ export const configure = defineRoute({
     const options = resolveQueueOptions(body.options ?? undefined, services.config.claimDefaults);
     const problem = queueOptionsProblem(options);
     if (problem) throw new SluiceError('invalid_request', problem);
-    const { queue, defaultPartition } = await services.log.configure({ queue: body.queue, namespace: body.namespace, task: body.task, options });
+    const { queue, defaultPartition } = await services.log.configure({
+      queue: body.queue,
+      namespace: body.namespace,
+      task: body.task,
+      options,
+    });
     return {
       statusCode: 200,
       body: {
@@ -68,7 +79,8 @@ export const deleteQueue = defineRoute({
   method: 'DELETE',
   path: '/api/v1/resources/queues/{queue}',
   group: 'admin',
-  summary: 'Delete a queue with its partitions, messages, cursors, claim state and DLQ rows (group registrations stay); deleted is true even when it did not exist.',
+  summary:
+    'Delete a queue with its partitions, messages, cursors, claim state and DLQ rows (group registrations stay); deleted is true even when it did not exist.',
   params: z.object({ queue: nameSchema('queue') }),
   access: { action: 'manage', queues: ({ params }) => [params.queue] },
   async run({ params, services }) {
@@ -103,7 +115,11 @@ export function preparePushItems(items: PushItemInput[], services: Services, pat
   const exact = spans && spans.length === items.length ? spans : undefined;
   const { maxMessageBytes, maxPushItems } = services.config;
   if (items.length > maxPushItems) {
-    throw new SluiceError('payload_too_large', `a push may carry at most ${maxPushItems} messages (got ${items.length}); split it`, { limit: maxPushItems });
+    throw new SluiceError(
+      'payload_too_large',
+      `a push may carry at most ${maxPushItems} messages (got ${items.length}); split it`,
+      { limit: maxPushItems },
+    );
   }
   const okNames = new Set<string>();
   const checkName = (name: string, kind: 'queue' | 'partition', i: number): void => {
@@ -126,7 +142,11 @@ export function preparePushItems(items: PushItemInput[], services: Services, pat
       payload = Buffer.from(JSON.stringify(value === undefined ? null : value), 'utf8');
     }
     if (payload.byteLength > maxMessageBytes) {
-      throw new SluiceError('payload_too_large', `${path}[${i}]: payload is ${payload.byteLength} bytes; the limit is ${maxMessageBytes}`, { index: i, limit: maxMessageBytes });
+      throw new SluiceError(
+        'payload_too_large',
+        `${path}[${i}]: payload is ${payload.byteLength} bytes; the limit is ${maxMessageBytes}`,
+        { index: i, limit: maxMessageBytes },
+      );
     }
     return { queue: it.queue, partition, payload, transactionId: it.transactionId, traceId: it.traceId ?? null };
   });
@@ -230,12 +250,20 @@ export const getMessage = defineRoute({
     if (!part) throw notFound(`no partition with id ${params.partitionId}`);
     authorize(part.queue);
     const msg = await services.log.findByTransactionId(part.id, params.transactionId);
-    if (!msg) throw notFound(`no message with transactionId ${params.transactionId} in partition ${part.queue}/${part.name} (lookups by transactionId cover the queue's dedup window and its newest segments)`);
+    if (!msg)
+      throw notFound(
+        `no message with transactionId ${params.transactionId} in partition ${part.queue}/${part.name} (lookups by transactionId cover the queue's dedup window and its newest segments)`,
+      );
     return {
       statusCode: 200,
       raw: true,
       // Per-group progress (seed 004): status is `completed` once every lease group passed it.
-      body: messageJson(msg, { partitionId: part.id, queue: part.queue, partition: part.name, ...(await services.consumerGroups.messageProgress(part, msg.offset)) }),
+      body: messageJson(msg, {
+        partitionId: part.id,
+        queue: part.queue,
+        partition: part.name,
+        ...(await services.consumerGroups.messageProgress(part, msg.offset)),
+      }),
     };
   },
 });
@@ -262,7 +290,13 @@ export const readMessages = defineRoute({
     return {
       statusCode: 200,
       raw: true,
-      body: { queue: part.queue, partition: part.name, partitionId: part.id, messages: msgs.map((m) => messageJson(m)), next: last ? last.offset + 1 : query.from },
+      body: {
+        queue: part.queue,
+        partition: part.name,
+        partitionId: part.id,
+        messages: msgs.map((m) => messageJson(m)),
+        next: last ? last.offset + 1 : query.from,
+      },
     };
   },
 });
@@ -280,7 +314,14 @@ export const health = defineRoute({
       await services.storage.items.get('meta', { pk: 'HEALTH', sk: 'probe' });
       return { statusCode: 200, body: { status: 'healthy', backend: services.storage.kind, version: VERSION } };
     } catch (e) {
-      return { statusCode: 503, body: { status: 'unhealthy', backend: services.storage.kind, error: e instanceof Error ? e.name : 'storage unreachable' } };
+      return {
+        statusCode: 503,
+        body: {
+          status: 'unhealthy',
+          backend: services.storage.kind,
+          error: e instanceof Error ? e.name : 'storage unreachable',
+        },
+      };
     }
   },
 });

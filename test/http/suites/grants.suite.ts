@@ -26,7 +26,8 @@ export interface GrantsSuiteOptions {
 }
 
 export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, opts: GrantsSuiteOptions): void {
-  const http = (role: Role | 'anonymous', method: string, path: string, body?: unknown) => callTarget(as(role), method, path, body);
+  const http = (role: Role | 'anonymous', method: string, path: string, body?: unknown) =>
+    callTarget(as(role), method, path, body);
 
   it('a request without credentials is refused before any handler runs', async () => {
     const r = await http('anonymous', 'POST', '/api/v1/push', { items: [{ queue: 'orders-a', payload: 1 }] });
@@ -39,8 +40,15 @@ export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, 
   });
 
   it('a producer pushes to its queues and nowhere else', async () => {
-    expect((await http('producer', 'POST', '/api/v1/push', { items: [{ queue: 'orders-a', payload: 1 }] })).status).toBe(201);
-    const denied = await http('producer', 'POST', '/api/v1/push', { items: [{ queue: 'orders-b', payload: 1 }, { queue: 'billing', payload: 2 }] });
+    expect(
+      (await http('producer', 'POST', '/api/v1/push', { items: [{ queue: 'orders-a', payload: 1 }] })).status,
+    ).toBe(201);
+    const denied = await http('producer', 'POST', '/api/v1/push', {
+      items: [
+        { queue: 'orders-b', payload: 1 },
+        { queue: 'billing', payload: 2 },
+      ],
+    });
     expect(denied.status).toBe(403);
     expect(denied.body.code).toBe('forbidden');
     expect(denied.body.error).toContain('push');
@@ -52,13 +60,19 @@ export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, 
   it('a producer may not configure or read; a reader may not push', async () => {
     expect((await http('producer', 'POST', '/api/v1/configure', { queue: 'orders-a' })).body.code).toBe('forbidden');
     expect((await http('producer', 'GET', '/api/v1/queues/orders-a/partitions/Default/messages')).status).toBe(403);
-    expect((await http('reader', 'POST', '/api/v1/push', { items: [{ queue: 'orders-a', payload: 1 }] })).status).toBe(403);
+    expect((await http('reader', 'POST', '/api/v1/push', { items: [{ queue: 'orders-a', payload: 1 }] })).status).toBe(
+      403,
+    );
     expect((await http('stranger', 'POST', '/api/v1/configure', { queue: 'anything' })).status).toBe(403);
   });
 
   it('a reader reads its queues; a lookup by partition id checks the queue it resolves to', async () => {
-    const mine = await http('admin', 'POST', '/api/v1/push', { items: [{ queue: 'orders-c', payload: { n: 1 }, transactionId: 'tx-c' }] });
-    const theirs = await http('admin', 'POST', '/api/v1/push', { items: [{ queue: 'payroll', payload: { n: 2 }, transactionId: 'tx-p' }] });
+    const mine = await http('admin', 'POST', '/api/v1/push', {
+      items: [{ queue: 'orders-c', payload: { n: 1 }, transactionId: 'tx-c' }],
+    });
+    const theirs = await http('admin', 'POST', '/api/v1/push', {
+      items: [{ queue: 'payroll', payload: { n: 2 }, transactionId: 'tx-p' }],
+    });
     expect((await http('reader', 'GET', '/api/v1/queues/orders-c/partitions/Default/messages')).status).toBe(200);
     expect((await http('reader', 'GET', `/api/v1/messages/${mine.body[0].partition_id}/tx-c`)).status).toBe(200);
     const denied = await http('reader', 'GET', `/api/v1/messages/${theirs.body[0].partition_id}/tx-p`);
@@ -68,17 +82,35 @@ export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, 
   });
 
   it('a transaction needs push on the queues it pushes to and consume on the queues it acks, nothing more', async () => {
-    await http('admin', 'POST', '/api/v1/push', { items: [{ queue: 'orders-tx', payload: { n: 1 } }, { queue: 'payroll-tx', payload: { n: 2 } }] });
-    const [m] = (await http('reader', 'GET', '/api/v1/pop/queue/orders-tx?batch=1&wait=false')).body.messages as { transactionId: string; partitionId: string; leaseId: string }[];
+    await http('admin', 'POST', '/api/v1/push', {
+      items: [
+        { queue: 'orders-tx', payload: { n: 1 } },
+        { queue: 'payroll-tx', payload: { n: 2 } },
+      ],
+    });
+    const [m] = (await http('reader', 'GET', '/api/v1/pop/queue/orders-tx?batch=1&wait=false')).body.messages as {
+      transactionId: string;
+      partitionId: string;
+      leaseId: string;
+    }[];
     const ackOp = { type: 'ack', transactionId: m!.transactionId, partitionId: m!.partitionId, status: 'completed' };
     const pushOp = (queue: string) => ({ type: 'push', items: [{ queue, payload: { out: true } }] });
     // Refused: a producer acking, a reader pushing, anyone acking a queue they may not consume.
     expect((await http('producer', 'POST', '/api/v1/transaction', { operations: [ackOp] })).status).toBe(403);
-    expect((await http('producer', 'POST', '/api/v1/transaction', { operations: [pushOp('orders-tx'), ackOp] })).status).toBe(403);
-    expect((await http('reader', 'POST', '/api/v1/transaction', { operations: [pushOp('orders-tx'), ackOp] })).status).toBe(403);
+    expect(
+      (await http('producer', 'POST', '/api/v1/transaction', { operations: [pushOp('orders-tx'), ackOp] })).status,
+    ).toBe(403);
+    expect(
+      (await http('reader', 'POST', '/api/v1/transaction', { operations: [pushOp('orders-tx'), ackOp] })).status,
+    ).toBe(403);
     expect((await http('stranger', 'POST', '/api/v1/transaction', { operations: [ackOp] })).status).toBe(403);
-    const [p] = (await http('admin', 'GET', '/api/v1/pop/queue/payroll-tx?batch=1&wait=false')).body.messages as { transactionId: string; partitionId: string }[];
-    const theirs = await http('reader', 'POST', '/api/v1/transaction', { operations: [{ type: 'ack', transactionId: p!.transactionId, partitionId: p!.partitionId, status: 'completed' }] });
+    const [p] = (await http('admin', 'GET', '/api/v1/pop/queue/payroll-tx?batch=1&wait=false')).body.messages as {
+      transactionId: string;
+      partitionId: string;
+    }[];
+    const theirs = await http('reader', 'POST', '/api/v1/transaction', {
+      operations: [{ type: 'ack', transactionId: p!.transactionId, partitionId: p!.partitionId, status: 'completed' }],
+    });
     expect(theirs.status).toBe(403);
     expect(theirs.body).toMatchObject({ code: 'forbidden', queue: 'payroll-tx' });
     // Allowed: a reader's ack-only transaction (no push grant needed), a producer's push-only one.
@@ -96,7 +128,11 @@ export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, 
     expect((await http('producer', 'DELETE', '/api/v1/resources/queues/orders-del')).status).toBe(403);
     expect((await http('reader', 'DELETE', '/api/v1/resources/queues/orders-del')).body.code).toBe('forbidden');
     expect((await http('reader', 'GET', '/api/v1/queues/orders-del/partitions/Default/messages')).status).toBe(200);
-    expect((await http('admin', 'DELETE', '/api/v1/resources/queues/orders-del')).body).toEqual({ deleted: true, queue: 'orders-del', existed: true });
+    expect((await http('admin', 'DELETE', '/api/v1/resources/queues/orders-del')).body).toEqual({
+      deleted: true,
+      queue: 'orders-del',
+      existed: true,
+    });
     expect((await http('reader', 'GET', '/api/v1/queues/orders-del/partitions/Default/messages')).status).toBe(404);
   });
 }

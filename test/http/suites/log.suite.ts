@@ -58,7 +58,19 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
   });
 
   it('POST /api/v1/configure echoes every option with its JSON type', async () => {
-    const options = { leaseTime: 300, retryLimit: 3, priority: 0, delayedProcessing: 0, windowBuffer: 0, maxSize: 0, retentionSeconds: 0, completedRetentionSeconds: 0, encryptionEnabled: false, retryDelay: 500, deadLetterQueue: false };
+    const options = {
+      leaseTime: 300,
+      retryLimit: 3,
+      priority: 0,
+      delayedProcessing: 0,
+      windowBuffer: 0,
+      maxSize: 0,
+      retentionSeconds: 0,
+      completedRetentionSeconds: 0,
+      encryptionEnabled: false,
+      retryDelay: 500,
+      deadLetterQueue: false,
+    };
     const r = await http('POST', '/api/v1/configure', { queue: q('cfg'), namespace: null, task: null, options });
     expect(r.status).toBe(200);
     expect(r.body.configured).toBe(true);
@@ -84,29 +96,64 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
     });
     expect(r.status).toBe(201);
     expect(r.body).toHaveLength(3);
-    expect(r.body[0]).toMatchObject({ index: 0, status: 'queued', transaction_id: 'tx-1', trace_id: null, queueName: shop });
+    expect(r.body[0]).toMatchObject({
+      index: 0,
+      status: 'queued',
+      transaction_id: 'tx-1',
+      trace_id: null,
+      queueName: shop,
+    });
     expect(typeof r.body[0].message_id).toBe('string');
     expect(typeof r.body[0].partition_id).toBe('string');
-    expect(r.body[1]).toMatchObject({ index: 1, status: 'duplicate', transaction_id: 'tx-1', message_id: r.body[0].message_id, queueName: shop });
+    expect(r.body[1]).toMatchObject({
+      index: 1,
+      status: 'duplicate',
+      transaction_id: 'tx-1',
+      message_id: r.body[0].message_id,
+      queueName: shop,
+    });
     expect(r.body[2]).toMatchObject({ index: 2, status: 'queued', trace_id: '0190b6a0-0000-7000-8000-000000000000' });
     expect(r.body[2].partition_id).not.toBe(r.body[0].partition_id);
     const empty = await http('POST', '/api/v1/push', { items: [] });
     expect(empty).toMatchObject({ status: 201, body: [] });
   });
 
-  it('POST /api/v1/push answers 201 when every item is a duplicate; Queen\'s defaults fill what an item leaves out', async () => {
+  it("POST /api/v1/push answers 201 when every item is a duplicate; Queen's defaults fill what an item leaves out", async () => {
     const defaults = q('defaults');
-    const first = await http('POST', '/api/v1/push', { items: [{ queue: defaults, transactionId: 'd-1' }, { queue: defaults, data: { via: 'data' }, transactionId: 'd-2' }, { queue: defaults }] });
+    const first = await http('POST', '/api/v1/push', {
+      items: [
+        { queue: defaults, transactionId: 'd-1' },
+        { queue: defaults, data: { via: 'data' }, transactionId: 'd-2' },
+        { queue: defaults },
+      ],
+    });
     expect(first.status).toBe(201);
     // No partition: Default. No payload: {}. `data` stands in for `payload`. No transactionId: one is made.
     expect(first.body.map((r: { status: string }) => r.status)).toEqual(['queued', 'queued', 'queued']);
     expect(typeof first.body[2].transaction_id).toBe('string');
     expect(first.body[2].transaction_id.length).toBeGreaterThan(0);
-    const again = await http('POST', '/api/v1/push', { items: [{ queue: defaults, payload: 'x', transactionId: 'd-2' }, { queue: defaults, partition: 'Default', transactionId: 'd-1' }] });
+    const again = await http('POST', '/api/v1/push', {
+      items: [
+        { queue: defaults, payload: 'x', transactionId: 'd-2' },
+        { queue: defaults, partition: 'Default', transactionId: 'd-1' },
+      ],
+    });
     expect(again.status).toBe(201);
     expect(again.body).toMatchObject([
-      { index: 0, status: 'duplicate', transaction_id: 'd-2', message_id: first.body[1].message_id, queueName: defaults },
-      { index: 1, status: 'duplicate', transaction_id: 'd-1', message_id: first.body[0].message_id, queueName: defaults },
+      {
+        index: 0,
+        status: 'duplicate',
+        transaction_id: 'd-2',
+        message_id: first.body[1].message_id,
+        queueName: defaults,
+      },
+      {
+        index: 1,
+        status: 'duplicate',
+        transaction_id: 'd-1',
+        message_id: first.body[0].message_id,
+        queueName: defaults,
+      },
     ]);
     const read = await http('GET', `/api/v1/queues/${encodeURIComponent(defaults)}/partitions/Default/messages`);
     expect(read.body.messages.map((m: { data: unknown }) => m.data)).toEqual([{}, { via: 'data' }, {}]);
@@ -114,11 +161,20 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
 
   it('GET /api/v1/messages/:partitionId/:transactionId returns the message, 404 when unknown', async () => {
     const look = q('look');
-    const pushed = await http('POST', '/api/v1/push', { items: [{ queue: look, payload: { hello: 'world' }, transactionId: 'find-me' }] });
+    const pushed = await http('POST', '/api/v1/push', {
+      items: [{ queue: look, payload: { hello: 'world' }, transactionId: 'find-me' }],
+    });
     const pid = pushed.body[0].partition_id as string;
     const r = await http('GET', `/api/v1/messages/${pid}/find-me`);
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ transactionId: 'find-me', partitionId: pid, queue: look, partition: 'Default', offset: 0, data: { hello: 'world' } });
+    expect(r.body).toMatchObject({
+      transactionId: 'find-me',
+      partitionId: pid,
+      queue: look,
+      partition: 'Default',
+      offset: 0,
+      data: { hello: 'world' },
+    });
     expect(r.body.createdAt).toMatch(/^\d{4}-\d\d-\d\dT/);
     expect((await http('GET', `/api/v1/messages/${pid}/nope`)).status).toBe(404);
     expect((await http('GET', '/api/v1/messages/unknown-partition/x')).body.code).toBe('not_found');
@@ -139,7 +195,12 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
   it('DELETE /api/v1/resources/queues/:queue deletes a queue; a push after it starts a new queue from offset 0', async () => {
     const gone = q('gone');
     const path = `/api/v1/resources/queues/${encodeURIComponent(gone)}`;
-    const first = await http('POST', '/api/v1/push', { items: [{ queue: gone, payload: { v: 1 }, transactionId: 'g-1' }, { queue: gone, partition: 'eu', payload: { v: 2 } }] });
+    const first = await http('POST', '/api/v1/push', {
+      items: [
+        { queue: gone, payload: { v: 1 }, transactionId: 'g-1' },
+        { queue: gone, partition: 'eu', payload: { v: 2 } },
+      ],
+    });
     expect(first.status).toBe(201);
     const del = await http('DELETE', path);
     expect(del.status).toBe(200);
@@ -149,9 +210,15 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
     expect((await http('GET', `/api/v1/messages/${first.body[0].partition_id}/g-1`)).status).toBe(404);
     // Again, or for a queue that never existed: still deleted (Queen's client checks `deleted`).
     expect((await http('DELETE', path)).body).toEqual({ deleted: true, queue: gone, existed: false });
-    expect((await http('DELETE', `/api/v1/resources/queues/${encodeURIComponent(q('never-was'))}`)).body).toEqual({ deleted: true, queue: q('never-was'), existed: false });
+    expect((await http('DELETE', `/api/v1/resources/queues/${encodeURIComponent(q('never-was'))}`)).body).toEqual({
+      deleted: true,
+      queue: q('never-was'),
+      existed: false,
+    });
     // The name is free at once: a new queue, new partition ids, and the old transactionId is new again.
-    const again = await http('POST', '/api/v1/push', { items: [{ queue: gone, payload: { v: 3 }, transactionId: 'g-1' }] });
+    const again = await http('POST', '/api/v1/push', {
+      items: [{ queue: gone, payload: { v: 3 }, transactionId: 'g-1' }],
+    });
     expect(again.body[0]).toMatchObject({ status: 'queued', offset: 0 });
     expect(again.body[0].partition_id).not.toBe(first.body[0].partition_id);
     const read = await http('GET', `/api/v1/queues/${encodeURIComponent(gone)}/partitions/Default/messages`);
@@ -166,22 +233,103 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
     const cases: [string, unknown, number, string][] = [
       ['malformed JSON', '{"items": [', 400, 'invalid_json'],
       ['items not an array', { items: { queue: bad } }, 400, 'invalid_request'],
-      ['queue not a string', { items: [{ queue: ok, payload: 1 }, { queue: 7, payload: 1 }] }, 400, 'invalid_request'],
-      ['partition not a string', { items: [{ queue: ok, payload: 1 }, { queue: bad, partition: 1 }] }, 400, 'invalid_request'],
-      ['transactionId not a string', { items: [{ queue: ok, payload: 1 }, { queue: bad, transactionId: 5 }] }, 400, 'invalid_request'],
+      [
+        'queue not a string',
+        {
+          items: [
+            { queue: ok, payload: 1 },
+            { queue: 7, payload: 1 },
+          ],
+        },
+        400,
+        'invalid_request',
+      ],
+      [
+        'partition not a string',
+        {
+          items: [
+            { queue: ok, payload: 1 },
+            { queue: bad, partition: 1 },
+          ],
+        },
+        400,
+        'invalid_request',
+      ],
+      [
+        'transactionId not a string',
+        {
+          items: [
+            { queue: ok, payload: 1 },
+            { queue: bad, transactionId: 5 },
+          ],
+        },
+        400,
+        'invalid_request',
+      ],
       ['traceId not a string', { items: [{ queue: bad, traceId: 5 }] }, 400, 'invalid_request'],
       ['bad queue name', { items: [{ queue: ok, payload: 1 }, { queue: 'a/b' }] }, 400, 'invalid_request'],
       ['empty queue name', { items: [{ queue: '' }] }, 400, 'invalid_request'],
-      ['bad partition name', { items: [{ queue: ok, payload: 1 }, { queue: bad, partition: 'x#y' }] }, 400, 'invalid_request'],
-      ['message over the limit', { items: [{ queue: ok, payload: 1 }, { queue: bad, payload: 'z'.repeat(opts.maxMessageBytes + 100) }] }, 413, 'payload_too_large'],
-      ['transactionId over 256 characters', { items: [{ queue: ok, payload: 1 }, { queue: bad, transactionId: 't'.repeat(257) }] }, 400, 'invalid_request'],
+      [
+        'bad partition name',
+        {
+          items: [
+            { queue: ok, payload: 1 },
+            { queue: bad, partition: 'x#y' },
+          ],
+        },
+        400,
+        'invalid_request',
+      ],
+      [
+        'message over the limit',
+        {
+          items: [
+            { queue: ok, payload: 1 },
+            { queue: bad, payload: 'z'.repeat(opts.maxMessageBytes + 100) },
+          ],
+        },
+        413,
+        'payload_too_large',
+      ],
+      [
+        'transactionId over 256 characters',
+        {
+          items: [
+            { queue: ok, payload: 1 },
+            { queue: bad, transactionId: 't'.repeat(257) },
+          ],
+        },
+        400,
+        'invalid_request',
+      ],
       // A lone surrogate has no UTF-8 form, so it cannot be a storage key on either backend.
-      ['transactionId not valid Unicode', { items: [{ queue: ok, payload: 1 }, { queue: bad, transactionId: 'tx-\ud800' }] }, 400, 'invalid_request'],
-      ['queue name not valid Unicode', { items: [{ queue: ok, payload: 1 }, { queue: `${bad}-\udc00` }] }, 400, 'invalid_request'],
+      [
+        'transactionId not valid Unicode',
+        {
+          items: [
+            { queue: ok, payload: 1 },
+            { queue: bad, transactionId: 'tx-\ud800' },
+          ],
+        },
+        400,
+        'invalid_request',
+      ],
+      [
+        'queue name not valid Unicode',
+        { items: [{ queue: ok, payload: 1 }, { queue: `${bad}-\udc00` }] },
+        400,
+        'invalid_request',
+      ],
       ['item not an object', { items: [{ queue: ok, payload: 1 }, 'x'] }, 400, 'invalid_request'],
       ['body not an object', [{ queue: ok, payload: 1 }], 400, 'invalid_request'],
     ];
-    if (!opts.behindGateway) cases.push(['body over the limit', { items: Array.from({ length: overBody }, () => ({ queue: ok, payload: 'z'.repeat(990) })) }, 413, 'payload_too_large']);
+    if (!opts.behindGateway)
+      cases.push([
+        'body over the limit',
+        { items: Array.from({ length: overBody }, () => ({ queue: ok, payload: 'z'.repeat(990) })) },
+        413,
+        'payload_too_large',
+      ]);
     it.each(cases)('%s', async (_name, body, status, code) => {
       const before = await opts.storeFingerprint?.();
       const r = await http('POST', '/api/v1/push', body);
@@ -196,20 +344,40 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
 
     it('a rejected push to existing queues and partitions leaves the store exactly as it was', async () => {
       const existing = q('bad-existing');
-      const seed = await http('POST', '/api/v1/push', { items: [{ queue: existing, payload: 0, transactionId: 'seed' }, { queue: existing, partition: 'eu', payload: 0 }] });
+      const seed = await http('POST', '/api/v1/push', {
+        items: [
+          { queue: existing, payload: 0, transactionId: 'seed' },
+          { queue: existing, partition: 'eu', payload: 0 },
+        ],
+      });
       expect(seed.status).toBe(201);
       const before = await opts.storeFingerprint?.();
       const rejected: unknown[] = [
         // Valid items first (to both partitions, with new and repeated transactionIds), the bad one last.
-        { items: [{ queue: existing, payload: 1, transactionId: 'new' }, { queue: existing, partition: 'eu', payload: 2 }, { queue: existing, payload: 3, transactionId: 'seed' }, { queue: existing, partition: 'x/y', payload: 4 }] },
-        { items: [{ queue: existing, payload: 1, transactionId: 'new' }, { queue: existing, partition: 'eu', payload: 'z'.repeat(opts.maxMessageBytes + 1) }] },
+        {
+          items: [
+            { queue: existing, payload: 1, transactionId: 'new' },
+            { queue: existing, partition: 'eu', payload: 2 },
+            { queue: existing, payload: 3, transactionId: 'seed' },
+            { queue: existing, partition: 'x/y', payload: 4 },
+          ],
+        },
+        {
+          items: [
+            { queue: existing, payload: 1, transactionId: 'new' },
+            { queue: existing, partition: 'eu', payload: 'z'.repeat(opts.maxMessageBytes + 1) },
+          ],
+        },
       ];
-      for (const body of rejected) expect((await http('POST', '/api/v1/push', body)).status).toBeGreaterThanOrEqual(400);
+      for (const body of rejected)
+        expect((await http('POST', '/api/v1/push', body)).status).toBeGreaterThanOrEqual(400);
       const read = await http('GET', `/api/v1/queues/${encodeURIComponent(existing)}/partitions/Default/messages`);
       expect(read.body.messages.map((m: { data: number }) => m.data)).toEqual([0]);
       expect(await opts.storeFingerprint?.(), 'the store changed').toBe(before);
       // The transactionId of a rejected push was not reserved: it is queued now.
-      const now = await http('POST', '/api/v1/push', { items: [{ queue: existing, payload: 1, transactionId: 'new' }] });
+      const now = await http('POST', '/api/v1/push', {
+        items: [{ queue: existing, payload: 1, transactionId: 'new' }],
+      });
       expect(now.body[0]).toMatchObject({ status: 'queued', offset: 1 });
     });
 
@@ -218,8 +386,12 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
       const r = await http('POST', '/api/v1/configure', { options: {} });
       expect(r.status).toBe(400);
       expect(r.body.error).toContain('queue is required');
-      expect((await http('POST', '/api/v1/configure', { queue: bad, options: { leaseTime: 'long' } })).status).toBe(400);
-      expect((await http('POST', '/api/v1/configure', { queue: bad, options: { nonsense: 1 } })).body.code).toBe('invalid_request');
+      expect((await http('POST', '/api/v1/configure', { queue: bad, options: { leaseTime: 'long' } })).status).toBe(
+        400,
+      );
+      expect((await http('POST', '/api/v1/configure', { queue: bad, options: { nonsense: 1 } })).body.code).toBe(
+        'invalid_request',
+      );
       expect((await http('POST', '/api/v1/configure', { queue: 'a/b', options: {} })).status).toBe(400);
       expect((await http('POST', '/api/v1/configure', '{"queue":')).body.code).toBe('invalid_json');
       await absent(bad);
@@ -240,7 +412,9 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
       const nothing = await http('GET', '/api/v1/nothing');
       const wrongMethod = await http('GET', '/api/v1/push');
       expect([nothing.status, wrongMethod.status]).toEqual(opts.behindGateway ? [404, 404] : [404, 405]);
-      expect([nothing.body?.code, wrongMethod.body?.code]).toEqual(opts.behindGateway ? [undefined, undefined] : ['not_found', 'method_not_allowed']);
+      expect([nothing.body?.code, wrongMethod.body?.code]).toEqual(
+        opts.behindGateway ? [undefined, undefined] : ['not_found', 'method_not_allowed'],
+      );
     });
   });
 }

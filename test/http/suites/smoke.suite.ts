@@ -10,7 +10,8 @@ import type { Method } from '../../../lambdas/http/route.js';
 import { ALL_ROUTES } from '../../../lambdas/http/routes.js';
 import { callTarget, type HttpTarget } from '../../support/http.js';
 
-export const hasRoute = (method: Method, path: string): boolean => ALL_ROUTES.some((r) => r.method === method && r.path === path);
+export const hasRoute = (method: Method, path: string): boolean =>
+  ALL_ROUTES.some((r) => r.method === method && r.path === path);
 
 export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?: string } = {}): void {
   const q = (name: string): string => `${opts.prefix ?? ''}${name}`;
@@ -20,7 +21,12 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
     const queue = q('smoke-read');
     // Incompressible and past the inline limit: stored as a blob (S3 on AWS).
     const big = randomBytes(3000).toString('base64');
-    const pushed = await http('POST', '/api/v1/push', { items: [{ queue, payload: { n: 1 } }, { queue, payload: { big } }] });
+    const pushed = await http('POST', '/api/v1/push', {
+      items: [
+        { queue, payload: { n: 1 } },
+        { queue, payload: { big } },
+      ],
+    });
     expect(pushed.status).toBe(201);
     const read = await http('GET', `/api/v1/queues/${queue}/partitions/Default/messages?from=0&limit=10`);
     expect(read.status).toBe(200);
@@ -30,13 +36,27 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
   if (hasRoute('GET', '/api/v1/pop/queue/{queue}') && hasRoute('POST', '/api/v1/ack')) {
     it('smoke: pop delivers what was pushed, ack completes it, nothing comes twice', async () => {
       const queue = q('smoke-work');
-      expect((await http('POST', '/api/v1/push', { items: [1, 2, 3].map((n) => ({ queue, payload: { n } })) })).status).toBe(201);
+      expect(
+        (await http('POST', '/api/v1/push', { items: [1, 2, 3].map((n) => ({ queue, payload: { n } })) })).status,
+      ).toBe(201);
       const popped = await http('GET', `/api/v1/pop/queue/${queue}?batch=10&wait=false`);
       expect(popped.status).toBe(200);
-      const messages = popped.body.messages as { data: { n: number }; transactionId: string; partitionId: string; leaseId: string }[];
+      const messages = popped.body.messages as {
+        data: { n: number };
+        transactionId: string;
+        partitionId: string;
+        leaseId: string;
+      }[];
       expect(messages.map((m) => m.data.n)).toEqual([1, 2, 3]);
       for (const m of messages) {
-        const acked = await http('POST', '/api/v1/ack', { transactionId: m.transactionId, partitionId: m.partitionId, status: 'completed', error: null, consumerGroup: null, leaseId: m.leaseId });
+        const acked = await http('POST', '/api/v1/ack', {
+          transactionId: m.transactionId,
+          partitionId: m.partitionId,
+          status: 'completed',
+          error: null,
+          consumerGroup: null,
+          leaseId: m.leaseId,
+        });
         expect(acked.status).toBe(200);
         expect(acked.body[0]).toMatchObject({ success: true });
       }
@@ -46,8 +66,19 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
     it('smoke: a message acked to the dead-letter queue is listed there', async () => {
       const queue = q('smoke-dlq');
       await http('POST', '/api/v1/push', { items: [{ queue, payload: { poison: true }, transactionId: 'poison-1' }] });
-      const [m] = (await http('GET', `/api/v1/pop/queue/${queue}?batch=1&wait=false`)).body.messages as { transactionId: string; partitionId: string; leaseId: string }[];
-      const acked = await http('POST', '/api/v1/ack', { transactionId: m!.transactionId, partitionId: m!.partitionId, status: 'dlq', error: 'cannot parse', consumerGroup: null, leaseId: m!.leaseId });
+      const [m] = (await http('GET', `/api/v1/pop/queue/${queue}?batch=1&wait=false`)).body.messages as {
+        transactionId: string;
+        partitionId: string;
+        leaseId: string;
+      }[];
+      const acked = await http('POST', '/api/v1/ack', {
+        transactionId: m!.transactionId,
+        partitionId: m!.partitionId,
+        status: 'dlq',
+        error: 'cannot parse',
+        consumerGroup: null,
+        leaseId: m!.leaseId,
+      });
       expect(acked.body[0]).toMatchObject({ success: true, dlq: true });
     });
 
@@ -55,7 +86,9 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
       it('smoke: the dead-letter queue lists it', async () => {
         const dlq = await http('GET', `/api/v1/dlq?queue=${q('smoke-dlq')}&limit=10&offset=0`);
         expect(dlq.status).toBe(200);
-        expect(dlq.body.messages).toMatchObject([{ transactionId: 'poison-1', errorMessage: 'cannot parse', data: { poison: true } }]);
+        expect(dlq.body.messages).toMatchObject([
+          { transactionId: 'poison-1', errorMessage: 'cannot parse', data: { poison: true } },
+        ]);
       });
     }
   }
@@ -65,7 +98,11 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
       const from = q('smoke-tx-in');
       const to = q('smoke-tx-out');
       await http('POST', '/api/v1/push', { items: [{ queue: from, payload: { step: 1 } }] });
-      const [m] = (await http('GET', `/api/v1/pop/queue/${from}?batch=1&wait=false`)).body.messages as { transactionId: string; partitionId: string; leaseId: string }[];
+      const [m] = (await http('GET', `/api/v1/pop/queue/${from}?batch=1&wait=false`)).body.messages as {
+        transactionId: string;
+        partitionId: string;
+        leaseId: string;
+      }[];
       const tx = await http('POST', '/api/v1/transaction', {
         operations: [
           { type: 'push', items: [{ queue: to, payload: { step: 2 } }] },
@@ -99,20 +136,39 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
     it('smoke: partition pop, batch ack, extend, dead-letter replay / delete / bulk redrive, and consumer-group admin', async () => {
       const queue = q('smoke-admin');
       const group = `${opts.prefix ?? ''}ops`;
-      await http('POST', '/api/v1/push', { items: ['a1', 'a2', 'a3', 'a4'].map((t, n) => ({ queue, partition: 'p1', payload: { n }, transactionId: t })) });
+      await http('POST', '/api/v1/push', {
+        items: ['a1', 'a2', 'a3', 'a4'].map((t, n) => ({ queue, partition: 'p1', payload: { n }, transactionId: t })),
+      });
       type Msg = { transactionId: string; partitionId: string; leaseId: string };
       // One message per pop (a batch ack acts on its lowest failure only): a1 completes, a2..a4
       // go to the dead-letter queue.
       let pid = '';
       for (const [i, t] of ['a1', 'a2', 'a3', 'a4'].entries()) {
-        const popped = await http('GET', `/api/v1/pop/queue/${queue}/partition/p1?consumerGroup=${group}&batch=1&wait=false`);
+        const popped = await http(
+          'GET',
+          `/api/v1/pop/queue/${queue}/partition/p1?consumerGroup=${group}&batch=1&wait=false`,
+        );
         expect(popped.status).toBe(200);
         const [m] = popped.body.messages as Msg[];
         expect(m!.transactionId).toBe(t);
         pid = m!.partitionId;
-        const ext = i === 0 ? (await http('POST', `/api/v1/lease/${encodeURIComponent(m!.leaseId)}/extend`, { seconds: 120 })).body : { success: true };
+        const ext =
+          i === 0
+            ? (await http('POST', `/api/v1/lease/${encodeURIComponent(m!.leaseId)}/extend`, { seconds: 120 })).body
+            : { success: true };
         expect(ext).toMatchObject({ success: true });
-        const acked = await http('POST', '/api/v1/ack/batch', { consumerGroup: group, acknowledgments: [{ transactionId: t, partitionId: pid, leaseId: m!.leaseId, status: i === 0 ? 'completed' : 'dlq', error: i === 0 ? null : 'bad' }] });
+        const acked = await http('POST', '/api/v1/ack/batch', {
+          consumerGroup: group,
+          acknowledgments: [
+            {
+              transactionId: t,
+              partitionId: pid,
+              leaseId: m!.leaseId,
+              status: i === 0 ? 'completed' : 'dlq',
+              error: i === 0 ? null : 'bad',
+            },
+          ],
+        });
         expect(acked.body[0] ?? acked.body.results?.[0]).toMatchObject({ success: true });
       }
       const replay = await http('POST', `/api/v1/messages/${pid}/a2/retry?consumerGroup=${group}`, {});
@@ -127,9 +183,19 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
       expect((groups.body.consumerGroups ?? groups.body).some((g: { name: string }) => g.name === group)).toBe(true);
       expect((await http('GET', `/api/v1/consumer-groups/${group}`)).status).toBe(200);
       expect((await http('GET', '/api/v1/consumer-groups/lagging?minLagSeconds=0')).status).toBe(200);
-      expect((await http('POST', `/api/v1/consumer-groups/${group}/queues/${queue}/seek`, { toEnd: true })).status).toBe(200);
-      expect((await http('GET', `/api/v1/pop/queue/${queue}?consumerGroup=${group}&batch=10&wait=false`)).status).toBe(204);
-      expect((await http('POST', `/api/v1/consumer-groups/${group}/subscription`, { subscriptionTimestamp: new Date().toISOString() })).status).toBe(200);
+      expect(
+        (await http('POST', `/api/v1/consumer-groups/${group}/queues/${queue}/seek`, { toEnd: true })).status,
+      ).toBe(200);
+      expect((await http('GET', `/api/v1/pop/queue/${queue}?consumerGroup=${group}&batch=10&wait=false`)).status).toBe(
+        204,
+      );
+      expect(
+        (
+          await http('POST', `/api/v1/consumer-groups/${group}/subscription`, {
+            subscriptionTimestamp: new Date().toISOString(),
+          })
+        ).status,
+      ).toBe(200);
       expect((await http('DELETE', `/api/v1/consumer-groups/${group}/queues/${queue}`)).status).toBe(200);
       expect((await http('DELETE', `/api/v1/consumer-groups/${group}`)).status).toBe(200);
     });
@@ -140,7 +206,9 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
     it('smoke: record claims hand each record out once and the ack moves the group on', async () => {
       const queue = q('smoke-claims');
       const group = `${G.replace('{queue}', queue).replace('{partition}', 'Default').replace('{group}', 'workers')}`;
-      expect((await http('POST', '/api/v1/push', { items: [1, 2, 3].map((n) => ({ queue, payload: { n } })) })).status).toBe(201);
+      expect(
+        (await http('POST', '/api/v1/push', { items: [1, 2, 3].map((n) => ({ queue, payload: { n } })) })).status,
+      ).toBe(201);
       const first = await http('POST', `${group}/poll`, { max: 2, waitMs: 0 });
       expect(first.status).toBe(200);
       expect(first.body.records.map((r: { offset: number; data: { n: number } }) => [r.offset, r.data.n])).toEqual([
@@ -156,13 +224,22 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
     });
   }
 
-  if (hasRoute('POST', `${G}/dead-letter`) && hasRoute('GET', `${G}/dead-letters`) && hasRoute('POST', `${G}/dead-letters/{offset}/redrive`)) {
+  if (
+    hasRoute('POST', `${G}/dead-letter`) &&
+    hasRoute('GET', `${G}/dead-letters`) &&
+    hasRoute('POST', `${G}/dead-letters/{offset}/redrive`)
+  ) {
     it('smoke: a claimed record can be dead-lettered, listed and redriven', async () => {
       const queue = q('smoke-claims-dl');
       const group = `${G.replace('{queue}', queue).replace('{partition}', 'Default').replace('{group}', 'workers')}`;
       await http('POST', '/api/v1/push', { items: [{ queue, payload: { bad: true } }] });
-      const [r] = (await http('POST', `${group}/poll`, { max: 1, waitMs: 0 })).body.records as { offset: number; attempts: number }[];
-      expect((await http('POST', `${group}/dead-letter`, { offset: r!.offset, attempts: r!.attempts })).status).toBe(200);
+      const [r] = (await http('POST', `${group}/poll`, { max: 1, waitMs: 0 })).body.records as {
+        offset: number;
+        attempts: number;
+      }[];
+      expect((await http('POST', `${group}/dead-letter`, { offset: r!.offset, attempts: r!.attempts })).status).toBe(
+        200,
+      );
       const listed = await http('GET', `${group}/dead-letters`);
       expect(listed.body.offsets).toEqual([r!.offset]);
       expect((await http('POST', `${group}/dead-letters/${r!.offset}/redrive`, {})).status).toBe(200);
@@ -171,16 +248,27 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
     });
   }
 
-  if ((['PUT', 'GET', 'DELETE'] as Method[]).every((m) => hasRoute(m, G)) && ['nack', 'extend', 'seek'].every((a) => hasRoute('POST', `${G}/${a}`)) && hasRoute('DELETE', `${G}/dead-letters/{offset}`)) {
+  if (
+    (['PUT', 'GET', 'DELETE'] as Method[]).every((m) => hasRoute(m, G)) &&
+    ['nack', 'extend', 'seek'].every((a) => hasRoute('POST', `${G}/${a}`)) &&
+    hasRoute('DELETE', `${G}/dead-letters/{offset}`)
+  ) {
     it('smoke: claim group admin: create, describe, nack, extend, discard a dead letter, seek, delete', async () => {
       const queue = q('smoke-claims-admin');
       const group = `${G.replace('{queue}', queue).replace('{partition}', 'Default').replace('{group}', 'admins')}`;
       await http('POST', '/api/v1/push', { items: [1, 2, 3].map((n) => ({ queue, payload: { n } })) });
       expect((await http('PUT', group, { start: 'earliest' })).body).toMatchObject({ offset: 0 });
-      const [r0, r1, r2] = (await http('POST', `${group}/poll`, { max: 3, waitMs: 0 })).body.records as { offset: number; attempts: number }[];
+      const [r0, r1, r2] = (await http('POST', `${group}/poll`, { max: 3, waitMs: 0 })).body.records as {
+        offset: number;
+        attempts: number;
+      }[];
       expect((await http('POST', `${group}/nack`, { offset: r0!.offset, attempts: r0!.attempts })).status).toBe(200);
-      expect((await http('POST', `${group}/extend`, { offset: r1!.offset, attempts: r1!.attempts, extendMs: 60_000 })).body).toMatchObject({ visibleMs: 60_000 });
-      expect((await http('POST', `${group}/dead-letter`, { offset: r2!.offset, attempts: r2!.attempts })).status).toBe(200);
+      expect(
+        (await http('POST', `${group}/extend`, { offset: r1!.offset, attempts: r1!.attempts, extendMs: 60_000 })).body,
+      ).toMatchObject({ visibleMs: 60_000 });
+      expect((await http('POST', `${group}/dead-letter`, { offset: r2!.offset, attempts: r2!.attempts })).status).toBe(
+        200,
+      );
       expect((await http('DELETE', `${group}/dead-letters/${r2!.offset}`)).status).toBe(200);
       expect((await http('GET', group)).body).toMatchObject({ tail: 3, deadLetters: 0 });
       expect((await http('POST', `${group}/seek`, { start: 'latest' })).body).toMatchObject({ offset: 3 });
@@ -188,14 +276,32 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
     });
   }
 
-  if (hasRoute('DELETE', '/api/v1/resources/queues/{queue}') && hasRoute('GET', '/api/v1/pop/queue/{queue}') && hasRoute('GET', '/api/v1/dlq') && hasRoute('POST', `${G}/poll`)) {
+  if (
+    hasRoute('DELETE', '/api/v1/resources/queues/{queue}') &&
+    hasRoute('GET', '/api/v1/pop/queue/{queue}') &&
+    hasRoute('GET', '/api/v1/dlq') &&
+    hasRoute('POST', `${G}/poll`)
+  ) {
     it('smoke: a deleted queue takes its messages, cursors, claims and dead letters with it; its groups stay registered', async () => {
       const queue = q('smoke-deleted');
       const enc = encodeURIComponent(queue);
-      await http('POST', '/api/v1/push', { items: [{ queue, payload: { n: 1 }, transactionId: 'del-1' }, { queue, payload: { n: 2 }, transactionId: 'del-2' }] });
+      await http('POST', '/api/v1/push', {
+        items: [
+          { queue, payload: { n: 1 }, transactionId: 'del-1' },
+          { queue, payload: { n: 2 }, transactionId: 'del-2' },
+        ],
+      });
       // A dead letter, a lease cursor, and a claim group's state.
-      const [m] = (await http('GET', `/api/v1/pop/queue/${enc}?consumerGroup=audit&batch=1&wait=false`)).body.messages as { transactionId: string; partitionId: string; leaseId: string }[];
-      await http('POST', '/api/v1/ack', { transactionId: m!.transactionId, partitionId: m!.partitionId, status: 'dlq', error: 'bad', consumerGroup: 'audit', leaseId: m!.leaseId });
+      const [m] = (await http('GET', `/api/v1/pop/queue/${enc}?consumerGroup=audit&batch=1&wait=false`)).body
+        .messages as { transactionId: string; partitionId: string; leaseId: string }[];
+      await http('POST', '/api/v1/ack', {
+        transactionId: m!.transactionId,
+        partitionId: m!.partitionId,
+        status: 'dlq',
+        error: 'bad',
+        consumerGroup: 'audit',
+        leaseId: m!.leaseId,
+      });
       const claims = `${G.replace('{queue}', enc).replace('{partition}', 'Default').replace('{group}', 'workers')}`;
       expect((await http('POST', `${claims}/poll`, { max: 1, waitMs: 0 })).body.records).toHaveLength(1);
 
@@ -207,14 +313,18 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
 
       // Pushed again: a new queue. The same transactionIds are new messages, `audit` (still
       // registered) gets only the new one, and nothing of the old queue shows.
-      const again = await http('POST', '/api/v1/push', { items: [{ queue, payload: { n: 3 }, transactionId: 'del-1' }] });
+      const again = await http('POST', '/api/v1/push', {
+        items: [{ queue, payload: { n: 3 }, transactionId: 'del-1' }],
+      });
       expect(again.body[0]).toMatchObject({ status: 'queued', offset: 0 });
       expect(again.body[0].partition_id).not.toBe(m!.partitionId);
       const popped = await http('GET', `/api/v1/pop/queue/${enc}?consumerGroup=audit&batch=10&wait=false`);
       expect(popped.body.messages.map((x: { data: unknown }) => x.data)).toEqual([{ n: 3 }]);
       expect((await http('GET', `/api/v1/dlq?queue=${enc}`)).body.messages).toEqual([]);
       const polled = await http('POST', `${claims}/poll`, { max: 10, waitMs: 0 });
-      expect(polled.body.records.map((r: { offset: number; data: unknown }) => [r.offset, r.data])).toEqual([[0, { n: 3 }]]);
+      expect(polled.body.records.map((r: { offset: number; data: unknown }) => [r.offset, r.data])).toEqual([
+        [0, { n: 3 }],
+      ]);
     });
   }
 }
