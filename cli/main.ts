@@ -13,94 +13,23 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { isExecuteApiHost } from '../client/auth.js';
-import { SluiceApiError, SluiceNetworkError } from '../client/errors.js';
+import { Command, CommanderError, Option } from 'commander';
+import { SluiceApiError } from '../client/errors.js';
 import { DEFAULT_ENDPOINT } from '../client/http.js';
-import { Sluice, type SluiceOptions } from '../client/sluice.js';
 import type { AckStatus, ClaimStart, ConsumerGroup, Message, PushItem, QueueOptions } from '../client/types.js';
-import { brief, duration, Progress, table, type Out } from './format.js';
-
-export const EXIT = { ok: 0, api: 1, usage: 2, notFound: 3, auth: 4, unreachable: 5 } as const;
-
-/** Where the CLI reads and writes; tests pass their own. */
-export interface Io {
-  stdout: Out;
-  stderr: Out;
-  stdin: Readable;
-  env: Record<string, string | undefined>;
-  /** Injected into the client (tests). */
-  fetch?: typeof fetch;
-  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
-  /** Aborted to stop `tail` (the shim wires SIGINT/SIGTERM). */
-  signal?: AbortSignal;
-}
-
-interface GlobalOpts {
-  endpoint?: string;
-  token?: string;
-  profile?: string;
-  region?: string;
-  auth?: 'none' | 'bearer' | 'sigv4';
-  json?: boolean;
-  timeout?: number;
-}
-
-/** A usage or input problem: exit 2 with this message. */
-class UsageError extends Error {}
-
-const int =
-  (what: string, min = 0) =>
-  (v: string): number => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min)
-      throw new InvalidArgumentError(`${what} must be an integer >= ${min} (got ${JSON.stringify(v)})`);
-    return n;
-  };
-const positive = (what: string) => int(what, 1);
-const rate = (v: string): number => {
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0)
-    throw new InvalidArgumentError(`rate must be a number of messages per second > 0 (got ${JSON.stringify(v)})`);
-  return n;
-};
-const ACK_STATUSES = ['completed', 'failed', 'retry', 'dlq'];
-
-/** The client for the global options: endpoint, and bearer, SigV4 or no auth. */
-export function clientOptions(g: GlobalOpts, env: Record<string, string | undefined>): SluiceOptions {
-  const endpoint = g.endpoint ?? env['SLUICE_ENDPOINT'] ?? DEFAULT_ENDPOINT;
-  let url: URL;
-  try {
-    url = new URL(endpoint);
-  } catch {
-    throw new UsageError(
-      `--endpoint ${JSON.stringify(endpoint)} is not a URL (e.g. ${DEFAULT_ENDPOINT} or https://abc123.execute-api.eu-west-1.amazonaws.com)`,
-    );
-  }
-  const token = g.token ?? env['SLUICE_TOKEN'];
-  const wantsSigv4 =
-    g.auth === 'sigv4' ||
-    (g.auth === undefined &&
-      (g.profile !== undefined ||
-        g.region !== undefined ||
-        env['SLUICE_AUTH'] === 'sigv4' ||
-        (!token && isExecuteApiHost(url.hostname))));
-  const opts: SluiceOptions = { endpoint, ...(g.timeout !== undefined ? { timeoutMs: g.timeout } : {}) };
-  if (g.auth === 'none') return opts;
-  if (wantsSigv4) {
-    if (g.token !== undefined)
-      throw new UsageError(
-        '--token and SigV4 (--auth sigv4, --profile, --region) cannot be combined: pick one way to authenticate',
-      );
-    return {
-      ...opts,
-      auth: { type: 'sigv4', ...(g.region ? { region: g.region } : {}), ...(g.profile ? { profile: g.profile } : {}) },
-    };
-  }
-  if (g.auth === 'bearer' && !token) throw new UsageError('--auth bearer needs --token or SLUICE_TOKEN');
-  if (token) return { ...opts, auth: { type: 'bearer', token } };
-  return opts;
-}
+import { createContext, type Io } from './command.js';
+import { describeFailure, EXIT, UsageError } from './errors.js';
+import { brief, duration, Progress, table } from './format.js';
+import {
+  ACK_STATUSES,
+  globalOptions,
+  int,
+  parseOptionPair,
+  parseStart,
+  positive,
+  rate,
+  type GlobalOpts,
+} from './options.js';
 
 /** Reads JSON lines (blank lines skipped) from a file or stdin. */
 async function* jsonLines(input: Readable): AsyncGenerator<{ line: number; value: unknown }> {
@@ -120,66 +49,21 @@ async function* jsonLines(input: Readable): AsyncGenerator<{ line: number; value
   }
 }
 
-function parseStart(v: string): ClaimStart {
-  if (v === 'earliest' || v === 'latest') return v;
-  const n = Number(v);
-  if (Number.isInteger(n) && n >= 0) return { offset: n };
-  throw new InvalidArgumentError(`start must be earliest, latest or an offset (got ${JSON.stringify(v)})`);
-}
-
-function parseOptionPair(v: string, prev: QueueOptions = {}): QueueOptions {
-  const i = v.indexOf('=');
-  if (i <= 0)
-    throw new InvalidArgumentError(`--set takes key=value (got ${JSON.stringify(v)}), e.g. --set leaseTime=30`);
-  const key = v.slice(0, i);
-  const raw = v.slice(i + 1);
-  let value: unknown = raw;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    // a bare string
-  }
-  return { ...prev, [key]: value };
-}
-
 function messageLine(m: Message): string {
   return `${m.partition}\t${m.offset ?? '-'}\t${m.transactionId}\t${JSON.stringify(m.data)}`;
 }
 
 /** The whole program; `run` parses and maps failures to exit codes. */
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
-  const out = (s: string): void => void io.stdout.write(s);
+  const ctx = createContext(io, setExit);
+  const { out, printJson, json, client } = ctx;
   const program = new Command('sluice');
+  program.description('Command line for a Sluice message queue API.').version('0.1.0');
+  for (const option of globalOptions()) program.addOption(option);
   program
-    .description('Command line for a Sluice message queue API.')
-    .version('0.1.0')
-    .addOption(new Option('-e, --endpoint <url>', `API base URL (env SLUICE_ENDPOINT; default ${DEFAULT_ENDPOINT})`))
-    .addOption(new Option('-t, --token <token>', 'bearer token (env SLUICE_TOKEN)'))
-    .addOption(new Option('--profile <name>', 'AWS profile for SigV4 signing (implies --auth sigv4)'))
-    .addOption(
-      new Option('--region <region>', 'AWS region for SigV4 (default: from the execute-api URL or AWS_REGION)'),
-    )
-    .addOption(
-      new Option(
-        '--auth <kind>',
-        'none, bearer or sigv4 (default: bearer with a token; sigv4 for execute-api URLs or with --profile/--region)',
-      ).choices(['none', 'bearer', 'sigv4']),
-    )
-    .addOption(new Option('--timeout <ms>', 'per-request timeout in ms').argParser(positive('timeout')))
-    .option('--json', 'machine-readable JSON output')
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .exitOverride();
-
-  const globals = (cmd: Command): GlobalOpts => cmd.optsWithGlobals<GlobalOpts>();
-  const client = (cmd: Command): Sluice =>
-    new Sluice({
-      ...clientOptions(globals(cmd), io.env),
-      ...(io.fetch ? { fetch: io.fetch } : {}),
-      ...(io.sleep ? { sleep: io.sleep } : {}),
-    });
-  const json = (cmd: Command): boolean => globals(cmd).json === true;
-  const printJson = (v: unknown): void => out(`${JSON.stringify(v, null, 2)}\n`);
 
   // ------------------------------------------------------------------ push
   program
@@ -800,46 +684,6 @@ function groupTable(views: ConsumerGroup[]): string {
     }
   }
   return table(rows);
-}
-
-/** What a failure means for a person, and its exit code. */
-export function describeFailure(
-  e: unknown,
-  endpoint: string,
-): { code: number; message: string; json: Record<string, unknown> } {
-  if (e instanceof UsageError)
-    return { code: EXIT.usage, message: e.message, json: { error: e.message, code: 'usage' } };
-  if (e instanceof SluiceApiError) {
-    let hint = '';
-    let code: number = EXIT.api;
-    if (e.status === 404) code = EXIT.notFound;
-    if (e.status === 401) {
-      code = EXIT.auth;
-      hint = ' (pass --token or set SLUICE_TOKEN; for an IAM-protected API use --profile/--region)';
-    }
-    if (e.status === 403) code = EXIT.auth;
-    if (e.status >= 500) hint = ' (the server failed after retries; try again, and check its logs if it persists)';
-    const what = e.status === 200 || e.status === 201 ? '' : ` [HTTP ${e.status} ${e.code}]`;
-    return { code, message: `${e.message}${what}${hint}`, json: { error: e.message, code: e.code, status: e.status } };
-  }
-  if (e instanceof SluiceNetworkError) {
-    const message = `${e.message}. Is the server running (npm start) and is --endpoint right? (now ${endpoint}; env SLUICE_ENDPOINT)`;
-    return {
-      code: EXIT.unreachable,
-      message,
-      json: { error: e.message, code: e.name === 'SluiceTimeoutError' ? 'timeout' : 'unreachable' },
-    };
-  }
-  if (e instanceof TypeError && /region|endpoint/i.test(e.message))
-    return { code: EXIT.usage, message: e.message, json: { error: e.message, code: 'usage' } };
-  if (e instanceof Error && /credential/i.test(e.message))
-    return {
-      code: EXIT.auth,
-      message: `${e.message} (SigV4 found no AWS credentials: set AWS_PROFILE or --profile, or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)`,
-      json: { error: e.message, code: 'credentials' },
-    };
-  const message = e instanceof Error ? e.message : String(e);
-  return { code: EXIT.api, message, json: { error: message, code: 'error' } };
 }
 
 /** Runs the CLI; resolves with the exit code (never calls process.exit). */

@@ -1,6 +1,9 @@
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { clientOptions, describeFailure, EXIT, run, type Io } from '../../cli/main.js';
+import type { Io } from '../../cli/command.js';
+import { clientOptions } from '../../cli/connection.js';
+import { describeFailure, EXIT } from '../../cli/errors.js';
+import { run } from '../../cli/main.js';
 import { duration, Progress, table } from '../../cli/format.js';
 import { SluiceApiError, SluiceNetworkError } from '../../client/errors.js';
 import { fakeFetch, jsonResponse, netError, type Recorded } from '../support/fake-fetch.js';

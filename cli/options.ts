@@ -1,0 +1,126 @@
+/**
+ * Option definitions shared by commands, and the parsers for their values. One definition per
+ * concept, so a flag is spelled, checked and described alike on every command that takes it;
+ * a command passes only what differs (its description, its default).
+ */
+import { InvalidArgumentError, Option } from 'commander';
+import { DEFAULT_ENDPOINT } from '../client/http.js';
+import type { ClaimStart, QueueOptions } from '../client/types.js';
+
+// ---------------------------------------------------------------- value parsers
+
+/** A parser for an integer >= `min`; `what` names the value in the error. */
+export const int =
+  (what: string, min = 0) =>
+  (v: string): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min)
+      throw new InvalidArgumentError(`${what} must be an integer >= ${min} (got ${JSON.stringify(v)})`);
+    return n;
+  };
+
+/** A parser for an integer >= 1. */
+export const positive = (what: string): ((v: string) => number) => int(what, 1);
+
+/**
+ * A parser for a duration in milliseconds. Today a plain integer; options that take one use this,
+ * so accepting `500ms`/`30s`/`5m` later is a change here only.
+ */
+export const millis = (what: string, min = 0): ((v: string) => number) => int(what, min);
+
+/** Parses a rate in messages per second (> 0, fractions allowed). */
+export function rate(v: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0)
+    throw new InvalidArgumentError(`rate must be a number of messages per second > 0 (got ${JSON.stringify(v)})`);
+  return n;
+}
+
+/** Parses a claim-group start position: `earliest`, `latest` or an offset. */
+export function parseStart(v: string): ClaimStart {
+  if (v === 'earliest' || v === 'latest') return v;
+  const n = Number(v);
+  if (Number.isInteger(n) && n >= 0) return { offset: n };
+  throw new InvalidArgumentError(`start must be earliest, latest or an offset (got ${JSON.stringify(v)})`);
+}
+
+/** Folds one repeatable `key=value` into the queue options so far; the value is JSON if it parses, else a string. */
+export function parseOptionPair(v: string, prev: QueueOptions = {}): QueueOptions {
+  const i = v.indexOf('=');
+  if (i <= 0)
+    throw new InvalidArgumentError(`--set takes key=value (got ${JSON.stringify(v)}), e.g. --set leaseTime=30`);
+  const key = v.slice(0, i);
+  const raw = v.slice(i + 1);
+  let value: unknown = raw;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    // a bare string
+  }
+  return { ...prev, [key]: value };
+}
+
+/** The statuses an ack may carry. */
+export const ACK_STATUSES = ['completed', 'failed', 'retry', 'dlq'];
+
+// ---------------------------------------------------------------- global options
+
+/** The options every command sees (`cmd.optsWithGlobals()`). */
+export interface GlobalOpts {
+  endpoint?: string;
+  token?: string;
+  profile?: string;
+  region?: string;
+  auth?: 'none' | 'bearer' | 'sigv4';
+  json?: boolean;
+  timeout?: number;
+}
+
+/** The program-level options, in the order `sluice --help` lists them (fresh objects on each call). */
+export function globalOptions(): Option[] {
+  return [
+    new Option('-e, --endpoint <url>', `API base URL (env SLUICE_ENDPOINT; default ${DEFAULT_ENDPOINT})`),
+    new Option('-t, --token <token>', 'bearer token (env SLUICE_TOKEN)'),
+    new Option('--profile <name>', 'AWS profile for SigV4 signing (implies --auth sigv4)'),
+    new Option('--region <region>', 'AWS region for SigV4 (default: from the execute-api URL or AWS_REGION)'),
+    new Option(
+      '--auth <kind>',
+      'none, bearer or sigv4 (default: bearer with a token; sigv4 for execute-api URLs or with --profile/--region)',
+    ).choices(['none', 'bearer', 'sigv4']),
+    new Option('--timeout <ms>', 'per-request timeout in ms').argParser(millis('timeout', 1)),
+    new Option('--json', 'machine-readable JSON output'),
+  ];
+}
+
+// ---------------------------------------------------------------- command options
+// Factories rather than shared instances: Commander keeps per-command state on an Option.
+
+/** `-p, --partition <name>`. */
+export function partitionOption(description: string, defaultValue?: string): Option {
+  return new Option('-p, --partition <name>', description).default(defaultValue);
+}
+
+/** `-g, --group <name>`: a partition-lease consumer group. */
+export function groupOption(description: string): Option {
+  return new Option('-g, --group <name>', description);
+}
+
+/** `--batch <n>`: how many per request. Its short flag is `-b`, except on pop and tail (`-n`). */
+export function batchOption(description: string, defaultValue: number, short: '-b' | '-n' = '-b'): Option {
+  return new Option(`${short}, --batch <n>`, description).default(defaultValue).argParser(positive('batch'));
+}
+
+/** `-w, --wait <ms>`: how long to long-poll (0: answer at once). */
+export function waitOption(description: string): Option {
+  return new Option('-w, --wait <ms>', description).default(0).argParser(millis('wait'));
+}
+
+/** `--rate <n>`: at most this many per second. */
+export function rateOption(description: string): Option {
+  return new Option('--rate <n>', description).argParser(rate);
+}
+
+/** `--no-progress`: no progress bar on stderr. */
+export function noProgressOption(): Option {
+  return new Option('--no-progress', 'no progress bar');
+}
