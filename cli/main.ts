@@ -11,17 +11,18 @@
  * input; 3 not found; 4 not authenticated or not allowed; 5 the API could not be reached.
  */
 import { Command, CommanderError } from 'commander';
-import { SluiceApiError } from '../client/errors.js';
 import { DEFAULT_ENDPOINT } from '../client/http.js';
-import type { ClaimStart, ConsumerGroup, QueueOptions } from '../client/types.js';
+import type { ClaimStart } from '../client/types.js';
 import { createContext, type CommandGroup, type Io } from './command.js';
+import { groupCommands } from './commands/groups.js';
 import { messageCommands } from './commands/messages.js';
+import { queueCommands } from './commands/queues.js';
 import { describeFailure, EXIT, UsageError } from './errors.js';
-import { brief, duration, Progress, table } from './format.js';
-import { globalOptions, int, parseOptionPair, parseStart, positive, rate, type GlobalOpts } from './options.js';
+import { brief, Progress, table } from './format.js';
+import { globalOptions, int, parseStart, positive, rate, type GlobalOpts } from './options.js';
 
 /** The command groups, in the order `sluice --help` lists them: a new group is a cli/commands/ module and a line here. */
-const GROUPS: readonly CommandGroup[] = [messageCommands];
+const GROUPS: readonly CommandGroup[] = [messageCommands, groupCommands, queueCommands];
 
 /** The whole program; `run` parses and maps failures to exit codes. */
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
@@ -36,85 +37,6 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
     .exitOverride();
 
   for (const register of GROUPS) register(program, ctx);
-
-  // ---------------------------------------------------------------- groups
-  program
-    .command('groups')
-    .description(
-      'Lag per partition-lease consumer group, queue and partition (record-claim groups: `sluice claims describe`).',
-    )
-    .option('-q, --queue <name>', 'only this queue')
-    .option('-g, --group <name>', 'only this group')
-    .option('--min-lag <seconds>', 'only groups lagging at least this long', int('min-lag'))
-    .action(async (o: { queue?: string; group?: string; minLag?: number }, cmd: Command) => {
-      const sluice = client(cmd);
-      const list = o.minLag !== undefined ? await sluice.groups.lagging(o.minLag) : await sluice.groups.list();
-      const names = list.map((g) => g.name).filter((n) => o.group === undefined || n === o.group);
-      const views: ConsumerGroup[] = [];
-      for (const n of names) views.push(await sluice.groups.describe(n));
-      for (const v of views) v.queues = v.queues.filter((q) => o.queue === undefined || q.queue === o.queue);
-      const shown = views.filter((v) => v.queues.length > 0);
-      if (json(cmd)) return printJson(shown);
-      if (shown.length === 0) {
-        io.stderr.write('no consumer groups (a group exists once it has popped)\n');
-        return;
-      }
-      out(groupTable(shown));
-    });
-
-  program
-    .command('describe')
-    .description('One consumer group: cursor, lag and lease per queue and partition.')
-    .argument('<group>')
-    .action(async (group: string, _o: unknown, cmd: Command) => {
-      const g = await client(cmd).groups.describe(group);
-      if (json(cmd)) return printJson(g);
-      if (g.queues.length === 0)
-        throw new SluiceApiError(
-          404,
-          'not_found',
-          `consumer group ${group} has no cursor on any queue (it never popped, or it was deleted)`,
-        );
-      out(`group ${g.name}: ${g.lagMessages} messages behind, oldest ${duration(g.maxLagSeconds)}\n`);
-      out(groupTable([g]));
-    });
-
-  program
-    .command('seek')
-    .description("Move a consumer group's cursors on a queue to the end or to a time.")
-    .argument('<group>')
-    .argument('<queue>')
-    .option('--to-end', 'skip everything pushed so far')
-    .option('--to <timestamp>', 'the next delivery is the first message after this time (ISO-8601)')
-    .action(async (group: string, queue: string, o: { toEnd?: boolean; to?: string }, cmd: Command) => {
-      if (!o.toEnd === !o.to) throw new UsageError('seek needs exactly one of --to-end or --to <ISO-8601 timestamp>');
-      if (o.to && !Number.isFinite(Date.parse(o.to)))
-        throw new UsageError(
-          `--to ${JSON.stringify(o.to)} is not a timestamp (use ISO-8601, e.g. 2026-05-01T12:00:00Z)`,
-        );
-      const r = await client(cmd).groups.seek(group, queue, o.toEnd ? { toEnd: true } : { timestamp: o.to as string });
-      if (json(cmd)) return printJson(r);
-      out(
-        `${group} on ${queue}: ${r.partitionsUpdated} partition(s) moved ${r.seekToEnd ? 'to the end' : `to ${r.targetTimestamp}`}\n`,
-      );
-    });
-
-  program
-    .command('configure')
-    .description('Create a queue or replace its configuration (options not given go back to defaults).')
-    .argument('<queue>')
-    .option(
-      '-s, --set <key=value>',
-      'an option, e.g. --set leaseTime=30 --set retryLimit=5 (repeatable)',
-      parseOptionPair,
-      {},
-    )
-    .action(async (queue: string, o: { set: QueueOptions }, cmd: Command) => {
-      const r = await client(cmd).queue(queue).config(o.set).create();
-      if (json(cmd)) return printJson(r);
-      out(`configured ${r.queue}\n`);
-      out(table([['OPTION', 'VALUE'], ...Object.entries(r.options).map(([k, v]) => [k, String(v)])]));
-    });
 
   // ------------------------------------------------------------------- dlq
   const dlq = program.command('dlq').description('Dead-letter queue of a queue (partition-lease groups).');
@@ -399,42 +321,6 @@ export function buildProgram(io: Io, setExit: (code: number) => void): Command {
 
   return program;
 }
-
-function groupTable(views: ConsumerGroup[]): string {
-  const rows: (string | number | null)[][] = [
-    ['GROUP', 'QUEUE', 'PARTITION', 'COMMITTED', 'NEXT', 'LAG', 'AGE', 'LEASED'],
-  ];
-  for (const g of views) {
-    for (const q of g.queues) {
-      if (!q.detail || q.detail.length === 0) {
-        rows.push([
-          g.name,
-          q.queue,
-          '*',
-          null,
-          null,
-          q.lagMessages,
-          duration(q.lagSeconds),
-          q.leasedPartitions ?? null,
-        ]);
-        continue;
-      }
-      for (const p of q.detail)
-        rows.push([
-          g.name,
-          q.queue,
-          p.partition,
-          p.committed,
-          p.next,
-          p.lagMessages,
-          duration(p.lagSeconds),
-          p.leaseExpiresAt ? 'yes' : 'no',
-        ]);
-    }
-  }
-  return table(rows);
-}
-
 /** Runs the CLI; resolves with the exit code (never calls process.exit). */
 export async function run(argv: string[], io: Io): Promise<number> {
   let exit: number = EXIT.ok;
