@@ -9,6 +9,7 @@
  * | `removalPolicy` | `retain` | `destroy` deletes tables, bucket and logs with the stack |
  * | `memorySize` | 1024 | MB per API function |
  * | `logRetentionDays` | 30 | days CloudWatch keeps function and access logs |
+ * | `maintenanceReservedConcurrency` | none | executions reserved for maintenance (needs quota room) |
  *
  * Bad values stop the synth with a message naming the key, before anything is built.
  *
@@ -20,7 +21,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { readGrantsFile } from '../lambdas/http/grants.js';
-import { MEMORY_RANGE } from './sluice-service.js';
+import { MAX_MAINTENANCE_RESERVATION, MEMORY_RANGE } from './sluice-service.js';
 import type { SluiceStackProps } from './sluice-stack.js';
 
 /** Reads one context value; undefined when unset or empty. */
@@ -68,5 +69,18 @@ export function stackOptionsFromContext(ctx: ContextReader): { stackName: string
       throw new Error(`logRetentionDays must be one CloudWatch accepts (1, 3, 5, 7, 14, 30, 60, 90, ...); got ${days}`);
     props.logRetention = retention as RetentionDays;
   }
+
+  const reserved = wholeNumber(ctx, 'maintenanceReservedConcurrency', 1, MAX_MAINTENANCE_RESERVATION);
+  if (reserved !== undefined) props.maintenanceReservedConcurrency = reserved;
   return { stackName: ctx('stackName') ?? 'Sluice', props };
+}
+
+/** A whole-number option from `min` to `max`, or undefined when unset. */
+function wholeNumber(ctx: ContextReader, key: string, min: number, max: number): number | undefined {
+  const raw = ctx(key);
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || n < min || n > max)
+    throw new Error(`${key} must be a whole number from ${min} to ${max} (got ${raw})`);
+  return n;
 }

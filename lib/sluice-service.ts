@@ -120,6 +120,14 @@ const checkMemory = (what: string, mb: number | undefined): void => {
     throw new Error(`${what} must be a whole number of MB from ${MEMORY_RANGE.min} to ${MEMORY_RANGE.max} (got ${mb})`);
 };
 
+/** Most executions `maintenanceReservedConcurrency` may reserve (more would only be idle). */
+export const MAX_MAINTENANCE_RESERVATION = 10;
+const checkReservedConcurrency = (what: string, n: number | undefined): void => {
+  if (n === undefined) return;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_MAINTENANCE_RESERVATION)
+    throw new Error(`${what} must be a whole number from 1 to ${MAX_MAINTENANCE_RESERVATION} (got ${n})`);
+};
+
 /**
  * esbuild settings for every function: one ESM file, no native modules (zstd comes from
  * `node:zlib` on nodejs22.x, SQLite is never used on Lambda), the AWS SDK bundled at the
@@ -174,6 +182,13 @@ export interface SluiceServiceProps {
   maintenanceMemorySize?: number;
   /** How often maintenance runs (default every 15 minutes). */
   maintenanceInterval?: Duration;
+  /**
+   * Concurrent executions reserved for the maintenance function (default: none). A reservation
+   * is refused when it would leave the account fewer unreserved executions than Lambda's
+   * minimum, which on a new account (a quota of 10 or 50) is the whole quota: set it only on
+   * accounts whose quota has room (docs/DEPLOYING.md#quotas).
+   */
+  maintenanceReservedConcurrency?: number;
   /** Extra environment for every function (SLUICE_* settings from `lambdas/config.ts`). */
   environment?: Record<string, string>;
   /** CloudWatch namespace of the EMF metrics (default `Sluice`). */
@@ -295,6 +310,7 @@ export class SluiceService extends Construct {
     checkLongPollBudget(environment, API_FUNCTION_TIMEOUT);
     checkMemory(`${this.node.path}: memorySize`, props.memorySize);
     checkMemory(`${this.node.path}: maintenanceMemorySize`, props.maintenanceMemorySize);
+    checkReservedConcurrency(`${this.node.path}: maintenanceReservedConcurrency`, props.maintenanceReservedConcurrency);
     const entry = (name: FunctionName): string => {
       const file = join(REPO_ROOT, 'lambdas', 'entry', `${name}.ts`);
       if (!existsSync(file)) throw new Error(`no Lambda entry for function ${name}: ${file}`);
@@ -330,8 +346,10 @@ export class SluiceService extends Construct {
         logGroup,
         environment,
         bundling: BUNDLING,
-        // Maintenance runs one pass at a time; overlapping passes would only repeat work.
-        ...(isApi ? {} : { reservedConcurrentExecutions: 1 }),
+        // Opt-in only: a reservation makes the deploy fail on accounts with a small quota.
+        ...(isApi || props.maintenanceReservedConcurrency === undefined
+          ? {}
+          : { reservedConcurrentExecutions: props.maintenanceReservedConcurrency }),
       });
     };
     this.functions = Object.fromEntries(FUNCTIONS.map((f) => [f, makeFunction(f)])) as Record<

@@ -51,6 +51,7 @@ describe('cdk app: options from context (-c key=value)', () => {
         removalPolicy: 'destroy',
         memorySize: '2048',
         logRetentionDays: '7',
+        maintenanceReservedConcurrency: '2',
       }),
     ).toEqual({
       stackName: 'SluiceProd',
@@ -60,6 +61,7 @@ describe('cdk app: options from context (-c key=value)', () => {
         removalPolicy: RemovalPolicy.DESTROY,
         memorySize: 2048,
         logRetention: RetentionDays.ONE_WEEK,
+        maintenanceReservedConcurrency: 2,
       },
     });
   });
@@ -77,5 +79,9 @@ describe('cdk app: options from context (-c key=value)', () => {
       );
     expect(() => from({ logRetentionDays: '10' })).toThrow(/logRetentionDays must be one CloudWatch accepts/);
     expect(() => from({ grantsFile: join(dir, 'missing.json') })).toThrow(/cannot read grants file/);
+    for (const maintenanceReservedConcurrency of ['0', 'one', '1.5', '11'])
+      expect(() => from({ maintenanceReservedConcurrency })).toThrow(
+        /maintenanceReservedConcurrency must be a whole number from 1 to 10/,
+      );
   });
 });
