@@ -10,6 +10,7 @@
  * | `memorySize` | 1024 | MB per API function |
  * | `logRetentionDays` | 30 | days CloudWatch keeps function and access logs |
  * | `maintenanceReservedConcurrency` | none | executions reserved for maintenance (needs quota room) |
+ * | `kmsKeyArn` | none | KMS key ARN sealing `encryptionEnabled` queues; or `kmsKey=create` for a new key |
  *
  * Bad values stop the synth with a message naming the key, before anything is built.
  *
@@ -21,7 +22,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { readGrantsFile } from '../lambdas/http/grants.js';
-import { MAX_MAINTENANCE_RESERVATION, MEMORY_RANGE } from './sluice-service.js';
+import { checkKmsKeyArn, MAX_MAINTENANCE_RESERVATION, MEMORY_RANGE } from './sluice-service.js';
 import type { SluiceStackProps } from './sluice-stack.js';
 
 /** Reads one context value; undefined when unset or empty. */
@@ -72,6 +73,16 @@ export function stackOptionsFromContext(ctx: ContextReader): { stackName: string
 
   const reserved = wholeNumber(ctx, 'maintenanceReservedConcurrency', 1, MAX_MAINTENANCE_RESERVATION);
   if (reserved !== undefined) props.maintenanceReservedConcurrency = reserved;
+
+  const kmsKeyArn = ctx('kmsKeyArn');
+  const kmsKey = ctx('kmsKey');
+  if (kmsKey !== undefined && kmsKey !== 'create')
+    throw new Error(`kmsKey must be create (got ${kmsKey}); name an existing key with -c kmsKeyArn=arn:aws:kms:...`);
+  if (kmsKey && kmsKeyArn) throw new Error('pass -c kmsKey=create or -c kmsKeyArn=..., not both');
+  if (kmsKeyArn) {
+    checkKmsKeyArn(kmsKeyArn);
+    props.payloadKey = { keyArn: kmsKeyArn };
+  } else if (kmsKey) props.payloadKey = { create: true };
   return { stackName: ctx('stackName') ?? 'Sluice', props };
 }
 

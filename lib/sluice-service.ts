@@ -32,6 +32,7 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -52,6 +53,8 @@ import {
   FUNCTION_ACCESS,
   FUNCTIONS,
   LIST_PREFIXES,
+  PAYLOAD_KEY_ACCESS,
+  PAYLOAD_KEY_ACTIONS,
   TABLE_ACTIONS,
   type FunctionName,
 } from './access.js';
@@ -154,6 +157,24 @@ export type AuthOptions =
   /** `Authorization: Bearer <JWT>` checked by API Gateway against the issuer and audience. */
   | { type: 'jwt'; issuer: string; audience: string[] };
 
+/**
+ * The KMS key sealing payloads of queues with `encryptionEnabled` (each function process asks
+ * it for a data key; see lambdas/service/encryption.ts).
+ *
+ * @example
+ * ```ts
+ * new SluiceService(this, 'Queue', { payloadKey: { create: true } });
+ * new SluiceService(this, 'Queue', { payloadKey: { keyArn: 'arn:aws:kms:eu-west-1:111122223333:key/1234abcd-...' } });
+ * ```
+ */
+export type PayloadKeyOption =
+  /** A key this construct creates: symmetric, yearly rotation, kept or deleted with the data. */
+  | { create: true }
+  /** An existing symmetric key, by ARN. Its key policy must let the account's IAM policies grant use. */
+  | { keyArn: string }
+  /** An existing key construct. */
+  | { key: kms.IKey };
+
 export interface SluiceAlarmOptions {
   /** Where alarm notifications go (none by default: the alarms still show in the console). */
   topic?: sns.ITopic;
@@ -189,6 +210,12 @@ export interface SluiceServiceProps {
    * accounts whose quota has room (docs/DEPLOYING.md#quotas).
    */
   maintenanceReservedConcurrency?: number;
+  /**
+   * A KMS key for queues with `encryptionEnabled` (default: none, and `/configure` refuses
+   * such queues). Only the functions that seal or open payloads get it, with only the KMS
+   * action each needs ({@link PAYLOAD_KEY_ACCESS}).
+   */
+  payloadKey?: PayloadKeyOption;
   /** Extra environment for every function (SLUICE_* settings from `lambdas/config.ts`). */
   environment?: Record<string, string>;
   /** CloudWatch namespace of the EMF metrics (default `Sluice`). */
@@ -226,6 +253,8 @@ export class SluiceService extends Construct {
   readonly tables: Record<TableName, dynamodb.Table>;
   readonly bucket: s3.Bucket;
   readonly functions: Record<FunctionName, NodejsFunction>;
+  /** The key sealing payloads of `encryptionEnabled` queues, when the deployment has one. */
+  readonly payloadKey: kms.IKey | undefined;
   /** IAM managed policies allowing `execute-api:Invoke` per role (IAM auth only). */
   readonly policies: Partial<Record<ApiRole, iam.ManagedPolicy>>;
   readonly alarms: cloudwatch.Alarm[] = [];
@@ -295,6 +324,18 @@ export class SluiceService extends Construct {
         : {}),
     });
 
+    // ------------------------------------------------------------- payload key
+    this.payloadKey = payloadKeyOf(this, props.payloadKey, removalPolicy);
+    if (this.payloadKey && props.environment?.['SLUICE_KMS_KEY_ID'] !== undefined)
+      throw new Error(
+        `${this.node.path}: set the payload key with \`payloadKey\` or with SLUICE_KMS_KEY_ID in \`environment\`, not both`,
+      );
+    if (!this.payloadKey && props.environment?.['SLUICE_KMS_KEY_ID'] !== undefined)
+      Annotations.of(this).addWarningV2(
+        'sluice:kmsKeyWithoutGrants',
+        'SLUICE_KMS_KEY_ID is set in `environment`, so no function is granted the key: pass `payloadKey` instead.',
+      );
+
     // ---------------------------------------------------------------- functions
     const environment: Record<string, string> = {
       ...Object.fromEntries(TABLES.map((t) => [TABLE_ENV[t], this.tables[t].tableName])),
@@ -331,6 +372,15 @@ export class SluiceService extends Construct {
         }),
       );
       grantAccess(role, name, this.tables, this.bucket);
+      const keyUses = this.payloadKey ? PAYLOAD_KEY_ACCESS[name] : [];
+      if (this.payloadKey && keyUses.length > 0)
+        role.addToPolicy(
+          new iam.PolicyStatement({
+            sid: 'PayloadKey',
+            actions: keyUses.map((u) => PAYLOAD_KEY_ACTIONS[u]),
+            resources: [this.payloadKey.keyArn],
+          }),
+        );
       const isApi = name !== 'maintenance';
       return new NodejsFunction(this, `${capitalise(name)}Function`, {
         entry: entry(name),
@@ -344,7 +394,10 @@ export class SluiceService extends Construct {
         description: `Sluice ${name} (${this.node.path})`,
         role,
         logGroup,
-        environment,
+        environment:
+          this.payloadKey && keyUses.length > 0
+            ? { ...environment, SLUICE_KMS_KEY_ID: this.payloadKey.keyArn }
+            : environment,
         bundling: BUNDLING,
         // Opt-in only: a reservation makes the deploy fail on accounts with a small quota.
         ...(isApi || props.maintenanceReservedConcurrency === undefined
@@ -581,6 +634,44 @@ export class SluiceService extends Construct {
     dashboard.addWidgets(new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24 }));
     return dashboard;
   }
+}
+
+/** The payload key `option` names (created here when asked), or undefined without one. */
+function payloadKeyOf(
+  scope: Construct,
+  option: PayloadKeyOption | undefined,
+  removalPolicy: RemovalPolicy,
+): kms.IKey | undefined {
+  if (!option) return undefined;
+  if ('key' in option) return option.key;
+  if ('keyArn' in option) {
+    checkKmsKeyArn(option.keyArn);
+    return kms.Key.fromKeyArn(scope, 'PayloadKey', option.keyArn);
+  }
+  return new kms.Key(scope, 'PayloadKey', {
+    description: `Sluice payload sealing (${scope.node.path}): wraps the data keys of encryptionEnabled queues`,
+    enableKeyRotation: true,
+    // Sealed payloads are unreadable without it: it lives as long as the tables do.
+    removalPolicy: removalPolicy === RemovalPolicy.DESTROY ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
+    pendingWindow: Duration.days(30),
+  });
+}
+
+/**
+ * Throws unless `arn` is a KMS key ARN (`arn:aws:kms:REGION:ACCOUNT:key/ID`). Aliases are
+ * refused: IAM grants on an alias ARN do not cover the key it points at.
+ *
+ * @example
+ * ```ts
+ * checkKmsKeyArn('arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab'); // ok
+ * checkKmsKeyArn('alias/sluice'); // throws
+ * ```
+ */
+export function checkKmsKeyArn(arn: string, what = 'kmsKeyArn'): void {
+  if (!/^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/.test(arn))
+    throw new Error(
+      `${what} must be a KMS key ARN, arn:aws:kms:REGION:ACCOUNT:key/KEY-ID (got ${arn}); an alias will not do, since IAM grants name the key itself`,
+    );
 }
 
 function capitalise(s: string): string {

@@ -13,6 +13,7 @@ export const OUTPUTS = {
   adminPolicy: 'AdminPolicyArn',
   dashboard: 'DashboardName',
   grants: 'Grants',
+  payloadKey: 'PayloadKeyArn',
 } as const;
 
 /**
@@ -54,6 +55,11 @@ export class SluiceStack extends Stack {
       value: this.service.dashboard.dashboardName,
       description: 'CloudWatch dashboard',
     });
+    if (this.service.payloadKey)
+      new CfnOutput(this, OUTPUTS.payloadKey, {
+        value: this.service.payloadKey.keyArn,
+        description: 'KMS key sealing payloads of queues with encryptionEnabled',
+      });
     const summary = (props.grants ?? [])
       .map((g) => `${g.principal}: ${g.actions.join('+')} on ${g.queues.join(', ')}`)
       .join('; ');

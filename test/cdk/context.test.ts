@@ -7,6 +7,7 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stackOptionsFromContext } from '../../lib/context.js';
 
+const KEY_ARN = 'arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab';
 const from = (values: Record<string, string>) => stackOptionsFromContext((k) => values[k]);
 
 describe('cdk app: cdk.json', () => {
@@ -66,6 +67,11 @@ describe('cdk app: options from context (-c key=value)', () => {
     });
   });
 
+  it('payload key: an existing key by ARN, or one the stack creates', () => {
+    expect(from({ kmsKeyArn: KEY_ARN }).props.payloadKey).toEqual({ keyArn: KEY_ARN });
+    expect(from({ kmsKey: 'create' }).props.payloadKey).toEqual({ create: true });
+  });
+
   it('refuses bad values with a message naming the key', () => {
     expect(() => from({ auth: 'cognito' })).toThrow(/auth must be iam or jwt \(got cognito\)/);
     expect(() => from({ auth: 'jwt', jwtIssuer: 'https://id.example.com/' })).toThrow(
@@ -83,5 +89,8 @@ describe('cdk app: options from context (-c key=value)', () => {
       expect(() => from({ maintenanceReservedConcurrency })).toThrow(
         /maintenanceReservedConcurrency must be a whole number from 1 to 10/,
       );
+    expect(() => from({ kmsKeyArn: 'alias/sluice' })).toThrow(/kmsKeyArn must be a KMS key ARN/);
+    expect(() => from({ kmsKey: 'yes' })).toThrow(/kmsKey must be create/);
+    expect(() => from({ kmsKey: 'create', kmsKeyArn: KEY_ARN })).toThrow(/not both/);
   });
 });

@@ -1,11 +1,11 @@
 // Options that make a deployment work on a fresh account and reachable by its operators
 // (issue 14): concurrency reservations, payload keys, alarm notifications, request limits,
 // bearer-token auth. Each is checked on the synthesized template, default and opted in.
-import { Stack } from 'aws-cdk-lib';
+import { RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 import { describe, expect, it } from 'vitest';
-import { FUNCTIONS, type FunctionName } from '../../lib/access.js';
-import { resourcesOf, synthStack } from '../support/cdk.js';
+import { FUNCTIONS, PAYLOAD_KEY_ACCESS, PAYLOAD_KEY_ACTIONS, type FunctionName } from '../../lib/access.js';
+import { nagViolations, refId, resourcesOf, synthStack } from '../support/cdk.js';
 
 type Synth = ReturnType<typeof synthStack>;
 const logicalId = (c: IConstruct): string => Stack.of(c).getLogicalId(c.node.defaultChild as never);
@@ -27,6 +27,89 @@ describe('cdk: maintenance concurrency', () => {
       expect(fnProps(reserved, f)['ReservedConcurrentExecutions'], f).toBeUndefined();
     expect(() => synthStack({ maintenanceReservedConcurrency: 0 }, 'ReservedZero')).toThrow(
       /maintenanceReservedConcurrency must be a whole number from 1 to 10 \(got 0\)/,
+    );
+  });
+});
+
+/** Every statement of the role a function runs as. */
+function statementsOf(
+  { stack, template }: Synth,
+  name: FunctionName,
+): { Sid?: string; Action: unknown; Resource: unknown }[] {
+  const roleId = refId(fnProps({ stack, template } as Synth, name)['Role']);
+  return Object.values(resourcesOf(template, 'AWS::IAM::Policy'))
+    .filter((p) => (p.Properties['Roles'] as unknown[]).some((r) => refId(r) === roleId))
+    .flatMap(
+      (p) =>
+        (p.Properties['PolicyDocument'] as { Statement: { Sid?: string; Action: unknown; Resource: unknown }[] })
+          .Statement,
+    );
+}
+const kmsStatements = (s: Synth, name: FunctionName) =>
+  statementsOf(s, name).filter((st) => JSON.stringify(st.Action).includes('kms:'));
+const envOf = (s: Synth, name: FunctionName) =>
+  (fnProps(s, name)['Environment'] as { Variables: Record<string, unknown> }).Variables;
+
+describe('cdk: payload key (encryptionEnabled queues on AWS)', () => {
+  const keyArn = 'arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+
+  it('without a key: no function has SLUICE_KMS_KEY_ID or any KMS permission', () => {
+    const s = synthStack();
+    for (const f of FUNCTIONS) {
+      expect(envOf(s, f)['SLUICE_KMS_KEY_ID'], f).toBeUndefined();
+      expect(kmsStatements(s, f), f).toEqual([]);
+    }
+    s.template.resourceCountIs('AWS::KMS::Key', 0);
+  });
+
+  it('with -c kmsKeyArn: exactly the functions that seal or open payloads get the key, each with only its actions', () => {
+    const s = synthStack({ payloadKey: { keyArn } }, 'Keyed');
+    for (const f of FUNCTIONS) {
+      const uses = PAYLOAD_KEY_ACCESS[f];
+      expect({ f, env: envOf(s, f)['SLUICE_KMS_KEY_ID'] }).toEqual({ f, env: uses.length ? keyArn : undefined });
+      expect({ f, statements: kmsStatements(s, f) }).toEqual({
+        f,
+        statements: uses.length
+          ? [
+              {
+                Sid: 'PayloadKey',
+                Effect: 'Allow',
+                Action: uses.length === 1 ? PAYLOAD_KEY_ACTIONS[uses[0]!] : uses.map((u) => PAYLOAD_KEY_ACTIONS[u]),
+                Resource: keyArn,
+              },
+            ]
+          : [],
+      });
+    }
+    // Pushes seal (GenerateDataKey), reads open (Decrypt); maintenance never touches payloads.
+    expect(PAYLOAD_KEY_ACCESS.log).toEqual(['seal', 'open']);
+    expect(PAYLOAD_KEY_ACCESS.claims).toEqual(['open']);
+    expect(PAYLOAD_KEY_ACCESS.maintenance).toEqual([]);
+    expect(s.template.findOutputs('PayloadKeyArn')['PayloadKeyArn']?.['Value']).toBe(keyArn);
+    expect(nagViolations(s.stack)).toEqual([]);
+  });
+
+  it('with -c kmsKey=create: a rotating key kept with the data (deleted with it under removalPolicy=destroy)', () => {
+    const s = synthStack({ payloadKey: { create: true } }, 'OwnKey');
+    const keys = Object.entries(resourcesOf(s.template, 'AWS::KMS::Key'));
+    expect(keys).toHaveLength(1);
+    const [keyId, key] = keys[0]!;
+    expect(key.Properties).toMatchObject({ EnableKeyRotation: true, PendingWindowInDays: 30 });
+    expect(key['DeletionPolicy']).toBe('Retain');
+    expect(refId(envOf(s, 'log')['SLUICE_KMS_KEY_ID'])).toBe(keyId);
+    expect(kmsStatements(s, 'claims')).toEqual([
+      { Sid: 'PayloadKey', Effect: 'Allow', Action: 'kms:Decrypt', Resource: { 'Fn::GetAtt': [keyId, 'Arn'] } },
+    ]);
+    expect(kmsStatements(s, 'maintenance')).toEqual([]);
+    expect(nagViolations(s.stack)).toEqual([]);
+    const destroy = synthStack({ payloadKey: { create: true }, removalPolicy: RemovalPolicy.DESTROY }, 'OwnKeyGone');
+    expect(Object.values(resourcesOf(destroy.template, 'AWS::KMS::Key'))[0]!['DeletionPolicy']).toBe('Delete');
+  });
+
+  it('refuses an alias or a malformed ARN, and a key set twice', () => {
+    expect(() => synthStack({ payloadKey: { keyArn: 'alias/sluice' } }, 'Alias')).toThrow(/must be a KMS key ARN/);
+    expect(() => synthStack({ payloadKey: { keyArn }, environment: { SLUICE_KMS_KEY_ID: keyArn } }, 'Twice')).toThrow(
+      /not both/,
     );
   });
 });
