@@ -17,14 +17,14 @@ describe('cdk: maintenance concurrency', () => {
   it('reserves no concurrency anywhere by default (a fresh account refuses any reservation)', () => {
     const { template } = synthStack();
     for (const [id, f] of Object.entries(resourcesOf(template, 'AWS::Lambda::Function')))
-      expect(f.Properties['ReservedConcurrentExecutions'], id).toBeUndefined();
+      expect(f.Properties['ReservedConcurrentExecutions'], `${id}`).toBeUndefined();
   });
 
   it('reserves executions for maintenance only when asked, and only there', () => {
     const reserved = synthStack({ maintenanceReservedConcurrency: 2 }, 'Reserved');
     expect(fnProps(reserved, 'maintenance')['ReservedConcurrentExecutions']).toBe(2);
     for (const f of FUNCTIONS.filter((n) => n !== 'maintenance'))
-      expect(fnProps(reserved, f)['ReservedConcurrentExecutions'], f).toBeUndefined();
+      expect(fnProps(reserved, f)['ReservedConcurrentExecutions'], `${f}`).toBeUndefined();
     expect(() => synthStack({ maintenanceReservedConcurrency: 0 }, 'ReservedZero')).toThrow(
       /maintenanceReservedConcurrency must be a whole number from 1 to 10 \(got 0\)/,
     );
@@ -56,8 +56,8 @@ describe('cdk: payload key (encryptionEnabled queues on AWS)', () => {
   it('without a key: no function has SLUICE_KMS_KEY_ID or any KMS permission', () => {
     const s = synthStack();
     for (const f of FUNCTIONS) {
-      expect(envOf(s, f)['SLUICE_KMS_KEY_ID'], f).toBeUndefined();
-      expect(kmsStatements(s, f), f).toEqual([]);
+      expect(envOf(s, f)['SLUICE_KMS_KEY_ID'], `${f}`).toBeUndefined();
+      expect(kmsStatements(s, f), `${f}`).toEqual([]);
     }
     s.template.resourceCountIs('AWS::KMS::Key', 0);
   });
