@@ -10,6 +10,8 @@
  * | `memorySize` | 1024 | MB per API function |
  * | `logRetentionDays` | 30 | days CloudWatch keeps function and access logs |
  * | `maintenanceReservedConcurrency` | none | executions reserved for maintenance (needs quota room) |
+ * | `alarmEmail` | none | address notified of alarms (a topic is created unless `alarmTopicArn` names one) |
+ * | `alarmTopicArn` | none | existing SNS topic the alarms notify |
  * | `kmsKeyArn` | none | KMS key ARN sealing `encryptionEnabled` queues; or `kmsKey=create` for a new key |
  *
  * Bad values stop the synth with a message naming the key, before anything is built.
@@ -22,7 +24,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { readGrantsFile } from '../lambdas/http/grants.js';
-import { checkKmsKeyArn, MAX_MAINTENANCE_RESERVATION, MEMORY_RANGE } from './sluice-service.js';
+import { checkAlarmOptions, checkKmsKeyArn, MAX_MAINTENANCE_RESERVATION, MEMORY_RANGE } from './sluice-service.js';
 import type { SluiceStackProps } from './sluice-stack.js';
 
 /** Reads one context value; undefined when unset or empty. */
@@ -83,6 +85,13 @@ export function stackOptionsFromContext(ctx: ContextReader): { stackName: string
     checkKmsKeyArn(kmsKeyArn);
     props.payloadKey = { keyArn: kmsKeyArn };
   } else if (kmsKey) props.payloadKey = { create: true };
+
+  const email = ctx('alarmEmail');
+  const topicArn = ctx('alarmTopicArn');
+  if (email !== undefined || topicArn !== undefined) {
+    props.alarms = { ...(email !== undefined ? { email } : {}), ...(topicArn !== undefined ? { topicArn } : {}) };
+    checkAlarmOptions(props.alarms);
+  }
   return { stackName: ctx('stackName') ?? 'Sluice', props };
 }
 

@@ -37,9 +37,11 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
-import type * as sns from 'aws-cdk-lib/aws-sns';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
 import { loadConfig } from '../lambdas/config.js';
+import { LAG_TASK_EVENT } from '../lambdas/entry/maintenance-event.js';
 import { GRANT_ACTIONS, parseGrants, type Grant } from '../lambdas/http/grants.js';
 import type { RouteDef } from '../lambdas/http/route.js';
 import { ALL_ROUTES } from '../lambdas/http/routes.js';
@@ -176,8 +178,15 @@ export type PayloadKeyOption =
   | { key: kms.IKey };
 
 export interface SluiceAlarmOptions {
-  /** Where alarm notifications go (none by default: the alarms still show in the console). */
+  /**
+   * Where alarm notifications go (none by default: the alarms still show in the console).
+   * With `email` and no topic, this construct creates one.
+   */
   topic?: sns.ITopic;
+  /** An existing standard SNS topic, by ARN (instead of `topic`). */
+  topicArn?: string;
+  /** An address subscribed to the alarm topic (AWS mails a confirmation link first). */
+  email?: string;
   /** API 5xx responses per 5 minutes that raise the alarm (default 5). */
   serverErrorsPer5Minutes?: number;
   /** Oldest unconsumed message age, seconds, that raises the alarm (default 3600). */
@@ -203,6 +212,11 @@ export interface SluiceServiceProps {
   maintenanceMemorySize?: number;
   /** How often maintenance runs (default every 15 minutes). */
   maintenanceInterval?: Duration;
+  /**
+   * How often consumer lag is measured for the dashboard and the lag alarm, by the maintenance
+   * function with the event `{ "task": "lag" }` (default every 5 minutes; 1 to 15 minutes).
+   */
+  lagInterval?: Duration;
   /**
    * Concurrent executions reserved for the maintenance function (default: none). A reservation
    * is refused when it would leave the account fewer unreserved executions than Lambda's
@@ -258,6 +272,8 @@ export class SluiceService extends Construct {
   /** IAM managed policies allowing `execute-api:Invoke` per role (IAM auth only). */
   readonly policies: Partial<Record<ApiRole, iam.ManagedPolicy>>;
   readonly alarms: cloudwatch.Alarm[] = [];
+  /** Where alarms notify, when a topic or an email address was given. */
+  readonly alarmTopic: sns.ITopic | undefined;
   readonly dashboard: cloudwatch.Dashboard;
   /** The service dimension of every Sluice metric of this instance. */
   readonly metricsService: string;
@@ -415,6 +431,25 @@ export class SluiceService extends Construct {
       schedule: events.Schedule.rate(props.maintenanceInterval ?? Duration.minutes(15)),
       targets: [new targets.LambdaFunction(this.functions.maintenance, { retryAttempts: 0 })],
     });
+    // Lag alone, more often: the lag alarm must not wait for a 15-minute pass, and it breaches
+    // when these reports stop.
+    const lagInterval = props.lagInterval ?? Duration.minutes(5);
+    checkLagInterval(`${this.node.path}: lagInterval`, lagInterval);
+    new events.Rule(this, 'LagSchedule', {
+      description: `Sluice consumer lag (${this.node.path})`,
+      schedule: events.Schedule.rate(lagInterval),
+      targets: [
+        new targets.LambdaFunction(this.functions.maintenance, {
+          event: events.RuleTargetInput.fromObject(LAG_TASK_EVENT),
+          retryAttempts: 0,
+        }),
+      ],
+    });
+    if (props.maintenanceReservedConcurrency === 1)
+      Annotations.of(this).addWarningV2(
+        'sluice:maintenanceReservation1',
+        'maintenanceReservedConcurrency=1: a lag report that starts while a maintenance pass runs is throttled (Lambda retries it later) and counts in the Lambda throttles alarm. Reserve 2.',
+      );
 
     // --------------------------------------------------------------------- API
     const authorizer: IHttpRouteAuthorizer =
@@ -485,7 +520,8 @@ export class SluiceService extends Construct {
     }
 
     // ------------------------------------------------------------------ alarms
-    this.dashboard = this.buildObservability(props.alarms ?? {}, props.maintenanceInterval ?? Duration.minutes(15));
+    this.alarmTopic = alarmTopicOf(this, props.alarms ?? {});
+    this.dashboard = this.buildObservability(props.alarms ?? {}, lagInterval);
 
     acknowledgeNagFindings(this, {
       bucket: this.bucket,
@@ -505,7 +541,7 @@ export class SluiceService extends Construct {
     });
   }
 
-  private buildObservability(opts: SluiceAlarmOptions, maintenanceInterval: Duration): cloudwatch.Dashboard {
+  private buildObservability(opts: SluiceAlarmOptions, lagInterval: Duration): cloudwatch.Dashboard {
     const five = Duration.minutes(5);
     const fns = FUNCTIONS.map((f) => [f, this.functions[f]] as const);
     const sumOf = (label: string, metrics: Record<string, cloudwatch.IMetric>): cloudwatch.MathExpression =>
@@ -545,28 +581,28 @@ export class SluiceService extends Construct {
       dl: this.metric('DeadLettered', { statistic: 'Sum' }),
       cdl: this.metric('ClaimDeadLettered', { statistic: 'Sum' }),
     });
-    // Lag is measured by the maintenance pass: one datapoint per interval, so the alarm looks at
-    // one interval at a time (a 5-minute period would mostly see no data).
-    const oldestAge = this.metric('OldestUnconsumedAgeSeconds', { statistic: 'Maximum', period: maintenanceInterval });
+    // Lag is measured on the lag schedule: one datapoint per interval, so the alarm looks at one
+    // interval at a time (a shorter period would mostly see no data).
+    const oldestAge = this.metric('OldestUnconsumedAgeSeconds', { statistic: 'Maximum', period: lagInterval });
 
     const alarm = (
       id: string,
       metric: cloudwatch.IMetric,
       threshold: number,
       description: string,
-      evaluationPeriods = 1,
+      more: { evaluationPeriods?: number; treatMissingData?: cloudwatch.TreatMissingData } = {},
     ): void => {
       const a = new cloudwatch.Alarm(this, id, {
         metric,
         threshold,
-        evaluationPeriods,
+        evaluationPeriods: more.evaluationPeriods ?? 1,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        treatMissingData: more.treatMissingData ?? cloudwatch.TreatMissingData.NOT_BREACHING,
         alarmDescription: `Sluice (${this.node.path}): ${description}`,
       });
-      if (opts.topic) {
-        a.addAlarmAction(new SnsAction(opts.topic));
-        a.addOkAction(new SnsAction(opts.topic));
+      if (this.alarmTopic) {
+        a.addAlarmAction(new SnsAction(this.alarmTopic));
+        a.addOkAction(new SnsAction(this.alarmTopic));
       }
       this.alarms.push(a);
     };
@@ -590,7 +626,10 @@ export class SluiceService extends Construct {
       'OldestUnconsumedAgeAlarm',
       oldestAge,
       opts.oldestUnconsumedAgeSeconds ?? 3600,
-      'a consumer group is falling behind (oldest unconsumed message age, measured by each maintenance pass)',
+      'a consumer group is falling behind (oldest unconsumed message age), or lag is no longer measured (the maintenance function stopped running or fails)',
+      // Missing data breaches: silence means lag is not measured. Two intervals, because a
+      // report landing on a period boundary can leave one period empty.
+      { evaluationPeriods: 2, treatMissingData: cloudwatch.TreatMissingData.BREACHING },
     );
 
     const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) });
@@ -620,7 +659,7 @@ export class SluiceService extends Construct {
       graph('Dead letters and lag', [
         deadLetters,
         oldestAge,
-        this.metric('ConsumerLag', { statistic: 'Maximum', period: maintenanceInterval }),
+        this.metric('ConsumerLag', { statistic: 'Maximum', period: lagInterval }),
       ]),
     );
     dashboard.addWidgets(
@@ -634,6 +673,51 @@ export class SluiceService extends Construct {
     dashboard.addWidgets(new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24 }));
     return dashboard;
   }
+}
+
+const checkLagInterval = (what: string, d: Duration): void => {
+  const minutes = d.toSeconds() / 60;
+  if (!Number.isInteger(minutes) || minutes < 1 || minutes > 15)
+    throw new Error(`${what} must be whole minutes from 1 to 15 (got ${d.toHumanString()})`);
+};
+
+/** An email address, loosely: something@domain.tld without spaces. */
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+/** A standard SNS topic ARN (CloudWatch alarms cannot publish to FIFO topics). */
+const TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/;
+
+/**
+ * Throws unless the alarm options name at most one topic, a well-formed topic ARN and email.
+ *
+ * @example
+ * ```ts
+ * checkAlarmOptions({ email: 'ops@example.com' }); // ok
+ * checkAlarmOptions({ topicArn: 'my-topic' });     // throws
+ * ```
+ */
+export function checkAlarmOptions(opts: SluiceAlarmOptions): void {
+  if (opts.topic && opts.topicArn) throw new Error('alarms: pass topic or topicArn, not both');
+  if (opts.topicArn !== undefined && !TOPIC_ARN.test(opts.topicArn))
+    throw new Error(
+      `alarmTopicArn must be a standard SNS topic ARN, arn:aws:sns:REGION:ACCOUNT:NAME (got ${opts.topicArn})`,
+    );
+  if (opts.email !== undefined && !EMAIL.test(opts.email))
+    throw new Error(`alarmEmail must be an email address (got ${opts.email})`);
+}
+
+/** The topic alarms notify: the one given, or a new one when only an email address is. */
+function alarmTopicOf(scope: Construct, opts: SluiceAlarmOptions): sns.ITopic | undefined {
+  checkAlarmOptions(opts);
+  let topic = opts.topic ?? (opts.topicArn ? sns.Topic.fromTopicArn(scope, 'AlarmTopic', opts.topicArn) : undefined);
+  if (opts.email) {
+    topic ??= new sns.Topic(scope, 'AlarmTopic', {
+      displayName: `Sluice alarms (${scope.node.path})`,
+      // Publishers (CloudWatch) must use TLS.
+      enforceSSL: true,
+    });
+    topic.addSubscription(new EmailSubscription(opts.email));
+  }
+  return topic;
 }
 
 /** The payload key `option` names (created here when asked), or undefined without one. */

@@ -14,6 +14,7 @@ export const OUTPUTS = {
   dashboard: 'DashboardName',
   grants: 'Grants',
   payloadKey: 'PayloadKeyArn',
+  alarmTopic: 'AlarmTopicArn',
 } as const;
 
 /**
@@ -59,6 +60,11 @@ export class SluiceStack extends Stack {
       new CfnOutput(this, OUTPUTS.payloadKey, {
         value: this.service.payloadKey.keyArn,
         description: 'KMS key sealing payloads of queues with encryptionEnabled',
+      });
+    if (this.service.alarmTopic)
+      new CfnOutput(this, OUTPUTS.alarmTopic, {
+        value: this.service.alarmTopic.topicArn,
+        description: 'SNS topic the alarms notify',
       });
     const summary = (props.grants ?? [])
       .map((g) => `${g.principal}: ${g.actions.join('+')} on ${g.queues.join(', ')}`)

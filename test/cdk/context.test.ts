@@ -72,6 +72,15 @@ describe('cdk app: options from context (-c key=value)', () => {
     expect(from({ kmsKey: 'create' }).props.payloadKey).toEqual({ create: true });
   });
 
+  it('alarm notifications: an email address, an existing topic, or both', () => {
+    const topicArn = 'arn:aws:sns:eu-west-1:111122223333:ops';
+    expect(from({ alarmEmail: 'ops@example.com' }).props.alarms).toEqual({ email: 'ops@example.com' });
+    expect(from({ alarmTopicArn: topicArn }).props.alarms).toEqual({ topicArn });
+    expect(from({ alarmTopicArn: topicArn, alarmEmail: 'a@b.io' }).props.alarms).toEqual({ topicArn, email: 'a@b.io' });
+    expect(() => from({ alarmEmail: 'ops' })).toThrow(/alarmEmail must be an email address/);
+    expect(() => from({ alarmTopicArn: 'ops' })).toThrow(/alarmTopicArn must be a standard SNS topic ARN/);
+  });
+
   it('refuses bad values with a message naming the key', () => {
     expect(() => from({ auth: 'cognito' })).toThrow(/auth must be iam or jwt \(got cognito\)/);
     expect(() => from({ auth: 'jwt', jwtIssuer: 'https://id.example.com/' })).toThrow(

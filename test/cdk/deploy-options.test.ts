@@ -1,13 +1,19 @@
 // Options that make a deployment work on a fresh account and reachable by its operators
 // (issue 14): concurrency reservations, payload keys, alarm notifications, request limits,
 // bearer-token auth. Each is checked on the synthesized template, default and opted in.
-import { RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { isLagTask, LAG_TASK_EVENT } from '../../lambdas/entry/maintenance-event.js';
 import { FUNCTIONS, PAYLOAD_KEY_ACCESS, PAYLOAD_KEY_ACTIONS, type FunctionName } from '../../lib/access.js';
 import { nagViolations, refId, resourcesOf, synthStack } from '../support/cdk.js';
 
 type Synth = ReturnType<typeof synthStack>;
+/** The default stack, synthesized once. */
+let dflt: Synth;
+beforeAll(() => {
+  dflt = synthStack();
+});
 const logicalId = (c: IConstruct): string => Stack.of(c).getLogicalId(c.node.defaultChild as never);
 /** A function's properties in the template. */
 const fnProps = ({ stack, template }: Synth, name: FunctionName) =>
@@ -15,7 +21,7 @@ const fnProps = ({ stack, template }: Synth, name: FunctionName) =>
 
 describe('cdk: maintenance concurrency', () => {
   it('reserves no concurrency anywhere by default (a fresh account refuses any reservation)', () => {
-    const { template } = synthStack();
+    const { template } = dflt;
     for (const [id, f] of Object.entries(resourcesOf(template, 'AWS::Lambda::Function')))
       expect(f.Properties['ReservedConcurrentExecutions'], `${id}`).toBeUndefined();
   });
@@ -54,7 +60,7 @@ describe('cdk: payload key (encryptionEnabled queues on AWS)', () => {
   const keyArn = 'arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab';
 
   it('without a key: no function has SLUICE_KMS_KEY_ID or any KMS permission', () => {
-    const s = synthStack();
+    const s = dflt;
     for (const f of FUNCTIONS) {
       expect(envOf(s, f)['SLUICE_KMS_KEY_ID'], `${f}`).toBeUndefined();
       expect(kmsStatements(s, f), `${f}`).toEqual([]);
@@ -110,6 +116,79 @@ describe('cdk: payload key (encryptionEnabled queues on AWS)', () => {
     expect(() => synthStack({ payloadKey: { keyArn: 'alias/sluice' } }, 'Alias')).toThrow(/must be a KMS key ARN/);
     expect(() => synthStack({ payloadKey: { keyArn }, environment: { SLUICE_KMS_KEY_ID: keyArn } }, 'Twice')).toThrow(
       /not both/,
+    );
+  });
+});
+
+describe('cdk: alarm notifications and the lag alarm', () => {
+  const alarms = (s: Synth) =>
+    Object.values(resourcesOf(s.template, 'AWS::CloudWatch::Alarm')).map((a) => a.Properties);
+  const lagAlarm = (s: Synth) =>
+    alarms(s).find((a) => JSON.stringify(a).includes('"MetricName":"OldestUnconsumedAgeSeconds"'))!;
+
+  it('by default alarms notify nobody and no topic exists', () => {
+    const s = dflt;
+    for (const a of alarms(s)) expect(a['AlarmActions']).toBeUndefined();
+    s.template.resourceCountIs('AWS::SNS::Topic', 0);
+  });
+
+  it('-c alarmEmail: a TLS-only topic with an email subscription, and every alarm notifies it', () => {
+    const s = synthStack({ alarms: { email: 'ops@example.com' } }, 'Mailed');
+    const topics = Object.keys(resourcesOf(s.template, 'AWS::SNS::Topic'));
+    expect(topics).toHaveLength(1);
+    s.template.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'email',
+      Endpoint: 'ops@example.com',
+      TopicArn: { Ref: topics[0] },
+    });
+    const all = alarms(s);
+    expect(all.length).toBeGreaterThanOrEqual(7);
+    for (const a of all) {
+      expect(a['AlarmActions']).toEqual([{ Ref: topics[0] }]);
+      expect(a['OKActions']).toEqual([{ Ref: topics[0] }]);
+    }
+    expect(s.template.findOutputs('AlarmTopicArn')['AlarmTopicArn']?.['Value']).toEqual({ Ref: topics[0] });
+    expect(nagViolations(s.stack)).toEqual([]);
+  });
+
+  it('-c alarmTopicArn: alarms notify the existing topic (and an email subscribes to it when given)', () => {
+    const topicArn = 'arn:aws:sns:eu-west-1:111122223333:ops-alerts';
+    const s = synthStack({ alarms: { topicArn, email: 'ops@example.com' } }, 'Topic');
+    s.template.resourceCountIs('AWS::SNS::Topic', 0);
+    s.template.hasResourceProperties('AWS::SNS::Subscription', { TopicArn: topicArn, Protocol: 'email' });
+    for (const a of alarms(s)) expect(a['AlarmActions']).toEqual([topicArn]);
+    expect(() => synthStack({ alarms: { topicArn: 'ops-alerts' } }, 'BadTopic')).toThrow(/SNS topic ARN/);
+    expect(() => synthStack({ alarms: { email: 'ops' } }, 'BadMail')).toThrow(/alarmEmail must be an email/);
+  });
+
+  it('the lag alarm breaches on missing data (lag no longer measured), over two lag intervals', () => {
+    expect(lagAlarm(dflt)).toMatchObject({
+      TreatMissingData: 'breaching',
+      EvaluationPeriods: 2,
+      Period: 300,
+      Statistic: 'Maximum',
+    });
+    // The other alarms count events: no data there means nothing happened.
+    for (const a of alarms(dflt).filter((x) => !JSON.stringify(x).includes('OldestUnconsumed')))
+      expect(a['TreatMissingData']).toBe('notBreaching');
+  });
+
+  it('lag is published every 5 minutes by a second schedule sending { task: "lag" } to maintenance', () => {
+    const s = dflt;
+    const rules = Object.values(resourcesOf(s.template, 'AWS::Events::Rule')).map((r) => r.Properties);
+    const maintenanceArn = { 'Fn::GetAtt': [logicalId(s.stack.service.functions.maintenance), 'Arn'] };
+    expect(rules.map((r) => r['ScheduleExpression']).sort()).toEqual(['rate(15 minutes)', 'rate(5 minutes)']);
+    const lag = rules.find((r) => r['ScheduleExpression'] === 'rate(5 minutes)')!;
+    expect(lag['Targets']).toEqual([
+      expect.objectContaining({ Arn: maintenanceArn, Input: JSON.stringify(LAG_TASK_EVENT) }),
+    ]);
+    expect(isLagTask(JSON.parse(String((lag['Targets'] as { Input: string }[])[0]!.Input)) as never)).toBe(true);
+    const pass = rules.find((r) => r['ScheduleExpression'] === 'rate(15 minutes)')!;
+    expect((pass['Targets'] as Record<string, unknown>[])[0]!['Input']).toBeUndefined();
+    const fast = synthStack({ lagInterval: Duration.minutes(1) }, 'FastLag');
+    expect(lagAlarm(fast)['Period']).toBe(60);
+    expect(() => synthStack({ lagInterval: Duration.seconds(30) }, 'TooFast')).toThrow(
+      /lagInterval must be whole minutes/,
     );
   });
 });
