@@ -10,6 +10,9 @@
  * | `memorySize` | 1024 | MB per API function |
  * | `logRetentionDays` | 30 | days CloudWatch keeps function and access logs |
  * | `maintenanceReservedConcurrency` | none | executions reserved for maintenance (needs quota room) |
+ * | `throttleRps`, `throttleBurst` | 1000, 500 | API stage throttling: steady requests per second, burst |
+ * | `maxBodyBytes` | 1000000 | largest request body (at most 6160383; above 1000000 some bodies get API Gateway's 413) |
+ * | `maxPushItems` | 1000 | most messages per push (1 to 10000) |
  * | `alarmEmail` | none | address notified of alarms (a topic is created unless `alarmTopicArn` names one) |
  * | `alarmTopicArn` | none | existing SNS topic the alarms notify |
  * | `kmsKeyArn` | none | KMS key ARN sealing `encryptionEnabled` queues; or `kmsKey=create` for a new key |
@@ -24,6 +27,7 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { readGrantsFile } from '../lambdas/http/grants.js';
+import { AWS_MAX_BODY_BYTES, AWS_MAX_PUSH_ITEMS, checkThrottle, DEFAULT_THROTTLE } from './limits.js';
 import { checkAlarmOptions, checkKmsKeyArn, MAX_MAINTENANCE_RESERVATION, MEMORY_RANGE } from './sluice-service.js';
 import type { SluiceStackProps } from './sluice-stack.js';
 
@@ -85,6 +89,21 @@ export function stackOptionsFromContext(ctx: ContextReader): { stackName: string
     checkKmsKeyArn(kmsKeyArn);
     props.payloadKey = { keyArn: kmsKeyArn };
   } else if (kmsKey) props.payloadKey = { create: true };
+
+  const rps = ctx('throttleRps');
+  const burst = ctx('throttleBurst');
+  if (rps !== undefined || burst !== undefined) {
+    const rateLimit = rps === undefined ? DEFAULT_THROTTLE.rateLimit : Number(rps);
+    if (rps !== undefined && (!/^\d+(\.\d+)?$/.test(rps.trim()) || rateLimit <= 0))
+      throw new Error(`throttleRps must be a number of requests per second above 0 (got ${rps})`);
+    const burstLimit = wholeNumber(ctx, 'throttleBurst', 1, Number.MAX_SAFE_INTEGER) ?? DEFAULT_THROTTLE.burstLimit;
+    props.throttle = { rateLimit, burstLimit };
+    checkThrottle(props.throttle);
+  }
+  const maxBodyBytes = wholeNumber(ctx, 'maxBodyBytes', 1024, AWS_MAX_BODY_BYTES);
+  if (maxBodyBytes !== undefined) props.maxBodyBytes = maxBodyBytes;
+  const maxPushItems = wholeNumber(ctx, 'maxPushItems', 1, AWS_MAX_PUSH_ITEMS);
+  if (maxPushItems !== undefined) props.maxPushItems = maxPushItems;
 
   const email = ctx('alarmEmail');
   const topicArn = ctx('alarmTopicArn');

@@ -61,6 +61,14 @@ import {
   type FunctionName,
 } from './access.js';
 import { API_ROLES, routesForRole, type ApiRole } from './api-access.js';
+import {
+  AWS_DEFAULT_MAX_BODY_BYTES,
+  AWS_DEFAULT_MAX_PUSH_ITEMS,
+  checkBodyLimit,
+  checkPushItems,
+  checkThrottle,
+  DEFAULT_THROTTLE,
+} from './limits.js';
 import { acknowledgeNagFindings, logicalIdOf } from './nag.js';
 
 const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -234,8 +242,19 @@ export interface SluiceServiceProps {
   environment?: Record<string, string>;
   /** CloudWatch namespace of the EMF metrics (default `Sluice`). */
   metricsNamespace?: string;
-  /** Steady-state and burst request limits of the API stage (default: the account's). */
+  /**
+   * Steady-state requests per second and burst of the API stage (default
+   * {@link DEFAULT_THROTTLE}: 1,000 and 500). Requests over it get API Gateway's 429.
+   */
   throttle?: { rateLimit: number; burstLimit: number };
+  /**
+   * Largest request body the API functions accept, bytes (default
+   * {@link AWS_DEFAULT_MAX_BODY_BYTES}: every body up to it reaches the function however it
+   * escapes, so Sluice answers larger ones with its own 413). At most {@link AWS_MAX_BODY_BYTES}.
+   */
+  maxBodyBytes?: number;
+  /** Most messages one push may carry (default {@link AWS_DEFAULT_MAX_PUSH_ITEMS}). */
+  maxPushItems?: number;
   /**
    * Deletes segment blobs older than this, as a backstop for orphans the sweeper misses. Only
    * for deployments whose every queue keeps messages for less (default: never).
@@ -363,11 +382,21 @@ export class SluiceService extends Construct {
       NODE_OPTIONS: '--enable-source-maps',
       ...props.environment,
     };
+    // What a request may carry on AWS (lib/limits.ts); `environment` may still set them.
+    const apiEnvironment: Record<string, string> = {
+      SLUICE_MAX_BODY_BYTES: String(props.maxBodyBytes ?? AWS_DEFAULT_MAX_BODY_BYTES),
+      SLUICE_MAX_PUSH_ITEMS: String(props.maxPushItems ?? AWS_DEFAULT_MAX_PUSH_ITEMS),
+      ...environment,
+    };
+    const { maxBodyBytes, maxPushItems } = loadConfig(apiEnvironment);
+    checkBodyLimit(maxBodyBytes, `${this.node.path}: maxBodyBytes (SLUICE_MAX_BODY_BYTES)`);
+    checkPushItems(maxPushItems, `${this.node.path}: maxPushItems (SLUICE_MAX_PUSH_ITEMS)`);
     // Long polls must end (with an empty 204) before the function and API Gateway time out.
     checkLongPollBudget(environment, API_FUNCTION_TIMEOUT);
     checkMemory(`${this.node.path}: memorySize`, props.memorySize);
     checkMemory(`${this.node.path}: maintenanceMemorySize`, props.maintenanceMemorySize);
     checkReservedConcurrency(`${this.node.path}: maintenanceReservedConcurrency`, props.maintenanceReservedConcurrency);
+    if (props.throttle) checkThrottle(props.throttle, `${this.node.path}: throttle`);
     const entry = (name: FunctionName): string => {
       const file = join(REPO_ROOT, 'lambdas', 'entry', `${name}.ts`);
       if (!existsSync(file)) throw new Error(`no Lambda entry for function ${name}: ${file}`);
@@ -410,10 +439,10 @@ export class SluiceService extends Construct {
         description: `Sluice ${name} (${this.node.path})`,
         role,
         logGroup,
-        environment:
-          this.payloadKey && keyUses.length > 0
-            ? { ...environment, SLUICE_KMS_KEY_ID: this.payloadKey.keyArn }
-            : environment,
+        environment: {
+          ...(isApi ? apiEnvironment : environment),
+          ...(this.payloadKey && keyUses.length > 0 ? { SLUICE_KMS_KEY_ID: this.payloadKey.keyArn } : {}),
+        },
         bundling: BUNDLING,
         // Opt-in only: a reservation makes the deploy fail on accounts with a small quota.
         ...(isApi || props.maintenanceReservedConcurrency === undefined
@@ -487,7 +516,9 @@ export class SluiceService extends Construct {
           }),
         ),
       },
-      ...(props.throttle ? { throttle: props.throttle } : {}),
+      // A runaway client must not take the account's API Gateway quota (shared by every API in the
+      // region) or its Lambda concurrency: docs/DEPLOYING.md#quotas.
+      throttle: props.throttle ?? DEFAULT_THROTTLE,
     });
     // The client appends paths to the base URL, which must not end in '/'.
     this.apiUrl = `https://${this.api.apiId}.execute-api.${stack.region}.${stack.urlSuffix}`;

@@ -81,6 +81,24 @@ describe('cdk app: options from context (-c key=value)', () => {
     expect(() => from({ alarmTopicArn: 'ops' })).toThrow(/alarmTopicArn must be a standard SNS topic ARN/);
   });
 
+  it('request limits: stage throttling (a missing half takes its default), body and push limits', () => {
+    expect(from({ throttleRps: '50', throttleBurst: '100' }).props.throttle).toEqual({
+      rateLimit: 50,
+      burstLimit: 100,
+    });
+    expect(from({ throttleRps: '2.5' }).props.throttle).toEqual({ rateLimit: 2.5, burstLimit: 500 });
+    expect(from({ throttleBurst: '20' }).props.throttle).toEqual({ rateLimit: 1000, burstLimit: 20 });
+    expect(from({ maxBodyBytes: '3000000', maxPushItems: '200' }).props).toMatchObject({
+      maxBodyBytes: 3_000_000,
+      maxPushItems: 200,
+    });
+    expect(() => from({ throttleRps: '0' })).toThrow(/throttleRps must be a number of requests per second above 0/);
+    expect(() => from({ throttleRps: 'fast' })).toThrow(/throttleRps must be/);
+    expect(() => from({ throttleBurst: '0' })).toThrow(/throttleBurst must be a whole number/);
+    expect(() => from({ maxBodyBytes: '7000000' })).toThrow(/maxBodyBytes must be a whole number from 1024 to 6160383/);
+    expect(() => from({ maxPushItems: '0' })).toThrow(/maxPushItems must be a whole number from 1 to 10000/);
+  });
+
   it('refuses bad values with a message naming the key', () => {
     expect(() => from({ auth: 'cognito' })).toThrow(/auth must be iam or jwt \(got cognito\)/);
     expect(() => from({ auth: 'jwt', jwtIssuer: 'https://id.example.com/' })).toThrow(

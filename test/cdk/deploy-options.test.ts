@@ -5,7 +5,17 @@ import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isLagTask, LAG_TASK_EVENT } from '../../lambdas/entry/maintenance-event.js';
+import { loadConfig } from '../../lambdas/config.js';
 import { FUNCTIONS, PAYLOAD_KEY_ACCESS, PAYLOAD_KEY_ACTIONS, type FunctionName } from '../../lib/access.js';
+import {
+  AWS_DEFAULT_MAX_BODY_BYTES,
+  AWS_DEFAULT_MAX_PUSH_ITEMS,
+  AWS_MAX_BODY_BYTES,
+  DEFAULT_THROTTLE,
+  LAMBDA_MAX_EVENT_BYTES,
+  WORST_CASE_ESCAPE_FACTOR,
+  worstCaseEventBytes,
+} from '../../lib/limits.js';
 import { nagViolations, refId, resourcesOf, synthStack } from '../support/cdk.js';
 
 type Synth = ReturnType<typeof synthStack>;
@@ -190,5 +200,53 @@ describe('cdk: alarm notifications and the lag alarm', () => {
     expect(() => synthStack({ lagInterval: Duration.seconds(30) }, 'TooFast')).toThrow(
       /lagInterval must be whole minutes/,
     );
+  });
+});
+
+describe('cdk: request limits the gateway can honour', () => {
+  const API = FUNCTIONS.filter((f) => f !== 'maintenance');
+  const configOf = (s: Synth, f: FunctionName) =>
+    loadConfig(
+      Object.fromEntries(Object.entries(envOf(s, f)).filter((e): e is [string, string] => typeof e[1] === 'string')),
+    );
+
+  it("the API functions' body limit keeps the worst-case escaped event under Lambda's 6 MB, so Sluice's own 413 answers", () => {
+    for (const f of API) {
+      const { maxBodyBytes, maxPushItems } = configOf(dflt, f);
+      expect({ f, maxBodyBytes, maxPushItems }).toEqual({
+        f,
+        maxBodyBytes: AWS_DEFAULT_MAX_BODY_BYTES,
+        maxPushItems: AWS_DEFAULT_MAX_PUSH_ITEMS,
+      });
+      // Six bytes per body byte (a control character as \u00XX), plus the rest of the event.
+      expect(worstCaseEventBytes(maxBodyBytes)).toBeLessThan(LAMBDA_MAX_EVENT_BYTES);
+    }
+    // The local server's default (6 MiB) could never reach a function whole.
+    expect(worstCaseEventBytes(loadConfig({}).maxBodyBytes)).toBeGreaterThan(LAMBDA_MAX_EVENT_BYTES);
+    expect(JSON.stringify('\u0001').length - 2).toBe(WORST_CASE_ESCAPE_FACTOR);
+  });
+
+  it('maxBodyBytes and maxPushItems are set per deployment, within what a function can receive', () => {
+    const s = synthStack({ maxBodyBytes: 3_000_000, maxPushItems: 500 }, 'Limits');
+    for (const f of API) expect(configOf(s, f)).toMatchObject({ maxBodyBytes: 3_000_000, maxPushItems: 500 });
+    expect(() => synthStack({ maxBodyBytes: 6 * 1024 * 1024 }, 'TooBig')).toThrow(
+      new RegExp(
+        `maxBodyBytes \\(SLUICE_MAX_BODY_BYTES\\) must be a whole number of bytes from 1024 to ${AWS_MAX_BODY_BYTES}`,
+      ),
+    );
+    expect(() => synthStack({ environment: { SLUICE_MAX_BODY_BYTES: String(8 << 20) } }, 'TooBigEnv')).toThrow(
+      /maxBodyBytes/,
+    );
+    expect(() => synthStack({ maxPushItems: 20_000 }, 'TooMany')).toThrow(/maxPushItems .* from 1 to 10000/);
+  });
+
+  it('throttles the stage by default (1,000 rps, burst 500), and as asked', () => {
+    const settings = (s: Synth) =>
+      Object.values(resourcesOf(s.template, 'AWS::ApiGatewayV2::Stage'))[0]!.Properties['DefaultRouteSettings'];
+    expect(settings(dflt)).toEqual({ ThrottlingRateLimit: 1000, ThrottlingBurstLimit: 500 });
+    expect(DEFAULT_THROTTLE).toEqual({ rateLimit: 1000, burstLimit: 500 });
+    const s = synthStack({ throttle: { rateLimit: 50, burstLimit: 100 } }, 'Throttled');
+    expect(settings(s)).toEqual({ ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 });
+    expect(() => synthStack({ throttle: { rateLimit: 0, burstLimit: 10 } }, 'Zero')).toThrow(/rate must be/);
   });
 });
