@@ -5,7 +5,7 @@
  * |---|---|---|
  * | `stackName` | `Sluice` | stack name |
  * | `grantsFile` | none | grants JSON file (docs/DEPLOYING.md#grants); default: every authenticated caller |
- * | `auth` | `iam` | `iam` (SigV4) or `jwt`, with `jwtIssuer` and `jwtAudience` (comma-separated) |
+ * | `auth` | `iam` | `iam` (SigV4), `jwt` (with `jwtIssuer`, `jwtAudience` comma-separated) or `tokens` (stored bearer tokens) |
  * | `removalPolicy` | `retain` | `destroy` deletes tables, bucket and logs with the stack |
  * | `memorySize` | 1024 | MB per API function |
  * | `logRetentionDays` | 30 | days CloudWatch keeps function and access logs |
@@ -50,8 +50,10 @@ export function stackOptionsFromContext(ctx: ContextReader): { stackName: string
     if (!issuer || audience.length === 0)
       throw new Error('auth=jwt needs -c jwtIssuer=https://... and -c jwtAudience=aud1[,aud2]');
     props.auth = { type: 'jwt', issuer, audience };
+  } else if (auth === 'tokens') {
+    props.auth = { type: 'tokens' };
   } else if (auth !== 'iam') {
-    throw new Error(`auth must be iam or jwt (got ${auth})`);
+    throw new Error(`auth must be iam, jwt or tokens (got ${auth})`);
   }
 
   const removal = ctx('removalPolicy') ?? 'retain';

@@ -23,7 +23,12 @@ import {
   LogGroupLogDestination,
   type IHttpRouteAuthorizer,
 } from 'aws-cdk-lib/aws-apigatewayv2';
-import { HttpIamAuthorizer, HttpJwtAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import {
+  HttpIamAuthorizer,
+  HttpJwtAuthorizer,
+  HttpLambdaAuthorizer,
+  HttpLambdaResponseType,
+} from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -165,7 +170,19 @@ export type AuthOptions =
   /** SigV4-signed requests; callers need `execute-api:Invoke` (attach the published policies). */
   | { type: 'iam' }
   /** `Authorization: Bearer <JWT>` checked by API Gateway against the issuer and audience. */
-  | { type: 'jwt'; issuer: string; audience: string[] };
+  | { type: 'jwt'; issuer: string; audience: string[] }
+  /**
+   * `Authorization: Bearer <token>` with opaque tokens stored (as SHA-256 hashes) in the `meta`
+   * table, checked by a Lambda authorizer (lambdas/auth/); each token maps to a principal the
+   * grants apply to. Tokens are created and revoked without a deploy.
+   */
+  | { type: 'tokens' };
+
+/**
+ * How long API Gateway caches the token authorizer's answer per Authorization header: a revoked
+ * token is refused within this. Kept at or under a minute.
+ */
+export const TOKEN_CACHE_TTL = Duration.seconds(30);
 
 /**
  * The KMS key sealing payloads of queues with `encryptionEnabled` (each function process asks
@@ -291,6 +308,8 @@ export class SluiceService extends Construct {
   /** IAM managed policies allowing `execute-api:Invoke` per role (IAM auth only). */
   readonly policies: Partial<Record<ApiRole, iam.ManagedPolicy>>;
   readonly alarms: cloudwatch.Alarm[] = [];
+  /** The bearer-token authorizer's function (`auth: { type: 'tokens' }` only). */
+  readonly authorizerFunction: NodejsFunction | undefined;
   /** Where alarms notify, when a topic or an email address was given. */
   readonly alarmTopic: sns.ITopic | undefined;
   readonly dashboard: cloudwatch.Dashboard;
@@ -320,6 +339,12 @@ export class SluiceService extends Construct {
       Annotations.of(this).addWarningV2(
         'sluice:jwtDefaultGrants',
         'JWT auth with the default grants: every token the issuer signs for the audience may use every queue. Pass `grants` to restrict.',
+      );
+    }
+    if (auth.type === 'tokens' && props.grants === undefined) {
+      Annotations.of(this).addWarningV2(
+        'sluice:tokensDefaultGrants',
+        'Token auth with the default grants: every stored token may use every queue. Pass `grants` (principals are the names tokens map to) to restrict.',
       );
     }
 
@@ -481,10 +506,18 @@ export class SluiceService extends Construct {
       );
 
     // --------------------------------------------------------------------- API
+    this.authorizerFunction =
+      auth.type === 'tokens' ? this.makeTokenAuthorizerFunction(logRetention, removalPolicy) : undefined;
     const authorizer: IHttpRouteAuthorizer =
       auth.type === 'jwt'
         ? new HttpJwtAuthorizer('JwtAuthorizer', auth.issuer, { jwtAudience: auth.audience })
-        : new HttpIamAuthorizer();
+        : this.authorizerFunction
+          ? new HttpLambdaAuthorizer('TokenAuthorizer', this.authorizerFunction, {
+              responseTypes: [HttpLambdaResponseType.SIMPLE],
+              identitySource: ['$request.header.Authorization'],
+              resultsCacheTtl: TOKEN_CACHE_TTL,
+            })
+          : new HttpIamAuthorizer();
     this.api = new HttpApi(this, 'Api', {
       // API names need not be unique; this one says which deployment it belongs to.
       apiName: `${stack.stackName}-${this.node.id}`,
@@ -510,7 +543,12 @@ export class SluiceService extends Construct {
             status: '$context.status',
             bytes: '$context.responseLength',
             latencyMs: '$context.responseLatency',
-            principal: auth.type === 'jwt' ? '$context.authorizer.claims.sub' : '$context.identity.userArn',
+            principal:
+              auth.type === 'jwt'
+                ? '$context.authorizer.claims.sub'
+                : auth.type === 'tokens'
+                  ? '$context.authorizer.principal'
+                  : '$context.identity.userArn',
             authError: '$context.authorizer.error',
             integrationError: '$context.integrationErrorMessage',
           }),
@@ -561,6 +599,53 @@ export class SluiceService extends Construct {
     });
   }
 
+  /**
+   * The token authorizer: its own log group and a role holding nothing but GetItem on the
+   * `meta` table, where the token items live (lambdas/auth/token-store.ts).
+   */
+  private makeTokenAuthorizerFunction(logRetention: logs.RetentionDays, removalPolicy: RemovalPolicy): NodejsFunction {
+    const logGroup = new logs.LogGroup(this, 'AuthorizerLogs', { retention: logRetention, removalPolicy });
+    const role = new iam.Role(this, 'AuthorizerRole', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `Sluice bearer-token authorizer (${this.node.path})`,
+    });
+    role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'WriteOwnLogs',
+        actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+        resources: [logGroup.logGroupArn],
+      }),
+    );
+    role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadTokens',
+        actions: ['dynamodb:GetItem'],
+        resources: [this.tables.meta.tableArn],
+      }),
+    );
+    return new NodejsFunction(this, 'AuthorizerFunction', {
+      entry: join(REPO_ROOT, 'lambdas', 'entry', 'authorizer.ts'),
+      handler: 'handler',
+      projectRoot: REPO_ROOT,
+      depsLockFilePath: join(REPO_ROOT, 'package-lock.json'),
+      runtime: lambda.Runtime.NODEJS_22_X,
+      architecture: lambda.Architecture.ARM_64,
+      // One GetItem per uncached token: little memory, and a short timeout.
+      memorySize: 256,
+      timeout: Duration.seconds(10),
+      description: `Sluice bearer-token authorizer (${this.node.path})`,
+      role,
+      logGroup,
+      // The storage adapter wants every name; the role allows only the meta table.
+      environment: {
+        ...Object.fromEntries(TABLES.map((t) => [TABLE_ENV[t], this.tables[t].tableName])),
+        [BUCKET_ENV]: this.bucket.bucketName,
+        NODE_OPTIONS: '--enable-source-maps',
+      },
+      bundling: BUNDLING,
+    });
+  }
+
   /** A CloudWatch metric this instance's functions publish (EMF, namespace/service). */
   metric(name: string, props: cloudwatch.MetricOptions = {}): cloudwatch.Metric {
     return new cloudwatch.Metric({
@@ -574,7 +659,10 @@ export class SluiceService extends Construct {
 
   private buildObservability(opts: SluiceAlarmOptions, lagInterval: Duration): cloudwatch.Dashboard {
     const five = Duration.minutes(5);
-    const fns = FUNCTIONS.map((f) => [f, this.functions[f]] as const);
+    const fns = [
+      ...FUNCTIONS.map((f) => [f, this.functions[f]] as const),
+      ...(this.authorizerFunction ? [['authorizer', this.authorizerFunction] as const] : []),
+    ];
     const sumOf = (label: string, metrics: Record<string, cloudwatch.IMetric>): cloudwatch.MathExpression =>
       new cloudwatch.MathExpression({
         expression: Object.keys(metrics).join(' + '),

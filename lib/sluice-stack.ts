@@ -15,6 +15,7 @@ export const OUTPUTS = {
   grants: 'Grants',
   payloadKey: 'PayloadKeyArn',
   alarmTopic: 'AlarmTopicArn',
+  tokenTable: 'TokenTableName',
 } as const;
 
 /**
@@ -34,8 +35,13 @@ export class SluiceStack extends Stack {
     });
     new CfnOutput(this, OUTPUTS.authMode, {
       value: props.auth?.type ?? 'iam',
-      description: 'How callers authenticate: iam (SigV4) or jwt (Authorization: Bearer)',
+      description: 'How callers authenticate: iam (SigV4), jwt or tokens (both Authorization: Bearer)',
     });
+    if (props.auth?.type === 'tokens')
+      new CfnOutput(this, OUTPUTS.tokenTable, {
+        value: this.service.tables.meta.tableName,
+        description: 'DynamoDB table holding the bearer tokens (sluice token create|list|revoke)',
+      });
     const { Producer, Consumer, Admin } = this.service.policies;
     if (Producer)
       new CfnOutput(this, OUTPUTS.producerPolicy, {

@@ -67,6 +67,10 @@ describe('cdk app: options from context (-c key=value)', () => {
     });
   });
 
+  it('auth=tokens: stored bearer tokens', () => {
+    expect(from({ auth: 'tokens' }).props.auth).toEqual({ type: 'tokens' });
+  });
+
   it('payload key: an existing key by ARN, or one the stack creates', () => {
     expect(from({ kmsKeyArn: KEY_ARN }).props.payloadKey).toEqual({ keyArn: KEY_ARN });
     expect(from({ kmsKey: 'create' }).props.payloadKey).toEqual({ create: true });
@@ -100,7 +104,7 @@ describe('cdk app: options from context (-c key=value)', () => {
   });
 
   it('refuses bad values with a message naming the key', () => {
-    expect(() => from({ auth: 'cognito' })).toThrow(/auth must be iam or jwt \(got cognito\)/);
+    expect(() => from({ auth: 'cognito' })).toThrow(/auth must be iam, jwt or tokens \(got cognito\)/);
     expect(() => from({ auth: 'jwt', jwtIssuer: 'https://id.example.com/' })).toThrow(
       /auth=jwt needs -c jwtIssuer=.* and -c jwtAudience=/,
     );

@@ -2,10 +2,12 @@
 // (issue 14): concurrency reservations, payload keys, alarm notifications, request limits,
 // bearer-token auth. Each is checked on the synthesized template, default and opted in.
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isLagTask, LAG_TASK_EVENT } from '../../lambdas/entry/maintenance-event.js';
 import { loadConfig } from '../../lambdas/config.js';
+import { ALL_ROUTES } from '../../lambdas/http/routes.js';
 import { FUNCTIONS, PAYLOAD_KEY_ACCESS, PAYLOAD_KEY_ACTIONS, type FunctionName } from '../../lib/access.js';
 import {
   AWS_DEFAULT_MAX_BODY_BYTES,
@@ -16,6 +18,7 @@ import {
   WORST_CASE_ESCAPE_FACTOR,
   worstCaseEventBytes,
 } from '../../lib/limits.js';
+import { TOKEN_CACHE_TTL } from '../../lib/sluice-service.js';
 import { nagViolations, refId, resourcesOf, synthStack } from '../support/cdk.js';
 
 type Synth = ReturnType<typeof synthStack>;
@@ -248,5 +251,73 @@ describe('cdk: request limits the gateway can honour', () => {
     const s = synthStack({ throttle: { rateLimit: 50, burstLimit: 100 } }, 'Throttled');
     expect(settings(s)).toEqual({ ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 });
     expect(() => synthStack({ throttle: { rateLimit: 0, burstLimit: 10 } }, 'Zero')).toThrow(/rate must be/);
+  });
+});
+
+describe('cdk: auth=tokens (opaque bearer tokens, as Queen clients send them)', () => {
+  let s: Synth;
+  beforeAll(() => {
+    s = synthStack({ auth: { type: 'tokens' } }, 'Tokens');
+  });
+
+  it('every route, /health included, goes through the Lambda REQUEST authorizer', () => {
+    const authorizers = Object.entries(resourcesOf(s.template, 'AWS::ApiGatewayV2::Authorizer'));
+    expect(authorizers).toHaveLength(1);
+    const [authorizerId, authorizer] = authorizers[0]!;
+    expect(authorizer.Properties).toMatchObject({
+      AuthorizerType: 'REQUEST',
+      EnableSimpleResponses: true,
+      AuthorizerPayloadFormatVersion: '2.0',
+      IdentitySource: ['$request.header.Authorization'],
+    });
+    // A revoked token is refused within a minute.
+    expect(authorizer.Properties['AuthorizerResultTtlInSeconds']).toBe(TOKEN_CACHE_TTL.toSeconds());
+    expect(TOKEN_CACHE_TTL.toSeconds()).toBeLessThanOrEqual(60);
+    expect(JSON.stringify(authorizer.Properties['AuthorizerUri'])).toContain(
+      logicalId(s.stack.service.authorizerFunction!),
+    );
+    const routes = Object.values(resourcesOf(s.template, 'AWS::ApiGatewayV2::Route')).map((r) => r.Properties);
+    expect(routes.map((r) => r['RouteKey']).sort()).toEqual(ALL_ROUTES.map((r) => `${r.method} ${r.path}`).sort());
+    expect(routes.map((r) => r['RouteKey'])).toContain('GET /health');
+    for (const r of routes)
+      expect({ route: r['RouteKey'], type: r['AuthorizationType'], id: r['AuthorizerId'] }).toEqual({
+        route: r['RouteKey'],
+        type: 'CUSTOM',
+        id: { Ref: authorizerId },
+      });
+  });
+
+  it('the authorizer function may only read the meta table (where token hashes live)', () => {
+    const fn = s.stack.service.authorizerFunction!;
+    const props = resourcesOf(s.template, 'AWS::Lambda::Function')[logicalId(fn)]!.Properties;
+    const roleId = refId(props['Role']);
+    const statements = Object.values(resourcesOf(s.template, 'AWS::IAM::Policy'))
+      .filter((p) => (p.Properties['Roles'] as unknown[]).some((r) => refId(r) === roleId))
+      .flatMap((p) => (p.Properties['PolicyDocument'] as { Statement: { Sid: string }[] }).Statement);
+    expect(statements.map((st) => st.Sid).sort()).toEqual(['ReadTokens', 'WriteOwnLogs']);
+    expect(statements.find((st) => st.Sid === 'ReadTokens')).toMatchObject({
+      Action: 'dynamodb:GetItem',
+      Resource: { 'Fn::GetAtt': [logicalId(s.stack.service.tables.meta), 'Arn'] },
+    });
+    // API Gateway may invoke it.
+    expect(
+      Object.values(resourcesOf(s.template, 'AWS::Lambda::Permission')).some(
+        (p) =>
+          p.Properties['Principal'] === 'apigateway.amazonaws.com' &&
+          refId(p.Properties['FunctionName']) === logicalId(fn),
+      ),
+    ).toBe(true);
+  });
+
+  it('publishes no IAM policies, outputs the token table for the CLI, and passes cdk-nag', () => {
+    s.template.resourceCountIs('AWS::IAM::ManagedPolicy', 0);
+    const outputs = s.template.findOutputs('*');
+    expect(outputs['AuthMode']?.['Value']).toBe('tokens');
+    expect(outputs['TokenTableName']?.['Value']).toEqual({ Ref: logicalId(s.stack.service.tables.meta) });
+    Annotations.fromStack(s.stack).hasWarning('*', Match.stringLikeRegexp('every stored token may use every queue'));
+    expect(nagViolations(s.stack)).toEqual([]);
+    // Other modes have no such function.
+    expect(dflt.stack.service.authorizerFunction).toBeUndefined();
+    expect(dflt.template.findOutputs('TokenTableName')).toEqual({});
   });
 });
