@@ -44,6 +44,9 @@ describe('cdk: maintenance concurrency', () => {
     expect(fnProps(reserved, 'maintenance')['ReservedConcurrentExecutions']).toBe(2);
     for (const f of FUNCTIONS.filter((n) => n !== 'maintenance'))
       expect(fnProps(reserved, f)['ReservedConcurrentExecutions'], `${f}`).toBeUndefined();
+    // One execution is not enough: the lag report would be throttled whenever a pass runs.
+    const one = synthStack({ maintenanceReservedConcurrency: 1 }, 'ReservedOne');
+    Annotations.fromStack(one.stack).hasWarning('*', Match.stringLikeRegexp('maintenanceReservedConcurrency=1'));
     expect(() => synthStack({ maintenanceReservedConcurrency: 0 }, 'ReservedZero')).toThrow(
       /maintenanceReservedConcurrency must be a whole number from 1 to 10 \(got 0\)/,
     );
