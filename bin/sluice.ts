@@ -4,9 +4,17 @@
  * Context (`-c key=value`), read by `stackOptionsFromContext` (lib/context.ts):
  * - `stackName` (default `Sluice`)
  * - `grantsFile`: a grants JSON file (docs/DEPLOYING.md#grants); default: every authenticated caller
- * - `auth`: `iam` (default) or `jwt`, with `jwtIssuer` and `jwtAudience` (comma-separated)
+ * - `auth`: `iam` (default), `jwt` (with `jwtIssuer` and `jwtAudience`, comma-separated) or
+ *   `tokens` (bearer tokens stored in the deployment, checked by a Lambda authorizer)
  * - `removalPolicy`: `retain` (default) or `destroy` (tables, bucket and logs go with the stack)
  * - `memorySize` (MB, default 1024), `logRetentionDays` (default 30)
+ * - `alarmEmail`, `alarmTopicArn`: who the alarms notify (default nobody)
+ * - `kmsKeyArn`, or `kmsKey=create`: the key sealing `encryptionEnabled` queues
+ * - `throttleRps`, `throttleBurst` (default 1000, 500), `maxBodyBytes` (default 1000000),
+ *   `maxPushItems` (default 1000): request limits
+ * - `maintenanceReservedConcurrency`: none by default (a new account's quota has no room)
+ *
+ * docs/DEPLOYING.md explains each one.
  */
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';

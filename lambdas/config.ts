@@ -21,7 +21,10 @@ export interface SluiceConfig {
    * blobs. Undefined picks the backend's default (see {@link defaultInlineMaxBytes}).
    */
   inlineMaxBytes: number | undefined;
-  /** Largest request body accepted (Lambda's synchronous payload limit is 6 MB). */
+  /**
+   * Largest request body accepted. On AWS the stack sets it so that any body up to it still
+   * fits Lambda's 6 MB event once escaped (lib/limits.ts); the local default is 6 MiB.
+   */
   maxBodyBytes: number;
   /** Largest single message payload (its JSON text). */
   maxMessageBytes: number;

@@ -80,6 +80,35 @@ export const FUNCTION_ACCESS: Record<FunctionName, FunctionAccess> = {
   },
 };
 
+/** What a function does with payloads of queues with `encryptionEnabled`. */
+export type PayloadKeyUse = 'seal' | 'open';
+
+/**
+ * Which functions seal payloads (KMS GenerateDataKey: a data key per process, for pushes) and
+ * which open them (KMS Decrypt: unwrapping the stored data keys, for reads). Only these get
+ * `SLUICE_KMS_KEY_ID` and a grant on the key, when the deployment has one.
+ *
+ * - `log`: pushes seal; reading messages (by offset, by transactionId) opens.
+ * - `leases`: pops open; transactions push (seal).
+ * - `claims`: polls read the log (open); claim routes never push.
+ * - `admin`: `/configure` refuses `encryptionEnabled` without a key; listing dead letters
+ *   opens them, retrying re-pushes them (seal).
+ * - `maintenance`: retention, sweeps and lag never read a payload.
+ */
+export const PAYLOAD_KEY_ACCESS: Record<FunctionName, readonly PayloadKeyUse[]> = {
+  log: ['seal', 'open'],
+  leases: ['seal', 'open'],
+  claims: ['open'],
+  admin: ['seal', 'open'],
+  maintenance: [],
+};
+
+/** The KMS action each use needs. */
+export const PAYLOAD_KEY_ACTIONS: Record<PayloadKeyUse, string> = {
+  seal: 'kms:GenerateDataKey',
+  open: 'kms:Decrypt',
+};
+
 export const TABLE_ACTIONS: Record<TableAccess, string[]> = {
   read: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:ConditionCheckItem'],
   readwrite: [

@@ -5,10 +5,17 @@
  * |---|---|---|
  * | `stackName` | `Sluice` | stack name |
  * | `grantsFile` | none | grants JSON file (docs/DEPLOYING.md#grants); default: every authenticated caller |
- * | `auth` | `iam` | `iam` (SigV4) or `jwt`, with `jwtIssuer` and `jwtAudience` (comma-separated) |
+ * | `auth` | `iam` | `iam` (SigV4), `jwt` (with `jwtIssuer`, `jwtAudience` comma-separated) or `tokens` (stored bearer tokens) |
  * | `removalPolicy` | `retain` | `destroy` deletes tables, bucket and logs with the stack |
  * | `memorySize` | 1024 | MB per API function |
  * | `logRetentionDays` | 30 | days CloudWatch keeps function and access logs |
+ * | `maintenanceReservedConcurrency` | none | executions reserved for maintenance (needs quota room) |
+ * | `throttleRps`, `throttleBurst` | 1000, 500 | API stage throttling: steady requests per second, burst |
+ * | `maxBodyBytes` | 1000000 | largest request body (at most 6160383; above 1000000 some bodies get API Gateway's 413) |
+ * | `maxPushItems` | 1000 | most messages per push (1 to 10000) |
+ * | `alarmEmail` | none | address notified of alarms (a topic is created unless `alarmTopicArn` names one) |
+ * | `alarmTopicArn` | none | existing SNS topic the alarms notify |
+ * | `kmsKeyArn` | none | KMS key ARN sealing `encryptionEnabled` queues; or `kmsKey=create` for a new key |
  *
  * Bad values stop the synth with a message naming the key, before anything is built.
  *
@@ -20,7 +27,8 @@
 import { RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { readGrantsFile } from '../lambdas/http/grants.js';
-import { MEMORY_RANGE } from './sluice-service.js';
+import { AWS_MAX_BODY_BYTES, AWS_MAX_PUSH_ITEMS, checkThrottle, DEFAULT_THROTTLE } from './limits.js';
+import { checkAlarmOptions, checkKmsKeyArn, MAX_MAINTENANCE_RESERVATION, MEMORY_RANGE } from './sluice-service.js';
 import type { SluiceStackProps } from './sluice-stack.js';
 
 /** Reads one context value; undefined when unset or empty. */
@@ -42,8 +50,10 @@ export function stackOptionsFromContext(ctx: ContextReader): { stackName: string
     if (!issuer || audience.length === 0)
       throw new Error('auth=jwt needs -c jwtIssuer=https://... and -c jwtAudience=aud1[,aud2]');
     props.auth = { type: 'jwt', issuer, audience };
+  } else if (auth === 'tokens') {
+    props.auth = { type: 'tokens' };
   } else if (auth !== 'iam') {
-    throw new Error(`auth must be iam or jwt (got ${auth})`);
+    throw new Error(`auth must be iam, jwt or tokens (got ${auth})`);
   }
 
   const removal = ctx('removalPolicy') ?? 'retain';
@@ -68,5 +78,50 @@ export function stackOptionsFromContext(ctx: ContextReader): { stackName: string
       throw new Error(`logRetentionDays must be one CloudWatch accepts (1, 3, 5, 7, 14, 30, 60, 90, ...); got ${days}`);
     props.logRetention = retention as RetentionDays;
   }
+
+  const reserved = wholeNumber(ctx, 'maintenanceReservedConcurrency', 1, MAX_MAINTENANCE_RESERVATION);
+  if (reserved !== undefined) props.maintenanceReservedConcurrency = reserved;
+
+  const kmsKeyArn = ctx('kmsKeyArn');
+  const kmsKey = ctx('kmsKey');
+  if (kmsKey !== undefined && kmsKey !== 'create')
+    throw new Error(`kmsKey must be create (got ${kmsKey}); name an existing key with -c kmsKeyArn=arn:aws:kms:...`);
+  if (kmsKey && kmsKeyArn) throw new Error('pass -c kmsKey=create or -c kmsKeyArn=..., not both');
+  if (kmsKeyArn) {
+    checkKmsKeyArn(kmsKeyArn);
+    props.payloadKey = { keyArn: kmsKeyArn };
+  } else if (kmsKey) props.payloadKey = { create: true };
+
+  const rps = ctx('throttleRps');
+  const burst = ctx('throttleBurst');
+  if (rps !== undefined || burst !== undefined) {
+    const rateLimit = rps === undefined ? DEFAULT_THROTTLE.rateLimit : Number(rps);
+    if (rps !== undefined && (!/^\d+(\.\d+)?$/.test(rps.trim()) || rateLimit <= 0))
+      throw new Error(`throttleRps must be a number of requests per second above 0 (got ${rps})`);
+    const burstLimit = wholeNumber(ctx, 'throttleBurst', 1, Number.MAX_SAFE_INTEGER) ?? DEFAULT_THROTTLE.burstLimit;
+    props.throttle = { rateLimit, burstLimit };
+    checkThrottle(props.throttle);
+  }
+  const maxBodyBytes = wholeNumber(ctx, 'maxBodyBytes', 1024, AWS_MAX_BODY_BYTES);
+  if (maxBodyBytes !== undefined) props.maxBodyBytes = maxBodyBytes;
+  const maxPushItems = wholeNumber(ctx, 'maxPushItems', 1, AWS_MAX_PUSH_ITEMS);
+  if (maxPushItems !== undefined) props.maxPushItems = maxPushItems;
+
+  const email = ctx('alarmEmail');
+  const topicArn = ctx('alarmTopicArn');
+  if (email !== undefined || topicArn !== undefined) {
+    props.alarms = { ...(email !== undefined ? { email } : {}), ...(topicArn !== undefined ? { topicArn } : {}) };
+    checkAlarmOptions(props.alarms);
+  }
   return { stackName: ctx('stackName') ?? 'Sluice', props };
+}
+
+/** A whole-number option from `min` to `max`, or undefined when unset. */
+function wholeNumber(ctx: ContextReader, key: string, min: number, max: number): number | undefined {
+  const raw = ctx(key);
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || n < min || n > max)
+    throw new Error(`${key} must be a whole number from ${min} to ${max} (got ${raw})`);
+  return n;
 }

@@ -23,7 +23,12 @@ import {
   LogGroupLogDestination,
   type IHttpRouteAuthorizer,
 } from 'aws-cdk-lib/aws-apigatewayv2';
-import { HttpIamAuthorizer, HttpJwtAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import {
+  HttpIamAuthorizer,
+  HttpJwtAuthorizer,
+  HttpLambdaAuthorizer,
+  HttpLambdaResponseType,
+} from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -32,13 +37,16 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
-import type * as sns from 'aws-cdk-lib/aws-sns';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
 import { loadConfig } from '../lambdas/config.js';
+import { LAG_TASK_EVENT } from '../lambdas/entry/maintenance-event.js';
 import { GRANT_ACTIONS, parseGrants, type Grant } from '../lambdas/http/grants.js';
 import type { RouteDef } from '../lambdas/http/route.js';
 import { ALL_ROUTES } from '../lambdas/http/routes.js';
@@ -52,10 +60,20 @@ import {
   FUNCTION_ACCESS,
   FUNCTIONS,
   LIST_PREFIXES,
+  PAYLOAD_KEY_ACCESS,
+  PAYLOAD_KEY_ACTIONS,
   TABLE_ACTIONS,
   type FunctionName,
 } from './access.js';
 import { API_ROLES, routesForRole, type ApiRole } from './api-access.js';
+import {
+  AWS_DEFAULT_MAX_BODY_BYTES,
+  AWS_DEFAULT_MAX_PUSH_ITEMS,
+  checkBodyLimit,
+  checkPushItems,
+  checkThrottle,
+  DEFAULT_THROTTLE,
+} from './limits.js';
 import { acknowledgeNagFindings, logicalIdOf } from './nag.js';
 
 const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -120,6 +138,14 @@ const checkMemory = (what: string, mb: number | undefined): void => {
     throw new Error(`${what} must be a whole number of MB from ${MEMORY_RANGE.min} to ${MEMORY_RANGE.max} (got ${mb})`);
 };
 
+/** Most executions `maintenanceReservedConcurrency` may reserve (more would only be idle). */
+export const MAX_MAINTENANCE_RESERVATION = 10;
+const checkReservedConcurrency = (what: string, n: number | undefined): void => {
+  if (n === undefined) return;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_MAINTENANCE_RESERVATION)
+    throw new Error(`${what} must be a whole number from 1 to ${MAX_MAINTENANCE_RESERVATION} (got ${n})`);
+};
+
 /**
  * esbuild settings for every function: one ESM file, no native modules (zstd comes from
  * `node:zlib` on nodejs22.x, SQLite is never used on Lambda), the AWS SDK bundled at the
@@ -144,11 +170,48 @@ export type AuthOptions =
   /** SigV4-signed requests; callers need `execute-api:Invoke` (attach the published policies). */
   | { type: 'iam' }
   /** `Authorization: Bearer <JWT>` checked by API Gateway against the issuer and audience. */
-  | { type: 'jwt'; issuer: string; audience: string[] };
+  | { type: 'jwt'; issuer: string; audience: string[] }
+  /**
+   * `Authorization: Bearer <token>` with opaque tokens stored (as SHA-256 hashes) in the `meta`
+   * table, checked by a Lambda authorizer (lambdas/auth/); each token maps to a principal the
+   * grants apply to. Tokens are created and revoked without a deploy.
+   */
+  | { type: 'tokens' };
+
+/**
+ * How long API Gateway caches the token authorizer's answer per Authorization header: a revoked
+ * token is refused within this. Kept at or under a minute.
+ */
+export const TOKEN_CACHE_TTL = Duration.seconds(30);
+
+/**
+ * The KMS key sealing payloads of queues with `encryptionEnabled` (each function process asks
+ * it for a data key; see lambdas/service/encryption.ts).
+ *
+ * @example
+ * ```ts
+ * new SluiceService(this, 'Queue', { payloadKey: { create: true } });
+ * new SluiceService(this, 'Queue', { payloadKey: { keyArn: 'arn:aws:kms:eu-west-1:111122223333:key/1234abcd-...' } });
+ * ```
+ */
+export type PayloadKeyOption =
+  /** A key this construct creates: symmetric, yearly rotation, kept or deleted with the data. */
+  | { create: true }
+  /** An existing symmetric key, by ARN. Its key policy must let the account's IAM policies grant use. */
+  | { keyArn: string }
+  /** An existing key construct. */
+  | { key: kms.IKey };
 
 export interface SluiceAlarmOptions {
-  /** Where alarm notifications go (none by default: the alarms still show in the console). */
+  /**
+   * Where alarm notifications go (none by default: the alarms still show in the console).
+   * With `email` and no topic, this construct creates one.
+   */
   topic?: sns.ITopic;
+  /** An existing standard SNS topic, by ARN (instead of `topic`). */
+  topicArn?: string;
+  /** An address subscribed to the alarm topic (AWS mails a confirmation link first). */
+  email?: string;
   /** API 5xx responses per 5 minutes that raise the alarm (default 5). */
   serverErrorsPer5Minutes?: number;
   /** Oldest unconsumed message age, seconds, that raises the alarm (default 3600). */
@@ -174,12 +237,41 @@ export interface SluiceServiceProps {
   maintenanceMemorySize?: number;
   /** How often maintenance runs (default every 15 minutes). */
   maintenanceInterval?: Duration;
+  /**
+   * How often consumer lag is measured for the dashboard and the lag alarm, by the maintenance
+   * function with the event `{ "task": "lag" }` (default every 5 minutes; 1 to 15 minutes).
+   */
+  lagInterval?: Duration;
+  /**
+   * Concurrent executions reserved for the maintenance function (default: none). A reservation
+   * is refused when it would leave the account fewer unreserved executions than Lambda's
+   * minimum, which on a new account (a quota of 10 or 50) is the whole quota: set it only on
+   * accounts whose quota has room (docs/DEPLOYING.md#quotas).
+   */
+  maintenanceReservedConcurrency?: number;
+  /**
+   * A KMS key for queues with `encryptionEnabled` (default: none, and `/configure` refuses
+   * such queues). Only the functions that seal or open payloads get it, with only the KMS
+   * action each needs ({@link PAYLOAD_KEY_ACCESS}).
+   */
+  payloadKey?: PayloadKeyOption;
   /** Extra environment for every function (SLUICE_* settings from `lambdas/config.ts`). */
   environment?: Record<string, string>;
   /** CloudWatch namespace of the EMF metrics (default `Sluice`). */
   metricsNamespace?: string;
-  /** Steady-state and burst request limits of the API stage (default: the account's). */
+  /**
+   * Steady-state requests per second and burst of the API stage (default
+   * {@link DEFAULT_THROTTLE}: 1,000 and 500). Requests over it get API Gateway's 429.
+   */
   throttle?: { rateLimit: number; burstLimit: number };
+  /**
+   * Largest request body the API functions accept, bytes (default
+   * {@link AWS_DEFAULT_MAX_BODY_BYTES}: every body up to it reaches the function however it
+   * escapes, so Sluice answers larger ones with its own 413). At most {@link AWS_MAX_BODY_BYTES}.
+   */
+  maxBodyBytes?: number;
+  /** Most messages one push may carry (default {@link AWS_DEFAULT_MAX_PUSH_ITEMS}). */
+  maxPushItems?: number;
   /**
    * Deletes segment blobs older than this, as a backstop for orphans the sweeper misses. Only
    * for deployments whose every queue keeps messages for less (default: never).
@@ -211,9 +303,15 @@ export class SluiceService extends Construct {
   readonly tables: Record<TableName, dynamodb.Table>;
   readonly bucket: s3.Bucket;
   readonly functions: Record<FunctionName, NodejsFunction>;
+  /** The key sealing payloads of `encryptionEnabled` queues, when the deployment has one. */
+  readonly payloadKey: kms.IKey | undefined;
   /** IAM managed policies allowing `execute-api:Invoke` per role (IAM auth only). */
   readonly policies: Partial<Record<ApiRole, iam.ManagedPolicy>>;
   readonly alarms: cloudwatch.Alarm[] = [];
+  /** The bearer-token authorizer's function (`auth: { type: 'tokens' }` only). */
+  readonly authorizerFunction: NodejsFunction | undefined;
+  /** Where alarms notify, when a topic or an email address was given. */
+  readonly alarmTopic: sns.ITopic | undefined;
   readonly dashboard: cloudwatch.Dashboard;
   /** The service dimension of every Sluice metric of this instance. */
   readonly metricsService: string;
@@ -241,6 +339,12 @@ export class SluiceService extends Construct {
       Annotations.of(this).addWarningV2(
         'sluice:jwtDefaultGrants',
         'JWT auth with the default grants: every token the issuer signs for the audience may use every queue. Pass `grants` to restrict.',
+      );
+    }
+    if (auth.type === 'tokens' && props.grants === undefined) {
+      Annotations.of(this).addWarningV2(
+        'sluice:tokensDefaultGrants',
+        'Token auth with the default grants: every stored token may use every queue. Pass `grants` (principals are the names tokens map to) to restrict.',
       );
     }
 
@@ -280,6 +384,18 @@ export class SluiceService extends Construct {
         : {}),
     });
 
+    // ------------------------------------------------------------- payload key
+    this.payloadKey = payloadKeyOf(this, props.payloadKey, removalPolicy);
+    if (this.payloadKey && props.environment?.['SLUICE_KMS_KEY_ID'] !== undefined)
+      throw new Error(
+        `${this.node.path}: set the payload key with \`payloadKey\` or with SLUICE_KMS_KEY_ID in \`environment\`, not both`,
+      );
+    if (!this.payloadKey && props.environment?.['SLUICE_KMS_KEY_ID'] !== undefined)
+      Annotations.of(this).addWarningV2(
+        'sluice:kmsKeyWithoutGrants',
+        'SLUICE_KMS_KEY_ID is set in `environment`, so no function is granted the key: pass `payloadKey` instead.',
+      );
+
     // ---------------------------------------------------------------- functions
     const environment: Record<string, string> = {
       ...Object.fromEntries(TABLES.map((t) => [TABLE_ENV[t], this.tables[t].tableName])),
@@ -291,10 +407,21 @@ export class SluiceService extends Construct {
       NODE_OPTIONS: '--enable-source-maps',
       ...props.environment,
     };
+    // What a request may carry on AWS (lib/limits.ts); `environment` may still set them.
+    const apiEnvironment: Record<string, string> = {
+      SLUICE_MAX_BODY_BYTES: String(props.maxBodyBytes ?? AWS_DEFAULT_MAX_BODY_BYTES),
+      SLUICE_MAX_PUSH_ITEMS: String(props.maxPushItems ?? AWS_DEFAULT_MAX_PUSH_ITEMS),
+      ...environment,
+    };
+    const { maxBodyBytes, maxPushItems } = loadConfig(apiEnvironment);
+    checkBodyLimit(maxBodyBytes, `${this.node.path}: maxBodyBytes (SLUICE_MAX_BODY_BYTES)`);
+    checkPushItems(maxPushItems, `${this.node.path}: maxPushItems (SLUICE_MAX_PUSH_ITEMS)`);
     // Long polls must end (with an empty 204) before the function and API Gateway time out.
     checkLongPollBudget(environment, API_FUNCTION_TIMEOUT);
     checkMemory(`${this.node.path}: memorySize`, props.memorySize);
     checkMemory(`${this.node.path}: maintenanceMemorySize`, props.maintenanceMemorySize);
+    checkReservedConcurrency(`${this.node.path}: maintenanceReservedConcurrency`, props.maintenanceReservedConcurrency);
+    if (props.throttle) checkThrottle(props.throttle, `${this.node.path}: throttle`);
     const entry = (name: FunctionName): string => {
       const file = join(REPO_ROOT, 'lambdas', 'entry', `${name}.ts`);
       if (!existsSync(file)) throw new Error(`no Lambda entry for function ${name}: ${file}`);
@@ -315,6 +442,15 @@ export class SluiceService extends Construct {
         }),
       );
       grantAccess(role, name, this.tables, this.bucket);
+      const keyUses = this.payloadKey ? PAYLOAD_KEY_ACCESS[name] : [];
+      if (this.payloadKey && keyUses.length > 0)
+        role.addToPolicy(
+          new iam.PolicyStatement({
+            sid: 'PayloadKey',
+            actions: keyUses.map((u) => PAYLOAD_KEY_ACTIONS[u]),
+            resources: [this.payloadKey.keyArn],
+          }),
+        );
       const isApi = name !== 'maintenance';
       return new NodejsFunction(this, `${capitalise(name)}Function`, {
         entry: entry(name),
@@ -328,10 +464,15 @@ export class SluiceService extends Construct {
         description: `Sluice ${name} (${this.node.path})`,
         role,
         logGroup,
-        environment,
+        environment: {
+          ...(isApi ? apiEnvironment : environment),
+          ...(this.payloadKey && keyUses.length > 0 ? { SLUICE_KMS_KEY_ID: this.payloadKey.keyArn } : {}),
+        },
         bundling: BUNDLING,
-        // Maintenance runs one pass at a time; overlapping passes would only repeat work.
-        ...(isApi ? {} : { reservedConcurrentExecutions: 1 }),
+        // Opt-in only: a reservation makes the deploy fail on accounts with a small quota.
+        ...(isApi || props.maintenanceReservedConcurrency === undefined
+          ? {}
+          : { reservedConcurrentExecutions: props.maintenanceReservedConcurrency }),
       });
     };
     this.functions = Object.fromEntries(FUNCTIONS.map((f) => [f, makeFunction(f)])) as Record<
@@ -344,12 +485,39 @@ export class SluiceService extends Construct {
       schedule: events.Schedule.rate(props.maintenanceInterval ?? Duration.minutes(15)),
       targets: [new targets.LambdaFunction(this.functions.maintenance, { retryAttempts: 0 })],
     });
+    // Lag alone, more often: the lag alarm must not wait for a 15-minute pass, and it breaches
+    // when these reports stop.
+    const lagInterval = props.lagInterval ?? Duration.minutes(5);
+    checkLagInterval(`${this.node.path}: lagInterval`, lagInterval);
+    new events.Rule(this, 'LagSchedule', {
+      description: `Sluice consumer lag (${this.node.path})`,
+      schedule: events.Schedule.rate(lagInterval),
+      targets: [
+        new targets.LambdaFunction(this.functions.maintenance, {
+          event: events.RuleTargetInput.fromObject(LAG_TASK_EVENT),
+          retryAttempts: 0,
+        }),
+      ],
+    });
+    if (props.maintenanceReservedConcurrency === 1)
+      Annotations.of(this).addWarningV2(
+        'sluice:maintenanceReservation1',
+        'maintenanceReservedConcurrency=1: a lag report that starts while a maintenance pass runs is throttled (Lambda retries it later) and counts in the Lambda throttles alarm. Reserve 2.',
+      );
 
     // --------------------------------------------------------------------- API
+    this.authorizerFunction =
+      auth.type === 'tokens' ? this.makeTokenAuthorizerFunction(logRetention, removalPolicy) : undefined;
     const authorizer: IHttpRouteAuthorizer =
       auth.type === 'jwt'
         ? new HttpJwtAuthorizer('JwtAuthorizer', auth.issuer, { jwtAudience: auth.audience })
-        : new HttpIamAuthorizer();
+        : this.authorizerFunction
+          ? new HttpLambdaAuthorizer('TokenAuthorizer', this.authorizerFunction, {
+              responseTypes: [HttpLambdaResponseType.SIMPLE],
+              identitySource: ['$request.header.Authorization'],
+              resultsCacheTtl: TOKEN_CACHE_TTL,
+            })
+          : new HttpIamAuthorizer();
     this.api = new HttpApi(this, 'Api', {
       // API names need not be unique; this one says which deployment it belongs to.
       apiName: `${stack.stackName}-${this.node.id}`,
@@ -375,13 +543,20 @@ export class SluiceService extends Construct {
             status: '$context.status',
             bytes: '$context.responseLength',
             latencyMs: '$context.responseLatency',
-            principal: auth.type === 'jwt' ? '$context.authorizer.claims.sub' : '$context.identity.userArn',
+            principal:
+              auth.type === 'jwt'
+                ? '$context.authorizer.claims.sub'
+                : auth.type === 'tokens'
+                  ? '$context.authorizer.principal'
+                  : '$context.identity.userArn',
             authError: '$context.authorizer.error',
             integrationError: '$context.integrationErrorMessage',
           }),
         ),
       },
-      ...(props.throttle ? { throttle: props.throttle } : {}),
+      // A runaway client must not take the account's API Gateway quota (shared by every API in the
+      // region) or its Lambda concurrency: docs/DEPLOYING.md#quotas.
+      throttle: props.throttle ?? DEFAULT_THROTTLE,
     });
     // The client appends paths to the base URL, which must not end in '/'.
     this.apiUrl = `https://${this.api.apiId}.execute-api.${stack.region}.${stack.urlSuffix}`;
@@ -414,12 +589,60 @@ export class SluiceService extends Construct {
     }
 
     // ------------------------------------------------------------------ alarms
-    this.dashboard = this.buildObservability(props.alarms ?? {}, props.maintenanceInterval ?? Duration.minutes(15));
+    this.alarmTopic = alarmTopicOf(this, props.alarms ?? {});
+    this.dashboard = this.buildObservability(props.alarms ?? {}, lagInterval);
 
     acknowledgeNagFindings(this, {
       bucket: this.bucket,
       apiLogicalId: () => logicalIdOf(this.api.node.defaultChild as CfnResource),
       hasAccessLogs: props.accessLogsBucket !== undefined,
+    });
+  }
+
+  /**
+   * The token authorizer: its own log group and a role holding nothing but GetItem on the
+   * `meta` table, where the token items live (lambdas/auth/token-store.ts).
+   */
+  private makeTokenAuthorizerFunction(logRetention: logs.RetentionDays, removalPolicy: RemovalPolicy): NodejsFunction {
+    const logGroup = new logs.LogGroup(this, 'AuthorizerLogs', { retention: logRetention, removalPolicy });
+    const role = new iam.Role(this, 'AuthorizerRole', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `Sluice bearer-token authorizer (${this.node.path})`,
+    });
+    role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'WriteOwnLogs',
+        actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+        resources: [logGroup.logGroupArn],
+      }),
+    );
+    role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadTokens',
+        actions: ['dynamodb:GetItem'],
+        resources: [this.tables.meta.tableArn],
+      }),
+    );
+    return new NodejsFunction(this, 'AuthorizerFunction', {
+      entry: join(REPO_ROOT, 'lambdas', 'entry', 'authorizer.ts'),
+      handler: 'handler',
+      projectRoot: REPO_ROOT,
+      depsLockFilePath: join(REPO_ROOT, 'package-lock.json'),
+      runtime: lambda.Runtime.NODEJS_22_X,
+      architecture: lambda.Architecture.ARM_64,
+      // One GetItem per uncached token: little memory, and a short timeout.
+      memorySize: 256,
+      timeout: Duration.seconds(10),
+      description: `Sluice bearer-token authorizer (${this.node.path})`,
+      role,
+      logGroup,
+      // The storage adapter wants every name; the role allows only the meta table.
+      environment: {
+        ...Object.fromEntries(TABLES.map((t) => [TABLE_ENV[t], this.tables[t].tableName])),
+        [BUCKET_ENV]: this.bucket.bucketName,
+        NODE_OPTIONS: '--enable-source-maps',
+      },
+      bundling: BUNDLING,
     });
   }
 
@@ -434,9 +657,12 @@ export class SluiceService extends Construct {
     });
   }
 
-  private buildObservability(opts: SluiceAlarmOptions, maintenanceInterval: Duration): cloudwatch.Dashboard {
+  private buildObservability(opts: SluiceAlarmOptions, lagInterval: Duration): cloudwatch.Dashboard {
     const five = Duration.minutes(5);
-    const fns = FUNCTIONS.map((f) => [f, this.functions[f]] as const);
+    const fns = [
+      ...FUNCTIONS.map((f) => [f, this.functions[f]] as const),
+      ...(this.authorizerFunction ? [['authorizer', this.authorizerFunction] as const] : []),
+    ];
     const sumOf = (label: string, metrics: Record<string, cloudwatch.IMetric>): cloudwatch.MathExpression =>
       new cloudwatch.MathExpression({
         expression: Object.keys(metrics).join(' + '),
@@ -474,28 +700,28 @@ export class SluiceService extends Construct {
       dl: this.metric('DeadLettered', { statistic: 'Sum' }),
       cdl: this.metric('ClaimDeadLettered', { statistic: 'Sum' }),
     });
-    // Lag is measured by the maintenance pass: one datapoint per interval, so the alarm looks at
-    // one interval at a time (a 5-minute period would mostly see no data).
-    const oldestAge = this.metric('OldestUnconsumedAgeSeconds', { statistic: 'Maximum', period: maintenanceInterval });
+    // Lag is measured on the lag schedule: one datapoint per interval, so the alarm looks at one
+    // interval at a time (a shorter period would mostly see no data).
+    const oldestAge = this.metric('OldestUnconsumedAgeSeconds', { statistic: 'Maximum', period: lagInterval });
 
     const alarm = (
       id: string,
       metric: cloudwatch.IMetric,
       threshold: number,
       description: string,
-      evaluationPeriods = 1,
+      more: { evaluationPeriods?: number; treatMissingData?: cloudwatch.TreatMissingData } = {},
     ): void => {
       const a = new cloudwatch.Alarm(this, id, {
         metric,
         threshold,
-        evaluationPeriods,
+        evaluationPeriods: more.evaluationPeriods ?? 1,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        treatMissingData: more.treatMissingData ?? cloudwatch.TreatMissingData.NOT_BREACHING,
         alarmDescription: `Sluice (${this.node.path}): ${description}`,
       });
-      if (opts.topic) {
-        a.addAlarmAction(new SnsAction(opts.topic));
-        a.addOkAction(new SnsAction(opts.topic));
+      if (this.alarmTopic) {
+        a.addAlarmAction(new SnsAction(this.alarmTopic));
+        a.addOkAction(new SnsAction(this.alarmTopic));
       }
       this.alarms.push(a);
     };
@@ -519,7 +745,10 @@ export class SluiceService extends Construct {
       'OldestUnconsumedAgeAlarm',
       oldestAge,
       opts.oldestUnconsumedAgeSeconds ?? 3600,
-      'a consumer group is falling behind (oldest unconsumed message age, measured by each maintenance pass)',
+      'a consumer group is falling behind (oldest unconsumed message age), or lag is no longer measured (the maintenance function stopped running or fails)',
+      // Missing data breaches: silence means lag is not measured. Two intervals, because a
+      // report landing on a period boundary can leave one period empty.
+      { evaluationPeriods: 2, treatMissingData: cloudwatch.TreatMissingData.BREACHING },
     );
 
     const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) });
@@ -549,7 +778,7 @@ export class SluiceService extends Construct {
       graph('Dead letters and lag', [
         deadLetters,
         oldestAge,
-        this.metric('ConsumerLag', { statistic: 'Maximum', period: maintenanceInterval }),
+        this.metric('ConsumerLag', { statistic: 'Maximum', period: lagInterval }),
       ]),
     );
     dashboard.addWidgets(
@@ -563,6 +792,89 @@ export class SluiceService extends Construct {
     dashboard.addWidgets(new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24 }));
     return dashboard;
   }
+}
+
+const checkLagInterval = (what: string, d: Duration): void => {
+  const minutes = d.toSeconds() / 60;
+  if (!Number.isInteger(minutes) || minutes < 1 || minutes > 15)
+    throw new Error(`${what} must be whole minutes from 1 to 15 (got ${d.toHumanString()})`);
+};
+
+/** An email address, loosely: something@domain.tld without spaces. */
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+/** A standard SNS topic ARN (CloudWatch alarms cannot publish to FIFO topics). */
+const TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/;
+
+/**
+ * Throws unless the alarm options name at most one topic, a well-formed topic ARN and email.
+ *
+ * @example
+ * ```ts
+ * checkAlarmOptions({ email: 'ops@example.com' }); // ok
+ * checkAlarmOptions({ topicArn: 'my-topic' });     // throws
+ * ```
+ */
+export function checkAlarmOptions(opts: SluiceAlarmOptions): void {
+  if (opts.topic && opts.topicArn) throw new Error('alarms: pass topic or topicArn, not both');
+  if (opts.topicArn !== undefined && !TOPIC_ARN.test(opts.topicArn))
+    throw new Error(
+      `alarmTopicArn must be a standard SNS topic ARN, arn:aws:sns:REGION:ACCOUNT:NAME (got ${opts.topicArn})`,
+    );
+  if (opts.email !== undefined && !EMAIL.test(opts.email))
+    throw new Error(`alarmEmail must be an email address (got ${opts.email})`);
+}
+
+/** The topic alarms notify: the one given, or a new one when only an email address is. */
+function alarmTopicOf(scope: Construct, opts: SluiceAlarmOptions): sns.ITopic | undefined {
+  checkAlarmOptions(opts);
+  let topic = opts.topic ?? (opts.topicArn ? sns.Topic.fromTopicArn(scope, 'AlarmTopic', opts.topicArn) : undefined);
+  if (opts.email) {
+    topic ??= new sns.Topic(scope, 'AlarmTopic', {
+      displayName: `Sluice alarms (${scope.node.path})`,
+      // Publishers (CloudWatch) must use TLS.
+      enforceSSL: true,
+    });
+    topic.addSubscription(new EmailSubscription(opts.email));
+  }
+  return topic;
+}
+
+/** The payload key `option` names (created here when asked), or undefined without one. */
+function payloadKeyOf(
+  scope: Construct,
+  option: PayloadKeyOption | undefined,
+  removalPolicy: RemovalPolicy,
+): kms.IKey | undefined {
+  if (!option) return undefined;
+  if ('key' in option) return option.key;
+  if ('keyArn' in option) {
+    checkKmsKeyArn(option.keyArn);
+    return kms.Key.fromKeyArn(scope, 'PayloadKey', option.keyArn);
+  }
+  return new kms.Key(scope, 'PayloadKey', {
+    description: `Sluice payload sealing (${scope.node.path}): wraps the data keys of encryptionEnabled queues`,
+    enableKeyRotation: true,
+    // Sealed payloads are unreadable without it: it lives as long as the tables do.
+    removalPolicy: removalPolicy === RemovalPolicy.DESTROY ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN,
+    pendingWindow: Duration.days(30),
+  });
+}
+
+/**
+ * Throws unless `arn` is a KMS key ARN (`arn:aws:kms:REGION:ACCOUNT:key/ID`). Aliases are
+ * refused: IAM grants on an alias ARN do not cover the key it points at.
+ *
+ * @example
+ * ```ts
+ * checkKmsKeyArn('arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab'); // ok
+ * checkKmsKeyArn('alias/sluice'); // throws
+ * ```
+ */
+export function checkKmsKeyArn(arn: string, what = 'kmsKeyArn'): void {
+  if (!/^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/.test(arn))
+    throw new Error(
+      `${what} must be a KMS key ARN, arn:aws:kms:REGION:ACCOUNT:key/KEY-ID (got ${arn}); an alias will not do, since IAM grants name the key itself`,
+    );
 }
 
 function capitalise(s: string): string {

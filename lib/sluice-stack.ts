@@ -13,6 +13,9 @@ export const OUTPUTS = {
   adminPolicy: 'AdminPolicyArn',
   dashboard: 'DashboardName',
   grants: 'Grants',
+  payloadKey: 'PayloadKeyArn',
+  alarmTopic: 'AlarmTopicArn',
+  tokenTable: 'TokenTableName',
 } as const;
 
 /**
@@ -32,8 +35,13 @@ export class SluiceStack extends Stack {
     });
     new CfnOutput(this, OUTPUTS.authMode, {
       value: props.auth?.type ?? 'iam',
-      description: 'How callers authenticate: iam (SigV4) or jwt (Authorization: Bearer)',
+      description: 'How callers authenticate: iam (SigV4), jwt or tokens (both Authorization: Bearer)',
     });
+    if (props.auth?.type === 'tokens')
+      new CfnOutput(this, OUTPUTS.tokenTable, {
+        value: this.service.tables.meta.tableName,
+        description: 'DynamoDB table holding the bearer tokens (sluice token create|list|revoke)',
+      });
     const { Producer, Consumer, Admin } = this.service.policies;
     if (Producer)
       new CfnOutput(this, OUTPUTS.producerPolicy, {
@@ -54,6 +62,16 @@ export class SluiceStack extends Stack {
       value: this.service.dashboard.dashboardName,
       description: 'CloudWatch dashboard',
     });
+    if (this.service.payloadKey)
+      new CfnOutput(this, OUTPUTS.payloadKey, {
+        value: this.service.payloadKey.keyArn,
+        description: 'KMS key sealing payloads of queues with encryptionEnabled',
+      });
+    if (this.service.alarmTopic)
+      new CfnOutput(this, OUTPUTS.alarmTopic, {
+        value: this.service.alarmTopic.topicArn,
+        description: 'SNS topic the alarms notify',
+      });
     const summary = (props.grants ?? [])
       .map((g) => `${g.principal}: ${g.actions.join('+')} on ${g.queues.join(', ')}`)
       .join('; ');

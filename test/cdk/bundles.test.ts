@@ -17,6 +17,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LAG_TASK_EVENT } from '../../lambdas/entry/maintenance-event.js';
 import { ALL_ROUTES } from '../../lambdas/http/routes.js';
 import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
 import { ensureBucket, ensureTables } from '../../lambdas/storage/aws.js';
@@ -264,5 +265,21 @@ describe('bundles: operations', () => {
     expect(report.retention?.segmentsDeleted).toBeGreaterThanOrEqual(1);
     // The smoke suite left a lease group behind: its lag is measured and published.
     expect(report.lag?.groups).toBeGreaterThanOrEqual(1);
+  });
+
+  it("the maintenance bundle reports lag alone on the lag schedule's event", async () => {
+    const maintenance = [...functions.values()].find((f) => f.logicalId.includes('Maintenance'))!;
+    const lines: string[] = [];
+    emfTap = (l) => lines.push(l);
+    let report: Record<string, unknown>;
+    try {
+      report = (await handlers.get(maintenance.logicalId)!(LAG_TASK_EVENT, {})) as Record<string, unknown>;
+    } finally {
+      emfTap = undefined;
+    }
+    // No pass ran (no sweep, no retention): only lag, measured and published.
+    expect(Object.keys(report)).toEqual(['lag']);
+    expect((report['lag'] as { groups: number }).groups).toBeGreaterThanOrEqual(1);
+    expect(lines.some((l) => l.includes('"OldestUnconsumedAgeSeconds"'))).toBe(true);
   });
 });

@@ -7,6 +7,7 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stackOptionsFromContext } from '../../lib/context.js';
 
+const KEY_ARN = 'arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab';
 const from = (values: Record<string, string>) => stackOptionsFromContext((k) => values[k]);
 
 describe('cdk app: cdk.json', () => {
@@ -51,6 +52,7 @@ describe('cdk app: options from context (-c key=value)', () => {
         removalPolicy: 'destroy',
         memorySize: '2048',
         logRetentionDays: '7',
+        maintenanceReservedConcurrency: '2',
       }),
     ).toEqual({
       stackName: 'SluiceProd',
@@ -60,12 +62,49 @@ describe('cdk app: options from context (-c key=value)', () => {
         removalPolicy: RemovalPolicy.DESTROY,
         memorySize: 2048,
         logRetention: RetentionDays.ONE_WEEK,
+        maintenanceReservedConcurrency: 2,
       },
     });
   });
 
+  it('auth=tokens: stored bearer tokens', () => {
+    expect(from({ auth: 'tokens' }).props.auth).toEqual({ type: 'tokens' });
+  });
+
+  it('payload key: an existing key by ARN, or one the stack creates', () => {
+    expect(from({ kmsKeyArn: KEY_ARN }).props.payloadKey).toEqual({ keyArn: KEY_ARN });
+    expect(from({ kmsKey: 'create' }).props.payloadKey).toEqual({ create: true });
+  });
+
+  it('alarm notifications: an email address, an existing topic, or both', () => {
+    const topicArn = 'arn:aws:sns:eu-west-1:111122223333:ops';
+    expect(from({ alarmEmail: 'ops@example.com' }).props.alarms).toEqual({ email: 'ops@example.com' });
+    expect(from({ alarmTopicArn: topicArn }).props.alarms).toEqual({ topicArn });
+    expect(from({ alarmTopicArn: topicArn, alarmEmail: 'a@b.io' }).props.alarms).toEqual({ topicArn, email: 'a@b.io' });
+    expect(() => from({ alarmEmail: 'ops' })).toThrow(/alarmEmail must be an email address/);
+    expect(() => from({ alarmTopicArn: 'ops' })).toThrow(/alarmTopicArn must be a standard SNS topic ARN/);
+  });
+
+  it('request limits: stage throttling (a missing half takes its default), body and push limits', () => {
+    expect(from({ throttleRps: '50', throttleBurst: '100' }).props.throttle).toEqual({
+      rateLimit: 50,
+      burstLimit: 100,
+    });
+    expect(from({ throttleRps: '2.5' }).props.throttle).toEqual({ rateLimit: 2.5, burstLimit: 500 });
+    expect(from({ throttleBurst: '20' }).props.throttle).toEqual({ rateLimit: 1000, burstLimit: 20 });
+    expect(from({ maxBodyBytes: '3000000', maxPushItems: '200' }).props).toMatchObject({
+      maxBodyBytes: 3_000_000,
+      maxPushItems: 200,
+    });
+    expect(() => from({ throttleRps: '0' })).toThrow(/throttleRps must be a number of requests per second above 0/);
+    expect(() => from({ throttleRps: 'fast' })).toThrow(/throttleRps must be/);
+    expect(() => from({ throttleBurst: '0' })).toThrow(/throttleBurst must be a whole number/);
+    expect(() => from({ maxBodyBytes: '7000000' })).toThrow(/maxBodyBytes must be a whole number from 1024 to 6160383/);
+    expect(() => from({ maxPushItems: '0' })).toThrow(/maxPushItems must be a whole number from 1 to 10000/);
+  });
+
   it('refuses bad values with a message naming the key', () => {
-    expect(() => from({ auth: 'cognito' })).toThrow(/auth must be iam or jwt \(got cognito\)/);
+    expect(() => from({ auth: 'cognito' })).toThrow(/auth must be iam, jwt or tokens \(got cognito\)/);
     expect(() => from({ auth: 'jwt', jwtIssuer: 'https://id.example.com/' })).toThrow(
       /auth=jwt needs -c jwtIssuer=.* and -c jwtAudience=/,
     );
@@ -77,5 +116,12 @@ describe('cdk app: options from context (-c key=value)', () => {
       );
     expect(() => from({ logRetentionDays: '10' })).toThrow(/logRetentionDays must be one CloudWatch accepts/);
     expect(() => from({ grantsFile: join(dir, 'missing.json') })).toThrow(/cannot read grants file/);
+    for (const maintenanceReservedConcurrency of ['0', 'one', '1.5', '11'])
+      expect(() => from({ maintenanceReservedConcurrency })).toThrow(
+        /maintenanceReservedConcurrency must be a whole number from 1 to 10/,
+      );
+    expect(() => from({ kmsKeyArn: 'alias/sluice' })).toThrow(/kmsKeyArn must be a KMS key ARN/);
+    expect(() => from({ kmsKey: 'yes' })).toThrow(/kmsKey must be create/);
+    expect(() => from({ kmsKey: 'create', kmsKeyArn: KEY_ARN })).toThrow(/not both/);
   });
 });
