@@ -1,4 +1,4 @@
-import { jsonNumber, jsonString } from './json-text.js';
+import { jsonNumber, jsonString } from './json-writer.js';
 import { zstd } from './zstd.js';
 
 /**
@@ -44,7 +44,7 @@ interface Header {
 
 export function packFrames(frames: readonly Frame[]): Buffer {
   // Headers are built as text and the frames written into one buffer: this runs once per
-  // message on the push path (see json-text.ts for why not JSON.stringify).
+  // message on the push path (see json-writer.ts for why not JSON.stringify).
   const headers = new Array<string>(frames.length);
   const headerBytes = new Array<number>(frames.length);
   let total = 0;

@@ -7,7 +7,7 @@ import { services, type Services } from '../service/runtime.js';
 import { keptBodyBytes } from './body-bytes.js';
 import { describeZodError, errorResponse } from './errors.js';
 import { grantsFromEnv, type Grants } from './grants.js';
-import { toJson } from './json.js';
+import { toJson } from '../codec/json-writer.js';
 import type { HttpEvent, HttpResponse, HttpResult } from './types.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';

@@ -8,7 +8,7 @@ import { invalid } from '../../core/errors.js';
 import type { GroupView } from '../../service/consumer-groups.js';
 import type { DlqEntry } from '../../service/dlq-service.js';
 import { MAX_REDRIVE } from '../../service/dlq-service.js';
-import { rawPayload } from '../json.js';
+import { rawPayload } from '../../codec/json-writer.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { iso, nameSchema } from './log.js';
 

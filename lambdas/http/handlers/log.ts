@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { jsonNumber, jsonString } from '../../codec/json-text.js';
+import { jsonNumber, jsonString, rawPayload } from '../../codec/json-writer.js';
 import { SluiceError, notFound } from '../../core/errors.js';
 import { DEFAULT_PARTITION, isWellFormedText, nameProblem, type NameKind } from '../../core/names.js';
 import {
@@ -10,7 +10,6 @@ import {
 } from '../../core/queue-options.js';
 import type { PushItem, PushResult, StoredMessage } from '../../service/log-service.js';
 import type { Services } from '../../service/runtime.js';
-import { RawJson, rawPayload } from '../json.js';
 import { payloadSpans } from '../raw-json.js';
 import { defineRoute, type RouteDef } from '../route.js';
 
@@ -329,6 +328,3 @@ export const health = defineRoute({
 export const VERSION = '0.1.0';
 
 export const logRoutes: RouteDef[] = [configure, deleteQueue, push, getMessage, readMessages, health];
-
-// Re-exported so other route modules share one RawJson class.
-export { RawJson };
