@@ -10,7 +10,7 @@ import {
 } from '../../core/queue-options.js';
 import type { PushItem, PushResult, StoredMessage } from '../../service/log-service.js';
 import type { Services } from '../../service/runtime.js';
-import { payloadSpans } from '../raw-json.js';
+import { payloadSpans } from '../payload-spans.js';
 import { defineRoute, type RouteDef } from '../route.js';
 
 /** A queue, partition or group name: the schema carries the same rule as `core/names.ts`. */
