@@ -27,6 +27,19 @@ export function jsonString(s: string): string {
 }
 
 /**
+ * {@link jsonString}, or `null` for null (trace ids, a pop's partition when it has none).
+ *
+ * @example
+ * ```ts
+ * jsonStringOrNull(null); // 'null'
+ * jsonStringOrNull('t');  // '"t"'
+ * ```
+ */
+export function jsonStringOrNull(s: string | null): string {
+  return s === null ? 'null' : jsonString(s);
+}
+
+/**
  * `JSON.stringify(n)` for a number: `null` when it is not finite.
  *
  * @example

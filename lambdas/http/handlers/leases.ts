@@ -3,6 +3,7 @@
  * extension and transactions. Thin: parse and validate, call the lease service, serialise.
  */
 import { z } from 'zod';
+import { jsonNumber, jsonString, jsonStringOrNull, rawPayload } from '../../codec/json-writer.js';
 import { SluiceError, invalid } from '../../core/errors.js';
 import { decodeLeaseId, parseAckStatus } from '../../core/leases.js';
 import { QUEUE_MODE_GROUP, nameProblem } from '../../core/names.js';
@@ -68,15 +69,53 @@ const PopQuery = z.object({
   task: z.string().optional(),
 });
 
-/** JSON string literal; ids are usually plain ASCII and skip JSON.stringify. */
-const PLAIN = /^[\w.:@+=-]*$/;
-const str = (s: string | null): string => (s === null ? 'null' : PLAIN.test(s) ? `"${s}"` : JSON.stringify(s));
-
-/** The pop response, written directly: payloads are spliced in as the JSON text they are. */
-export function popJson(r: PopResult): string {
+/**
+ * A pop answer as a value (Queen's shape), payloads spliced in verbatim: the reference that
+ * {@link popResultText} writes as text, kept equal by test/unit/pop-result-text.test.ts.
+ */
+export function popResultJson(r: PopResult): Record<string, unknown> {
   const first = r.partitions[0];
-  const tail = `,"leaseId":${str(r.leaseId)},"consumerGroup":${str(r.group)},"queue":${str(r.queue)},"offset":`;
-  const names = new Map(r.partitions.map((p) => [p.id, `,"partitionId":${str(p.id)},"partition":${str(p.name)}`]));
+  const names = new Map(r.partitions.map((p) => [p.id, p.name]));
+  return {
+    success: true,
+    queue: r.queue,
+    partition: first?.name ?? null,
+    partitionId: first?.id ?? null,
+    leaseId: r.leaseId,
+    consumerGroup: r.group,
+    partitionsClaimed: r.partitions.length,
+    messages: r.messages.map((m) => ({
+      id: m.id,
+      transactionId: m.transactionId,
+      traceId: m.traceId,
+      data: rawPayload(m.payload),
+      producerSub: null,
+      createdAt: new Date(m.createdAt).toISOString(),
+      partitionId: m.partitionId,
+      partition: names.get(m.partitionId) ?? m.partition,
+      leaseId: r.leaseId,
+      consumerGroup: r.group,
+      queue: r.queue,
+      offset: m.offset,
+    })),
+  };
+}
+
+/**
+ * `toJson(popResultJson(r))`, built as text: every message repeats the lease, group, queue
+ * and partition, so those are escaped once per answer.
+ *
+ * @example
+ * ```ts
+ * popResultText(await services.leases.pop(request)); // '{"success":true,"queue":"orders",...}'
+ * ```
+ */
+export function popResultText(r: PopResult): string {
+  const first = r.partitions[0];
+  const tail = `,"leaseId":${jsonString(r.leaseId)},"consumerGroup":${jsonString(r.group)},"queue":${jsonString(r.queue)},"offset":`;
+  const names = new Map(
+    r.partitions.map((p) => [p.id, `,"partitionId":${jsonString(p.id)},"partition":${jsonString(p.name)}`]),
+  );
   let lastAt = Number.NaN;
   let lastIso = '';
   const parts = new Array<string>(r.messages.length);
@@ -88,11 +127,12 @@ export function popJson(r: PopResult): string {
       lastIso = new Date(m.createdAt).toISOString();
     }
     const data = Buffer.from(m.payload.buffer, m.payload.byteOffset, m.payload.byteLength).toString('utf8');
-    const where = names.get(m.partitionId) ?? `,"partitionId":${str(m.partitionId)},"partition":${str(m.partition)}`;
+    const where =
+      names.get(m.partitionId) ?? `,"partitionId":${jsonString(m.partitionId)},"partition":${jsonString(m.partition)}`;
     parts[i] =
-      `{"id":${str(m.id)},"transactionId":${str(m.transactionId)},"traceId":${str(m.traceId)},"data":${data},"producerSub":null,"createdAt":"${lastIso}"${where}${tail}${m.offset}}`;
+      `{"id":${jsonString(m.id)},"transactionId":${jsonString(m.transactionId)},"traceId":${jsonStringOrNull(m.traceId)},"data":${data},"producerSub":null,"createdAt":"${lastIso}"${where}${tail}${jsonNumber(m.offset)}}`;
   }
-  return `{"success":true,"queue":${str(r.queue)},"partition":${str(first?.name ?? null)},"partitionId":${str(first?.id ?? null)},"leaseId":${str(r.leaseId)},"consumerGroup":${str(r.group)},"partitionsClaimed":${r.partitions.length},"messages":[${parts.join(',')}]}`;
+  return `{"success":true,"queue":${jsonString(r.queue)},"partition":${jsonStringOrNull(first?.name ?? null)},"partitionId":${jsonStringOrNull(first?.id ?? null)},"leaseId":${jsonString(r.leaseId)},"consumerGroup":${jsonString(r.group)},"partitionsClaimed":${jsonNumber(r.partitions.length)},"messages":[${parts.join(',')}]}`;
 }
 
 async function runPop(
@@ -120,7 +160,7 @@ async function runPop(
   );
   // 204 for every "nothing to deliver": empty, unknown, leased, held back, timed out.
   if (!r) return { statusCode: 204 };
-  return { statusCode: 200, body: popJson(r) };
+  return { statusCode: 200, body: popResultText(r) };
 }
 
 export const popPartition = defineRoute({

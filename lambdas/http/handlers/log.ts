@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { jsonNumber, jsonString, rawPayload } from '../../codec/json-writer.js';
+import { jsonNumber, jsonString, jsonStringOrNull, rawPayload } from '../../codec/json-writer.js';
 import { SluiceError, notFound } from '../../core/errors.js';
 import { DEFAULT_PARTITION, isWellFormedText, nameProblem, type NameKind } from '../../core/names.js';
 import {
@@ -197,7 +197,7 @@ export function pushResultsText(results: readonly PushResult[]): string {
     if (r.partitionId !== partitionId) partitionIdText = jsonString((partitionId = r.partitionId));
     out +=
       `${i === 0 ? '' : ','}{"index":${jsonNumber(r.index)},"status":${jsonString(r.status)},"transaction_id":${jsonString(r.transactionId)}` +
-      `,"message_id":${jsonString(r.messageId)},"partition_id":${partitionIdText},"trace_id":${r.traceId === null ? 'null' : jsonString(r.traceId)}` +
+      `,"message_id":${jsonString(r.messageId)},"partition_id":${partitionIdText},"trace_id":${jsonStringOrNull(r.traceId)}` +
       `,"queueName":${queueText},"partition":${partitionText}` +
       `${r.offset === undefined ? '' : `,"offset":${jsonNumber(r.offset)}`}${r.error === undefined ? '' : `,"error":${jsonString(r.error)}`}}`;
   }
