@@ -4,7 +4,8 @@ import { ALL_ROUTES } from '../../lambdas/http/routes.js';
 import { STATUS, errorResponse } from '../../lambdas/http/errors.js';
 import { SluiceError } from '../../lambdas/core/errors.js';
 import { Grants, parseGrants } from '../../lambdas/http/grants.js';
-import { logRoutes } from '../../lambdas/http/handlers/log.js';
+import { healthRoutes } from '../../lambdas/http/handlers/health.js';
+import { queueRoutes } from '../../lambdas/http/handlers/queues.js';
 import { makeHandler, principalOf } from '../../lambdas/http/route.js';
 import type { HttpEvent } from '../../lambdas/http/types.js';
 import type { Services } from '../../lambdas/service/runtime.js';
@@ -40,7 +41,7 @@ describe('unit: GET /health', () => {
       requestContext: { http: { method: 'GET', path } },
     }) as unknown as HttpEvent;
   const handlerOver = (get: () => Promise<unknown>) =>
-    makeHandler(logRoutes, {
+    makeHandler(healthRoutes, {
       grants: Grants.open(),
       services: async () =>
         ({
@@ -81,7 +82,7 @@ describe('unit: callers behind the JWT authorizer', () => {
       pathParameters: { queue: 'orders' },
     }) as unknown as HttpEvent;
   const deleted: string[] = [];
-  const handler = makeHandler(logRoutes, {
+  const handler = makeHandler(queueRoutes, {
     grants: Grants.from(
       parseGrants({ grants: [{ principal: 'user-42', actions: ['manage'], queues: ['orders'] }] }, 'test'),
     ),

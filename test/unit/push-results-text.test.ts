@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pushResultJson, pushResultsText } from '../../lambdas/http/handlers/log.js';
+import { pushResultJson, pushResultsText } from '../../lambdas/http/handlers/messages.js';
 import type { PushResult } from '../../lambdas/service/log-service.js';
 
 const r = (over: Partial<PushResult>): PushResult => ({

@@ -3,7 +3,7 @@ import { MAX_ACK_OFFSETS } from '../../core/claims.js';
 import type { ClaimedRecord } from '../../service/claim-service.js';
 import { rawPayload } from '../../codec/json-writer.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { iso, nameSchema } from './log.js';
+import { iso, nameSchema } from './schemas.js';
 
 /**
  * Record claims (docs/CLAIMS.md): a consumer group read as a shared work queue on one

@@ -10,7 +10,7 @@ import type { DlqEntry } from '../../service/dlq-service.js';
 import { MAX_REDRIVE } from '../../service/dlq-service.js';
 import { rawPayload } from '../../codec/json-writer.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { iso, nameSchema } from './log.js';
+import { MessageParams, iso, nameSchema } from './schemas.js';
 
 const qint = (min: number, max: number, dflt: number) =>
   z.coerce.number({ error: 'must be a number' }).int().min(min).max(max).default(dflt);
@@ -102,8 +102,6 @@ export const redriveDlq = defineRoute({
     return { statusCode: 200, body: { queue: body.queue, consumerGroup: body.consumerGroup ?? null, ...r } };
   },
 });
-
-const MessageParams = z.object({ partitionId: z.string().min(1).max(64), transactionId: z.string().min(1).max(256) });
 
 export const retryMessage = defineRoute({
   method: 'POST',

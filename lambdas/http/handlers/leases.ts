@@ -12,7 +12,8 @@ import type { Services } from '../../service/runtime.js';
 import type { TxOp } from '../../service/transaction-service.js';
 import type { Action } from '../route.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { iso, nameSchema, preparePushItems } from './log.js';
+import { preparePushItems } from './messages.js';
+import { iso, nameSchema } from './schemas.js';
 
 /** Queen booleans: true only for `true` or `1`. */
 const qbool = z

@@ -1,92 +1,16 @@
+/**
+ * Message routes of the log: push (one result per item, in order), read one message by its
+ * transactionId, and replay a partition in offset order.
+ */
 import { z } from 'zod';
 import { jsonNumber, jsonString, jsonStringOrNull, rawPayload } from '../../codec/json-writer.js';
 import { SluiceError, notFound } from '../../core/errors.js';
-import { DEFAULT_PARTITION, isWellFormedText, nameProblem, type NameKind } from '../../core/names.js';
-import {
-  QueueOptionsInput,
-  queueOptionsProblem,
-  resolveQueueOptions,
-  type QueueOptions,
-} from '../../core/queue-options.js';
+import { DEFAULT_PARTITION, isWellFormedText, nameProblem } from '../../core/names.js';
 import type { PushItem, PushResult, StoredMessage } from '../../service/log-service.js';
 import type { Services } from '../../service/runtime.js';
 import { payloadSpans } from '../payload-spans.js';
 import { defineRoute, type RouteDef } from '../route.js';
-
-/** A queue, partition or group name: the schema carries the same rule as `core/names.ts`. */
-export const nameSchema = (kind: NameKind) =>
-  z.string({ error: `${kind} is required and must be a string` }).superRefine((v, ctx) => {
-    const p = nameProblem(v, kind);
-    if (p) ctx.addIssue({ code: 'custom', message: p });
-  });
-
-/** Epoch ms as ISO-8601 UTC. */
-export const iso = (ms: number | undefined | null): string | null =>
-  ms === undefined || ms === null ? null : new Date(ms).toISOString();
-
-// --------------------------------------------------------------- configure
-
-const ConfigureBody = z.object({
-  queue: z.string({ error: 'queue is required' }).superRefine((v, ctx) => {
-    const p = nameProblem(v, 'queue');
-    if (p) ctx.addIssue({ code: 'custom', message: p });
-  }),
-  namespace: z.string().max(256).nullish(),
-  task: z.string().max(256).nullish(),
-  options: QueueOptionsInput.nullish(),
-});
-
-/** Options as `/configure` answers them: every option, with its JSON type. */
-export function echoOptions(o: QueueOptions): Record<string, number | boolean> {
-  return { ...o, leaseTime: o.leaseTime ?? 60 };
-}
-
-export const configure = defineRoute({
-  method: 'POST',
-  path: '/api/v1/configure',
-  group: 'admin',
-  summary: 'Create a queue or replace its whole configuration.',
-  body: ConfigureBody,
-  access: { action: 'manage', queues: ({ body }) => [body.queue] },
-  async run({ body, services }) {
-    // Claim options left out take the service-wide defaults (SLUICE_GROUP_*).
-    const options = resolveQueueOptions(body.options ?? undefined, services.config.claimDefaults);
-    const problem = queueOptionsProblem(options);
-    if (problem) throw new SluiceError('invalid_request', problem);
-    const { queue, defaultPartition } = await services.log.configure({
-      queue: body.queue,
-      namespace: body.namespace,
-      task: body.task,
-      options,
-    });
-    return {
-      statusCode: 200,
-      body: {
-        configured: true,
-        queueId: queue.queueId,
-        partitionId: defaultPartition.id,
-        queue: queue.name,
-        namespace: queue.namespace,
-        task: queue.task,
-        options: echoOptions(queue.options),
-      },
-    };
-  },
-});
-
-export const deleteQueue = defineRoute({
-  method: 'DELETE',
-  path: '/api/v1/resources/queues/{queue}',
-  group: 'admin',
-  summary:
-    'Delete a queue with its partitions, messages, cursors, claim state and DLQ rows (group registrations stay); deleted is true even when it did not exist.',
-  params: z.object({ queue: nameSchema('queue') }),
-  access: { action: 'manage', queues: ({ params }) => [params.queue] },
-  async run({ params, services }) {
-    const { existed } = await services.deletion.deleteQueue(params.queue);
-    return { statusCode: 200, body: { deleted: true, queue: params.queue, existed } };
-  },
-});
+import { MessageParams, iso, nameSchema } from './schemas.js';
 
 // -------------------------------------------------------------------- push
 
@@ -234,8 +158,6 @@ export function messageJson(m: StoredMessage, extra: Record<string, unknown> = {
   };
 }
 
-const MessageParams = z.object({ partitionId: z.string().min(1).max(64), transactionId: z.string().min(1).max(256) });
-
 export const getMessage = defineRoute({
   method: 'GET',
   path: '/api/v1/messages/{partitionId}/{transactionId}',
@@ -300,31 +222,4 @@ export const readMessages = defineRoute({
   },
 });
 
-// ------------------------------------------------------------------ health
-
-export const health = defineRoute({
-  method: 'GET',
-  path: '/health',
-  group: 'log',
-  summary: 'Liveness and storage reachability (200 healthy, 503 not).',
-  access: { action: 'public' },
-  async run({ services }) {
-    try {
-      await services.storage.items.get('meta', { pk: 'HEALTH', sk: 'probe' });
-      return { statusCode: 200, body: { status: 'healthy', backend: services.storage.kind, version: VERSION } };
-    } catch (e) {
-      return {
-        statusCode: 503,
-        body: {
-          status: 'unhealthy',
-          backend: services.storage.kind,
-          error: e instanceof Error ? e.name : 'storage unreachable',
-        },
-      };
-    }
-  },
-});
-
-export const VERSION = '0.1.0';
-
-export const logRoutes: RouteDef[] = [configure, deleteQueue, push, getMessage, readMessages, health];
+export const messageRoutes: RouteDef[] = [push, getMessage, readMessages];
