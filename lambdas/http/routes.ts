@@ -1,6 +1,7 @@
 import { claimRoutes } from './handlers/claims.js';
 import { healthRoutes } from './handlers/health.js';
-import { leaseAdminRoutes } from './handlers/lease-admin.js';
+import { leaseConsumerGroupRoutes } from './handlers/lease-consumer-groups.js';
+import { leaseDeadLetterRoutes } from './handlers/lease-dead-letters.js';
 import { leaseRoutes } from './handlers/leases.js';
 import { messageRoutes } from './handlers/messages.js';
 import { queueRoutes } from './handlers/queues.js';
@@ -13,7 +14,8 @@ export const ALL_ROUTES: RouteDef[] = [
   ...healthRoutes,
   ...claimRoutes,
   ...leaseRoutes,
-  ...leaseAdminRoutes,
+  ...leaseDeadLetterRoutes,
+  ...leaseConsumerGroupRoutes,
 ];
 
 export const routesOf = (group: FunctionGroup): RouteDef[] => ALL_ROUTES.filter((r) => r.group === group);

@@ -1,6 +1,7 @@
 /**
  * Schema pieces and wire helpers the route modules share: names checked by the same rule as
- * `core/names.ts`, times as ISO-8601, the `{partitionId}/{transactionId}` message address.
+ * `core/names.ts`, times as ISO-8601, the `{partitionId}/{transactionId}` message address,
+ * bounded query-string integers.
  */
 import { z } from 'zod';
 import { nameProblem, type NameKind } from '../../core/names.js';
@@ -35,3 +36,14 @@ export const MessageParams = z.object({
   partitionId: z.string().min(1).max(64),
   transactionId: z.string().min(1).max(256),
 });
+
+/**
+ * A whole number from the query string, between `min` and `max`, `fallback` when absent.
+ *
+ * @example
+ * ```ts
+ * z.object({ limit: boundedQueryInteger(1, 1000, 100) }); // ?limit=50 → 50, absent → 100
+ * ```
+ */
+export const boundedQueryInteger = (min: number, max: number, fallback: number) =>
+  z.coerce.number({ error: 'must be a number' }).int().min(min).max(max).default(fallback);

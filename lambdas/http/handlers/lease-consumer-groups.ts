@@ -1,162 +1,13 @@
 /**
- * Admin routes of the partition-lease design: the dead-letter queue (list, replay, delete,
- * bulk redrive) and consumer groups (lag views, delete, subscription, seek). Reference §2.9,
- * §2.10 and seed 002 / 004.
+ * Consumer-group admin of the partition-lease design (docs/LEASES.md, Consumer groups and
+ * subscriptions): lag views, delete, the stored subscription time, seek. Groups that consume
+ * by record claims are managed under handlers/claims.ts.
  */
 import { z } from 'zod';
 import { invalid } from '../../core/errors.js';
 import type { GroupView } from '../../service/consumer-groups.js';
-import type { DlqEntry } from '../../service/dlq-service.js';
-import { MAX_REDRIVE } from '../../service/dlq-service.js';
-import { rawPayload } from '../../codec/json-writer.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { MessageParams, iso, nameSchema } from './schemas.js';
-
-const qint = (min: number, max: number, dflt: number) =>
-  z.coerce.number({ error: 'must be a number' }).int().min(min).max(max).default(dflt);
-const optGroup = z
-  .string()
-  .optional()
-  .transform((v) => (v === '' ? undefined : v))
-  .pipe(nameSchema('consumer group').optional());
-
-// ---------------------------------------------------------------------- DLQ
-
-/** A DLQ entry in the seed's shape: createdAt equals failedAt, producerSub is null. */
-function dlqJson(e: DlqEntry): Record<string, unknown> {
-  const at = iso(e.failedAt);
-  return {
-    id: e.id,
-    transactionId: e.transactionId,
-    partitionId: e.partitionId,
-    queue: e.queue,
-    partition: e.partition,
-    consumerGroup: e.consumerGroup,
-    errorMessage: e.errorMessage,
-    retryCount: e.retryCount,
-    data: rawPayload(e.payload),
-    producerSub: null,
-    createdAt: at,
-    failedAt: at,
-  };
-}
-
-export const listDlq = defineRoute({
-  method: 'GET',
-  path: '/api/v1/dlq',
-  group: 'admin',
-  summary: 'Dead letters of a queue (optionally one group), newest first; total is the rows on this page.',
-  query: z.object({
-    queue: nameSchema('queue'),
-    consumerGroup: optGroup,
-    limit: qint(1, 1000, 100),
-    offset: qint(0, 1_000_000, 0),
-    // Sent by the Queen client when set; like Queen, they filter nothing.
-    partition: z.string().optional(),
-    from: z.string().optional(),
-    to: z.string().optional(),
-  }),
-  access: { action: 'consume', queues: ({ query }) => [query.queue] },
-  async run({ query, services }) {
-    const rows = await services.dlq.list({
-      queue: query.queue,
-      consumerGroup: query.consumerGroup,
-      limit: query.limit,
-      offset: query.offset,
-    });
-    return {
-      statusCode: 200,
-      raw: true,
-      body: {
-        messages: rows.map(dlqJson),
-        total: rows.length,
-        pagination: { limit: query.limit, offset: query.offset },
-      },
-    };
-  },
-});
-
-export const redriveDlq = defineRoute({
-  method: 'POST',
-  path: '/api/v1/dlq/retry',
-  group: 'admin',
-  summary:
-    'Bulk redrive: replay up to `limit` dead letters of a queue (oldest first); call again with `after: next` while `more` is true.',
-  // Strict: a filter this route does not have (partition, from, …) is refused, never ignored.
-  body: z
-    .object({
-      queue: nameSchema('queue'),
-      consumerGroup: optGroup,
-      limit: z.number().int().min(1).max(MAX_REDRIVE).default(100),
-      after: z.string().min(1).max(1024).optional(),
-    })
-    .strict(),
-  access: { action: 'manage', queues: ({ body }) => [body.queue] },
-  async run({ body, services }) {
-    const r = await services.dlq.redrive({
-      queue: body.queue,
-      consumerGroup: body.consumerGroup,
-      limit: body.limit,
-      after: body.after,
-    });
-    return { statusCode: 200, body: { queue: body.queue, consumerGroup: body.consumerGroup ?? null, ...r } };
-  },
-});
-
-export const retryMessage = defineRoute({
-  method: 'POST',
-  path: '/api/v1/messages/{partitionId}/{transactionId}/retry',
-  group: 'admin',
-  summary: 'Replay a dead letter under a fresh transactionId, then remove its row (replayed, dlqRowRemoved).',
-  params: MessageParams,
-  query: z.object({ consumerGroup: optGroup }),
-  access: { action: 'manage' },
-  async run({ params, query, services, authorize }) {
-    const r = await services.dlq.retry(params.partitionId, params.transactionId, query.consumerGroup, (queue) =>
-      authorize(queue),
-    );
-    return {
-      statusCode: 200,
-      body: {
-        replayed: r.replayed,
-        dlqRowRemoved: r.dlqRowRemoved,
-        rowsRemoved: r.removed,
-        transactionId: r.push.transactionId,
-        messageId: r.push.messageId,
-        partitionId: r.push.partitionId,
-        queue: r.push.queue,
-        partition: r.push.partition,
-        originalTransactionId: params.transactionId,
-      },
-    };
-  },
-});
-
-export const deleteMessage = defineRoute({
-  method: 'DELETE',
-  path: '/api/v1/messages/{partitionId}/{transactionId}',
-  group: 'admin',
-  summary: 'Delete the dead-letter row of a message (404 when there is none; live messages cannot be deleted).',
-  params: MessageParams,
-  query: z.object({ consumerGroup: optGroup }),
-  access: { action: 'manage' },
-  async run({ params, query, services, authorize }) {
-    const r = await services.dlq.delete(params.partitionId, params.transactionId, query.consumerGroup, (queue) =>
-      authorize(queue),
-    );
-    return {
-      statusCode: 200,
-      body: {
-        deleted: true,
-        partitionId: params.partitionId,
-        transactionId: params.transactionId,
-        rowsRemoved: r.removed,
-      },
-    };
-  },
-});
-
-// ----------------------------------------------------------- consumer groups
+import { boundedQueryInteger, iso, nameSchema } from './schemas.js';
 
 function viewJson(v: GroupView, allowed: (queue: string) => boolean): Record<string, unknown> {
   const queues = v.queues.filter((q) => allowed(q.queue));
@@ -194,7 +45,7 @@ export const laggingGroups = defineRoute({
   path: '/api/v1/consumer-groups/lagging',
   group: 'admin',
   summary: 'Groups whose oldest unfinished message is at least minLagSeconds old (default 3600).',
-  query: z.object({ minLagSeconds: qint(0, 10 * 365 * 86_400, 3600) }),
+  query: z.object({ minLagSeconds: boundedQueryInteger(0, 10 * 365 * 86_400, 3600) }),
   access: { action: 'consume' },
   async run({ query, services, allowed }) {
     const views = await services.consumerGroups.lagging(query.minLagSeconds);
@@ -338,11 +189,7 @@ export const seekGroup = defineRoute({
   },
 });
 
-export const leaseAdminRoutes: RouteDef[] = [
-  listDlq,
-  redriveDlq,
-  retryMessage,
-  deleteMessage,
+export const leaseConsumerGroupRoutes: RouteDef[] = [
   listGroups,
   laggingGroups,
   describeGroup,
