@@ -1,5 +1,6 @@
 import type { Context } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
+import packageJson from '../../package.json' with { type: 'json' };
 import { ALL_ROUTES } from '../../lambdas/http/routes.js';
 import { STATUS, errorResponse } from '../../lambdas/http/errors.js';
 import { SluiceError } from '../../lambdas/core/errors.js';
@@ -64,6 +65,10 @@ describe('unit: GET /health', () => {
     expect(JSON.parse(down.body as string)).toMatchObject({ status: 'unhealthy' });
     expect(down.body).not.toContain('secret');
     expect(down.body).not.toContain('10.0.0.7');
+  });
+  it('answers the version package.json names (one place, inlined into the bundles)', async () => {
+    const ok = await handlerOver(async () => undefined)(event('/health'), {} as Context);
+    expect(JSON.parse(ok.body as string)).toMatchObject({ version: packageJson.version });
   });
 });
 

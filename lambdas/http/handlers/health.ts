@@ -1,9 +1,11 @@
 /**
  * `GET /health`: liveness, and whether storage answers (200 healthy, 503 not); public.
  */
+import packageJson from '../../../package.json' with { type: 'json' };
 import { defineRoute, type RouteDef } from '../route.js';
 
-export const VERSION = '0.1.0';
+/** Sluice's version: package.json's, which esbuild inlines into the bundles. */
+export const VERSION: string = packageJson.version;
 
 export const health = defineRoute({
   method: 'GET',
