@@ -1,7 +1,7 @@
 /**
  * Consumer-group admin of the partition-lease design (docs/LEASES.md, Consumer groups and
  * subscriptions): lag views, delete, the stored subscription time, seek. Groups that consume
- * by record claims are managed under handlers/claims.ts.
+ * by record claims are managed under handlers/claims.timestamp.
  */
 import { z } from 'zod';
 import { invalid } from '../../core/errors.js';
@@ -9,10 +9,10 @@ import type { GroupView } from '../../service/consumer-groups.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { boundedQueryInteger, iso, nameSchema } from './schemas.js';
 
-function viewJson(v: GroupView, allowed: (queue: string) => boolean): Record<string, unknown> {
-  const queues = v.queues.filter((q) => allowed(q.queue));
+function viewJson(view: GroupView, allowed: (queue: string) => boolean): Record<string, unknown> {
+  const queues = view.queues.filter((q) => allowed(q.queue));
   return {
-    name: v.name,
+    name: view.name,
     lagMessages: queues.reduce((n, q) => n + q.lagMessages, 0),
     maxLagSeconds: queues.reduce((n, q) => Math.max(n, q.lagSeconds), 0),
     queues: queues.map((q) => ({
@@ -65,8 +65,8 @@ export const describeGroup = defineRoute({
   params: z.object({ group: nameSchema('consumer group') }),
   access: { action: 'consume' },
   async run({ params, services, allowed }) {
-    const v = await services.consumerGroups.describe(params.group, true);
-    return { statusCode: 200, body: viewJson(v, (q) => allowed(q)) };
+    const view = await services.consumerGroups.describe(params.group, true);
+    return { statusCode: 200, body: viewJson(view, (q) => allowed(q)) };
   },
 });
 
@@ -129,12 +129,12 @@ export const deleteGroupOnQueue = defineRoute({
 
 /** An ISO-8601 instant or epoch milliseconds. */
 const instant = z.union([z.string(), z.number()]).transform((v, ctx) => {
-  const t = typeof v === 'number' ? v : Date.parse(v);
-  if (!Number.isFinite(t)) {
+  const epochMs = typeof v === 'number' ? v : Date.parse(v);
+  if (!Number.isFinite(epochMs)) {
     ctx.addIssue({ code: 'custom', message: `not a timestamp: ${JSON.stringify(v)} (use ISO-8601)` });
     return z.NEVER;
   }
-  return t;
+  return epochMs;
 });
 
 export const setSubscription = defineRoute({
@@ -146,13 +146,13 @@ export const setSubscription = defineRoute({
   body: z.object({ subscriptionTimestamp: instant.optional() }).nullish(),
   access: { action: 'manage' },
   async run({ params, body, services, authorize }) {
-    const ts = body?.subscriptionTimestamp;
-    if (ts === undefined) throw invalid('subscriptionTimestamp is required');
+    const timestamp = body?.subscriptionTimestamp;
+    if (timestamp === undefined) throw invalid('subscriptionTimestamp is required');
     for (const q of await services.groups.queuesOf(params.group)) authorize(q);
-    const rowsUpdated = await services.consumerGroups.updateSubscription(params.group, ts);
+    const rowsUpdated = await services.consumerGroups.updateSubscription(params.group, timestamp);
     return {
       statusCode: 200,
-      body: { success: true, consumerGroup: params.group, newTimestamp: iso(ts), rowsUpdated },
+      body: { success: true, consumerGroup: params.group, newTimestamp: iso(timestamp), rowsUpdated },
     };
   },
 });
@@ -168,12 +168,12 @@ export const seekGroup = defineRoute({
   access: { action: 'manage', queues: ({ params }) => [params.queue] },
   async run({ params, body, services }) {
     const toEnd = body?.toEnd === true;
-    const ts = body?.timestamp;
-    if (!toEnd && ts === undefined) throw invalid('give either {"timestamp": "<ISO-8601>"} or {"toEnd": true}');
-    const n = await services.consumerGroups.seek(
+    const timestamp = body?.timestamp;
+    if (!toEnd && timestamp === undefined) throw invalid('give either {"timestamp": "<ISO-8601>"} or {"toEnd": true}');
+    const partitionsUpdated = await services.consumerGroups.seek(
       params.group,
       params.queue,
-      toEnd ? { toEnd: true } : { timestamp: ts as number },
+      toEnd ? { toEnd: true } : { timestamp: timestamp as number },
     );
     return {
       statusCode: 200,
@@ -182,8 +182,8 @@ export const seekGroup = defineRoute({
         consumerGroup: params.group,
         queueName: params.queue,
         seekToEnd: toEnd,
-        targetTimestamp: toEnd ? null : iso(ts),
-        partitionsUpdated: n,
+        targetTimestamp: toEnd ? null : iso(timestamp),
+        partitionsUpdated,
       },
     };
   },

@@ -18,18 +18,18 @@ const optionalGroup = z
   .pipe(nameSchema('consumer group').optional());
 
 /** A DLQ entry in Queen's shape (docs/LEASES.md, Dead-letter queue): createdAt equals failedAt, producerSub is null. */
-function dlqJson(e: DlqEntry): Record<string, unknown> {
-  const at = iso(e.failedAt);
+function dlqJson(entry: DlqEntry): Record<string, unknown> {
+  const at = iso(entry.failedAt);
   return {
-    id: e.id,
-    transactionId: e.transactionId,
-    partitionId: e.partitionId,
-    queue: e.queue,
-    partition: e.partition,
-    consumerGroup: e.consumerGroup,
-    errorMessage: e.errorMessage,
-    retryCount: e.retryCount,
-    data: rawPayload(e.payload),
+    id: entry.id,
+    transactionId: entry.transactionId,
+    partitionId: entry.partitionId,
+    queue: entry.queue,
+    partition: entry.partition,
+    consumerGroup: entry.consumerGroup,
+    errorMessage: entry.errorMessage,
+    retryCount: entry.retryCount,
+    data: rawPayload(entry.payload),
     producerSub: null,
     createdAt: at,
     failedAt: at,

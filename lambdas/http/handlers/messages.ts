@@ -46,11 +46,11 @@ export function preparePushItems(items: PushItemInput[], services: Services, pat
   }
   const okNames = new Set<string>();
   const checkName = (name: string, kind: 'queue' | 'partition', i: number): void => {
-    const k = `${kind}\u0000${name}`;
-    if (okNames.has(k)) return;
+    const key = `${kind}\u0000${name}`;
+    if (okNames.has(key)) return;
     const problem = nameProblem(name, kind);
     if (problem) throw new SluiceError('invalid_request', `${path}[${i}].${kind}: ${problem}`);
-    okNames.add(k);
+    okNames.add(key);
   };
   return items.map((it, i) => {
     checkName(it.queue, 'queue', i);
@@ -79,19 +79,19 @@ export function preparePushItems(items: PushItemInput[], services: Services, pat
  * A push result in Queen's wire shape (snake_case ids): the reference that
  * {@link pushResultsText} writes as text, kept equal by test/unit/push-results-text.test.ts.
  */
-export function pushResultJson(r: PushResult): Record<string, unknown> {
+export function pushResultJson(result: PushResult): Record<string, unknown> {
   const out: Record<string, unknown> = {
-    index: r.index,
-    status: r.status,
-    transaction_id: r.transactionId,
-    message_id: r.messageId,
-    partition_id: r.partitionId,
-    trace_id: r.traceId,
-    queueName: r.queue,
-    partition: r.partition,
+    index: result.index,
+    status: result.status,
+    transaction_id: result.transactionId,
+    message_id: result.messageId,
+    partition_id: result.partitionId,
+    trace_id: result.traceId,
+    queueName: result.queue,
+    partition: result.partition,
   };
-  if (r.offset !== undefined) out.offset = r.offset;
-  if (r.error !== undefined) out.error = r.error;
+  if (result.offset !== undefined) out.offset = result.offset;
+  if (result.error !== undefined) out.error = result.error;
   return out;
 }
 
@@ -115,15 +115,15 @@ export function pushResultsText(results: readonly PushResult[]): string {
   let partitionId: string | undefined;
   let partitionIdText = '';
   for (let i = 0; i < results.length; i++) {
-    const r = results[i] as PushResult;
-    if (r.queue !== queue) queueText = jsonString((queue = r.queue));
-    if (r.partition !== partition) partitionText = jsonString((partition = r.partition));
-    if (r.partitionId !== partitionId) partitionIdText = jsonString((partitionId = r.partitionId));
+    const result = results[i] as PushResult;
+    if (result.queue !== queue) queueText = jsonString((queue = result.queue));
+    if (result.partition !== partition) partitionText = jsonString((partition = result.partition));
+    if (result.partitionId !== partitionId) partitionIdText = jsonString((partitionId = result.partitionId));
     out +=
-      `${i === 0 ? '' : ','}{"index":${jsonNumber(r.index)},"status":${jsonString(r.status)},"transaction_id":${jsonString(r.transactionId)}` +
-      `,"message_id":${jsonString(r.messageId)},"partition_id":${partitionIdText},"trace_id":${jsonStringOrNull(r.traceId)}` +
+      `${i === 0 ? '' : ','}{"index":${jsonNumber(result.index)},"status":${jsonString(result.status)},"transaction_id":${jsonString(result.transactionId)}` +
+      `,"message_id":${jsonString(result.messageId)},"partition_id":${partitionIdText},"trace_id":${jsonStringOrNull(result.traceId)}` +
       `,"queueName":${queueText},"partition":${partitionText}` +
-      `${r.offset === undefined ? '' : `,"offset":${jsonNumber(r.offset)}`}${r.error === undefined ? '' : `,"error":${jsonString(r.error)}`}}`;
+      `${result.offset === undefined ? '' : `,"offset":${jsonNumber(result.offset)}`}${result.error === undefined ? '' : `,"error":${jsonString(result.error)}`}}`;
   }
   return `${out}]`;
 }
@@ -146,15 +146,15 @@ export const push = defineRoute({
 // ------------------------------------------------------------------- reads
 
 /** A stored message as JSON, its payload spliced in verbatim. */
-export function messageJson(m: StoredMessage, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function messageJson(message: StoredMessage, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
-    id: m.id,
-    offset: m.offset,
-    transactionId: m.transactionId,
-    traceId: m.traceId,
-    createdAt: iso(m.createdAt),
+    id: message.id,
+    offset: message.offset,
+    transactionId: message.transactionId,
+    traceId: message.traceId,
+    createdAt: iso(message.createdAt),
     ...extra,
-    data: rawPayload(m.payload),
+    data: rawPayload(message.payload),
   };
 }
 
@@ -167,23 +167,23 @@ export const getMessage = defineRoute({
   // The queue is only known after resolving the partition id: checked in the handler.
   access: { action: 'consume' },
   async run({ params, services, authorize }) {
-    const part = await services.log.partitionById(params.partitionId);
-    if (!part) throw notFound(`no partition with id ${params.partitionId}`);
-    authorize(part.queue);
-    const msg = await services.log.findByTransactionId(part.id, params.transactionId);
-    if (!msg)
+    const partition = await services.log.partitionById(params.partitionId);
+    if (!partition) throw notFound(`no partition with id ${params.partitionId}`);
+    authorize(partition.queue);
+    const message = await services.log.findByTransactionId(partition.id, params.transactionId);
+    if (!message)
       throw notFound(
-        `no message with transactionId ${params.transactionId} in partition ${part.queue}/${part.name} (lookups by transactionId cover the queue's dedup window and its newest segments)`,
+        `no message with transactionId ${params.transactionId} in partition ${partition.queue}/${partition.name} (lookups by transactionId cover the queue's dedup window and its newest segments)`,
       );
     return {
       statusCode: 200,
       raw: true,
       // Per-group progress (seed 004): status is `completed` once every lease group passed it.
-      body: messageJson(msg, {
-        partitionId: part.id,
-        queue: part.queue,
-        partition: part.name,
-        ...(await services.consumerGroups.messageProgress(part, msg.offset)),
+      body: messageJson(message, {
+        partitionId: partition.id,
+        queue: partition.queue,
+        partition: partition.name,
+        ...(await services.consumerGroups.messageProgress(partition, message.offset)),
       }),
     };
   },
@@ -204,18 +204,21 @@ export const readMessages = defineRoute({
   query: ReadQuery,
   access: { action: 'consume', queues: ({ params }) => [params.queue] },
   async run({ params, query, services }) {
-    const part = await services.log.getPartition(params.queue, params.partition);
-    if (!part) throw notFound(`queue ${params.queue} has no partition ${params.partition}`);
-    const msgs = await services.log.read(part.id, query.from, { maxCount: query.limit, maxBytes: 4 * 1024 * 1024 });
-    const last = msgs[msgs.length - 1];
+    const partition = await services.log.getPartition(params.queue, params.partition);
+    if (!partition) throw notFound(`queue ${params.queue} has no partition ${params.partition}`);
+    const messages = await services.log.read(partition.id, query.from, {
+      maxCount: query.limit,
+      maxBytes: 4 * 1024 * 1024,
+    });
+    const last = messages[messages.length - 1];
     return {
       statusCode: 200,
       raw: true,
       body: {
-        queue: part.queue,
-        partition: part.name,
-        partitionId: part.id,
-        messages: msgs.map((m) => messageJson(m)),
+        queue: partition.queue,
+        partition: partition.name,
+        partitionId: partition.id,
+        messages: messages.map((m) => messageJson(m)),
         next: last ? last.offset + 1 : query.from,
       },
     };

@@ -15,8 +15,8 @@ import { nameSchema } from './schemas.js';
 
 const ConfigureBody = z.object({
   queue: z.string({ error: 'queue is required' }).superRefine((v, ctx) => {
-    const p = nameProblem(v, 'queue');
-    if (p) ctx.addIssue({ code: 'custom', message: p });
+    const problem = nameProblem(v, 'queue');
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
   }),
   namespace: z.string().max(256).nullish(),
   task: z.string().max(256).nullish(),
@@ -24,8 +24,8 @@ const ConfigureBody = z.object({
 });
 
 /** Options as `/configure` answers them: every option, with its JSON type. */
-export function echoOptions(o: QueueOptions): Record<string, number | boolean> {
-  return { ...o, leaseTime: o.leaseTime ?? 60 };
+export function echoOptions(options: QueueOptions): Record<string, number | boolean> {
+  return { ...options, leaseTime: options.leaseTime ?? 60 };
 }
 
 export const configure = defineRoute({

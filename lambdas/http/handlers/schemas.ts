@@ -16,8 +16,8 @@ import { nameProblem, type NameKind } from '../../core/names.js';
  */
 export const nameSchema = (kind: NameKind) =>
   z.string({ error: `${kind} is required and must be a string` }).superRefine((v, ctx) => {
-    const p = nameProblem(v, kind);
-    if (p) ctx.addIssue({ code: 'custom', message: p });
+    const problem = nameProblem(v, kind);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
   });
 
 /**
