@@ -69,8 +69,8 @@ export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
   query?: z.ZodType<Q>;
   params?: z.ZodType<P>;
   /**
-   * What the call needs: `push`, `consume` (the seed's group.consume) or `manage`
-   * (group.manage), on the queues `queues` names; `public` needs nothing (health).
+   * What the call needs: `push`, `consume` or `manage` (docs/DEPLOYING.md, Grants), on the
+   * queues `queues` names; `public` needs nothing (health).
    * Authorization is enforced from this in one place, `makeHandler`: every queue `queues`
    * names must be granted; when it names none (absent, or only `undefined`s), the caller
    * must hold the action on some queue and the handler calls `authorize(queue)` itself.

@@ -1,6 +1,7 @@
 /**
- * Partition-lease routes (Queen wire format, seed 002 semantics): pop, ack, ack batch, lease
- * extension and transactions. Thin: parse and validate, call the lease service, serialise.
+ * Partition-lease routes (Queen wire format; semantics in docs/LEASES.md, The model): pop, ack,
+ * ack batch, lease extension and transactions. Thin: parse and validate, call the lease
+ * service, serialise.
  */
 import { z } from 'zod';
 import { jsonNumber, jsonString, jsonStringOrNull, rawPayload } from '../../codec/json-writer.js';

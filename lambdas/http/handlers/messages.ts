@@ -178,7 +178,8 @@ export const getMessage = defineRoute({
     return {
       statusCode: 200,
       raw: true,
-      // Per-group progress (seed 004): status is `completed` once every lease group passed it.
+      // Per-group progress: `completed` once every lease group passed it (docs/LEASES.md, Consumer
+      // groups and subscriptions).
       body: messageJson(message, {
         partitionId: partition.id,
         queue: partition.queue,
