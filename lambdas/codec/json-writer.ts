@@ -1,13 +1,8 @@
 /**
  * The JSON writer: every JSON text Sluice builds by hand goes through here (HTTP answers,
- * frame headers, dedup reservations), so there is one escaper.
- *
- * JSON text built by hand for the push hot path. On Node 20 here, a microbenchmark put
- * `JSON.stringify` at about 170 ns for one string and 700 ns for a three-field object (a
- * frame header, a dedup reservation); at batch 100 it was about 9 % of the server's main
- * thread (perf). Concatenation with one regex test per string costs a fraction of that.
- * For the strings and numbers these functions take, the text is exactly what
- * `JSON.stringify` writes.
+ * frame headers, dedup reservations), so there is one escaper. Built by concatenation because
+ * `JSON.stringify` of small objects showed up on the push path's profile (docs/BENCHMARKS.md,
+ * HTTP layer and JSON); the text is exactly what `JSON.stringify` writes.
  */
 
 /** Characters JSON.stringify escapes (lone surrogates only; a pair goes to it too, harmlessly). */
@@ -70,10 +65,8 @@ export class RawJson {
 }
 
 /**
- * JSON.stringify that writes {@link RawJson} values verbatim. Built by concatenation, with
- * strings and numbers written by {@link jsonString} and {@link jsonNumber}: a pop of 100
- * messages is about 1,100 leaves, and per-leaf JSON.stringify with an array per object cost
- * about 12 µs a message.
+ * JSON.stringify that writes {@link RawJson} values verbatim, concatenating leaves written by
+ * {@link jsonString} and {@link jsonNumber}: answers have ~11 leaves per message.
  *
  * @example
  * ```ts

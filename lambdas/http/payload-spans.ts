@@ -1,7 +1,7 @@
 /**
  * Finds where values sit inside JSON text that `JSON.parse` has already accepted, so a push can
- * store each payload as the exact bytes the client sent: no re-serialisation (which costs a
- * third of a push's CPU) and no change to number formats or key order.
+ * store each payload as the exact bytes the client sent: no re-serialisation (costly on the
+ * push path, docs/BENCHMARKS.md) and no change to number formats or key order.
  *
  * Works on UTF-8 bytes: every structural character is ASCII, and bytes of multi-byte UTF-8
  * sequences are never ASCII, so scanning bytes is exact.

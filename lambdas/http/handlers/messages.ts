@@ -96,10 +96,10 @@ export function pushResultJson(result: PushResult): Record<string, unknown> {
 }
 
 /**
- * `JSON.stringify(results.map(pushResultJson))`, built as text: a push answers one result per
- * message, and serialising them was about 3 % of the server's main thread at batch 100; this
- * takes 52 µs per 100 results against 78 µs (microbenchmark, interleaved). Results in a row
- * with the same queue and partition reuse their escaped text.
+ * `JSON.stringify(results.map(pushResultJson))`, built as text because a push answers one
+ * result per message (docs/BENCHMARKS.md); results in a row with the same queue and partition
+ * reuse their escaped text. The push route's one call to it can be swapped for
+ * `toJson(results.map(pushResultJson))` to compare with the generic writer.
  *
  * @example
  * ```ts
