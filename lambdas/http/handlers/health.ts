@@ -5,7 +5,7 @@ import packageJson from '../../../package.json' with { type: 'json' };
 import { defineRoute, type RouteDef } from '../route.js';
 
 /** Sluice's version: package.json's, which esbuild inlines into the bundles. */
-export const VERSION: string = packageJson.version;
+const VERSION: string = packageJson.version;
 
 export const health = defineRoute({
   method: 'GET',

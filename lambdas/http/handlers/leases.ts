@@ -74,6 +74,11 @@ const PopQuery = z.object({
 /**
  * A pop answer as a value (Queen's shape), payloads spliced in verbatim: the reference that
  * {@link popResultText} writes as text, kept equal by test/unit/pop-result-text.test.ts.
+ *
+ * @example
+ * ```ts
+ * toJson(popResultJson(pop)); // the same text as popResultText(pop)
+ * ```
  */
 export function popResultJson(pop: PopResult): Record<string, unknown> {
   const first = pop.partitions[0];

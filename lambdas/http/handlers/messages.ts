@@ -31,7 +31,16 @@ const PushItemSchema = z.object({
 const PushBody = z.object({ items: z.array(PushItemSchema, { error: 'items must be an array' }) });
 type PushItemInput = z.infer<typeof PushItemSchema>;
 
-/** Checks names and sizes of every item before anything is written (nothing half-written). */
+/**
+ * Checks names and sizes of every item before anything is written (nothing half-written).
+ * With the request's bytes (`raw`), each payload is kept exactly as sent.
+ *
+ * @example
+ * ```ts
+ * const items = preparePushItems(body.items, services, 'items', rawBody());
+ * await services.log.push(items);
+ * ```
+ */
 export function preparePushItems(items: PushItemInput[], services: Services, path = 'items', raw?: Buffer): PushItem[] {
   // The exact bytes each payload was sent as, when the body is the plain push shape.
   const spans = raw ? payloadSpans(raw) : undefined;
@@ -78,6 +87,11 @@ export function preparePushItems(items: PushItemInput[], services: Services, pat
 /**
  * A push result in Queen's wire shape (snake_case ids): the reference that
  * {@link pushResultsText} writes as text, kept equal by test/unit/push-results-text.test.ts.
+ *
+ * @example
+ * ```ts
+ * toJson(results.map(pushResultJson)); // the same text as pushResultsText(results)
+ * ```
  */
 export function pushResultJson(result: PushResult): Record<string, unknown> {
   const out: Record<string, unknown> = {
@@ -146,7 +160,7 @@ export const push = defineRoute({
 // ------------------------------------------------------------------- reads
 
 /** A stored message as JSON, its payload spliced in verbatim. */
-export function messageJson(message: StoredMessage, extra: Record<string, unknown> = {}): Record<string, unknown> {
+function messageJson(message: StoredMessage, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     id: message.id,
     offset: message.offset,

@@ -24,7 +24,7 @@ const ConfigureBody = z.object({
 });
 
 /** Options as `/configure` answers them: every option, with its JSON type. */
-export function echoOptions(options: QueueOptions): Record<string, number | boolean> {
+function echoOptions(options: QueueOptions): Record<string, number | boolean> {
   return { ...options, leaseTime: options.leaseTime ?? 60 };
 }
 

@@ -31,7 +31,14 @@ export const nameSchema = (kind: NameKind) =>
 export const iso = (ms: number | undefined | null): string | null =>
   ms === undefined || ms === null ? null : new Date(ms).toISOString();
 
-/** A message's address in a path: `/api/v1/messages/{partitionId}/{transactionId}`. */
+/**
+ * A message's address in a path: `/api/v1/messages/{partitionId}/{transactionId}`.
+ *
+ * @example
+ * ```ts
+ * defineRoute({ method: 'GET', path: '/api/v1/messages/{partitionId}/{transactionId}', params: MessageParams, ... });
+ * ```
+ */
 export const MessageParams = z.object({
   partitionId: z.string().min(1).max(64),
   transactionId: z.string().min(1).max(256),
