@@ -1,4 +1,4 @@
-import { jsonNumber, jsonString } from './json-text.js';
+import { jsonNumber, jsonString, jsonStringOrNull } from './json-writer.js';
 import { zstd } from './zstd.js';
 
 /**
@@ -44,7 +44,7 @@ interface Header {
 
 export function packFrames(frames: readonly Frame[]): Buffer {
   // Headers are built as text and the frames written into one buffer: this runs once per
-  // message on the push path (see json-text.ts for why not JSON.stringify).
+  // message on the push path (see json-writer.ts for why not JSON.stringify).
   const headers = new Array<string>(frames.length);
   const headerBytes = new Array<number>(frames.length);
   let total = 0;
@@ -57,7 +57,7 @@ export function packFrames(frames: readonly Frame[]): Buffer {
       lastAt = f.createdAt;
       atText = jsonNumber(f.createdAt);
     }
-    const h = `{"i":${jsonString(f.id)},"t":${jsonString(f.transactionId)},"r":${f.traceId === null ? 'null' : jsonString(f.traceId)},"c":${atText}${f.sealed ? ',"e":1' : ''}}`;
+    const h = `{"i":${jsonString(f.id)},"t":${jsonString(f.transactionId)},"r":${jsonStringOrNull(f.traceId)},"c":${atText}${f.sealed ? ',"e":1' : ''}}`;
     const n = Buffer.byteLength(h, 'utf8');
     if (n > 0xffff) throw new RangeError('frame header over 64 KiB');
     headers[k] = h;

@@ -10,7 +10,7 @@
  * one item per message into a DynamoDB transaction (which would cost 2 write units each and
  * cap a batch at 100 messages).
  */
-import { jsonNumber, jsonString } from '../codec/json-text.js';
+import { jsonNumber, jsonString } from '../codec/json-writer.js';
 
 export interface Reservation {
   /** Push id that holds it. */

@@ -7,7 +7,7 @@ import { services, type Services } from '../service/runtime.js';
 import { keptBodyBytes } from './body-bytes.js';
 import { describeZodError, errorResponse } from './errors.js';
 import { grantsFromEnv, type Grants } from './grants.js';
-import { toJson } from './json.js';
+import { toJson } from '../codec/json-writer.js';
 import type { HttpEvent, HttpResponse, HttpResult } from './types.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -69,8 +69,8 @@ export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
   query?: z.ZodType<Q>;
   params?: z.ZodType<P>;
   /**
-   * What the call needs: `push`, `consume` (the seed's group.consume) or `manage`
-   * (group.manage), on the queues `queues` names; `public` needs nothing (health).
+   * What the call needs: `push`, `consume` or `manage` (docs/DEPLOYING.md, Grants), on the
+   * queues `queues` names; `public` needs nothing (health).
    * Authorization is enforced from this in one place, `makeHandler`: every queue `queues`
    * names must be granted; when it names none (absent, or only `undefined`s), the caller
    * must hold the action on some queue and the handler calls `authorize(queue)` itself.
@@ -138,17 +138,17 @@ export function matchRoute(
   method: string,
   rawPath: string,
 ): { route: CompiledRoute; params: Record<string, string> } | { allowed: Method[] } | undefined {
-  const segs = rawPath.split('/').filter(Boolean);
+  const segments = rawPath.split('/').filter(Boolean);
   const allowed: Method[] = [];
   for (const r of routes) {
-    if (r.parts.length !== segs.length) continue;
+    if (r.parts.length !== segments.length) continue;
     const params: Record<string, string> = {};
     let ok = true;
-    for (let i = 0; i < segs.length && ok; i++) {
-      const p = r.parts[i]!;
-      const s = segs[i]!;
-      if (p.literal !== undefined) ok = p.literal === s;
-      else params[p.param!] = decodeSegment(s);
+    for (let i = 0; i < segments.length && ok; i++) {
+      const part = r.parts[i]!;
+      const segment = segments[i]!;
+      if (part.literal !== undefined) ok = part.literal === segment;
+      else params[part.param!] = decodeSegment(segment);
     }
     if (!ok) continue;
     if (r.def.method === method) return { route: r, params };
@@ -216,11 +216,15 @@ const jsonLog = {
  * One Lambda handler (API Gateway HTTP API, payload format 2.0) serving a set of routes.
  * Errors of any kind are turned into `{error, code}` bodies by one middleware.
  */
-export function makeHandler(routes: RouteDef[], opts: { services?: () => Promise<Services>; grants?: Grants } = {}) {
-  const getServices = opts.services ?? services;
-  let grants = opts.grants;
+export function makeHandler(routes: RouteDef[], options: { services?: () => Promise<Services>; grants?: Grants } = {}) {
+  const getServices = options.services ?? services;
+  let grants = options.grants;
   const compiled = routes.map(compile).sort((a, b) => b.specificity - a.specificity);
-  const base = async (event: HttpEvent, _context: Context, opts: { signal: AbortSignal }): Promise<HttpResponse> => {
+  const base = async (
+    event: HttpEvent,
+    _context: Context,
+    invocation: { signal: AbortSignal },
+  ): Promise<HttpResponse> => {
     const method = event.requestContext.http.method.toUpperCase();
     const rawPath = event.rawPath;
     const m = matchRoute(compiled, method, rawPath);
@@ -230,32 +234,35 @@ export function makeHandler(routes: RouteDef[], opts: { services?: () => Promise
         'method_not_allowed',
         `${method} is not allowed on ${rawPath}; use ${m.allowed.join(' or ')}`,
       );
-    const svc = await getServices();
+    const runtime = await getServices();
     const def = m.route.def;
-    const body = def.body ? validate(def.body, parseBody(event, svc.config.maxBodyBytes), 'request body') : undefined;
+    const body = def.body
+      ? validate(def.body, parseBody(event, runtime.config.maxBodyBytes), 'request body')
+      : undefined;
     const query = validate(def.query, event.queryStringParameters ?? {}, 'query string');
     const params = validate(def.params, m.params, 'path');
-    const signal = AbortSignal.any([opts.signal, svc.shutdown]);
+    const signal = AbortSignal.any([invocation.signal, runtime.shutdown]);
     const principal = principalOf(event);
     grants ??= grantsFromEnv();
-    const g = grants;
+    const enforced = grants;
     const authorize = (queue: string, action: Action = def.access.action): void => {
-      if (action !== 'public') g.check(principal, action, queue);
+      if (action !== 'public') enforced.check(principal, action, queue);
     };
     const allowed = (queue: string, action: Action = def.access.action): boolean =>
-      action === 'public' || g.allows(principal, action, queue);
+      action === 'public' || enforced.allows(principal, action, queue);
     if (def.access.action !== 'public') {
       const named = (def.access.queues?.({ body, query, params }) ?? []).filter(
         (q): q is string => typeof q === 'string',
       );
       if (named.length === 0) {
         const alternatives = def.access.also ?? [];
-        if (!alternatives.some((a) => g.allowsSome(principal, a))) g.checkSome(principal, def.access.action);
+        if (!alternatives.some((a) => enforced.allowsSome(principal, a)))
+          enforced.checkSome(principal, def.access.action);
       }
       const unique = [...new Set(named)];
       // A name no queue can have is a bad request (400), whoever asks.
       for (const q of unique) assertName(q, 'queue');
-      for (const q of unique) g.check(principal, def.access.action, q);
+      for (const q of unique) enforced.check(principal, def.access.action, q);
     }
     try {
       const result = await def.run({
@@ -265,14 +272,14 @@ export function makeHandler(routes: RouteDef[], opts: { services?: () => Promise
         query,
         params,
         event,
-        services: svc,
+        services: runtime,
         signal,
         authorize,
         allowed,
       });
       return serialise(result);
     } finally {
-      svc.telemetry.flush?.();
+      runtime.telemetry.flush?.();
     }
   };
   return middy<HttpEvent, HttpResponse>(base, { timeoutEarlyInMillis: 1000 }).use({

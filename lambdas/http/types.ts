@@ -8,6 +8,6 @@ export interface HttpResult {
   statusCode: number;
   body?: unknown;
   headers?: Record<string, string>;
-  /** The body holds {@link RawJson} splices (payloads): serialise with `toJson`, not JSON.stringify. */
+  /** The body holds `RawJson` splices (payloads): serialise with `toJson` (codec/json-writer.ts), not JSON.stringify. */
   raw?: boolean;
 }

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { copyBodyBytes } from '../http/body-bytes.js';
-import { toJson } from '../http/json.js';
+import { toJson } from '../codec/json-writer.js';
 import type { HttpEvent, HttpResponse } from '../http/types.js';
 import type { LambdaHttpHandler } from './server.js';
 

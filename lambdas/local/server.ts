@@ -4,7 +4,7 @@ import type { Context } from 'aws-lambda';
 import { SluiceError } from '../core/errors.js';
 import { keepBodyBytes } from '../http/body-bytes.js';
 import { errorResponse } from '../http/errors.js';
-import { toJson } from '../http/json.js';
+import { toJson } from '../codec/json-writer.js';
 import type { HttpEvent, HttpResponse } from '../http/types.js';
 
 /** Any API Gateway HTTP API (payload 2.0) handler, such as one made by `makeHandler`. */

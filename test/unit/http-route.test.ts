@@ -1,51 +1,15 @@
 import type { Context } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { RawJson, toJson } from '../../lambdas/http/json.js';
+import packageJson from '../../package.json' with { type: 'json' };
 import { ALL_ROUTES } from '../../lambdas/http/routes.js';
 import { STATUS, errorResponse } from '../../lambdas/http/errors.js';
 import { SluiceError } from '../../lambdas/core/errors.js';
 import { Grants, parseGrants } from '../../lambdas/http/grants.js';
-import { logRoutes } from '../../lambdas/http/handlers/log.js';
+import { healthRoutes } from '../../lambdas/http/handlers/health.js';
+import { queueRoutes } from '../../lambdas/http/handlers/queues.js';
 import { makeHandler, principalOf } from '../../lambdas/http/route.js';
 import type { HttpEvent } from '../../lambdas/http/types.js';
 import type { Services } from '../../lambdas/service/runtime.js';
-
-describe('unit: toJson', () => {
-  it('splices raw JSON verbatim and matches JSON.stringify otherwise', () => {
-    const v = { a: 1, b: [true, null, 'x'], c: { d: new RawJson('{"raw":1.50}') }, u: undefined };
-    expect(toJson(v)).toBe('{"a":1,"b":[true,null,"x"],"c":{"d":{"raw":1.50}}}');
-    const plain = { s: 'é"\n', n: [1.5, -0, 1e21], o: {} };
-    expect(toJson(plain)).toBe(JSON.stringify(plain));
-  });
-  it('matches JSON.stringify on keys and leaves that need escaping, non-finite numbers, dates and holes', () => {
-    const odd = {
-      'k"ey\\': [
-        'q"uote',
-        'back\\slash',
-        'ctl\u0001',
-        '\ud800lone',
-        '😀',
-        '',
-        0,
-        -0,
-        NaN,
-        Infinity,
-        1e21,
-        5e-324,
-        2 ** 53,
-        true,
-        false,
-        null,
-      ],
-      date: new Date(0),
-      nested: [[], {}, [undefined], { gone: undefined, fn: () => 1 }],
-      ü: { 'a\nb': 1 },
-    };
-    expect(toJson(odd)).toBe(JSON.stringify(odd));
-    for (const v of [null, true, 'x"', 5, NaN, [], {}, new Date(5)]) expect(toJson(v)).toBe(JSON.stringify(v));
-    expect(toJson(undefined)).toBe('null');
-  });
-});
 
 describe('unit: error mapping', () => {
   it('maps domain errors to their status with code and message', () => {
@@ -78,7 +42,7 @@ describe('unit: GET /health', () => {
       requestContext: { http: { method: 'GET', path } },
     }) as unknown as HttpEvent;
   const handlerOver = (get: () => Promise<unknown>) =>
-    makeHandler(logRoutes, {
+    makeHandler(healthRoutes, {
       grants: Grants.open(),
       services: async () =>
         ({
@@ -102,6 +66,10 @@ describe('unit: GET /health', () => {
     expect(down.body).not.toContain('secret');
     expect(down.body).not.toContain('10.0.0.7');
   });
+  it('answers the version package.json names (one place, inlined into the bundles)', async () => {
+    const ok = await handlerOver(async () => undefined)(event('/health'), {} as Context);
+    expect(JSON.parse(ok.body as string)).toMatchObject({ version: packageJson.version });
+  });
 });
 
 describe('unit: callers behind the JWT authorizer', () => {
@@ -119,7 +87,7 @@ describe('unit: callers behind the JWT authorizer', () => {
       pathParameters: { queue: 'orders' },
     }) as unknown as HttpEvent;
   const deleted: string[] = [];
-  const handler = makeHandler(logRoutes, {
+  const handler = makeHandler(queueRoutes, {
     grants: Grants.from(
       parseGrants({ grants: [{ principal: 'user-42', actions: ['manage'], queues: ['orders'] }] }, 'test'),
     ),

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { pushResultJson, pushResultsText } from '../../lambdas/http/handlers/log.js';
+import { toJson } from '../../lambdas/codec/json-writer.js';
+import { pushResultJson, pushResultsText } from '../../lambdas/http/handlers/messages.js';
 import type { PushResult } from '../../lambdas/service/log-service.js';
+import { randomSource } from './json-random.js';
 
 const r = (over: Partial<PushResult>): PushResult => ({
   index: 0,
@@ -29,5 +31,30 @@ describe('unit: push results as JSON text', () => {
   });
   it('answers an empty push with an empty array', () => {
     expect(pushResultsText([])).toBe('[]');
+  });
+  it('over 500 random pushes: JSON.stringify’s text and the generic writer’s, parsing back to the results', () => {
+    const random = randomSource(53);
+    for (let n = 0; n < 500; n++) {
+      // Runs of one queue and partition, as a push groups them, and odd text anywhere.
+      const queues = [random.string(), random.string()];
+      const results = Array.from({ length: random.below(8) }, (_, index) =>
+        r({
+          index,
+          status: random.pick(['queued', 'duplicate', 'failed'] as const),
+          queue: random.pick(queues),
+          partition: random.pick([queues[0] as string, random.string()]),
+          partitionId: random.pick(['pid-1', random.string()]),
+          transactionId: random.string(),
+          messageId: random.string(),
+          traceId: random.below(2) === 0 ? null : random.string(),
+          offset: random.below(3) === 0 ? undefined : random.number(),
+          error: random.below(3) === 0 ? random.string() : undefined,
+        }),
+      );
+      const text = pushResultsText(results);
+      expect(text).toBe(JSON.stringify(results.map(pushResultJson)));
+      expect(text).toBe(toJson(results.map(pushResultJson)));
+      expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(results.map(pushResultJson))));
+    }
   });
 });

@@ -1,16 +1,15 @@
 import { z } from 'zod';
 import { MAX_ACK_OFFSETS } from '../../core/claims.js';
 import type { ClaimedRecord } from '../../service/claim-service.js';
-import { rawPayload } from '../json.js';
+import { rawPayload } from '../../codec/json-writer.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { iso, nameSchema } from './log.js';
+import { iso, nameSchema } from './schemas.js';
 
 /**
  * Record claims (docs/CLAIMS.md): a consumer group read as a shared work queue on one
- * partition. Every route lives under
- * `G = /api/v1/queues/{queue}/partitions/{partition}/groups/{group}`.
+ * partition. Every route lives under the group's path.
  */
-const G = '/api/v1/queues/{queue}/partitions/{partition}/groups/{group}';
+const GROUP_PATH = '/api/v1/queues/{queue}/partitions/{partition}/groups/{group}';
 
 const GroupParams = z.object({
   queue: nameSchema('queue'),
@@ -29,7 +28,7 @@ const offset = z
   .int('offset must be an integer')
   .min(0, 'offset must be 0 or more')
   .max(Number.MAX_SAFE_INTEGER);
-const ms = (what: string) =>
+const milliseconds = (what: string) =>
   z
     .number({ error: `${what} must be a number of milliseconds` })
     .int({ error: `${what} must be a whole number of milliseconds` })
@@ -45,8 +44,8 @@ const onQueue = { queues: ({ params }: { params: { queue: string } }) => [params
 const PollBody = z
   .object({
     max: z.number({ error: 'max must be a number' }).int().min(1, 'max must be at least 1').optional(),
-    waitMs: ms('waitMs').optional(),
-    visibilityMs: ms('visibilityMs').min(1).optional(),
+    waitMs: milliseconds('waitMs').optional(),
+    visibilityMs: milliseconds('visibilityMs').min(1).optional(),
     consumer: nameSchema('consumer').optional(),
     session: z
       .string({ error: 'session must be a string' })
@@ -59,20 +58,20 @@ const PollBody = z
   .default({});
 
 /** A claimed record on the wire: its payload spliced in verbatim. */
-function recordJson(r: ClaimedRecord): Record<string, unknown> {
+function recordJson(record: ClaimedRecord): Record<string, unknown> {
   return {
-    offset: r.offset,
-    transactionId: r.message.transactionId,
-    attempts: r.attempts,
-    ...(r.skippedBefore > 0 ? { skippedBefore: r.skippedBefore } : {}),
-    createdAt: iso(r.message.createdAt),
-    data: rawPayload(r.message.payload),
+    offset: record.offset,
+    transactionId: record.message.transactionId,
+    attempts: record.attempts,
+    ...(record.skippedBefore > 0 ? { skippedBefore: record.skippedBefore } : {}),
+    createdAt: iso(record.message.createdAt),
+    data: rawPayload(record.message.payload),
   };
 }
 
 export const claimPoll = defineRoute({
   method: 'POST',
-  path: `${G}/poll`,
+  path: `${GROUP_PATH}/poll`,
   group: 'claims',
   summary: 'Claim up to `max` records (owed ones first), long-polling up to `waitMs`.',
   params: GroupParams,
@@ -86,7 +85,7 @@ export const claimPoll = defineRoute({
 
 export const claimAck = defineRoute({
   method: 'POST',
-  path: `${G}/ack`,
+  path: `${GROUP_PATH}/ack`,
   group: 'claims',
   summary: 'Finish a list of offsets in one write; answers the group position after it.',
   params: GroupParams,
@@ -107,11 +106,11 @@ export const claimAck = defineRoute({
 
 export const claimNack = defineRoute({
   method: 'POST',
-  path: `${G}/nack`,
+  path: `${GROUP_PATH}/nack`,
   group: 'claims',
   summary: 'Hand a record back: owed at once, or after `delayMs`.',
   params: GroupParams,
-  body: z.object({ offset, attempts: attempts.optional(), delayMs: ms('delayMs').optional() }).strict(),
+  body: z.object({ offset, attempts: attempts.optional(), delayMs: milliseconds('delayMs').optional() }).strict(),
   access: { action: 'consume', ...onQueue },
   async run({ params, body, services }) {
     const r = await services.claims.nack(params.queue, params.partition, params.group, body);
@@ -121,11 +120,11 @@ export const claimNack = defineRoute({
 
 export const claimExtend = defineRoute({
   method: 'POST',
-  path: `${G}/extend`,
+  path: `${GROUP_PATH}/extend`,
   group: 'claims',
   summary: 'Make the claim named by its delivery (`attempts`) stand for `extendMs` from now.',
   params: GroupParams,
-  body: z.object({ offset, attempts, extendMs: ms('extendMs').min(1) }).strict(),
+  body: z.object({ offset, attempts, extendMs: milliseconds('extendMs').min(1) }).strict(),
   access: { action: 'consume', ...onQueue },
   async run({ params, body, services }) {
     const r = await services.claims.extend(params.queue, params.partition, params.group, body);
@@ -135,7 +134,7 @@ export const claimExtend = defineRoute({
 
 export const claimDeadLetter = defineRoute({
   method: 'POST',
-  path: `${G}/dead-letter`,
+  path: `${GROUP_PATH}/dead-letter`,
   group: 'claims',
   summary: 'Give up on a record: list it as a dead letter and finish it.',
   params: GroupParams,
@@ -149,7 +148,7 @@ export const claimDeadLetter = defineRoute({
 
 export const claimListDeadLetters = defineRoute({
   method: 'GET',
-  path: `${G}/dead-letters`,
+  path: `${GROUP_PATH}/dead-letters`,
   group: 'claims',
   summary: "The group's dead-lettered offsets, ascending (`after`, `limit` page through them).",
   params: GroupParams,
@@ -166,7 +165,7 @@ export const claimListDeadLetters = defineRoute({
 
 export const claimRedrive = defineRoute({
   method: 'POST',
-  path: `${G}/dead-letters/{offset}/redrive`,
+  path: `${GROUP_PATH}/dead-letters/{offset}/redrive`,
   group: 'claims',
   summary: 'Put a dead letter back: attempts reset, owed again; the cursor does not move back.',
   params: DeadParams,
@@ -181,7 +180,7 @@ export const claimRedrive = defineRoute({
 
 export const claimDiscard = defineRoute({
   method: 'DELETE',
-  path: `${G}/dead-letters/{offset}`,
+  path: `${GROUP_PATH}/dead-letters/{offset}`,
   group: 'claims',
   summary: 'Stop tracking a dead letter (the record stays in the log).',
   params: DeadParams,
@@ -200,7 +199,7 @@ const Start = z.union([z.literal('earliest'), z.literal('latest'), z.object({ of
 
 export const claimCreate = defineRoute({
   method: 'PUT',
-  path: G,
+  path: GROUP_PATH,
   group: 'claims',
   summary: 'Create the group at earliest, latest or an offset; an existing group is left alone.',
   params: GroupParams,
@@ -219,7 +218,7 @@ export const claimCreate = defineRoute({
 
 export const claimSeek = defineRoute({
   method: 'POST',
-  path: `${G}/seek`,
+  path: `${GROUP_PATH}/seek`,
   group: 'claims',
   summary: 'Move the group (back to replay, forward to skip); voids every standing claim.',
   params: GroupParams,
@@ -235,23 +234,23 @@ export const claimSeek = defineRoute({
 
 export const claimDescribe = defineRoute({
   method: 'GET',
-  path: G,
+  path: GROUP_PATH,
   group: 'claims',
   summary: 'Where the group stands: committed, tail, lag, in-flight, owed and dead-letter counts.',
   params: GroupParams,
   access: { action: 'consume', ...onQueue },
   async run({ params, services }) {
-    const d = await services.claims.describe(params.queue, params.partition, params.group);
+    const described = await services.claims.describe(params.queue, params.partition, params.group);
     return {
       statusCode: 200,
       body: {
-        committed: d.committed,
-        tail: d.tail,
-        lag: d.lag,
-        inFlight: d.inFlight,
-        owed: d.owed,
-        delayed: d.delayed,
-        deadLetters: d.deadLetters,
+        committed: described.committed,
+        tail: described.tail,
+        lag: described.lag,
+        inFlight: described.inFlight,
+        owed: described.owed,
+        delayed: described.delayed,
+        deadLetters: described.deadLetters,
       },
     };
   },
@@ -259,7 +258,7 @@ export const claimDescribe = defineRoute({
 
 export const claimDelete = defineRoute({
   method: 'DELETE',
-  path: G,
+  path: GROUP_PATH,
   group: 'claims',
   summary: "Delete the group's position, claims and dead letters on this partition.",
   params: GroupParams,

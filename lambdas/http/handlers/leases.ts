@@ -1,8 +1,10 @@
 /**
- * Partition-lease routes (Queen wire format, seed 002 semantics): pop, ack, ack batch, lease
- * extension and transactions. Thin: parse and validate, call the lease service, serialise.
+ * Partition-lease routes (Queen wire format; semantics in docs/LEASES.md, The model): pop, ack,
+ * ack batch, lease extension and transactions. Thin: parse and validate, call the lease
+ * service, serialise.
  */
 import { z } from 'zod';
+import { jsonNumber, jsonString, jsonStringOrNull, rawPayload } from '../../codec/json-writer.js';
 import { SluiceError, invalid } from '../../core/errors.js';
 import { decodeLeaseId, parseAckStatus } from '../../core/leases.js';
 import { QUEUE_MODE_GROUP, nameProblem } from '../../core/names.js';
@@ -11,19 +13,20 @@ import type { Services } from '../../service/runtime.js';
 import type { TxOp } from '../../service/transaction-service.js';
 import type { Action } from '../route.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { iso, nameSchema, preparePushItems } from './log.js';
+import { preparePushItems } from './messages.js';
+import { iso, nameSchema } from './schemas.js';
 
 /** Queen booleans: true only for `true` or `1`. */
-const qbool = z
+const queryBoolean = z
   .string()
   .optional()
   .transform((v) => v === 'true' || v === '1');
-const qint = (min: number, dflt: number) =>
+const queryInteger = (min: number, fallback: number) =>
   z.coerce
     .number({ error: 'must be a number' })
     .int({ error: 'must be a whole number' })
     .min(min, { error: `must be at least ${min}` })
-    .default(dflt);
+    .default(fallback);
 
 /** A consumer group, or queue mode when absent, null or empty. */
 const groupName = z
@@ -40,10 +43,10 @@ const groupName = z
 
 const PopQuery = z.object({
   consumerGroup: groupName,
-  batch: qint(1, 1),
-  wait: qbool,
-  timeout: qint(0, 30_000),
-  autoAck: qbool,
+  batch: queryInteger(1, 1),
+  wait: queryBoolean,
+  timeout: queryInteger(0, 30_000),
+  autoAck: queryBoolean,
   leaseSeconds: z.coerce.number().int().min(0).max(43_200).optional(),
   subscriptionMode: z.string().max(64).optional(),
   // `now` or an ISO-8601 instant (the only values Queen's clients send); anything else is a
@@ -62,37 +65,83 @@ const PopQuery = z.object({
         message: 'subscriptionFrom must be "now" or an ISO-8601 instant such as 2026-01-31T12:00:00Z',
       },
     ),
-  partitions: qint(1, 1),
+  partitions: queryInteger(1, 1),
   // Sent by the Queen client; they select nothing on these routes.
   namespace: z.string().optional(),
   task: z.string().optional(),
 });
 
-/** JSON string literal; ids are usually plain ASCII and skip JSON.stringify. */
-const PLAIN = /^[\w.:@+=-]*$/;
-const str = (s: string | null): string => (s === null ? 'null' : PLAIN.test(s) ? `"${s}"` : JSON.stringify(s));
+/**
+ * A pop answer as a value (Queen's shape), payloads spliced in verbatim: the reference that
+ * {@link popResultText} writes as text, kept equal by test/unit/pop-result-text.test.ts.
+ *
+ * @example
+ * ```ts
+ * toJson(popResultJson(pop)); // the same text as popResultText(pop)
+ * ```
+ */
+export function popResultJson(pop: PopResult): Record<string, unknown> {
+  const first = pop.partitions[0];
+  const names = new Map(pop.partitions.map((p) => [p.id, p.name]));
+  return {
+    success: true,
+    queue: pop.queue,
+    partition: first?.name ?? null,
+    partitionId: first?.id ?? null,
+    leaseId: pop.leaseId,
+    consumerGroup: pop.group,
+    partitionsClaimed: pop.partitions.length,
+    messages: pop.messages.map((m) => ({
+      id: m.id,
+      transactionId: m.transactionId,
+      traceId: m.traceId,
+      data: rawPayload(m.payload),
+      producerSub: null,
+      createdAt: new Date(m.createdAt).toISOString(),
+      partitionId: m.partitionId,
+      partition: names.get(m.partitionId) ?? m.partition,
+      leaseId: pop.leaseId,
+      consumerGroup: pop.group,
+      queue: pop.queue,
+      offset: m.offset,
+    })),
+  };
+}
 
-/** The pop response, written directly: payloads are spliced in as the JSON text they are. */
-export function popJson(r: PopResult): string {
-  const first = r.partitions[0];
-  const tail = `,"leaseId":${str(r.leaseId)},"consumerGroup":${str(r.group)},"queue":${str(r.queue)},"offset":`;
-  const names = new Map(r.partitions.map((p) => [p.id, `,"partitionId":${str(p.id)},"partition":${str(p.name)}`]));
+/**
+ * `toJson(popResultJson(r))`, built as text: every message repeats the lease, group, queue
+ * and partition, so those are escaped once per answer.
+ *
+ * @example
+ * ```ts
+ * popResultText(await services.leases.pop(request)); // '{"success":true,"queue":"orders",...}'
+ * ```
+ */
+export function popResultText(pop: PopResult): string {
+  const first = pop.partitions[0];
+  const tail = `,"leaseId":${jsonString(pop.leaseId)},"consumerGroup":${jsonString(pop.group)},"queue":${jsonString(pop.queue)},"offset":`;
+  const names = new Map(
+    pop.partitions.map((p) => [p.id, `,"partitionId":${jsonString(p.id)},"partition":${jsonString(p.name)}`]),
+  );
   let lastAt = Number.NaN;
   let lastIso = '';
-  const parts = new Array<string>(r.messages.length);
-  for (let i = 0; i < r.messages.length; i++) {
-    const m = r.messages[i] as PopResult['messages'][number];
+  const parts = new Array<string>(pop.messages.length);
+  for (let i = 0; i < pop.messages.length; i++) {
+    const message = pop.messages[i] as PopResult['messages'][number];
     // Messages of one push share a timestamp: format it once.
-    if (m.createdAt !== lastAt) {
-      lastAt = m.createdAt;
-      lastIso = new Date(m.createdAt).toISOString();
+    if (message.createdAt !== lastAt) {
+      lastAt = message.createdAt;
+      lastIso = new Date(message.createdAt).toISOString();
     }
-    const data = Buffer.from(m.payload.buffer, m.payload.byteOffset, m.payload.byteLength).toString('utf8');
-    const where = names.get(m.partitionId) ?? `,"partitionId":${str(m.partitionId)},"partition":${str(m.partition)}`;
+    const { payload } = message;
+    const data = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString('utf8');
+    const where =
+      names.get(message.partitionId) ??
+      `,"partitionId":${jsonString(message.partitionId)},"partition":${jsonString(message.partition)}`;
     parts[i] =
-      `{"id":${str(m.id)},"transactionId":${str(m.transactionId)},"traceId":${str(m.traceId)},"data":${data},"producerSub":null,"createdAt":"${lastIso}"${where}${tail}${m.offset}}`;
+      `{"id":${jsonString(message.id)},"transactionId":${jsonString(message.transactionId)},"traceId":${jsonStringOrNull(message.traceId)},"data":${data},"producerSub":null,"createdAt":"${lastIso}"${where}${tail}${jsonNumber(message.offset)}}`;
   }
-  return `{"success":true,"queue":${str(r.queue)},"partition":${str(first?.name ?? null)},"partitionId":${str(first?.id ?? null)},"leaseId":${str(r.leaseId)},"consumerGroup":${str(r.group)},"partitionsClaimed":${r.partitions.length},"messages":[${parts.join(',')}]}`;
+  return `{"success":true,"queue":${jsonString(pop.queue)},"partition":${jsonStringOrNull(first?.name ?? null)},"partitionId":${jsonStringOrNull(first?.id ?? null)},"leaseId":${jsonString(pop.leaseId)},"consumerGroup":${jsonString(pop.group)},"partitionsClaimed":${jsonNumber(pop.partitions.length)},"messages":[${parts.join(',')}]}`;
 }
 
 async function runPop(
@@ -120,7 +169,7 @@ async function runPop(
   );
   // 204 for every "nothing to deliver": empty, unknown, leased, held back, timed out.
   if (!r) return { statusCode: 204 };
-  return { statusCode: 200, body: popJson(r) };
+  return { statusCode: 200, body: popResultText(r) };
 }
 
 export const popPartition = defineRoute({
@@ -168,26 +217,26 @@ const AckItemSchema = z.object({
 });
 
 /** Resolves the queues of acked partitions and checks the caller may consume them. */
-async function authorizeParts(
+async function authorizePartitions(
   services: Services,
-  pids: Iterable<string>,
+  partitionIds: Iterable<string>,
   authorize: (queue: string, action?: Action) => void,
 ): Promise<void> {
-  for (const pid of new Set(pids)) {
-    const part = await services.log.partitionById(pid);
-    if (part) authorize(part.queue, 'consume');
+  for (const partitionId of new Set(partitionIds)) {
+    const partition = await services.log.partitionById(partitionId);
+    if (partition) authorize(partition.queue, 'consume');
   }
 }
 
-const ackJson = (r: AckResult) => ({
-  index: r.index,
-  transactionId: r.transactionId,
-  success: r.success,
-  error: r.error,
-  queueName: r.queueName,
-  partitionName: r.partitionName,
-  leaseReleased: r.leaseReleased,
-  dlq: r.dlq,
+const ackJson = (result: AckResult) => ({
+  index: result.index,
+  transactionId: result.transactionId,
+  success: result.success,
+  error: result.error,
+  queueName: result.queueName,
+  partitionName: result.partitionName,
+  leaseReleased: result.leaseReleased,
+  dlq: result.dlq,
 });
 
 /** What `/ack` and `/ack/batch` share: the grant check per acked partition, the acks, their JSON. */
@@ -197,7 +246,7 @@ async function runAcks(
   acks: readonly z.infer<typeof AckItemSchema>[],
   group: string,
 ) {
-  await authorizeParts(
+  await authorizePartitions(
     services,
     acks.map((a) => a.partitionId),
     authorize,
@@ -252,8 +301,8 @@ export const extendLease = defineRoute({
   body: z.object({ seconds: z.coerce.number().int().min(1).max(43_200).optional() }).nullish(),
   access: { action: 'consume' },
   async run({ params, body, services, authorize }) {
-    const ref = decodeLeaseId(params.leaseId, QUEUE_MODE_GROUP);
-    if (ref) await authorizeParts(services, ref.partitionIds, authorize);
+    const lease = decodeLeaseId(params.leaseId, QUEUE_MODE_GROUP);
+    if (lease) await authorizePartitions(services, lease.partitionIds, authorize);
     const r = await services.leases.extend(params.leaseId, body?.seconds ?? 60);
     const at = iso(r.expiresAt);
     return {
@@ -272,7 +321,7 @@ export const extendLease = defineRoute({
 
 // -------------------------------------------------------------- transaction
 
-const TxPushItem = z.object({
+const TransactionPushItem = z.object({
   queue: z.string({ error: 'queue is required and must be a string' }),
   partition: z.string().optional(),
   payload: z.unknown().optional(),
@@ -280,13 +329,13 @@ const TxPushItem = z.object({
   traceId: z.string().max(256).nullish(),
   transactionId: z.unknown().optional(),
 });
-const TxOpSchema = z.discriminatedUnion(
+const TransactionOperationSchema = z.discriminatedUnion(
   'type',
   [
     z.object({
       type: z.literal('push'),
       items: z
-        .array(TxPushItem, { error: 'items must be an array' })
+        .array(TransactionPushItem, { error: 'items must be an array' })
         .min(1, 'a push operation needs at least one item'),
     }),
     z.object({
@@ -307,7 +356,9 @@ export const transaction = defineRoute({
   group: 'leases',
   summary: 'Apply pushes and acks atomically: all or nothing (200 with success false on a business failure).',
   body: z.object({
-    operations: z.array(TxOpSchema, { error: 'operations must be an array' }).min(1, 'operations must not be empty'),
+    operations: z
+      .array(TransactionOperationSchema, { error: 'operations must be an array' })
+      .min(1, 'operations must not be empty'),
     requiredLeases: z.array(z.string()).optional(),
   }),
   // `push` on the queues it pushes to, `consume` on the queues it acks (resolved from the acked
@@ -318,12 +369,12 @@ export const transaction = defineRoute({
     queues: ({ body }) => body.operations.flatMap((o) => (o.type === 'push' ? o.items.map((i) => i.queue) : [])),
   },
   async run({ body, services, authorize }) {
-    await authorizeParts(
+    await authorizePartitions(
       services,
       body.operations.flatMap((o) => (o.type === 'ack' ? [o.partitionId] : [])),
       authorize,
     );
-    const ops: TxOp[] = body.operations.map((o, i) => {
+    const operations: TxOp[] = body.operations.map((o, i) => {
       if (o.type === 'ack')
         return {
           type: 'ack',
@@ -354,7 +405,7 @@ export const transaction = defineRoute({
       };
     });
     try {
-      const r = await services.transactions.run(ops);
+      const r = await services.transactions.run(operations);
       return { statusCode: 200, body: r };
     } catch (e) {
       // Business failures answer 200 with success false (a 5xx would make the client retry a non-idempotent call).

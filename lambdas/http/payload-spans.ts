@@ -1,19 +1,19 @@
 /**
  * Finds where values sit inside JSON text that `JSON.parse` has already accepted, so a push can
- * store each payload as the exact bytes the client sent: no re-serialisation (which costs a
- * third of a push's CPU) and no change to number formats or key order.
+ * store each payload as the exact bytes the client sent: no re-serialisation (costly on the
+ * push path, docs/BENCHMARKS.md) and no change to number formats or key order.
  *
  * Works on UTF-8 bytes: every structural character is ASCII, and bytes of multi-byte UTF-8
  * sequences are never ASCII, so scanning bytes is exact.
  */
 
-const WS = new Uint8Array(256);
-for (const c of [0x20, 0x09, 0x0a, 0x0d]) WS[c] = 1;
+const WHITESPACE = new Uint8Array(256);
+for (const c of [0x20, 0x09, 0x0a, 0x0d]) WHITESPACE[c] = 1;
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
-function skipWs(b: Uint8Array, i: number): number {
-  while (i < b.length && WS[b[i] as number]) i++;
+function skipWhitespace(b: Uint8Array, i: number): number {
+  while (i < b.length && WHITESPACE[b[i] as number]) i++;
   return i;
 }
 
@@ -58,7 +58,7 @@ function skipValue(b: Uint8Array, i: number): number {
   // Number, true, false, null: up to the next delimiter.
   while (i < b.length) {
     const d = b[i] as number;
-    if (d === 0x2c || d === 0x7d || d === 0x5d || WS[d]) break;
+    if (d === 0x2c || d === 0x7d || d === 0x5d || WHITESPACE[d]) break;
     i++;
   }
   return i;
@@ -73,7 +73,7 @@ const KEY_DATA = Buffer.from('data');
  * the scan allocates nothing per key; an escaped key (rare) is decoded to compare.
  */
 function keyIs(b: Uint8Array, start: number, end: number, name: Uint8Array): boolean {
-  const len = end - start - 2;
+  const length = end - start - 2;
   let escaped = false;
   for (let j = start + 1; j < end - 1; j++) {
     if (b[j] === BACKSLASH) {
@@ -85,14 +85,14 @@ function keyIs(b: Uint8Array, start: number, end: number, name: Uint8Array): boo
     const key = JSON.parse(Buffer.from(b.buffer, b.byteOffset + start, end - start).toString('utf8')) as string;
     return key === Buffer.from(name.buffer, name.byteOffset, name.byteLength).toString('latin1');
   }
-  if (len !== name.byteLength) return false;
-  for (let j = 0; j < len; j++) if (b[start + 1 + j] !== name[j]) return false;
+  if (length !== name.byteLength) return false;
+  for (let j = 0; j < length; j++) if (b[start + 1 + j] !== name[j]) return false;
   return true;
 }
 
 /** The index of the value after the key whose closing quote ends before `end` (skips the colon). */
 function afterColon(b: Uint8Array, end: number): number {
-  return skipWs(b, skipWs(b, end) + 1);
+  return skipWhitespace(b, skipWhitespace(b, end) + 1);
 }
 
 /**
@@ -108,9 +108,9 @@ function afterColon(b: Uint8Array, end: number): number {
  */
 export function payloadSpans(body: Uint8Array): ([number, number] | undefined)[] | undefined {
   try {
-    let i = skipWs(body, 0);
+    let i = skipWhitespace(body, 0);
     if (body[i] !== 0x7b) return undefined;
-    i = skipWs(body, i + 1);
+    i = skipWhitespace(body, i + 1);
     let spans: ([number, number] | undefined)[] | undefined;
     while (body[i] === QUOTE) {
       const keyEnd = skipString(body, i);
@@ -118,33 +118,33 @@ export function payloadSpans(body: Uint8Array): ([number, number] | undefined)[]
       i = afterColon(body, keyEnd);
       if (isItems && body[i] === 0x5b) {
         spans = [];
-        i = skipWs(body, i + 1);
+        i = skipWhitespace(body, i + 1);
         while (body[i] === 0x7b) {
           let payload: [number, number] | undefined;
           let data: [number, number] | undefined;
-          i = skipWs(body, i + 1);
+          i = skipWhitespace(body, i + 1);
           while (body[i] === QUOTE) {
-            const fEnd = skipString(body, i);
-            const isPayload = keyIs(body, i, fEnd, KEY_PAYLOAD);
-            const isData = !isPayload && keyIs(body, i, fEnd, KEY_DATA);
-            const start = afterColon(body, fEnd);
+            const fieldEnd = skipString(body, i);
+            const isPayload = keyIs(body, i, fieldEnd, KEY_PAYLOAD);
+            const isData = !isPayload && keyIs(body, i, fieldEnd, KEY_DATA);
+            const start = afterColon(body, fieldEnd);
             const end = skipValue(body, start);
             if (isPayload) payload = [start, end];
             else if (isData) data = [start, end];
-            i = skipWs(body, end);
-            if (body[i] === 0x2c) i = skipWs(body, i + 1);
+            i = skipWhitespace(body, end);
+            if (body[i] === 0x2c) i = skipWhitespace(body, i + 1);
           }
           if (body[i] !== 0x7d) return undefined;
           spans.push(payload ?? data);
-          i = skipWs(body, i + 1);
-          if (body[i] === 0x2c) i = skipWs(body, i + 1);
+          i = skipWhitespace(body, i + 1);
+          if (body[i] === 0x2c) i = skipWhitespace(body, i + 1);
         }
         if (body[i] !== 0x5d) return undefined;
-        i = skipWs(body, i + 1);
+        i = skipWhitespace(body, i + 1);
       } else {
-        i = skipWs(body, skipValue(body, i));
+        i = skipWhitespace(body, skipValue(body, i));
       }
-      if (body[i] === 0x2c) i = skipWs(body, i + 1);
+      if (body[i] === 0x2c) i = skipWhitespace(body, i + 1);
     }
     return body[i] === 0x7d ? spans : undefined;
   } catch {

@@ -1,0 +1,200 @@
+/**
+ * Consumer-group admin of the partition-lease design (docs/LEASES.md, Consumer groups and
+ * subscriptions): lag views, delete, the stored subscription time, seek. Groups that consume
+ * by record claims are managed under handlers/claims.timestamp.
+ */
+import { z } from 'zod';
+import { invalid } from '../../core/errors.js';
+import type { GroupView } from '../../service/consumer-groups.js';
+import { defineRoute, type RouteDef } from '../route.js';
+import { boundedQueryInteger, iso, nameSchema } from './schemas.js';
+
+function viewJson(view: GroupView, allowed: (queue: string) => boolean): Record<string, unknown> {
+  const queues = view.queues.filter((q) => allowed(q.queue));
+  return {
+    name: view.name,
+    lagMessages: queues.reduce((n, q) => n + q.lagMessages, 0),
+    maxLagSeconds: queues.reduce((n, q) => Math.max(n, q.lagSeconds), 0),
+    queues: queues.map((q) => ({
+      queue: q.queue,
+      subscription: { mode: q.subscription.mode, from: iso(q.subscription.from) },
+      partitions: q.partitions,
+      lagMessages: q.lagMessages,
+      lagSeconds: q.lagSeconds,
+      leasedPartitions: q.leased,
+      ...(q.detail ? { detail: q.detail.map((d) => ({ ...d, leaseExpiresAt: iso(d.leaseExpiresAt) })) } : {}),
+    })),
+  };
+}
+
+export const listGroups = defineRoute({
+  method: 'GET',
+  path: '/api/v1/consumer-groups',
+  group: 'admin',
+  summary: 'Every lease consumer group with its per-queue lag (messages and age of the oldest unfinished one).',
+  access: { action: 'consume' },
+  async run({ services, allowed }) {
+    const views = await services.consumerGroups.list();
+    const out = views.map((v) => viewJson(v, (q) => allowed(q))).filter((v) => (v.queues as unknown[]).length > 0);
+    return { statusCode: 200, body: { consumerGroups: out } };
+  },
+});
+
+export const laggingGroups = defineRoute({
+  method: 'GET',
+  path: '/api/v1/consumer-groups/lagging',
+  group: 'admin',
+  summary: 'Groups whose oldest unfinished message is at least minLagSeconds old (default 3600).',
+  query: z.object({ minLagSeconds: boundedQueryInteger(0, 10 * 365 * 86_400, 3600) }),
+  access: { action: 'consume' },
+  async run({ query, services, allowed }) {
+    const views = await services.consumerGroups.lagging(query.minLagSeconds);
+    const out = views
+      .map((v) => ({ ...v, queues: v.queues.filter((q) => q.lagMessages > 0 && q.lagSeconds >= query.minLagSeconds) }))
+      .map((v) => viewJson(v, (q) => allowed(q)))
+      .filter((v) => (v.queues as unknown[]).length > 0);
+    return { statusCode: 200, body: { minLagSeconds: query.minLagSeconds, consumerGroups: out } };
+  },
+});
+
+export const describeGroup = defineRoute({
+  method: 'GET',
+  path: '/api/v1/consumer-groups/{group}',
+  group: 'admin',
+  summary: 'One lease consumer group: per queue and partition, cursor, lag and lease.',
+  params: z.object({ group: nameSchema('consumer group') }),
+  access: { action: 'consume' },
+  async run({ params, services, allowed }) {
+    const view = await services.consumerGroups.describe(params.group, true);
+    return { statusCode: 200, body: viewJson(view, (q) => allowed(q)) };
+  },
+});
+
+const DeleteQuery = z.object({
+  deleteMetadata: z
+    .enum(['true', 'false', '1', '0'])
+    .optional()
+    .transform((v) => v === undefined || v === 'true' || v === '1'),
+});
+
+export const deleteGroup = defineRoute({
+  method: 'DELETE',
+  path: '/api/v1/consumer-groups/{group}',
+  group: 'admin',
+  summary:
+    "Delete a group's cursors, READY entries and scan watermarks on every queue (and its subscription unless deleteMetadata=false).",
+  params: z.object({ group: nameSchema('consumer group') }),
+  query: DeleteQuery,
+  access: { action: 'manage' },
+  async run({ params, query, services, authorize }) {
+    for (const q of await services.groups.queuesOf(params.group)) authorize(q);
+    const r = await services.consumerGroups.delete(params.group, { deleteMetadata: query.deleteMetadata });
+    return {
+      statusCode: 200,
+      body: {
+        success: true,
+        consumerGroup: params.group,
+        deletedPartitions: r.deletedPartitions,
+        metadataDeleted: r.metadataDeleted,
+      },
+    };
+  },
+});
+
+export const deleteGroupOnQueue = defineRoute({
+  method: 'DELETE',
+  path: '/api/v1/consumer-groups/{group}/queues/{queue}',
+  group: 'admin',
+  summary: "Delete a group's cursors, READY entries and scan watermark on one queue.",
+  params: z.object({ group: nameSchema('consumer group'), queue: nameSchema('queue') }),
+  query: DeleteQuery,
+  access: { action: 'manage', queues: ({ params }) => [params.queue] },
+  async run({ params, query, services }) {
+    const r = await services.consumerGroups.delete(params.group, {
+      queue: params.queue,
+      deleteMetadata: query.deleteMetadata,
+    });
+    return {
+      statusCode: 200,
+      body: {
+        success: true,
+        consumerGroup: params.group,
+        queueName: params.queue,
+        deletedPartitions: r.deletedPartitions,
+        metadataDeleted: r.metadataDeleted,
+      },
+    };
+  },
+});
+
+/** An ISO-8601 instant or epoch milliseconds. */
+const instant = z.union([z.string(), z.number()]).transform((v, ctx) => {
+  const epochMs = typeof v === 'number' ? v : Date.parse(v);
+  if (!Number.isFinite(epochMs)) {
+    ctx.addIssue({ code: 'custom', message: `not a timestamp: ${JSON.stringify(v)} (use ISO-8601)` });
+    return z.NEVER;
+  }
+  return epochMs;
+});
+
+export const setSubscription = defineRoute({
+  method: 'POST',
+  path: '/api/v1/consumer-groups/{group}/subscription',
+  group: 'admin',
+  summary: "Set a group's stored start time (used for partitions it has not read yet); cursors stay put.",
+  params: z.object({ group: nameSchema('consumer group') }),
+  body: z.object({ subscriptionTimestamp: instant.optional() }).nullish(),
+  access: { action: 'manage' },
+  async run({ params, body, services, authorize }) {
+    const timestamp = body?.subscriptionTimestamp;
+    if (timestamp === undefined) throw invalid('subscriptionTimestamp is required');
+    for (const q of await services.groups.queuesOf(params.group)) authorize(q);
+    const rowsUpdated = await services.consumerGroups.updateSubscription(params.group, timestamp);
+    return {
+      statusCode: 200,
+      body: { success: true, consumerGroup: params.group, newTimestamp: iso(timestamp), rowsUpdated },
+    };
+  },
+});
+
+export const seekGroup = defineRoute({
+  method: 'POST',
+  path: '/api/v1/consumer-groups/{group}/queues/{queue}/seek',
+  group: 'admin',
+  summary:
+    'Move a group on a queue to the end or to a timestamp (the next delivery is the first message after it); releases its leases there.',
+  params: z.object({ group: nameSchema('consumer group'), queue: nameSchema('queue') }),
+  body: z.object({ timestamp: instant.optional(), toEnd: z.boolean().optional() }).nullish(),
+  access: { action: 'manage', queues: ({ params }) => [params.queue] },
+  async run({ params, body, services }) {
+    const toEnd = body?.toEnd === true;
+    const timestamp = body?.timestamp;
+    if (!toEnd && timestamp === undefined) throw invalid('give either {"timestamp": "<ISO-8601>"} or {"toEnd": true}');
+    const partitionsUpdated = await services.consumerGroups.seek(
+      params.group,
+      params.queue,
+      toEnd ? { toEnd: true } : { timestamp: timestamp as number },
+    );
+    return {
+      statusCode: 200,
+      body: {
+        success: true,
+        consumerGroup: params.group,
+        queueName: params.queue,
+        seekToEnd: toEnd,
+        targetTimestamp: toEnd ? null : iso(timestamp),
+        partitionsUpdated,
+      },
+    };
+  },
+});
+
+export const leaseConsumerGroupRoutes: RouteDef[] = [
+  listGroups,
+  laggingGroups,
+  describeGroup,
+  deleteGroup,
+  deleteGroupOnQueue,
+  setSubscription,
+  seekGroup,
+];

@@ -1,0 +1,243 @@
+/**
+ * Message routes of the log: push (one result per item, in order), read one message by its
+ * transactionId, and replay a partition in offset order.
+ */
+import { z } from 'zod';
+import { jsonNumber, jsonString, jsonStringOrNull, rawPayload } from '../../codec/json-writer.js';
+import { SluiceError, notFound } from '../../core/errors.js';
+import { DEFAULT_PARTITION, isWellFormedText, nameProblem } from '../../core/names.js';
+import type { PushItem, PushResult, StoredMessage } from '../../service/log-service.js';
+import type { Services } from '../../service/runtime.js';
+import { payloadSpans } from '../payload-spans.js';
+import { defineRoute, type RouteDef } from '../route.js';
+import { MessageParams, iso, nameSchema } from './schemas.js';
+
+// -------------------------------------------------------------------- push
+
+const PushItemSchema = z.object({
+  queue: z.string({ error: 'queue is required and must be a string' }),
+  partition: z.string({ error: 'partition must be a string' }).optional(),
+  payload: z.unknown().optional(),
+  data: z.unknown().optional(),
+  transactionId: z
+    .string({ error: 'transactionId must be a string' })
+    .min(1, 'transactionId must not be empty')
+    .max(256, 'transactionId must be at most 256 characters')
+    // It is a storage key (the dedup reservation's sort key): it must have a UTF-8 form.
+    .refine(isWellFormedText, 'transactionId must be valid Unicode text (it holds a lone UTF-16 surrogate)')
+    .optional(),
+  traceId: z.string({ error: 'traceId must be a string' }).max(256).nullish(),
+});
+const PushBody = z.object({ items: z.array(PushItemSchema, { error: 'items must be an array' }) });
+type PushItemInput = z.infer<typeof PushItemSchema>;
+
+/**
+ * Checks names and sizes of every item before anything is written (nothing half-written).
+ * With the request's bytes (`raw`), each payload is kept exactly as sent.
+ *
+ * @example
+ * ```ts
+ * const items = preparePushItems(body.items, services, 'items', rawBody());
+ * await services.log.push(items);
+ * ```
+ */
+export function preparePushItems(items: PushItemInput[], services: Services, path = 'items', raw?: Buffer): PushItem[] {
+  // The exact bytes each payload was sent as, when the body is the plain push shape.
+  const spans = raw ? payloadSpans(raw) : undefined;
+  const exact = spans && spans.length === items.length ? spans : undefined;
+  const { maxMessageBytes, maxPushItems } = services.config;
+  if (items.length > maxPushItems) {
+    throw new SluiceError(
+      'payload_too_large',
+      `a push may carry at most ${maxPushItems} messages (got ${items.length}); split it`,
+      { limit: maxPushItems },
+    );
+  }
+  const okNames = new Set<string>();
+  const checkName = (name: string, kind: 'queue' | 'partition', i: number): void => {
+    const key = `${kind}\u0000${name}`;
+    if (okNames.has(key)) return;
+    const problem = nameProblem(name, kind);
+    if (problem) throw new SluiceError('invalid_request', `${path}[${i}].${kind}: ${problem}`);
+    okNames.add(key);
+  };
+  return items.map((it, i) => {
+    checkName(it.queue, 'queue', i);
+    const partition = it.partition ?? DEFAULT_PARTITION;
+    checkName(partition, 'partition', i);
+    // Queen: payload when present (even null), else data, else an empty object.
+    const span = exact?.[i];
+    let payload: Buffer;
+    if (span && raw) payload = raw.subarray(span[0], span[1]);
+    else {
+      const value = 'payload' in it ? it.payload : 'data' in it ? it.data : {};
+      payload = Buffer.from(JSON.stringify(value === undefined ? null : value), 'utf8');
+    }
+    if (payload.byteLength > maxMessageBytes) {
+      throw new SluiceError(
+        'payload_too_large',
+        `${path}[${i}]: payload is ${payload.byteLength} bytes; the limit is ${maxMessageBytes}`,
+        { index: i, limit: maxMessageBytes },
+      );
+    }
+    return { queue: it.queue, partition, payload, transactionId: it.transactionId, traceId: it.traceId ?? null };
+  });
+}
+
+/**
+ * A push result in Queen's wire shape (snake_case ids): the reference that
+ * {@link pushResultsText} writes as text, kept equal by test/unit/push-results-text.test.ts.
+ *
+ * @example
+ * ```ts
+ * toJson(results.map(pushResultJson)); // the same text as pushResultsText(results)
+ * ```
+ */
+export function pushResultJson(result: PushResult): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    index: result.index,
+    status: result.status,
+    transaction_id: result.transactionId,
+    message_id: result.messageId,
+    partition_id: result.partitionId,
+    trace_id: result.traceId,
+    queueName: result.queue,
+    partition: result.partition,
+  };
+  if (result.offset !== undefined) out.offset = result.offset;
+  if (result.error !== undefined) out.error = result.error;
+  return out;
+}
+
+/**
+ * `JSON.stringify(results.map(pushResultJson))`, built as text because a push answers one
+ * result per message (docs/BENCHMARKS.md); results in a row with the same queue and partition
+ * reuse their escaped text. The push route's one call to it can be swapped for
+ * `toJson(results.map(pushResultJson))` to compare with the generic writer.
+ *
+ * @example
+ * ```ts
+ * pushResultsText(await services.log.push(items)); // '[{"index":0,"status":"queued",...}]'
+ * ```
+ */
+export function pushResultsText(results: readonly PushResult[]): string {
+  let out = '[';
+  let queue: string | undefined;
+  let queueText = '';
+  let partition: string | undefined;
+  let partitionText = '';
+  let partitionId: string | undefined;
+  let partitionIdText = '';
+  for (let i = 0; i < results.length; i++) {
+    const result = results[i] as PushResult;
+    if (result.queue !== queue) queueText = jsonString((queue = result.queue));
+    if (result.partition !== partition) partitionText = jsonString((partition = result.partition));
+    if (result.partitionId !== partitionId) partitionIdText = jsonString((partitionId = result.partitionId));
+    out +=
+      `${i === 0 ? '' : ','}{"index":${jsonNumber(result.index)},"status":${jsonString(result.status)},"transaction_id":${jsonString(result.transactionId)}` +
+      `,"message_id":${jsonString(result.messageId)},"partition_id":${partitionIdText},"trace_id":${jsonStringOrNull(result.traceId)}` +
+      `,"queueName":${queueText},"partition":${partitionText}` +
+      `${result.offset === undefined ? '' : `,"offset":${jsonNumber(result.offset)}`}${result.error === undefined ? '' : `,"error":${jsonString(result.error)}`}}`;
+  }
+  return `${out}]`;
+}
+
+export const push = defineRoute({
+  method: 'POST',
+  path: '/api/v1/push',
+  group: 'log',
+  summary: 'Push messages; one result per item, in order (201).',
+  body: PushBody,
+  access: { action: 'push', queues: ({ body }) => body.items.map((i) => i.queue) },
+  async run({ body, rawBody, services }) {
+    const items = preparePushItems(body.items, services, 'items', rawBody());
+    // MessagesPushed / DuplicatesRejected are counted by the log service (for every push path).
+    const results = items.length === 0 ? [] : await services.log.push(items);
+    return { statusCode: 201, body: pushResultsText(results) };
+  },
+});
+
+// ------------------------------------------------------------------- reads
+
+/** A stored message as JSON, its payload spliced in verbatim. */
+function messageJson(message: StoredMessage, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    id: message.id,
+    offset: message.offset,
+    transactionId: message.transactionId,
+    traceId: message.traceId,
+    createdAt: iso(message.createdAt),
+    ...extra,
+    data: rawPayload(message.payload),
+  };
+}
+
+export const getMessage = defineRoute({
+  method: 'GET',
+  path: '/api/v1/messages/{partitionId}/{transactionId}',
+  group: 'log',
+  summary: 'Read one message by partition id and transactionId.',
+  params: MessageParams,
+  // The queue is only known after resolving the partition id: checked in the handler.
+  access: { action: 'consume' },
+  async run({ params, services, authorize }) {
+    const partition = await services.log.partitionById(params.partitionId);
+    if (!partition) throw notFound(`no partition with id ${params.partitionId}`);
+    authorize(partition.queue);
+    const message = await services.log.findByTransactionId(partition.id, params.transactionId);
+    if (!message)
+      throw notFound(
+        `no message with transactionId ${params.transactionId} in partition ${partition.queue}/${partition.name} (lookups by transactionId cover the queue's dedup window and its newest segments)`,
+      );
+    return {
+      statusCode: 200,
+      raw: true,
+      // Per-group progress: `completed` once every lease group passed it (docs/LEASES.md, Consumer
+      // groups and subscriptions).
+      body: messageJson(message, {
+        partitionId: partition.id,
+        queue: partition.queue,
+        partition: partition.name,
+        ...(await services.consumerGroups.messageProgress(partition, message.offset)),
+      }),
+    };
+  },
+});
+
+const ReadParams = z.object({ queue: nameSchema('queue'), partition: nameSchema('partition') });
+const ReadQuery = z.object({
+  from: z.coerce.number().int().min(0).default(0),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+
+export const readMessages = defineRoute({
+  method: 'GET',
+  path: '/api/v1/queues/{queue}/partitions/{partition}/messages',
+  group: 'log',
+  summary: 'Replay: read a partition in offset order from `from`, at most `limit` messages.',
+  params: ReadParams,
+  query: ReadQuery,
+  access: { action: 'consume', queues: ({ params }) => [params.queue] },
+  async run({ params, query, services }) {
+    const partition = await services.log.getPartition(params.queue, params.partition);
+    if (!partition) throw notFound(`queue ${params.queue} has no partition ${params.partition}`);
+    const messages = await services.log.read(partition.id, query.from, {
+      maxCount: query.limit,
+      maxBytes: 4 * 1024 * 1024,
+    });
+    const last = messages[messages.length - 1];
+    return {
+      statusCode: 200,
+      raw: true,
+      body: {
+        queue: partition.queue,
+        partition: partition.name,
+        partitionId: partition.id,
+        messages: messages.map((m) => messageJson(m)),
+        next: last ? last.offset + 1 : query.from,
+      },
+    };
+  },
+});
+
+export const messageRoutes: RouteDef[] = [push, getMessage, readMessages];

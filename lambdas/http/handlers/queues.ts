@@ -1,0 +1,78 @@
+/**
+ * Queue routes: create or reconfigure a queue (`/configure`), delete one with everything it holds.
+ */
+import { z } from 'zod';
+import { SluiceError } from '../../core/errors.js';
+import { nameProblem } from '../../core/names.js';
+import {
+  QueueOptionsInput,
+  queueOptionsProblem,
+  resolveQueueOptions,
+  type QueueOptions,
+} from '../../core/queue-options.js';
+import { defineRoute, type RouteDef } from '../route.js';
+import { nameSchema } from './schemas.js';
+
+const ConfigureBody = z.object({
+  queue: z.string({ error: 'queue is required' }).superRefine((v, ctx) => {
+    const problem = nameProblem(v, 'queue');
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }),
+  namespace: z.string().max(256).nullish(),
+  task: z.string().max(256).nullish(),
+  options: QueueOptionsInput.nullish(),
+});
+
+/** Options as `/configure` answers them: every option, with its JSON type. */
+function echoOptions(options: QueueOptions): Record<string, number | boolean> {
+  return { ...options, leaseTime: options.leaseTime ?? 60 };
+}
+
+export const configure = defineRoute({
+  method: 'POST',
+  path: '/api/v1/configure',
+  group: 'admin',
+  summary: 'Create a queue or replace its whole configuration.',
+  body: ConfigureBody,
+  access: { action: 'manage', queues: ({ body }) => [body.queue] },
+  async run({ body, services }) {
+    // Claim options left out take the service-wide defaults (SLUICE_GROUP_*).
+    const options = resolveQueueOptions(body.options ?? undefined, services.config.claimDefaults);
+    const problem = queueOptionsProblem(options);
+    if (problem) throw new SluiceError('invalid_request', problem);
+    const { queue, defaultPartition } = await services.log.configure({
+      queue: body.queue,
+      namespace: body.namespace,
+      task: body.task,
+      options,
+    });
+    return {
+      statusCode: 200,
+      body: {
+        configured: true,
+        queueId: queue.queueId,
+        partitionId: defaultPartition.id,
+        queue: queue.name,
+        namespace: queue.namespace,
+        task: queue.task,
+        options: echoOptions(queue.options),
+      },
+    };
+  },
+});
+
+export const deleteQueue = defineRoute({
+  method: 'DELETE',
+  path: '/api/v1/resources/queues/{queue}',
+  group: 'admin',
+  summary:
+    'Delete a queue with its partitions, messages, cursors, claim state and DLQ rows (group registrations stay); deleted is true even when it did not exist.',
+  params: z.object({ queue: nameSchema('queue') }),
+  access: { action: 'manage', queues: ({ params }) => [params.queue] },
+  async run({ params, services }) {
+    const { existed } = await services.deletion.deleteQueue(params.queue);
+    return { statusCode: 200, body: { deleted: true, queue: params.queue, existed } };
+  },
+});
+
+export const queueRoutes: RouteDef[] = [configure, deleteQueue];
