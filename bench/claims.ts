@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../lambdas/config.js';
 import { resolveQueueOptions } from '../lambdas/core/queue-options.js';
 import { buildServices, type Services } from '../lambdas/service/runtime.js';
-import { openEmbeddedStorage } from '../lambdas/storage/embedded.js';
+import { openEmbeddedStorage } from '../lambdas/storage/embedded/index.js';
 import type { Storage } from '../lambdas/storage/port.js';
 import { startAwsEmulator } from '../test/support/moto.js';
 import { meteredAwsStorage, type AwsMeter } from './aws-meter.js';

@@ -13,7 +13,7 @@ import { loadConfig } from '../lambdas/config.js';
 import { QUEUE_MODE_GROUP } from '../lambdas/core/names.js';
 import type { PopRequest, PopResult } from '../lambdas/service/lease-service.js';
 import { buildServices, type Services } from '../lambdas/service/runtime.js';
-import { openEmbeddedStorage } from '../lambdas/storage/embedded.js';
+import { openEmbeddedStorage } from '../lambdas/storage/embedded/index.js';
 import { startAwsEmulator } from '../test/support/moto.js';
 import { startServerProcess } from '../test/support/process.js';
 import { meteredAwsStorage, type AwsMeter } from './aws-meter.js';

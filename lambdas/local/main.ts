@@ -75,7 +75,7 @@ async function main(): Promise<void> {
   let storage: Storage;
   if (awsModule && aws) storage = awsModule.createAwsStorage(aws);
   else {
-    const { openEmbeddedStorage } = await import('../storage/embedded.js');
+    const { openEmbeddedStorage } = await import('../storage/embedded/index.js');
     storage = await openEmbeddedStorage({ dataDir: config.dataDir, sync: config.sync });
   }
   const stopping = new AbortController();

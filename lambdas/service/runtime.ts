@@ -137,6 +137,6 @@ async function fromEnvironment(): Promise<Services> {
   }
   if (onLambda)
     throw new Error('SLUICE_TABLE_* and SLUICE_BUCKET are not set: a Lambda function has no embedded backend');
-  const { openEmbeddedStorage } = await import('../storage/embedded.js');
+  const { openEmbeddedStorage } = await import('../storage/embedded/index.js');
   return buildServices(await openEmbeddedStorage({ dataDir: config.dataDir, sync: config.sync }), config);
 }

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded.js';
+import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
 import { runStorageConformance } from './storage.conformance.js';
 
 // A fresh data dir per storage, removed afterwards. `sync: 'normal'` keeps the suite fast;

@@ -26,7 +26,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded.js';
+import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 import { newAwsTestStorage, startAwsEmulator, type AwsEmulator } from './moto.js';
 
