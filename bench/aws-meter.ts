@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { createAwsStorage, ensureBucket, ensureTables } from '../lambdas/storage/aws.js';
+import { createAwsStorage, ensureBucket, ensureTables } from '../lambdas/storage/aws/index.js';
 import { TABLES, type Storage, type TableName } from '../lambdas/storage/port.js';
 import { emulatorClients } from '../test/support/moto.js';
 

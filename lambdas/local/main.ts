@@ -70,7 +70,7 @@ async function main(): Promise<void> {
   }
   // The AWS SDK costs ~30 MB of memory to load: only when the AWS backend is configured.
   const wantsAws = Object.keys(env).some((k) => (k.startsWith('SLUICE_TABLE_') || k === 'SLUICE_BUCKET') && env[k]);
-  const awsModule = wantsAws ? await import('../storage/aws.js') : undefined;
+  const awsModule = wantsAws ? await import('../storage/aws/index.js') : undefined;
   const aws = awsModule?.awsStorageConfigFromEnv(env);
   let storage: Storage;
   if (awsModule && aws) storage = awsModule.createAwsStorage(aws);

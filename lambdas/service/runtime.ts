@@ -127,7 +127,7 @@ export function services(): Promise<Services> {
 
 async function fromEnvironment(): Promise<Services> {
   const config = loadConfig();
-  const { awsStorageConfigFromEnv, createAwsStorage } = await import('../storage/aws.js');
+  const { awsStorageConfigFromEnv, createAwsStorage } = await import('../storage/aws/index.js');
   const aws = awsStorageConfigFromEnv();
   const onLambda = Boolean(process.env['AWS_LAMBDA_FUNCTION_NAME']);
   if (aws) {

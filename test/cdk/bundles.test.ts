@@ -19,7 +19,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ALL_ROUTES } from '../../lambdas/http/routes.js';
 import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
-import { ensureBucket, ensureTables } from '../../lambdas/storage/aws.js';
+import { ensureBucket, ensureTables } from '../../lambdas/storage/aws/index.js';
 import { TABLES, type TableName } from '../../lambdas/storage/port.js';
 import { callTarget, type HttpTarget } from '../support/http.js';
 import { emulatorClients, startAwsEmulator, TEST_REGION, type AwsEmulator } from '../support/moto.js';

@@ -8,7 +8,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBucket, ensureTables } from '../../lambdas/storage/aws.js';
+import { ensureBucket, ensureTables } from '../../lambdas/storage/aws/index.js';
 import { TABLES, type TableName } from '../../lambdas/storage/port.js';
 import { emulatorClients, startAwsEmulator, TEST_REGION, type AwsEmulator } from '../support/moto.js';
 import { startServerProcess, type ServerProcess } from '../support/process.js';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBucket, ensureTables } from '../../lambdas/storage/aws.js';
+import { ensureBucket, ensureTables } from '../../lambdas/storage/aws/index.js';
 import { TABLES, type TableName } from '../../lambdas/storage/port.js';
 import { emulatorClients, startAwsEmulator, type AwsEmulator } from '../support/moto.js';
 import { startServerProcess } from '../support/process.js';

@@ -18,7 +18,7 @@ import {
   ensureTables,
   ITEM_TABLE_SCHEMA,
   TTL_ATTRIBUTE,
-} from '../../lambdas/storage/aws.js';
+} from '../../lambdas/storage/aws/index.js';
 import {
   ConditionFailedError,
   ContentionError,

@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { createAwsStorage, ensureBucket, ensureTables } from '../../lambdas/storage/aws.js';
+import { createAwsStorage, ensureBucket, ensureTables } from '../../lambdas/storage/aws/index.js';
 import { TABLES, type Storage, type TableName } from '../../lambdas/storage/port.js';
 
 export interface AwsEmulator {
