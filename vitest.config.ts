@@ -11,9 +11,6 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Every caller-built Item.attrsJson is checked against its attrs (lambdas/storage/size.ts);
-    // the servers the HTTP tests start inherit it.
-    env: { SLUICE_CHECK_ATTRS_JSON: '1' },
     // CI asks for a JSON report as well, to print its one-line summary.
     reporters: process.env.SLUICE_TEST_JSON
       ? ['default', ['json', { outputFile: process.env.SLUICE_TEST_JSON }]]

@@ -27,6 +27,7 @@ import {
   type Storage,
   type TableName,
 } from '../../lambdas/storage/port.js';
+import { checkingAttrsJson } from '../support/attrs-json-check.js';
 import { emulatorClients, startAwsEmulator, type AwsEmulator } from '../support/moto.js';
 
 let emulator: AwsEmulator;
@@ -63,7 +64,9 @@ async function rig(opts: { writeConcurrency?: number } = {}): Promise<Rig> {
     },
     { step: 'initialize', name: 'recordCalls' },
   );
-  const storage = createAwsStorage({ tables, bucket, dynamodb, s3, writeConcurrency: opts.writeConcurrency });
+  const storage = checkingAttrsJson(
+    createAwsStorage({ tables, bucket, dynamodb, s3, writeConcurrency: opts.writeConcurrency }),
+  );
   return { storage, dynamodb, s3, tables, bucket, calls };
 }
 

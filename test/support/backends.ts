@@ -28,6 +28,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
 import type { Storage } from '../../lambdas/storage/port.js';
+import { checkingAttrsJson } from './attrs-json-check.js';
 import { newAwsTestStorage, startAwsEmulator, type AwsEmulator } from './moto.js';
 
 export interface TestBackend {
@@ -72,7 +73,7 @@ export function testBackends(): { backends: TestBackend[]; setup(): Promise<void
       const dataDir = await mkdtemp(join(tmpdir(), 'sluice-test-'));
       try {
         // 'normal' sync keeps service tests fast; durability under 'full' has its own tests.
-        const storage = await openEmbeddedStorage({ dataDir, sync: 'normal' });
+        const storage = checkingAttrsJson(await openEmbeddedStorage({ dataDir, sync: 'normal' }));
         return {
           storage,
           async cleanup() {

@@ -18,6 +18,7 @@ import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { createAwsStorage, ensureBucket, ensureTables } from '../../lambdas/storage/aws/index.js';
 import { TABLES, type Storage, type TableName } from '../../lambdas/storage/port.js';
+import { checkingAttrsJson } from './attrs-json-check.js';
 
 export interface AwsEmulator {
   endpoint: string;
@@ -191,7 +192,9 @@ export async function newAwsTestStorage(endpoint: string): Promise<{ storage: St
   const { dynamodb, s3 } = emulatorClients(endpoint);
   await Promise.all([ensureTables(dynamodb, tables), ensureBucket(s3, bucket)]);
   // moto's conditional writes are not atomic under concurrency (see lambdas/storage/serialize-writes.ts); LocalStack's are.
-  const storage = createAwsStorage({ tables, bucket, dynamodb, s3, serializeWrites: !process.env['AWS_ENDPOINT_URL'] });
+  const storage = checkingAttrsJson(
+    createAwsStorage({ tables, bucket, dynamodb, s3, serializeWrites: !process.env['AWS_ENDPOINT_URL'] }),
+  );
 
   let cleaned = false;
   const cleanup = async (): Promise<void> => {
