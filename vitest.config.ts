@@ -6,8 +6,9 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // Builds the local server once; the HTTP tests run it as `npm start` does.
-    globalSetup: ['test/support/global-setup.ts'],
+    // Builds the local server once (the HTTP tests run it as `npm start` does), and starts one
+    // DynamoDB Local and one moto_server for every AWS-backend test of the run.
+    globalSetup: ['test/support/global-setup.ts', 'test/support/aws-global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

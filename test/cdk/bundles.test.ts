@@ -22,7 +22,8 @@ import { startLocalServer, type LocalServer } from '../../lambdas/local/server.j
 import { ensureBucket, ensureTables } from '../../lambdas/storage/aws/index.js';
 import { TABLES, type TableName } from '../../lambdas/storage/port.js';
 import { callTarget, type HttpTarget } from '../support/http.js';
-import { emulatorClients, startAwsEmulator, TEST_REGION, type AwsEmulator } from '../support/moto.js';
+import { emulatorClients, emulatorEnv } from '../support/aws-emulator.js';
+import { awsEndpoints } from '../support/aws-endpoints.js';
 import {
   loadBundle,
   PRINCIPAL_HEADER,
@@ -42,7 +43,6 @@ const arn = (role: Role): string => `arn:aws:iam::111122223333:user/${role}`;
 const limits = { maxBodyBytes: 64 * 1024, maxMessageBytes: 8 * 1024 };
 
 let synthMs = 0;
-let emulator: AwsEmulator;
 let server: LocalServer;
 let functions: Map<string, AssemblyFunction>;
 let functionEnv: Record<string, unknown>;
@@ -75,14 +75,14 @@ beforeAll(async () => {
   }
   synthMs = Date.now() - started;
 
-  // 2. Storage the bundles will use: fresh tables and bucket on moto.
+  // 2. Storage the bundles will use: fresh tables and bucket on the run's emulators.
   const assembly = readAssembly(OUT, STACK);
   functions = assembly.functions;
-  emulator = await startAwsEmulator();
+  const endpoints = awsEndpoints();
   const suffix = Date.now().toString(36);
   const tables = Object.fromEntries(TABLES.map((t) => [t, `bundle-${suffix}-${t}`])) as Record<TableName, string>;
   const bucket = `bundle-${suffix}`;
-  const { dynamodb, s3 } = emulatorClients(emulator.endpoint);
+  const { dynamodb, s3 } = emulatorClients(endpoints);
   await Promise.all([ensureTables(dynamodb, tables), ensureBucket(s3, bucket)]);
   dynamodb.destroy();
   s3.destroy();
@@ -104,10 +104,7 @@ beforeAll(async () => {
   functionEnv = (resources[anyFunction]!.Properties['Environment'] as { Variables: Record<string, unknown> }).Variables;
   for (const [k, v] of Object.entries(functionEnv)) if (k !== 'NODE_OPTIONS') process.env[k] = physical(v);
   Object.assign(process.env, {
-    AWS_ENDPOINT_URL: emulator.endpoint,
-    AWS_REGION: TEST_REGION,
-    AWS_ACCESS_KEY_ID: 'test',
-    AWS_SECRET_ACCESS_KEY: 'test',
+    ...emulatorEnv(endpoints),
     AWS_LAMBDA_FUNCTION_NAME: 'sluice-bundle-test',
     // moto's conditional writes are not atomic under concurrency (lambdas/storage/serialize-writes.ts).
     SLUICE_EMULATOR_SERIALIZE_WRITES: '1',
@@ -140,7 +137,6 @@ beforeAll(async () => {
 afterAll(async () => {
   process.stdout.write = stdoutWrite;
   await server?.close();
-  await emulator?.stop();
   for (const k of Object.keys(process.env)) if (!(k in savedEnv)) delete process.env[k];
   Object.assign(process.env, savedEnv);
 });
