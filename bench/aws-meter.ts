@@ -103,5 +103,5 @@ export async function meteredAwsStorage(endpoints: AwsEndpoints): Promise<{ stor
     },
     { step: 'initialize', name: 'sluiceMeter' },
   );
-  return { storage: createAwsStorage({ tables, bucket, dynamodb, s3, serializeWrites: true }), meter };
+  return { storage: createAwsStorage({ tables, bucket, dynamodb, s3 }), meter };
 }

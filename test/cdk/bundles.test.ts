@@ -106,8 +106,6 @@ beforeAll(async () => {
   Object.assign(process.env, {
     ...emulatorEnv(endpoints),
     AWS_LAMBDA_FUNCTION_NAME: 'sluice-bundle-test',
-    // moto's conditional writes are not atomic under concurrency (lambdas/storage/serialize-writes.ts).
-    SLUICE_EMULATOR_SERIALIZE_WRITES: '1',
     // Each bundle keeps its own cache of queues, as separate Lambdas do: a queue deleted through
     // the admin function is seen by the others once their copy lapses. 0 lets the shared suites
     // check the effect of a delete at once.

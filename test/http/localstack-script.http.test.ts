@@ -30,7 +30,6 @@ beforeAll(async () => {
   const env: Record<string, string> = {
     ...emulatorEnv(endpoints),
     SLUICE_BUCKET: bucket,
-    SLUICE_EMULATOR_SERIALIZE_WRITES: '1',
   };
   for (const t of TABLES) env[`SLUICE_TABLE_${t.toUpperCase()}`] = tables[t];
   server = await startServerProcess({ ...env, ...LIMITS });

@@ -18,7 +18,6 @@ describe('http: npm start on the AWS backend (configured by environment)', () =>
     const env: Record<string, string> = {
       ...emulatorEnv(endpoints),
       SLUICE_BUCKET: bucket,
-      SLUICE_EMULATOR_SERIALIZE_WRITES: '1',
     };
     for (const t of TABLES) env[`SLUICE_TABLE_${t.toUpperCase()}`] = tables[t];
     const server = await startServerProcess(env);

@@ -204,9 +204,7 @@ export async function newAwsTestStorage(
   const bucket = `sluice-test-${suffix}`;
   const { dynamodb, s3 } = emulatorClients(endpoints);
   await Promise.all([ensureTables(dynamodb, tables), ensureBucket(s3, bucket)]);
-  const storage = checkingAttrsJson(
-    createAwsStorage({ tables, bucket, dynamodb, s3, serializeWrites: !process.env['AWS_ENDPOINT_URL'] }),
-  );
+  const storage = checkingAttrsJson(createAwsStorage({ tables, bucket, dynamodb, s3 }));
 
   let cleaned = false;
   const cleanup = async (): Promise<void> => {

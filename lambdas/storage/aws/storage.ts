@@ -5,7 +5,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import type { Storage } from '../port.js';
-import { serializeWrites } from '../serialize-writes.js';
 import { S3BlobStore } from './blob-store.js';
 import type { AwsResources } from './config.js';
 import { DynamoItemStore } from './item-store.js';
@@ -23,12 +22,6 @@ export interface AwsStorageOptions extends AwsResources {
   region?: string | undefined;
   /** Most single-item writes {@link ItemStore.writeEach} keeps in flight (default {@link DEFAULT_WRITE_CONCURRENCY}). */
   writeConcurrency?: number | undefined;
-  /**
-   * Run writes one at a time (see `serialize-writes.ts`): a workaround for moto_server, whose
-   * conditional writes and transactions are not atomic under concurrency. Never needed
-   * against real DynamoDB. Also turned on by `SLUICE_EMULATOR_SERIALIZE_WRITES=1`.
-   */
-  serializeWrites?: boolean | undefined;
 }
 
 /**
@@ -46,12 +39,10 @@ export function createAwsStorage(opts: AwsStorageOptions): Storage {
   const ownS3 = opts.s3 === undefined;
   const ddb = opts.dynamodb ?? new DynamoDBClient(opts.region ? { region: opts.region } : {});
   const s3 = opts.s3 ?? createS3Client(opts.region);
-  const store = new DynamoItemStore(ddb, opts.tables, opts.writeConcurrency ?? DEFAULT_WRITE_CONCURRENCY);
-  const isolate = opts.serializeWrites ?? process.env['SLUICE_EMULATOR_SERIALIZE_WRITES'] === '1';
   let closed = false;
   return {
     kind: 'aws',
-    items: isolate ? serializeWrites(store) : store,
+    items: new DynamoItemStore(ddb, opts.tables, opts.writeConcurrency ?? DEFAULT_WRITE_CONCURRENCY),
     blobs: new S3BlobStore(s3, opts.bucket),
     async close() {
       if (closed) return;
