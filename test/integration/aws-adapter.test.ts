@@ -426,6 +426,26 @@ describe('clients', () => {
   });
 });
 
+describe('clients from AWS_ENDPOINT_URL', () => {
+  it('one endpoint for every service (LocalStack style) gets path-style S3', async () => {
+    const r = await rig();
+    const saved = { ...process.env };
+    // moto alone serves S3 here; only the blob store is used, so no tables are needed there.
+    Object.assign(process.env, emulatorEnv(endpoints));
+    for (const k of ['AWS_ENDPOINT_URL_DYNAMODB', 'AWS_ENDPOINT_URL_S3', 'AWS_ENDPOINT_URL_KMS']) delete process.env[k];
+    process.env['AWS_ENDPOINT_URL'] = endpoints.s3;
+    try {
+      const own = createAwsStorage({ tables: r.tables, bucket: r.bucket });
+      await own.blobs.put('single-endpoint', new Uint8Array([7]), { ifAbsent: true });
+      expect(await r.storage.blobs.get('single-endpoint')).toEqual(new Uint8Array([7]));
+      await own.close();
+    } finally {
+      process.env = saved;
+    }
+    await r.storage.close();
+  });
+});
+
 describe('emulator harness', () => {
   it('uses AWS_ENDPOINT_URL when set, without starting anything', async () => {
     const saved = process.env['AWS_ENDPOINT_URL'];
