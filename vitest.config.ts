@@ -6,14 +6,12 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // Builds the local server once; the HTTP tests run it as `npm start` does.
-    globalSetup: ['test/support/global-setup.ts'],
+    // Builds the local server once (the HTTP tests run it as `npm start` does), and starts one
+    // DynamoDB Local and one moto_server for every AWS-backend test of the run.
+    globalSetup: ['test/support/global-setup.ts', 'test/support/aws-global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Every caller-built Item.attrsJson is checked against its attrs (lambdas/storage/size.ts);
-    // the servers the HTTP tests start inherit it.
-    env: { SLUICE_CHECK_ATTRS_JSON: '1' },
     // CI asks for a JSON report as well, to print its one-line summary.
     reporters: process.env.SLUICE_TEST_JSON
       ? ['default', ['json', { outputFile: process.env.SLUICE_TEST_JSON }]]

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { createAwsStorage, ensureBucket, ensureTables } from '../lambdas/storage/aws.js';
+import { createAwsStorage, ensureBucket, ensureTables } from '../lambdas/storage/aws/index.js';
 import { TABLES, type Storage, type TableName } from '../lambdas/storage/port.js';
-import { emulatorClients } from '../test/support/moto.js';
+import { emulatorClients, type AwsEndpoints } from '../test/support/aws-emulator.js';
 
 /** What the AWS backend asked of DynamoDB and S3, counted by an SDK middleware. */
 export interface AwsMeter {
@@ -39,8 +39,8 @@ const rru = (bytes: number): number => Math.max(1, Math.ceil(bytes / 4096));
  * AWS storage on an emulator whose SDK clients count every request and the units it is
  * billed. Fresh, uniquely named tables and bucket.
  */
-export async function meteredAwsStorage(endpoint: string): Promise<{ storage: Storage; meter: AwsMeter }> {
-  const { dynamodb, s3 } = emulatorClients(endpoint);
+export async function meteredAwsStorage(endpoints: AwsEndpoints): Promise<{ storage: Storage; meter: AwsMeter }> {
+  const { dynamodb, s3 } = emulatorClients(endpoints);
   const suffix = `${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
   const tables = Object.fromEntries(TABLES.map((t) => [t, `sluice-bench-${suffix}-${t}`])) as Record<TableName, string>;
   const bucket = `sluice-bench-${suffix}`;
@@ -103,5 +103,5 @@ export async function meteredAwsStorage(endpoint: string): Promise<{ storage: St
     },
     { step: 'initialize', name: 'sluiceMeter' },
   );
-  return { storage: createAwsStorage({ tables, bucket, dynamodb, s3, serializeWrites: true }), meter };
+  return { storage: createAwsStorage({ tables, bucket, dynamodb, s3 }), meter };
 }

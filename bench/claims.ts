@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { loadConfig } from '../lambdas/config.js';
 import { resolveQueueOptions } from '../lambdas/core/queue-options.js';
 import { buildServices, type Services } from '../lambdas/service/runtime.js';
-import { openEmbeddedStorage } from '../lambdas/storage/embedded.js';
+import { openEmbeddedStorage } from '../lambdas/storage/embedded/index.js';
 import type { Storage } from '../lambdas/storage/port.js';
-import { startAwsEmulator } from '../test/support/moto.js';
+import { startAwsEmulators } from '../test/support/aws-emulator.js';
 import { meteredAwsStorage, type AwsMeter } from './aws-meter.js';
 import { countingStorage } from './counting-storage.js';
 import { oneKiBPayload } from './push.js';
@@ -156,9 +156,9 @@ async function embeddedRequests(): Promise<string[]> {
 }
 
 async function awsRequests(): Promise<{ rows: string[]; units: string[] }> {
-  const emulator = await startAwsEmulator();
+  const emulator = await startAwsEmulators();
   try {
-    const { storage, meter } = await meteredAwsStorage(emulator.endpoint);
+    const { storage, meter } = await meteredAwsStorage(emulator.endpoints);
     const svc = buildServices(storage, { ...loadConfig({}), queueCacheMs: 60_000 });
     const detail = (m: AwsMeter): string =>
       [...m.requests.entries()]

@@ -13,8 +13,8 @@ import { loadConfig } from '../lambdas/config.js';
 import { QUEUE_MODE_GROUP } from '../lambdas/core/names.js';
 import type { PopRequest, PopResult } from '../lambdas/service/lease-service.js';
 import { buildServices, type Services } from '../lambdas/service/runtime.js';
-import { openEmbeddedStorage } from '../lambdas/storage/embedded.js';
-import { startAwsEmulator } from '../test/support/moto.js';
+import { openEmbeddedStorage } from '../lambdas/storage/embedded/index.js';
+import { startAwsEmulators } from '../test/support/aws-emulator.js';
 import { startServerProcess } from '../test/support/process.js';
 import { meteredAwsStorage, type AwsMeter } from './aws-meter.js';
 import { countingStorage } from './counting-storage.js';
@@ -323,10 +323,10 @@ async function embeddedCounts(): Promise<string[]> {
 }
 
 async function awsCounts(): Promise<string[]> {
-  const emulator = await startAwsEmulator();
+  const emulator = await startAwsEmulators();
   const rows: string[] = [];
   try {
-    const { storage, meter } = await meteredAwsStorage(emulator.endpoint);
+    const { storage, meter } = await meteredAwsStorage(emulator.endpoints);
     const config = { ...loadConfig({}), queueCacheMs: 60_000 };
     // Producer and consumer are different processes (Lambda functions): separate caches.
     const producer = buildServices(storage, config);

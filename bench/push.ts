@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../lambdas/config.js';
 import { buildServices } from '../lambdas/service/runtime.js';
-import { startAwsEmulator } from '../test/support/moto.js';
+import { startAwsEmulators } from '../test/support/aws-emulator.js';
 import { startServerProcess } from '../test/support/process.js';
 import { meteredAwsStorage } from './aws-meter.js';
 
@@ -167,10 +167,10 @@ async function embeddedHttp(
 }
 
 async function awsCounts(): Promise<string[]> {
-  const emulator = await startAwsEmulator();
+  const emulator = await startAwsEmulators();
   const rows: string[] = [];
   try {
-    const { storage, meter } = await meteredAwsStorage(emulator.endpoint);
+    const { storage, meter } = await meteredAwsStorage(emulator.endpoints);
     const svc = buildServices(storage, { ...loadConfig({}), queueCacheMs: 60_000 });
     const cases: [label: string, batch: number, dedup: boolean][] = [
       ['10, dedup off', 10, false],

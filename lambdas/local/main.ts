@@ -70,12 +70,12 @@ async function main(): Promise<void> {
   }
   // The AWS SDK costs ~30 MB of memory to load: only when the AWS backend is configured.
   const wantsAws = Object.keys(env).some((k) => (k.startsWith('SLUICE_TABLE_') || k === 'SLUICE_BUCKET') && env[k]);
-  const awsModule = wantsAws ? await import('../storage/aws.js') : undefined;
+  const awsModule = wantsAws ? await import('../storage/aws/index.js') : undefined;
   const aws = awsModule?.awsStorageConfigFromEnv(env);
   let storage: Storage;
   if (awsModule && aws) storage = awsModule.createAwsStorage(aws);
   else {
-    const { openEmbeddedStorage } = await import('../storage/embedded.js');
+    const { openEmbeddedStorage } = await import('../storage/embedded/index.js');
     storage = await openEmbeddedStorage({ dataDir: config.dataDir, sync: config.sync });
   }
   const stopping = new AbortController();

@@ -127,7 +127,7 @@ export function services(): Promise<Services> {
 
 async function fromEnvironment(): Promise<Services> {
   const config = loadConfig();
-  const { awsStorageConfigFromEnv, createAwsStorage } = await import('../storage/aws.js');
+  const { awsStorageConfigFromEnv, createAwsStorage } = await import('../storage/aws/index.js');
   const aws = awsStorageConfigFromEnv();
   const onLambda = Boolean(process.env['AWS_LAMBDA_FUNCTION_NAME']);
   if (aws) {
@@ -137,6 +137,6 @@ async function fromEnvironment(): Promise<Services> {
   }
   if (onLambda)
     throw new Error('SLUICE_TABLE_* and SLUICE_BUCKET are not set: a Lambda function has no embedded backend');
-  const { openEmbeddedStorage } = await import('../storage/embedded.js');
+  const { openEmbeddedStorage } = await import('../storage/embedded/index.js');
   return buildServices(await openEmbeddedStorage({ dataDir: config.dataDir, sync: config.sync }), config);
 }

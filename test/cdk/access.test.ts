@@ -18,7 +18,7 @@ import { reportLag } from '../../lambdas/service/lag-metrics.js';
 import { runMaintenance } from '../../lambdas/service/maintenance.js';
 import { segmentBlobKey } from '../../lambdas/service/keys.js';
 import type { Services } from '../../lambdas/service/runtime.js';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded.js';
+import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
 import type { Storage, TableName, WriteOp } from '../../lambdas/storage/port.js';
 import { BLOB_PREFIXES, FUNCTION_ACCESS, FUNCTIONS, type BucketOp, type FunctionName } from '../../lib/access.js';
 import { TestClock, testServices } from '../support/services.js';

@@ -20,10 +20,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LAG_TASK_EVENT } from '../../lambdas/entry/maintenance-event.js';
 import { ALL_ROUTES } from '../../lambdas/http/routes.js';
 import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
-import { ensureBucket, ensureTables } from '../../lambdas/storage/aws.js';
+import { ensureBucket, ensureTables } from '../../lambdas/storage/aws/index.js';
 import { TABLES, type TableName } from '../../lambdas/storage/port.js';
 import { callTarget, type HttpTarget } from '../support/http.js';
-import { emulatorClients, startAwsEmulator, TEST_REGION, type AwsEmulator } from '../support/moto.js';
+import { emulatorClients, emulatorEnv } from '../support/aws-emulator.js';
+import { awsEndpoints } from '../support/aws-endpoints.js';
 import {
   loadBundle,
   PRINCIPAL_HEADER,
@@ -43,7 +44,6 @@ const arn = (role: Role): string => `arn:aws:iam::111122223333:user/${role}`;
 const limits = { maxBodyBytes: 64 * 1024, maxMessageBytes: 8 * 1024 };
 
 let synthMs = 0;
-let emulator: AwsEmulator;
 let server: LocalServer;
 let functions: Map<string, AssemblyFunction>;
 let functionEnv: Record<string, unknown>;
@@ -76,14 +76,14 @@ beforeAll(async () => {
   }
   synthMs = Date.now() - started;
 
-  // 2. Storage the bundles will use: fresh tables and bucket on moto.
+  // 2. Storage the bundles will use: fresh tables and bucket on the run's emulators.
   const assembly = readAssembly(OUT, STACK);
   functions = assembly.functions;
-  emulator = await startAwsEmulator();
+  const endpoints = awsEndpoints();
   const suffix = Date.now().toString(36);
   const tables = Object.fromEntries(TABLES.map((t) => [t, `bundle-${suffix}-${t}`])) as Record<TableName, string>;
   const bucket = `bundle-${suffix}`;
-  const { dynamodb, s3 } = emulatorClients(emulator.endpoint);
+  const { dynamodb, s3 } = emulatorClients(endpoints);
   await Promise.all([ensureTables(dynamodb, tables), ensureBucket(s3, bucket)]);
   dynamodb.destroy();
   s3.destroy();
@@ -105,13 +105,8 @@ beforeAll(async () => {
   functionEnv = (resources[anyFunction]!.Properties['Environment'] as { Variables: Record<string, unknown> }).Variables;
   for (const [k, v] of Object.entries(functionEnv)) if (k !== 'NODE_OPTIONS') process.env[k] = physical(v);
   Object.assign(process.env, {
-    AWS_ENDPOINT_URL: emulator.endpoint,
-    AWS_REGION: TEST_REGION,
-    AWS_ACCESS_KEY_ID: 'test',
-    AWS_SECRET_ACCESS_KEY: 'test',
+    ...emulatorEnv(endpoints),
     AWS_LAMBDA_FUNCTION_NAME: 'sluice-bundle-test',
-    // moto's conditional writes are not atomic under concurrency (lambdas/storage/serialize-writes.ts).
-    SLUICE_EMULATOR_SERIALIZE_WRITES: '1',
     // Each bundle keeps its own cache of queues, as separate Lambdas do: a queue deleted through
     // the admin function is seen by the others once their copy lapses. 0 lets the shared suites
     // check the effect of a delete at once.
@@ -141,7 +136,6 @@ beforeAll(async () => {
 afterAll(async () => {
   process.stdout.write = stdoutWrite;
   await server?.close();
-  await emulator?.stop();
   for (const k of Object.keys(process.env)) if (!(k in savedEnv)) delete process.env[k];
   Object.assign(process.env, savedEnv);
 });

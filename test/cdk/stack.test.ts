@@ -7,7 +7,7 @@ import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/config.js';
 import { ALL_ROUTES } from '../../lambdas/http/routes.js';
-import { awsStorageConfigFromEnv, TTL_ATTRIBUTE } from '../../lambdas/storage/aws.js';
+import { awsStorageConfigFromEnv, TTL_ATTRIBUTE } from '../../lambdas/storage/aws/index.js';
 import { TABLES, type TableName } from '../../lambdas/storage/port.js';
 import {
   BLOB_PREFIXES,

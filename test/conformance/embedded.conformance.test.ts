@@ -1,14 +1,16 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded.js';
+import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
+import { checkingAttrsJson } from '../support/attrs-json-check.js';
 import { runStorageConformance } from './storage.conformance.js';
 
-// A fresh data dir per storage, removed afterwards. `sync: 'normal'` keeps the suite fast;
-// durability under `full` is covered in test/integration/embedded-durability.test.ts.
+// A fresh data dir per storage, removed afterwards; every write is checked for a stale attrsJson.
+// `sync: 'normal'` keeps the suite fast; durability under `full` is covered in
+// test/integration/embedded-durability.test.ts.
 runStorageConformance('embedded', async () => {
   const dataDir = await mkdtemp(join(tmpdir(), 'sluice-conformance-'));
-  const storage = await openEmbeddedStorage({ dataDir, sync: 'normal' });
+  const storage = checkingAttrsJson(await openEmbeddedStorage({ dataDir, sync: 'normal' }));
   return {
     storage,
     cleanup: async () => {

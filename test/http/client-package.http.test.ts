@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/config.js';
 import type { LocalServer } from '../../lambdas/local/server.js';
 import { buildServices } from '../../lambdas/service/runtime.js';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded.js';
+import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 import { startTestServer } from '../support/http.js';
 

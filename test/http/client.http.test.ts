@@ -12,7 +12,7 @@ import { Sluice, type ClaimRecord, type Message } from '../../client/index.js';
 import { loadConfig } from '../../lambdas/config.js';
 import type { LocalServer } from '../../lambdas/local/server.js';
 import { buildServices } from '../../lambdas/service/runtime.js';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded.js';
+import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 import { startTestServer } from '../support/http.js';
 

@@ -9,7 +9,7 @@ import { ALL_ROUTES } from '../../lambdas/http/routes.js';
 import { withBearerTokens } from '../../lambdas/local/auth.js';
 import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
 import { serverCommand } from '../support/process.js';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded.js';
+import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 import { call } from '../support/http.js';
 import { testServices } from '../support/services.js';

@@ -1,39 +1,35 @@
 /**
  * `npm run test:localstack` itself — the npm script, `vitest.localstack.config.ts` and
  * `test/localstack/api.localstack.ts` — run as a user runs it, pointed with SLUICE_BASE_URL at
- * `npm start` on the AWS backend (DynamoDB + S3 on moto_server) instead of a LocalStack
+ * `npm start` on the AWS backend (DynamoDB Local + S3 on moto_server) instead of a LocalStack
  * deployment. CI has no Docker, so this is how the script's plumbing stays tested; endpoint
  * discovery from stack outputs is covered by test/cdk/outputs.test.ts.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBucket, ensureTables } from '../../lambdas/storage/aws.js';
+import { ensureBucket, ensureTables } from '../../lambdas/storage/aws/index.js';
 import { TABLES, type TableName } from '../../lambdas/storage/port.js';
-import { emulatorClients, startAwsEmulator, TEST_REGION, type AwsEmulator } from '../support/moto.js';
+import { emulatorClients, emulatorEnv } from '../support/aws-emulator.js';
+import { awsEndpoints } from '../support/aws-endpoints.js';
 import { startServerProcess, type ServerProcess } from '../support/process.js';
 
-let emulator: AwsEmulator;
 let server: ServerProcess;
 /** Smaller than the defaults, so the over-the-limit cases stay quick; the script is told them. */
 const LIMITS = { SLUICE_MAX_BODY_BYTES: String(64 * 1024), SLUICE_MAX_MESSAGE_BYTES: String(8 * 1024) };
 
 beforeAll(async () => {
-  emulator = await startAwsEmulator();
+  const endpoints = awsEndpoints();
   const suffix = randomBytes(4).toString('hex');
   const tables = Object.fromEntries(TABLES.map((t) => [t, `ls-${suffix}-${t}`])) as Record<TableName, string>;
   const bucket = `ls-${suffix}`;
-  const { dynamodb, s3 } = emulatorClients(emulator.endpoint);
+  const { dynamodb, s3 } = emulatorClients(endpoints);
   await Promise.all([ensureTables(dynamodb, tables), ensureBucket(s3, bucket)]);
   dynamodb.destroy();
   s3.destroy();
   const env: Record<string, string> = {
-    AWS_ENDPOINT_URL: emulator.endpoint,
-    AWS_REGION: TEST_REGION,
-    AWS_ACCESS_KEY_ID: 'test',
-    AWS_SECRET_ACCESS_KEY: 'test',
+    ...emulatorEnv(endpoints),
     SLUICE_BUCKET: bucket,
-    SLUICE_EMULATOR_SERIALIZE_WRITES: '1',
   };
   for (const t of TABLES) env[`SLUICE_TABLE_${t.toUpperCase()}`] = tables[t];
   server = await startServerProcess({ ...env, ...LIMITS });
@@ -41,7 +37,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.stop();
-  await emulator?.stop();
 });
 
 /** Runs an npm script with `env` on top of a copy of this environment minus vitest's own markers. */

@@ -1,30 +1,23 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBucket, ensureTables } from '../../lambdas/storage/aws.js';
+import { describe, expect, it } from 'vitest';
+import { ensureBucket, ensureTables } from '../../lambdas/storage/aws/index.js';
 import { TABLES, type TableName } from '../../lambdas/storage/port.js';
-import { emulatorClients, startAwsEmulator, type AwsEmulator } from '../support/moto.js';
+import { emulatorClients, emulatorEnv } from '../support/aws-emulator.js';
+import { awsEndpoints } from '../support/aws-endpoints.js';
 import { startServerProcess } from '../support/process.js';
 
-let emulator: AwsEmulator;
-beforeAll(async () => {
-  emulator = await startAwsEmulator();
-});
-afterAll(() => emulator.stop());
+const endpoints = awsEndpoints();
 
 describe('http: npm start on the AWS backend (configured by environment)', () => {
   it('serves pushes and reads from DynamoDB + S3 when SLUICE_TABLE_* and SLUICE_BUCKET are set', async () => {
     const suffix = randomBytes(4).toString('hex');
     const tables = Object.fromEntries(TABLES.map((t) => [t, `srv-${suffix}-${t}`])) as Record<TableName, string>;
     const bucket = `srv-${suffix}`;
-    const { dynamodb, s3 } = emulatorClients(emulator.endpoint);
+    const { dynamodb, s3 } = emulatorClients(endpoints);
     await Promise.all([ensureTables(dynamodb, tables), ensureBucket(s3, bucket)]);
     const env: Record<string, string> = {
-      AWS_ENDPOINT_URL: emulator.endpoint,
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'test',
-      AWS_SECRET_ACCESS_KEY: 'test',
+      ...emulatorEnv(endpoints),
       SLUICE_BUCKET: bucket,
-      SLUICE_EMULATOR_SERIALIZE_WRITES: '1',
     };
     for (const t of TABLES) env[`SLUICE_TABLE_${t.toUpperCase()}`] = tables[t];
     const server = await startServerProcess(env);

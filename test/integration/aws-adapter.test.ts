@@ -1,7 +1,7 @@
 // AWS-adapter specifics the shared conformance suite cannot reach: table provisioning and item
 // layout, retries (transaction conflicts, unprocessed keys, lost responses), query edge cases
 // DynamoDB itself would reject, client ownership, and the emulator harness. Faults are injected
-// with SDK middleware on clients pointed at a private moto_server.
+// with SDK middleware on clients pointed at the run's emulators (DynamoDB Local, moto for S3).
 import {
   DescribeTableCommand,
   DescribeTimeToLiveCommand,
@@ -10,15 +10,20 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { HeadBucketCommand, S3ServiceException, type S3Client } from '@aws-sdk/client-s3';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
 import {
   createAwsStorage,
   ensureBucket,
   ensureTables,
   ITEM_TABLE_SCHEMA,
   TTL_ATTRIBUTE,
-} from '../../lambdas/storage/aws.js';
+} from '../../lambdas/storage/aws/index.js';
 import {
   ConditionFailedError,
   ContentionError,
@@ -27,15 +32,11 @@ import {
   type Storage,
   type TableName,
 } from '../../lambdas/storage/port.js';
-import { emulatorClients, startAwsEmulator, type AwsEmulator } from '../support/moto.js';
+import { checkingAttrsJson } from '../support/attrs-json-check.js';
+import { emulatorClients, emulatorEnv, startAwsEmulators } from '../support/aws-emulator.js';
+import { awsEndpoints } from '../support/aws-endpoints.js';
 
-let emulator: AwsEmulator;
-beforeAll(async () => {
-  emulator = await startAwsEmulator();
-});
-afterAll(async () => {
-  await emulator?.stop();
-});
+const endpoints = awsEndpoints();
 
 interface Rig {
   storage: Storage;
@@ -52,7 +53,7 @@ async function rig(opts: { writeConcurrency?: number } = {}): Promise<Rig> {
   const suffix = randomUUID().slice(0, 8);
   const tables = Object.fromEntries(TABLES.map((t) => [t, `adapter-${suffix}-${t}`])) as Record<TableName, string>;
   const bucket = `adapter-${suffix}`;
-  const { dynamodb, s3 } = emulatorClients(emulator.endpoint);
+  const { dynamodb, s3 } = emulatorClients(endpoints);
   await ensureTables(dynamodb, tables);
   await ensureBucket(s3, bucket);
   const calls: string[] = [];
@@ -63,7 +64,9 @@ async function rig(opts: { writeConcurrency?: number } = {}): Promise<Rig> {
     },
     { step: 'initialize', name: 'recordCalls' },
   );
-  const storage = createAwsStorage({ tables, bucket, dynamodb, s3, writeConcurrency: opts.writeConcurrency });
+  const storage = checkingAttrsJson(
+    createAwsStorage({ tables, bucket, dynamodb, s3, writeConcurrency: opts.writeConcurrency }),
+  );
   return { storage, dynamodb, s3, tables, bucket, calls };
 }
 
@@ -85,7 +88,7 @@ function cancelled(
   });
 }
 
-/** Makes the next `times` TransactWriteItems calls fail with `error` before reaching moto. */
+/** Makes the next `times` TransactWriteItems calls fail with `error` before reaching the emulator. */
 function failTransactions(client: DynamoDBClient, times: number, error: () => Error): { count: () => number } {
   let seen = 0;
   client.middlewareStack.add(
@@ -238,7 +241,7 @@ describe('single writes', () => {
   it('treats a guard tripped by its own lost-then-retried write as success', async () => {
     const r = await rig();
     let dropped = 0;
-    // Inside the SDK's retry loop: the first PutItem reaches moto, then its response is "lost".
+    // Inside the SDK's retry loop: the first PutItem reaches the emulator, then its response is "lost".
     r.dynamodb.middlewareStack.add(
       (next, context) => async (args) => {
         const out = await next(args);
@@ -404,15 +407,10 @@ describe('clients', () => {
     await again.close();
   });
 
-  it('creates its own clients from AWS_ENDPOINT_URL (path-style S3) and destroys them on close', async () => {
+  it('creates its own clients from AWS_ENDPOINT_URL_DYNAMODB / _S3 (path-style S3) and destroys them on close', async () => {
     const r = await rig();
     const saved = { ...process.env };
-    Object.assign(process.env, {
-      AWS_ENDPOINT_URL: emulator.endpoint,
-      AWS_ACCESS_KEY_ID: 'test',
-      AWS_SECRET_ACCESS_KEY: 'test',
-      AWS_REGION: 'us-east-1',
-    });
+    Object.assign(process.env, emulatorEnv(endpoints));
     try {
       const own = createAwsStorage({ tables: r.tables, bucket: r.bucket });
       await own.items.put('meta', item('p', 'env', 4));
@@ -428,13 +426,37 @@ describe('clients', () => {
   });
 });
 
+describe('clients from AWS_ENDPOINT_URL', () => {
+  it('one endpoint for every service (LocalStack style) gets path-style S3', async () => {
+    const r = await rig();
+    const saved = { ...process.env };
+    // moto alone serves S3 here; only the blob store is used, so no tables are needed there.
+    Object.assign(process.env, emulatorEnv(endpoints));
+    for (const k of ['AWS_ENDPOINT_URL_DYNAMODB', 'AWS_ENDPOINT_URL_S3', 'AWS_ENDPOINT_URL_KMS']) delete process.env[k];
+    process.env['AWS_ENDPOINT_URL'] = endpoints.s3;
+    try {
+      const own = createAwsStorage({ tables: r.tables, bucket: r.bucket });
+      await own.blobs.put('single-endpoint', new Uint8Array([7]), { ifAbsent: true });
+      expect(await r.storage.blobs.get('single-endpoint')).toEqual(new Uint8Array([7]));
+      await own.close();
+    } finally {
+      process.env = saved;
+    }
+    await r.storage.close();
+  });
+});
+
 describe('emulator harness', () => {
   it('uses AWS_ENDPOINT_URL when set, without starting anything', async () => {
     const saved = process.env['AWS_ENDPOINT_URL'];
     process.env['AWS_ENDPOINT_URL'] = 'http://localhost:4566';
     try {
-      const external = await startAwsEmulator();
-      expect(external.endpoint).toBe('http://localhost:4566');
+      const external = await startAwsEmulators();
+      expect(external.endpoints).toEqual({
+        dynamodb: 'http://localhost:4566',
+        s3: 'http://localhost:4566',
+        kms: 'http://localhost:4566',
+      });
       await external.stop();
     } finally {
       if (saved === undefined) delete process.env['AWS_ENDPOINT_URL'];
@@ -442,11 +464,67 @@ describe('emulator harness', () => {
     }
   });
 
-  it('stop() shuts moto down', async () => {
-    const own = await startAwsEmulator();
-    expect((await fetch(own.endpoint)).ok).toBe(true);
-    await own.stop();
-    await expect(fetch(own.endpoint)).rejects.toThrow();
-    await own.stop();
+  it('stop() shuts DynamoDB Local and moto down', async () => {
+    const saved = process.env['AWS_ENDPOINT_URL'];
+    delete process.env['AWS_ENDPOINT_URL'];
+    try {
+      const own = await startAwsEmulators();
+      expect(own.endpoints.dynamodb).not.toBe(own.endpoints.s3);
+      expect((await fetch(own.endpoints.s3)).ok).toBe(true);
+      // DynamoDB Local answers a bare GET with 400 (no operation named): it is up.
+      expect((await fetch(own.endpoints.dynamodb)).status).toBe(400);
+      await own.stop();
+      await expect(fetch(own.endpoints.s3)).rejects.toThrow();
+      await expect(fetch(own.endpoints.dynamodb)).rejects.toThrow();
+      await own.stop();
+    } finally {
+      if (saved !== undefined) process.env['AWS_ENDPOINT_URL'] = saved;
+    }
+  });
+
+  it('a server dies with the process that started it, even on SIGKILL (the watchdog)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-watchdog-'));
+    try {
+      const script = join(dir, 'parent.mts');
+      // The parent starts a tiny HTTP server under the watchdog, prints its pid, then idles.
+      await writeFile(
+        script,
+        `import { freePort, startWatched } from ${JSON.stringify(watchedModule)};
+const port = await freePort();
+const code = "require('node:http').createServer((q, s) => s.end('ok')).listen(Number(process.argv[1]), '127.0.0.1')";
+const server = await startWatched({ name: 'probe', command: process.execPath, args: ['-e', code, String(port)], port });
+console.log(server.pid);
+setInterval(() => {}, 60_000);
+`,
+      );
+      const parent = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const pid = await new Promise<number>((resolve, reject) => {
+        let out = '';
+        parent.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          if (out.includes('\n')) resolve(Number(out.trim()));
+        });
+        parent.once('exit', (c) => reject(new Error(`parent exited (${c}) before starting the server`)));
+      });
+      expect(alive(pid)).toBe(true);
+      parent.kill('SIGKILL');
+      const deadline = Date.now() + 10_000;
+      while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(alive(pid)).toBe(false);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
+
+const watchedModule = fileURLToPath(new URL('../support/watched-process.ts', import.meta.url));
+
+/** Whether a process exists (signal 0 checks without sending anything). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

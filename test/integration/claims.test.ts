@@ -329,14 +329,13 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
     expect((await svc.claims.describe('leftover', P, 'g')).deadLetters).toBe(1);
   });
 
-  // 2,000 records on both backends (on moto ~60 s: it serves ~80-150 requests/s and the harness
-  // serializes writes there, see serialize-writes.ts); CLAIMS_RANDOM_TOTAL sets another size.
+  // 2,000 records on both backends (~15 s on DynamoDB Local with the whole suite sharing two
+  // cores); CLAIMS_RANDOM_TOTAL sets another size.
   const total = Number(process.env['CLAIMS_RANDOM_TOTAL'] ?? 2000);
   it(`4 consumers, ${total.toLocaleString('en-US')} records, random ack / nack / delayed nack / abandon / extend / dead-letter: every offset finishes exactly once`, async () => {
     const clock = new TestClock();
-    // Own tables: moto copies a whole table on every transaction, so a small one is faster.
+    // Own tables, so the other tests' items are not in its way.
     const own = await backend.newStorage();
-    // On moto the harness runs writes one at a time (lambdas/storage/serialize-writes.ts).
     const storage = own.storage;
     // Queue configuration cached as in production (the default is 1 s), not re-read per call.
     const config = { queueCacheMs: 3_600_000 };

@@ -16,7 +16,8 @@ import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
 import { loadConfig } from '../../lambdas/config.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
-import { newAwsTestStorage, startAwsEmulator, TEST_REGION } from '../support/moto.js';
+import { newAwsTestStorage, TEST_REGION } from '../support/aws-emulator.js';
+import { awsEndpoints } from '../support/aws-endpoints.js';
 import { json, TestClock, testServices, text } from '../support/services.js';
 import { crashing, withItems } from '../support/storage.js';
 
@@ -654,11 +655,11 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
 
 describe.runIf(backends.some((b) => b.name === 'aws'))('integration: KMS data keys on the aws backend', () => {
   it('seals with a KMS data key, stores only the wrapped key, and a second process opens it', async () => {
-    const emulator = await startAwsEmulator();
-    const { storage, cleanup } = await newAwsTestStorage(emulator.endpoint);
+    const endpoints = awsEndpoints();
+    const { storage, cleanup } = await newAwsTestStorage(endpoints);
     try {
       const kms = new KMSClient({
-        endpoint: emulator.endpoint,
+        endpoint: endpoints.kms,
         region: TEST_REGION,
         credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
       });
@@ -684,7 +685,6 @@ describe.runIf(backends.some((b) => b.name === 'aws'))('integration: KMS data ke
       kms.destroy();
     } finally {
       await cleanup();
-      await emulator.stop();
     }
   });
 });

@@ -271,8 +271,8 @@ describe.each(backends)('integration: the log on $name', (backend) => {
   });
   it('keeps offsets dense and each pusher in order when pushers race through dedup (transactional commits)', async () => {
     const svc = testServices(storage);
-    // Fewer than the 20 above: on moto every write runs alone (see serialize-writes.ts), and
-    // each collision costs one.
+    // Fewer than the 20 above: on the AWS backend every collision costs the emulator a
+    // cancelled transaction.
     const pushers = 8;
     const batches = 2;
     const perBatch = 3;

@@ -1,10 +1,8 @@
 /**
  * Run service-level tests on both storage backends with one `describe.each`.
  *
- * Vitest collects every `describe` body before any hook runs, so the emulator endpoint cannot
- * be read while building the suite: `newStorage()` resolves it lazily (starting the emulator
- * on first use if `setup` has not), and `setup` merely starts it early so the first test does
- * not pay for it. One emulator per test file; fresh tables and bucket per `newStorage()`.
+ * The AWS backend runs on the test run's emulators (DynamoDB Local and moto_server, started
+ * once by the global setup); every `newStorage()` gets fresh tables and bucket.
  *
  * `SLUICE_TEST_BACKENDS=embedded` (or `aws`) restricts the run to one backend.
  *
@@ -26,9 +24,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded.js';
+import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
 import type { Storage } from '../../lambdas/storage/port.js';
-import { newAwsTestStorage, startAwsEmulator, type AwsEmulator } from './moto.js';
+import { checkingAttrsJson } from './attrs-json-check.js';
+import { newAwsTestStorage } from './aws-emulator.js';
+import { awsEndpoints } from './aws-endpoints.js';
 
 export interface TestBackend {
   name: 'embedded' | 'aws';
@@ -63,8 +63,6 @@ function selectedBackends(): TestBackend['name'][] {
  */
 export function testBackends(): { backends: TestBackend[]; setup(): Promise<void>; teardown(): Promise<void> } {
   const names = selectedBackends();
-  let emulator: Promise<AwsEmulator> | undefined;
-  const emulatorOnce = (): Promise<AwsEmulator> => (emulator ??= startAwsEmulator());
 
   const embedded: TestBackend = {
     name: 'embedded',
@@ -72,7 +70,7 @@ export function testBackends(): { backends: TestBackend[]; setup(): Promise<void
       const dataDir = await mkdtemp(join(tmpdir(), 'sluice-test-'));
       try {
         // 'normal' sync keeps service tests fast; durability under 'full' has its own tests.
-        const storage = await openEmbeddedStorage({ dataDir, sync: 'normal' });
+        const storage = checkingAttrsJson(await openEmbeddedStorage({ dataDir, sync: 'normal' }));
         return {
           storage,
           async cleanup() {
@@ -92,23 +90,16 @@ export function testBackends(): { backends: TestBackend[]; setup(): Promise<void
 
   const aws: TestBackend = {
     name: 'aws',
-    async newStorage() {
-      const { endpoint } = await emulatorOnce();
-      return newAwsTestStorage(endpoint);
-    },
+    newStorage: () => newAwsTestStorage(awsEndpoints()),
   };
 
   const backends = [embedded, aws].filter((b) => names.includes(b.name));
   return {
     backends,
+    // The emulators outlive the file: setup only checks the run has them, teardown has nothing to do.
     async setup() {
-      if (names.includes('aws')) await emulatorOnce();
+      if (names.includes('aws')) awsEndpoints();
     },
-    async teardown() {
-      const started = emulator;
-      emulator = undefined;
-      // A failed start has nothing to stop (and already failed the tests that needed it).
-      if (started) await (await started.catch(() => undefined))?.stop();
-    },
+    async teardown() {},
   };
 }

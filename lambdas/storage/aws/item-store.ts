@@ -1,0 +1,335 @@
+/**
+ * The AWS item store: the port's items over DynamoDB, one table per logical table (see
+ * `schema.ts`), items marshalled by `marshal.ts`.
+ *
+ * Every guarded write asks for `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'`, so a failed
+ * guard reports the item as found without a second read (and without its race).
+ */
+import {
+  BatchGetItemCommand,
+  DeleteItemCommand,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  TransactWriteItemsCommand,
+  type CancellationReason,
+  type DynamoDBClient,
+  type QueryCommandInput,
+  type TransactWriteItem,
+} from '@aws-sdk/client-dynamodb';
+import {
+  ConditionFailedError,
+  ContentionError,
+  MAX_GET_MANY,
+  MAX_TRANSACT_OPS,
+  TABLES,
+  type Condition,
+  type Item,
+  type ItemKey,
+  type ItemStore,
+  type QueryOptions,
+  type QueryPage,
+  type TableName,
+  type WriteOp,
+  type WriteResult,
+} from '../port.js';
+import { decodeItem, encodeItem, encodeKey, guard, sameItem, type AvMap } from './marshal.js';
+import { attemptsOf, backoff, BATCH_GET_STALLS, CONTENTION_RETRIES, errorName, sleep, throttled } from './retry.js';
+
+/** Compares as DynamoDB orders string keys: by UTF-8 bytes (JS `<` compares UTF-16 units). */
+function cmp(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+/** Above every key that starts with a prefix (but for keys continuing with U+10FFFF itself). */
+const PREFIX_END = '\u{10FFFF}';
+
+/**
+ * The port's {@link ItemStore} over DynamoDB. `tables` maps each logical table to its physical
+ * name; `writeConcurrency` bounds the single-item writes one `writeEach` keeps in flight.
+ *
+ * @example
+ * ```ts
+ * const items = new DynamoItemStore(new DynamoDBClient({}), { log: 'sluice-log', ... }, 32);
+ * await items.put('meta', { pk: 'queue#q', sk: 'config', ver: 1, attrs: {} }, { kind: 'absent' });
+ * ```
+ */
+export class DynamoItemStore implements ItemStore {
+  constructor(
+    private readonly ddb: DynamoDBClient,
+    private readonly tables: Record<TableName, string>,
+    private readonly writeConcurrency: number,
+  ) {
+    if (!Number.isInteger(writeConcurrency) || writeConcurrency < 1) {
+      throw new Error(`writeConcurrency must be a positive integer, got ${writeConcurrency}`);
+    }
+    const missing = TABLES.filter((t) => !tables[t]);
+    if (missing.length > 0) throw new Error(`no DynamoDB table name for: ${missing.join(', ')}`);
+  }
+
+  private tableName(table: TableName): string {
+    const name = this.tables[table];
+    if (!name) throw new Error(`no DynamoDB table configured for '${table}'`);
+    return name;
+  }
+
+  async get(table: TableName, key: ItemKey): Promise<Item | undefined> {
+    const out = await throttled(() =>
+      this.ddb.send(
+        new GetItemCommand({ TableName: this.tableName(table), Key: encodeKey(key), ConsistentRead: true }),
+      ),
+    );
+    return decodeItem(out.Item);
+  }
+
+  async getMany(table: TableName, keys: ItemKey[]): Promise<(Item | undefined)[]> {
+    if (keys.length > MAX_GET_MANY) throw new Error(`getMany takes at most ${MAX_GET_MANY} keys, got ${keys.length}`);
+    if (keys.length === 0) return [];
+    const name = this.tableName(table);
+    const id = (k: ItemKey): string => JSON.stringify([k.pk, k.sk]);
+    // BatchGetItem rejects duplicate keys, so ask once per distinct key and fan back out.
+    const distinct = new Map<string, ItemKey>();
+    for (const k of keys) distinct.set(id(k), k);
+    const found = new Map<string, Item>();
+    let pending: AvMap[] = [...distinct.values()].map(encodeKey);
+    for (let stalls = 0; pending.length > 0;) {
+      const out = await throttled(() =>
+        this.ddb.send(new BatchGetItemCommand({ RequestItems: { [name]: { Keys: pending, ConsistentRead: true } } })),
+      );
+      for (const av of out.Responses?.[name] ?? []) {
+        const item = decodeItem(av);
+        if (item) found.set(id(item), item);
+      }
+      const left = out.UnprocessedKeys?.[name]?.Keys ?? [];
+      // Unprocessed keys mean throttling or the 16 MB response cap: back off, then ask again.
+      stalls = left.length < pending.length ? 0 : stalls + 1;
+      if (stalls > BATCH_GET_STALLS)
+        throw new Error(`BatchGetItem on ${name} made no progress: ${left.length} keys left unprocessed`);
+      pending = left;
+      if (pending.length > 0) await sleep(backoff(stalls, 50, 2_000));
+    }
+    return keys.map((k) => found.get(id(k)));
+  }
+
+  async query(table: TableName, pk: string, opts: QueryOptions = {}): Promise<QueryPage> {
+    const { limit, reverse = false } = opts;
+    if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) {
+      throw new Error(`query limit must be a positive integer, got ${limit}`);
+    }
+    const empty: QueryPage = { items: [] };
+    // Empty strings: DynamoDB stores no empty key, and refuses them as condition operands.
+    const prefix = opts.prefix || undefined;
+    let lo = opts.gte || undefined;
+    let hi = opts.lte;
+    if (hi === '') return empty;
+    // One sort-key condition only: fold prefix and bounds into a single [lo, hi] range.
+    if (prefix !== undefined) {
+      if (lo === undefined || cmp(prefix, lo) > 0) lo = prefix;
+      const end = prefix + PREFIX_END;
+      if (hi === undefined || cmp(end, hi) < 0) hi = end;
+    }
+    if (lo !== undefined && hi !== undefined && cmp(lo, hi) > 0) return empty;
+
+    // DynamoDB rejects a start key outside the key condition's range; settle those here.
+    let after = opts.after;
+    if (after !== undefined) {
+      if (!reverse) {
+        if (hi !== undefined && cmp(after, hi) >= 0) return empty;
+        if (lo !== undefined && cmp(after, lo) < 0) after = undefined;
+      } else {
+        if (lo !== undefined && cmp(after, lo) <= 0) return empty;
+        if (hi !== undefined && cmp(after, hi) > 0) after = undefined;
+      }
+      if (after === '') after = undefined;
+    }
+
+    const names: Record<string, string> = { '#pk': 'pk' };
+    const values: AvMap = { ':pk': { S: pk } };
+    let keyCond = '#pk = :pk';
+    if (prefix !== undefined && lo === prefix && hi === prefix + PREFIX_END) {
+      // The bounds did not narrow the prefix: begins_with is exact (no U+10FFFF corner).
+      keyCond += ' AND begins_with(#sk, :p)';
+      values[':p'] = { S: prefix };
+    } else if (lo !== undefined && hi !== undefined) {
+      keyCond += ' AND #sk BETWEEN :lo AND :hi';
+      values[':lo'] = { S: lo };
+      values[':hi'] = { S: hi };
+    } else if (lo !== undefined) {
+      keyCond += ' AND #sk >= :lo';
+      values[':lo'] = { S: lo };
+    } else if (hi !== undefined) {
+      keyCond += ' AND #sk <= :hi';
+      values[':hi'] = { S: hi };
+    }
+    if (keyCond.includes('#sk')) names['#sk'] = 'sk';
+
+    const input: QueryCommandInput = {
+      TableName: this.tableName(table),
+      KeyConditionExpression: keyCond,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+      ConsistentRead: true,
+      ScanIndexForward: !reverse,
+      ...(limit !== undefined ? { Limit: limit } : {}),
+      ...(after !== undefined ? { ExclusiveStartKey: { pk: { S: pk }, sk: { S: after } } } : {}),
+    };
+    const out = await throttled(() => this.ddb.send(new QueryCommand(input)));
+    const items = (out.Items ?? []).map((av) => decodeItem(av) as Item);
+    // LastEvaluatedKey can come with an exactly-full page: `next` only promises "more MAY follow".
+    if (out.LastEvaluatedKey === undefined) return { items };
+    return { items, next: items.at(-1)?.sk ?? out.LastEvaluatedKey['sk']?.S };
+  }
+
+  async put(table: TableName, item: Item, cond?: Condition): Promise<void> {
+    const outcome = await this.putOne(table, encodeItem(item), cond);
+    if (!outcome.ok) throw new ConditionFailedError([{ index: 0, current: outcome.current }]);
+  }
+
+  async delete(table: TableName, key: ItemKey, cond?: Condition): Promise<void> {
+    const outcome = await this.deleteOne(table, key, cond);
+    if (!outcome.ok) throw new ConditionFailedError([{ index: 0, current: outcome.current }]);
+  }
+
+  async writeEach(ops: WriteOp[]): Promise<WriteResult[]> {
+    // Encoded (and size-checked) before any write starts, so a bad op writes nothing.
+    const encoded = ops.map((op) => {
+      if (op.op === 'check') throw new Error("writeEach does not take 'check' ops (transactions only)");
+      return op.op === 'put' ? encodeItem(op.item) : undefined;
+    });
+    const results: WriteResult[] = new Array<WriteResult>(ops.length);
+    let next = 0;
+    let failure: { err: unknown } | undefined;
+    // A small worker pool; on an unexpected error, stop starting new writes but let the ones in
+    // flight settle, so nothing is still writing after this call rejects.
+    const worker = async (): Promise<void> => {
+      while (failure === undefined && next < ops.length) {
+        const i = next++;
+        const op = ops[i] as WriteOp;
+        try {
+          if (op.op === 'put') results[i] = await this.putOne(op.table, encoded[i] as AvMap, op.cond);
+          else if (op.op === 'delete') results[i] = await this.deleteOne(op.table, op.key, op.cond);
+        } catch (err) {
+          failure ??= { err };
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.writeConcurrency, ops.length) }, worker));
+    if (failure !== undefined) throw failure.err;
+    return results;
+  }
+
+  async transact(ops: WriteOp[]): Promise<void> {
+    if (ops.length > MAX_TRANSACT_OPS)
+      throw new Error(`transact takes at most ${MAX_TRANSACT_OPS} ops, got ${ops.length}`);
+    const seen = new Set<string>();
+    const items = ops.map((op) => {
+      const key = op.op === 'put' ? op.item : op.key;
+      const id = JSON.stringify([op.table, key.pk, key.sk]);
+      if (seen.has(id)) throw new Error(`transact has more than one op on ${op.table} ${key.pk} ${key.sk}`);
+      seen.add(id);
+      return this.transactItem(op);
+    });
+    if (ops.length === 0) return;
+    const only = ops.length === 1 ? ops[0] : undefined;
+    // A lone put or delete is atomic by itself, at half a transaction's write units.
+    if (only?.op === 'put') {
+      const outcome = await this.putOne(only.table, items[0]?.Put?.Item as AvMap, only.cond);
+      if (!outcome.ok) throw new ConditionFailedError([{ index: 0, current: outcome.current }]);
+      return;
+    }
+    if (only?.op === 'delete') return this.delete(only.table, only.key, only.cond);
+
+    // The SDK does not retry a cancelled transaction; one cancelled only by conflicts (another
+    // transaction on the same items in flight) wrote nothing and may be sent again.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await throttled(() => this.ddb.send(new TransactWriteItemsCommand({ TransactItems: items })));
+        return;
+      } catch (err) {
+        if (errorName(err) !== 'TransactionCanceledException') throw err;
+        const reasons = (err as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? [];
+        const failed = reasons.flatMap((r, index) =>
+          r.Code === 'ConditionalCheckFailed' ? [{ index, current: decodeItem(r.Item) }] : [],
+        );
+        if (failed.length > 0) throw new ConditionFailedError(failed);
+        // Only conflicts (or throttling) with nothing else wrong: the whole set can be retried.
+        const transient = reasons.filter((r) => r.Code !== 'None' && r.Code !== undefined);
+        const retryable =
+          transient.length > 0 &&
+          transient.every(
+            (r) =>
+              r.Code === 'TransactionConflict' ||
+              r.Code === 'ThrottlingError' ||
+              r.Code === 'ProvisionedThroughputExceeded',
+          );
+        if (!retryable) throw err;
+        if (attempt >= CONTENTION_RETRIES) {
+          if (transient.some((r) => r.Code === 'TransactionConflict')) {
+            throw new ContentionError(
+              `transaction conflicted ${attempt + 1} times with other writes on the same items`,
+              { cause: err },
+            );
+          }
+          throw err;
+        }
+      }
+      await sleep(10 + backoff(attempt, 20, 1_000));
+    }
+  }
+
+  private transactItem(op: WriteOp): TransactWriteItem {
+    const TableName = this.tableName(op.table);
+    const g = guard(op.cond);
+    const onFail = op.cond ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {};
+    switch (op.op) {
+      case 'put':
+        return { Put: { TableName, Item: encodeItem(op.item), ...g, ...onFail } };
+      case 'delete':
+        return { Delete: { TableName, Key: encodeKey(op.key), ...g, ...onFail } };
+      case 'check':
+        return { ConditionCheck: { TableName, Key: encodeKey(op.key), ...guard(op.cond), ...onFail } };
+    }
+  }
+
+  private async putOne(table: TableName, av: AvMap, cond: Condition | undefined): Promise<WriteResult> {
+    try {
+      await throttled(() =>
+        this.ddb.send(
+          new PutItemCommand({
+            TableName: this.tableName(table),
+            Item: av,
+            ...guard(cond),
+            ...(cond ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
+          }),
+        ),
+      );
+      return { ok: true };
+    } catch (err) {
+      if (errorName(err) !== 'ConditionalCheckFailedException') throw err;
+      const found = (err as { Item?: AvMap }).Item;
+      // The SDK retried after a lost response and now trips over our own first attempt: the
+      // item as found is byte-for-byte what we wrote, so the write did happen.
+      if (attemptsOf(err) > 1 && sameItem(found, av)) return { ok: true };
+      return { ok: false, current: decodeItem(found) };
+    }
+  }
+
+  private async deleteOne(table: TableName, key: ItemKey, cond: Condition | undefined): Promise<WriteResult> {
+    try {
+      await throttled(() =>
+        this.ddb.send(
+          new DeleteItemCommand({
+            TableName: this.tableName(table),
+            Key: encodeKey(key),
+            ...guard(cond),
+            ...(cond ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
+          }),
+        ),
+      );
+      return { ok: true };
+    } catch (err) {
+      if (errorName(err) !== 'ConditionalCheckFailedException') throw err;
+      return { ok: false, current: decodeItem((err as { Item?: AvMap }).Item) };
+    }
+  }
+}
