@@ -51,8 +51,7 @@ import { GRANT_ACTIONS, parseGrants, type Grant } from '../lambdas/http/grants.j
 import type { RouteDef } from '../lambdas/http/route.js';
 import { ALL_ROUTES } from '../lambdas/http/routes.js';
 import { SEGMENT_BLOB_PREFIX } from '../lambdas/service/keys.js';
-import { ITEM_TABLE_SCHEMA } from '../lambdas/storage/aws.js';
-import { BUCKET_ENV, TABLE_ENV } from '../lambdas/storage/aws-env.js';
+import { BUCKET_ENV, ITEM_TABLE_SCHEMA, TABLE_ENV } from '../lambdas/storage/aws/schema.js';
 import { TABLES, type TableName } from '../lambdas/storage/port.js';
 import {
   BLOB_PREFIXES,

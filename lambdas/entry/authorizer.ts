@@ -1,6 +1,6 @@
 import { makeTokenAuthorizer } from '../auth/authorizer.js';
 import { TokenStore } from '../auth/token-store.js';
-import { awsStorageConfigFromEnv, createAwsStorage } from '../storage/aws.js';
+import { awsStorageConfigFromEnv, createAwsStorage } from '../storage/aws/index.js';
 
 let store: TokenStore | undefined;
 

@@ -14,7 +14,7 @@ import {
 } from '../../lambdas/auth/token-store.js';
 import { principalOf } from '../../lambdas/http/route.js';
 import type { HttpEvent } from '../../lambdas/http/types.js';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded.js';
+import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 import { crashing } from '../support/storage.js';
 
