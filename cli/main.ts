@@ -12,6 +12,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { DEFAULT_ENDPOINT } from '../client/http.js';
+import { VERSION } from '../lambdas/version.js';
 import { createContext, type CommandGroup, type Io } from './command.js';
 import { claimCommands } from './commands/claims.js';
 import { dlqCommands } from './commands/dlq.js';
@@ -28,7 +29,7 @@ const GROUPS: readonly CommandGroup[] = [messageCommands, groupCommands, queueCo
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
   const program = new Command('sluice')
     .description('Command line for a Sluice message queue API.')
-    .version('0.1.0')
+    .version(VERSION)
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .exitOverride();

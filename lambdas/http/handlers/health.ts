@@ -1,11 +1,8 @@
 /**
  * `GET /health`: liveness, and whether storage answers (200 healthy, 503 not); public.
  */
-import packageJson from '../../../package.json' with { type: 'json' };
+import { VERSION } from '../../version.js';
 import { defineRoute, type RouteDef } from '../route.js';
-
-/** Sluice's version: package.json's, which esbuild inlines into the bundles. */
-const VERSION: string = packageJson.version;
 
 export const health = defineRoute({
   method: 'GET',
