@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../lambdas/config.js';
 import { QUEUE_MODE_GROUP } from '../lambdas/core/names.js';
-import type { PopRequest, PopResult } from '../lambdas/service/lease-service.js';
+import type { PopRequest, PopResult } from '../lambdas/service/leases/lease-service.js';
 import { buildServices, type Services } from '../lambdas/service/runtime.js';
 import { openEmbeddedStorage } from '../lambdas/storage/embedded.js';
 import { startAwsEmulator } from '../test/support/moto.js';

@@ -1,16 +1,16 @@
 import { defaultInlineMaxBytes, loadConfig, type SluiceConfig } from '../config.js';
 import type { Storage } from '../storage/port.js';
-import { ClaimService } from './claim-service.js';
-import { ConsumerGroupsService } from './consumer-groups.js';
-import { DlqService } from './dlq-service.js';
+import { ClaimService } from './claims/claim-service.js';
+import { ConsumerGroupsService } from './leases/lease-groups.js';
+import { DlqService } from './leases/dlq-service.js';
 import { KmsKeyProvider, LocalKeyProvider, PayloadCipher, type KeyProvider } from './encryption.js';
-import { LeaseService } from './lease-service.js';
-import { QueueDeletion } from './queue-deletion.js';
-import { RetentionService } from './retention-service.js';
+import { LeaseService } from './leases/lease-service.js';
+import { QueueDeletion } from './maintenance/queue-deletion.js';
+import { RetentionService } from './maintenance/retention.js';
 import { TransactionService } from './transaction-service.js';
 import { parseKey } from '../core/sealing.js';
-import { GroupRegistry } from './groups.js';
-import { LogService } from './log-service.js';
+import { GroupRegistry } from './groups/group-registry.js';
+import { LogService } from './log/log-service.js';
 import { Notifier } from './notifier.js';
 import { MemoryTelemetry, type Telemetry } from './telemetry.js';
 
@@ -132,7 +132,9 @@ async function fromEnvironment(): Promise<Services> {
   const onLambda = Boolean(process.env['AWS_LAMBDA_FUNCTION_NAME']);
   if (aws) {
     // On Lambda: structured logs and EMF metrics (Powertools); elsewhere the in-memory default.
-    const telemetry = onLambda ? new (await import('./powertools-telemetry.js')).PowertoolsTelemetry() : undefined;
+    const telemetry = onLambda
+      ? new (await import('./adapters/powertools-telemetry.js')).PowertoolsTelemetry()
+      : undefined;
     return buildServices(createAwsStorage(aws), config, telemetry ? { telemetry } : {});
   }
   if (onLambda)

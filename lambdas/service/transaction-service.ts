@@ -15,8 +15,8 @@ import { uuidv7 } from '../core/ids.js';
 import { parseAckStatus, type AckStatus } from '../core/leases.js';
 import { QUEUE_MODE_GROUP } from '../core/names.js';
 import { ConditionFailedError, ContentionError, MAX_TRANSACT_OPS, type WriteOp } from '../storage/port.js';
-import type { LeaseService, LanePrep } from './lease-service.js';
-import { mergeOps, type LogService, type PreparedCommit, type PushItem } from './log-service.js';
+import type { LeaseService, LanePrep } from './leases/lease-service.js';
+import { mergeOps, type LogService, type PreparedCommit, type PushItem } from './log/log-service.js';
 
 export type TxOp =
   | { type: 'push'; items: PushItem[] }

@@ -4,8 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeSegment } from '../../lambdas/codec/segment.js';
 import type { LocalServer } from '../../lambdas/local/server.js';
-import { keys } from '../../lambdas/service/keys.js';
-import { runMaintenance } from '../../lambdas/service/maintenance.js';
+import { keys } from '../../lambdas/service/log/log-store.js';
+import { runMaintenance } from '../../lambdas/service/maintenance/maintenance.js';
 import type { Services } from '../../lambdas/service/runtime.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 import { testBackends } from '../support/backends.js';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { encodeSegment } from '../../lambdas/codec/segment.js';
 import { SluiceError } from '../../lambdas/core/errors.js';
 import { resolveQueueOptions } from '../../lambdas/core/queue-options.js';
-import { SEGMENT_BLOB_PREFIX, keys, segmentBlobKey } from '../../lambdas/service/keys.js';
+import { SEGMENT_BLOB_PREFIX, keys, segmentBlobKey } from '../../lambdas/service/log/log-store.js';
 import type { Storage, WriteOp } from '../../lambdas/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { json, testServices, text } from '../support/services.js';

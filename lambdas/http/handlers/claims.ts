@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MAX_ACK_OFFSETS } from '../../core/claims.js';
-import type { ClaimedRecord } from '../../service/claim-service.js';
+import type { ClaimedRecord } from '../../service/claims/claim-service.js';
 import { rawPayload } from '../json.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { iso, nameSchema } from './log.js';

@@ -5,9 +5,9 @@
  */
 import { z } from 'zod';
 import { invalid } from '../../core/errors.js';
-import type { GroupView } from '../../service/consumer-groups.js';
-import type { DlqEntry } from '../../service/dlq-service.js';
-import { MAX_REDRIVE } from '../../service/dlq-service.js';
+import type { GroupView } from '../../service/leases/lease-groups.js';
+import type { DlqEntry } from '../../service/leases/dlq-service.js';
+import { MAX_REDRIVE } from '../../service/leases/dlq-service.js';
 import { rawPayload } from '../json.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { iso, nameSchema } from './log.js';

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { SluiceError, invalid } from '../../core/errors.js';
 import { decodeLeaseId, parseAckStatus } from '../../core/leases.js';
 import { QUEUE_MODE_GROUP, nameProblem } from '../../core/names.js';
-import type { AckRequestItem, AckResult, PopResult } from '../../service/lease-service.js';
+import type { AckRequestItem, AckResult, PopResult } from '../../service/leases/lease-service.js';
 import type { Services } from '../../service/runtime.js';
 import type { TxOp } from '../../service/transaction-service.js';
 import type { Action } from '../route.js';

@@ -8,7 +8,7 @@ import {
   resolveQueueOptions,
   type QueueOptions,
 } from '../../core/queue-options.js';
-import type { PushItem, PushResult, StoredMessage } from '../../service/log-service.js';
+import type { PushItem, PushResult, StoredMessage } from '../../service/log/log-service.js';
 import type { Services } from '../../service/runtime.js';
 import { RawJson, rawPayload } from '../json.js';
 import { payloadSpans } from '../raw-json.js';

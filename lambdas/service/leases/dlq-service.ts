@@ -9,8 +9,8 @@
  * (by queue, by queue + group) whose sort keys start with the failure time, so listing is
  * newest first. Rows survive retention; only replay, delete and bulk redrive remove them.
  */
-import { SluiceError, notFound } from '../core/errors.js';
-import { uuidv7 } from '../core/ids.js';
+import { SluiceError, notFound } from '../../core/errors.js';
+import { uuidv7 } from '../../core/ids.js';
 import {
   ConditionFailedError,
   MAX_GET_MANY,
@@ -18,10 +18,10 @@ import {
   type Json,
   type Storage,
   type WriteOp,
-} from '../storage/port.js';
-import { markerOrAbort, sweepBlobPage, type SweepReport } from './blob-sweep.js';
-import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, entryPk, listSk, parseDlqBlobKey } from './lease-keys.js';
-import type { LogService, PartitionRef, PushResult, StoredMessage } from './log-service.js';
+} from '../../storage/port.js';
+import { markerOrAbort, sweepBlobPage, type SweepReport } from '../maintenance/blob-sweep.js';
+import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, entryPk, listSk, parseDlqBlobKey } from './lease-store.js';
+import type { LogService, PartitionRef, PushResult, StoredMessage } from '../log/log-service.js';
 
 /** Payloads up to this size stay inside the entry item; larger ones go to a blob. */
 const INLINE_PAYLOAD_BYTES = 256 * 1024;

@@ -20,9 +20,9 @@
  * ```
  */
 import { randomBytes } from 'node:crypto';
-import type { Frame } from '../codec/segment.js';
-import type { SluiceConfig } from '../config.js';
-import { SluiceError } from '../core/errors.js';
+import type { Frame } from '../../codec/segment.js';
+import type { SluiceConfig } from '../../config.js';
+import { SluiceError } from '../../core/errors.js';
 import {
   applyPop,
   decodeLeaseId,
@@ -45,10 +45,10 @@ import {
   type AckPlan,
   type AckStatus,
   type CursorState,
-} from '../core/leases.js';
-import { QUEUE_MODE_GROUP } from '../core/names.js';
-import { effectiveLeaseSeconds } from '../core/queue-options.js';
-import { retentionOn, retentionWindows } from '../core/retention.js';
+} from '../../core/leases.js';
+import { QUEUE_MODE_GROUP } from '../../core/names.js';
+import { effectiveLeaseSeconds } from '../../core/queue-options.js';
+import { retentionOn, retentionWindows } from '../../core/retention.js';
 import {
   ConditionFailedError,
   ContentionError,
@@ -56,14 +56,14 @@ import {
   type Json,
   type Storage,
   type WriteOp,
-} from '../storage/port.js';
+} from '../../storage/port.js';
 import type { DlqService } from './dlq-service.js';
-import type { GroupRecord, GroupRegistry } from './groups.js';
-import { leaseKeys } from './lease-keys.js';
-import type { LogService, PartitionRef, QueueRecord, SegmentMeta, StoredMessage } from './log-service.js';
-import type { Notifier } from './notifier.js';
+import type { GroupRecord, GroupRegistry } from '../groups/group-registry.js';
+import { leaseKeys } from './lease-store.js';
+import type { LogService, PartitionRef, QueueRecord, SegmentMeta, StoredMessage } from '../log/log-service.js';
+import type { Notifier } from '../notifier.js';
 import { ReadyIndex } from './ready-index.js';
-import type { Telemetry } from './telemetry.js';
+import type { Telemetry } from '../telemetry.js';
 
 /** Payload bytes one pop returns at most (Lambda answers at most 6 MB synchronously). */
 export const POP_MAX_BYTES = 5 * 1024 * 1024;

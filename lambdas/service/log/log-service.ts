@@ -1,16 +1,16 @@
-import { decodeSegment, encodeSegment, type Frame } from '../codec/segment.js';
-import type { SluiceConfig } from '../config.js';
+import { decodeSegment, encodeSegment, type Frame } from '../../codec/segment.js';
+import type { SluiceConfig } from '../../config.js';
 import {
   firstOccurrences,
   judgeReservation,
   reservationJson,
   type MarkerState,
   type Reservation,
-} from '../core/dedup.js';
-import { SluiceError } from '../core/errors.js';
-import { uuidv7 } from '../core/ids.js';
-import { DEFAULT_PARTITION, assertName } from '../core/names.js';
-import { IMPLICIT_QUEUE_OPTIONS, type QueueOptions } from '../core/queue-options.js';
+} from '../../core/dedup.js';
+import { SluiceError } from '../../core/errors.js';
+import { uuidv7 } from '../../core/ids.js';
+import { DEFAULT_PARTITION, assertName } from '../../core/names.js';
+import { IMPLICIT_QUEUE_OPTIONS, type QueueOptions } from '../../core/queue-options.js';
 import {
   ConditionFailedError,
   ContentionError,
@@ -19,7 +19,7 @@ import {
   type Storage,
   type WriteOp,
   type WriteResult,
-} from '../storage/port.js';
+} from '../../storage/port.js';
 import {
   PARTITION_PREFIX,
   SEGMENT_BLOB_PREFIX,
@@ -27,10 +27,10 @@ import {
   keys,
   parseSegmentBlobKey,
   segmentBlobKey,
-} from './keys.js';
-import { markerOrAbort, sweepBlobPage, type SweepReport } from './blob-sweep.js';
-import type { Notifier } from './notifier.js';
-import type { Telemetry } from './telemetry.js';
+} from './log-store.js';
+import { markerOrAbort, sweepBlobPage, type SweepReport } from '../maintenance/blob-sweep.js';
+import type { Notifier } from '../notifier.js';
+import type { Telemetry } from '../telemetry.js';
 
 /** A queue as stored. */
 export interface QueueRecord {

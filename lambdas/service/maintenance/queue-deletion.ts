@@ -34,9 +34,9 @@
  *
  * Idle-partition retention retires partitions through the same partition tombstones.
  */
-import type { SluiceConfig } from '../config.js';
-import { SluiceError } from '../core/errors.js';
-import { assertName } from '../core/names.js';
+import type { SluiceConfig } from '../../config.js';
+import { SluiceError } from '../../core/errors.js';
+import { assertName } from '../../core/names.js';
 import {
   ConditionFailedError,
   ContentionError,
@@ -45,12 +45,12 @@ import {
   type Storage,
   type TableName,
   type WriteOp,
-} from '../storage/port.js';
-import { claimKeys } from './claim-service.js';
-import type { DlqService } from './dlq-service.js';
-import type { GroupRecord, GroupRegistry } from './groups.js';
-import { PARTITION_PREFIX, SEGMENT_BLOB_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PK, keys } from './keys.js';
-import { leaseKeys } from './lease-keys.js';
+} from '../../storage/port.js';
+import { claimKeys } from '../claims/claim-service.js';
+import type { DlqService } from '../leases/dlq-service.js';
+import type { GroupRecord, GroupRegistry } from '../groups/group-registry.js';
+import { PARTITION_PREFIX, SEGMENT_BLOB_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PK, keys } from '../log/log-store.js';
+import { leaseKeys } from '../leases/lease-store.js';
 import {
   belongsTo,
   partitionRefOf,
@@ -59,8 +59,8 @@ import {
   type PartitionRef,
   type QueueRecord,
   type RetireReason,
-} from './log-service.js';
-import type { ReadyIndex } from './ready-index.js';
+} from '../log/log-service.js';
+import type { ReadyIndex } from '../leases/ready-index.js';
 
 /** Most partitions a delete request retires itself; maintenance retires the rest. */
 export const SYNC_RETIRE_PARTITIONS = 500;

@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
-import type { SluiceConfig } from '../config.js';
-import * as core from '../core/claims.js';
+import type { SluiceConfig } from '../../config.js';
+import * as core from '../../core/claims.js';
 import type {
   ClaimItem,
   ClaimLimits,
@@ -10,10 +10,10 @@ import type {
   Member,
   PollRequest,
   Start,
-} from '../core/claims.js';
-import { retentionOn } from '../core/retention.js';
-import { SluiceError, invalid, notFound } from '../core/errors.js';
-import { assertName } from '../core/names.js';
+} from '../../core/claims.js';
+import { retentionOn } from '../../core/retention.js';
+import { SluiceError, invalid, notFound } from '../../core/errors.js';
+import { assertName } from '../../core/names.js';
 import {
   ConditionFailedError,
   ContentionError,
@@ -22,12 +22,12 @@ import {
   type Json,
   type Storage,
   type WriteOp,
-} from '../storage/port.js';
-import type { GroupRegistry } from './groups.js';
-import { padOffset } from './keys.js';
-import type { LogService, PartitionRef, QueueRecord, StoredMessage } from './log-service.js';
-import type { Notifier } from './notifier.js';
-import type { Telemetry } from './telemetry.js';
+} from '../../storage/port.js';
+import type { GroupRegistry } from '../groups/group-registry.js';
+import { padOffset } from '../log/log-store.js';
+import type { LogService, PartitionRef, QueueRecord, StoredMessage } from '../log/log-service.js';
+import type { Notifier } from '../notifier.js';
+import type { Telemetry } from '../telemetry.js';
 
 /**
  * Storage layout of record claims (table `claims`), per (partition id, group):

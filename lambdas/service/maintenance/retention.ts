@@ -28,7 +28,7 @@
  * that commits after step 2 would have to have been running for the whole grace period, the
  * same bound the orphan-blob sweeper relies on for a push that is merely slow.
  */
-import { QUEUE_MODE_GROUP } from '../core/names.js';
+import { QUEUE_MODE_GROUP } from '../../core/names.js';
 import {
   consumedFloor,
   deletableSegments,
@@ -37,13 +37,13 @@ import {
   partitionRemovable,
   retentionWindows,
   unreadKeepFrom,
-} from '../core/retention.js';
-import type { SluiceConfig } from '../config.js';
-import { ConditionFailedError, ContentionError, type Json, type WriteOp } from '../storage/port.js';
-import type { ClaimService } from './claim-service.js';
-import type { GroupRecord, GroupRegistry } from './groups.js';
-import { keys } from './keys.js';
-import { decodeCursor } from './lease-service.js';
+} from '../../core/retention.js';
+import type { SluiceConfig } from '../../config.js';
+import { ConditionFailedError, ContentionError, type Json, type WriteOp } from '../../storage/port.js';
+import type { ClaimService } from '../claims/claim-service.js';
+import type { GroupRecord, GroupRegistry } from '../groups/group-registry.js';
+import { keys } from '../log/log-store.js';
+import { decodeCursor } from '../leases/lease-service.js';
 import {
   partitionRefOf,
   retireOps,
@@ -51,7 +51,7 @@ import {
   type PartitionRef,
   type QueueRecord,
   type RetiringMark,
-} from './log-service.js';
+} from '../log/log-service.js';
 
 export interface RetentionReport {
   queues: number;

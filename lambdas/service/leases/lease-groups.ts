@@ -6,13 +6,13 @@
  * These are admin paths: they walk a queue's partitions (O(partitions) requests), unlike
  * pop and ack.
  */
-import { SluiceError, conflict, notFound } from '../core/errors.js';
-import { isLive, laneLag, messageProgress } from '../core/leases.js';
-import type { Item, Storage } from '../storage/port.js';
-import type { GroupRecord, GroupRegistry } from './groups.js';
-import { leaseKeys } from './lease-keys.js';
+import { SluiceError, conflict, notFound } from '../../core/errors.js';
+import { isLive, laneLag, messageProgress } from '../../core/leases.js';
+import type { Item, Storage } from '../../storage/port.js';
+import type { GroupRecord, GroupRegistry } from '../groups/group-registry.js';
+import { leaseKeys } from './lease-store.js';
 import { decodeCursor, type LeaseService } from './lease-service.js';
-import type { LogService, PartitionRef } from './log-service.js';
+import type { LogService, PartitionRef } from '../log/log-service.js';
 
 export interface PartitionLag {
   partition: string;

@@ -1,6 +1,6 @@
-import { SluiceError } from '../core/errors.js';
-import { assertName } from '../core/names.js';
-import { ConditionFailedError, type Item, type Json, type Storage } from '../storage/port.js';
+import { SluiceError } from '../../core/errors.js';
+import { assertName } from '../../core/names.js';
+import { ConditionFailedError, type Item, type Json, type Storage } from '../../storage/port.js';
 
 /**
  * How a group consumes: `lease` (Queen's partition leases) or `claim` (Felix's record

@@ -19,12 +19,12 @@
  *   {@link SCAN_PAGE} partitions per wildcard pop marks those holding messages
  *   (put-if-absent), with progress in the group's scan-state item, until done.
  */
-import { isLive, type CursorState } from '../core/leases.js';
-import { ConditionFailedError, MAX_GET_MANY, type Item, type Storage, type WriteOp } from '../storage/port.js';
-import { groupKeys, type GroupRecord, type GroupRegistry } from './groups.js';
-import { leaseKeys, readyPk } from './lease-keys.js';
-import { belongsTo, partitionRefOf, type CommitHook, type LogService } from './log-service.js';
-import { PARTITION_PREFIX, keys } from './keys.js';
+import { isLive, type CursorState } from '../../core/leases.js';
+import { ConditionFailedError, MAX_GET_MANY, type Item, type Storage, type WriteOp } from '../../storage/port.js';
+import { groupKeys, type GroupRecord, type GroupRegistry } from '../groups/group-registry.js';
+import { leaseKeys, readyPk } from './lease-store.js';
+import { belongsTo, partitionRefOf, type CommitHook, type LogService } from '../log/log-service.js';
+import { PARTITION_PREFIX, keys } from '../log/log-store.js';
 
 /** READY items read per query. */
 export const PAGE = 20;
