@@ -151,7 +151,7 @@ async function leasesInProcess(g: number): Promise<number> {
   try {
     const svc = buildServices(storage, loadConfig({}));
     for (let b = 0; b < TOTAL / 100; b++)
-      await svc.log.push(
+      await svc.pushes.push(
         Array.from({ length: 100 }, (_, i) => ({
           queue: 'lb',
           partition: `p${b % 8}`,
@@ -268,7 +268,7 @@ async function measure(
 
 async function pushBatches(svc: Services, queue: string, partition: string, total: number): Promise<void> {
   for (let b = 0; b < total / 100; b++)
-    await svc.log.push(
+    await svc.pushes.push(
       Array.from({ length: 100 }, (_, i) => ({ queue, partition, payload: Buffer.from(payload(b * 100 + i)) })),
     );
 }
@@ -295,7 +295,7 @@ async function embeddedCounts(): Promise<string[]> {
     // Number of groups on the queue (each has its own cursor; others are untouched).
     for (const groups of [1, 10]) {
       const q = `groups-${groups}`;
-      await svc.log.ensureQueue(q);
+      await svc.queues.ensureQueue(q);
       for (let g = 1; g < groups; g++) await svc.leases.pop(popReq(q, { group: `other-${g}` }));
       await pushBatches(svc, q, 'Default', 1_000);
       rows.push(
@@ -308,10 +308,10 @@ async function embeddedCounts(): Promise<string[]> {
     // Idle partitions next to the one with work.
     for (const idle of [0, 10_000]) {
       const q = `idle-${idle}`;
-      const rec = await svc.log.ensureQueue(q);
+      const rec = await svc.queues.ensureQueue(q);
       await svc.leases.pop(popReq(q)); // registers the group first
       for (let i = 0; i < idle; i += 100)
-        await Promise.all(Array.from({ length: 100 }, (_, j) => svc.log.ensurePartition(rec, `idle-${i + j}`)));
+        await Promise.all(Array.from({ length: 100 }, (_, j) => svc.queues.ensurePartition(rec, `idle-${i + j}`)));
       await pushBatches(svc, q, 'busy', 1_000);
       rows.push(row(`wildcard pop, ${fmt(idle)} idle partitions`, await measure(svc, c.total, c.reset, popReq(q), 5)));
     }
@@ -380,7 +380,7 @@ async function awsCounts(): Promise<string[]> {
       total = 1200,
     ): Promise<void> => {
       for (let b = 0; b < total / perPush; b++)
-        await producer.log.push(
+        await producer.pushes.push(
           Array.from({ length: perPush }, (_, i) => ({ queue, partition, payload: mk(b * perPush + i) })),
         );
     };
@@ -404,7 +404,7 @@ async function awsCounts(): Promise<string[]> {
     );
     await fill('aws-g1', 'Default', small, 10);
     await run('wildcard pop, G = 1, no idle partitions, inline segments', 'aws-g1', popReq('aws-g1'));
-    await producer.log.ensureQueue('aws-g3');
+    await producer.queues.ensureQueue('aws-g3');
     await consumer.leases.pop(popReq('aws-g3', { group: 'g2' }));
     await consumer.leases.pop(popReq('aws-g3', { group: 'g3' }));
     await fill('aws-g3', 'Default', small, 10);
@@ -415,10 +415,10 @@ async function awsCounts(): Promise<string[]> {
       'aws-blob',
       popReq('aws-blob', { partition: 'Default' }),
     );
-    const rec = await producer.log.ensureQueue('aws-idle');
+    const rec = await producer.queues.ensureQueue('aws-idle');
     await consumer.leases.pop(popReq('aws-idle'));
     // One at a time: moto answers 500 to some concurrent transactions.
-    for (let i = 0; i < 200; i++) await producer.log.ensurePartition(rec, `idle-${i}`);
+    for (let i = 0; i < 200; i++) await producer.queues.ensurePartition(rec, `idle-${i}`);
     await fill('aws-idle', 'busy', small, 10);
     await run('wildcard pop, 200 idle partitions, inline segments', 'aws-idle', popReq('aws-idle'));
     await fill('aws-idle-s3', 'busy', small);

@@ -128,8 +128,35 @@ export class KmsKeyProvider implements KeyProvider {
   }
 }
 
+/** Seals and opens payloads: what the services hold (a {@link PayloadCipher}; absent without a key). */
+export interface PayloadCipherLike {
+  seal(plain: Uint8Array): Promise<Uint8Array>;
+  open(envelope: Uint8Array): Promise<Uint8Array>;
+}
+
+/**
+ * A stored payload as plaintext: a sealed one is opened, which needs the key.
+ *
+ * @example
+ * ```ts
+ * const text = await openPayload(cipher, frame); // frame.payload when not sealed
+ * ```
+ */
+export async function openPayload(
+  cipher: PayloadCipherLike | undefined,
+  m: { payload: Uint8Array; sealed?: boolean | undefined },
+): Promise<Uint8Array> {
+  if (!m.sealed) return m.payload;
+  if (!cipher)
+    throw new SluiceError(
+      'unavailable',
+      'a stored payload is sealed, but this server has no encryption key (set SLUICE_ENCRYPTION_KEY or SLUICE_KMS_KEY_ID)',
+    );
+  return cipher.open(m.payload);
+}
+
 /** Seals and opens payloads under a {@link KeyProvider}. */
-export class PayloadCipher {
+export class PayloadCipher implements PayloadCipherLike {
   constructor(private readonly keys: KeyProvider) {}
 
   async seal(plain: Uint8Array): Promise<Uint8Array> {

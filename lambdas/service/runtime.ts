@@ -1,16 +1,21 @@
 import { defaultInlineMaxBytes, loadConfig, type SluiceConfig } from '../config.js';
 import type { Storage } from '../storage/port.js';
 import { ClaimService } from './claims/claim-service.js';
-import { ConsumerGroupsService } from './leases/lease-groups.js';
+import { LeaseGroupAdmin } from './leases/lease-groups.js';
 import { DlqService } from './leases/dlq-service.js';
 import { KmsKeyProvider, LocalKeyProvider, PayloadCipher, type KeyProvider } from './encryption.js';
 import { LeaseService } from './leases/lease-service.js';
 import { QueueDeletion } from './maintenance/queue-deletion.js';
 import { RetentionService } from './maintenance/retention.js';
+import { SegmentBlobSweep } from './maintenance/segment-blob-sweep.js';
 import { TransactionService } from './transaction-service.js';
 import { parseKey } from '../core/sealing.js';
 import { GroupRegistry } from './groups/group-registry.js';
-import { LogService } from './log/log-service.js';
+import { MessageLookup } from './log/message-lookup.js';
+import { PushService } from './log/push.js';
+import { QueueDirectory } from './log/queue-directory.js';
+import { SegmentReader } from './log/segments.js';
+import { TailHints } from './log/tail-hints.js';
 import { Notifier } from './notifier.js';
 import { MemoryTelemetry, type Telemetry } from './telemetry.js';
 
@@ -23,7 +28,14 @@ export interface Services {
   storage: Storage;
   notifier: Notifier;
   clock: () => number;
-  log: LogService;
+  /** Queues and partitions: lookups, creation on first push, `/configure`. */
+  queues: QueueDirectory;
+  /** Pushes: dedup reservations and segment commits. */
+  pushes: PushService;
+  /** Reads of the log by offset, its tail and head. */
+  segments: SegmentReader;
+  /** A message by its transactionId. */
+  messageLookup: MessageLookup;
   groups: GroupRegistry;
   /** Record claims: consumer groups as shared work queues (docs/CLAIMS.md). */
   claims: ClaimService;
@@ -32,13 +44,15 @@ export interface Services {
   /** The partition-lease dead-letter queue. */
   dlq: DlqService;
   /** Lease consumer groups: lag, delete, subscription, seek. */
-  consumerGroups: ConsumerGroupsService;
+  leaseGroups: LeaseGroupAdmin;
   /** Atomic pushes + acks. */
   transactions: TransactionService;
   /** Retention of lease queues (run by maintenance). */
   retention: RetentionService;
   /** Queue deletion, and (run by maintenance) the removal of deleted queues' and retired partitions' data. */
   deletion: QueueDeletion;
+  /** The orphan segment-blob sweep (run by maintenance). */
+  segmentBlobs: SegmentBlobSweep;
   telemetry: Telemetry;
   /** Aborted when the process is shutting down: long polls answer early. */
   shutdown: AbortSignal;
@@ -54,12 +68,12 @@ export interface BuildOptions {
 }
 
 /**
- * Wires the services over a storage adapter.
+ * Wires the services over a storage adapter: each gets only the services it uses.
  *
  * @example
  * ```ts
  * const svc = buildServices(await openEmbeddedStorage({ dataDir }), loadConfig());
- * await svc.log.push([{ queue: 'q', payload: Buffer.from('{}') }]);
+ * await svc.pushes.push([{ queue: 'q', payload: Buffer.from('{}') }]);
  * ```
  */
 export function buildServices(storage: Storage, cfg: SluiceConfig, opts: BuildOptions = {}): Services {
@@ -67,31 +81,52 @@ export function buildServices(storage: Storage, cfg: SluiceConfig, opts: BuildOp
   const clock = opts.clock ?? Date.now;
   const notifier = opts.notifier ?? new Notifier();
   const telemetry = opts.telemetry ?? new MemoryTelemetry();
-  const log = new LogService({ storage, config, notifier, clock, telemetry });
-  const groups = new GroupRegistry(storage, clock, config.queueCacheMs);
-  const claims = new ClaimService({ storage, log, groups, notifier, telemetry, config, clock });
   const keys = opts.keyProvider ?? keyProviderFromConfig(config, storage, clock);
-  if (keys) log.setCipher(new PayloadCipher(keys));
-  const dlq = new DlqService(storage, log);
-  const leases = new LeaseService({ storage, config, log, groups, dlq, notifier, telemetry, clock });
-  const consumerGroups = new ConsumerGroupsService(storage, log, groups, leases, clock);
-  const transactions = new TransactionService(log, leases);
-  const retention = new RetentionService({ log, groups, claims, config, clock });
-  const deletion = new QueueDeletion({ storage, log, groups, ready: leases.ready, dlq, config, clock });
+  const cipher = keys ? new PayloadCipher(keys) : undefined;
+  const tails = new TailHints();
+  const segments = new SegmentReader({ storage, tails, cipher });
+  const queues = new QueueDirectory({ storage, config, clock, tails, segments, canSeal: cipher !== undefined });
+  const pushes = new PushService({ storage, config, notifier, queues, segments, tails, cipher, clock, telemetry });
+  const messageLookup = new MessageLookup({ storage, segments, cipher });
+  const groups = new GroupRegistry(storage, clock, config.queueCacheMs);
+  const claims = new ClaimService({ storage, queues, segments, groups, notifier, telemetry, config, clock });
+  const dlq = new DlqService({ storage, queues, pushes, cipher });
+  const leases = new LeaseService({
+    storage,
+    config,
+    queues,
+    segments,
+    pushes,
+    cipher,
+    groups,
+    dlq,
+    notifier,
+    telemetry,
+    clock,
+  });
+  const leaseGroups = new LeaseGroupAdmin({ storage, queues, segments, groups, leases, clock });
+  const transactions = new TransactionService({ storage, queues, pushes, leases, clock });
+  const retention = new RetentionService({ storage, queues, segments, groups, claims, config, clock });
+  const deletion = new QueueDeletion({ storage, queues, groups, ready: leases.ready, dlq, config, clock });
+  const segmentBlobs = new SegmentBlobSweep({ storage, config, clock });
   return {
     config,
     storage,
     notifier,
     clock,
-    log,
+    queues,
+    pushes,
+    segments,
+    messageLookup,
     groups,
     claims,
     leases,
     dlq,
-    consumerGroups,
+    leaseGroups,
     transactions,
     retention,
     deletion,
+    segmentBlobs,
     telemetry,
     shutdown: opts.shutdown ?? new AbortController().signal,
   };

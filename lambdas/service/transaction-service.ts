@@ -14,9 +14,17 @@ import { SluiceError, invalid } from '../core/errors.js';
 import { uuidv7 } from '../core/ids.js';
 import { parseAckStatus, type AckStatus } from '../core/leases.js';
 import { QUEUE_MODE_GROUP } from '../core/names.js';
-import { ConditionFailedError, ContentionError, MAX_TRANSACT_OPS, type WriteOp } from '../storage/port.js';
+import {
+  ConditionFailedError,
+  ContentionError,
+  MAX_TRANSACT_OPS,
+  type Storage,
+  type WriteOp,
+} from '../storage/port.js';
 import type { LeaseService, LanePrep } from './leases/lease-service.js';
-import { mergeOps, type LogService, type PreparedCommit, type PushItem } from './log/log-service.js';
+import type { PushItem, PushService } from './log/push.js';
+import type { QueueDirectory } from './log/queue-directory.js';
+import { mergeOps, type PreparedCommit } from './log/segment-commit.js';
 
 export type TxOp =
   | { type: 'push'; items: PushItem[] }
@@ -76,14 +84,31 @@ const fail = (transactionId: string, error: string): TxResult => ({
   results: [],
 });
 
+export interface TransactionServiceDeps {
+  storage: Storage;
+  queues: QueueDirectory;
+  pushes: PushService;
+  leases: LeaseService;
+  clock: () => number;
+}
+
 export class TransactionService {
-  constructor(
-    private readonly log: LogService,
-    private readonly leases: LeaseService,
-  ) {}
+  private readonly storage: Storage;
+  private readonly queues: QueueDirectory;
+  private readonly pushes: PushService;
+  private readonly leases: LeaseService;
+  private readonly clock: () => number;
+
+  constructor(deps: TransactionServiceDeps) {
+    this.storage = deps.storage;
+    this.queues = deps.queues;
+    this.pushes = deps.pushes;
+    this.leases = deps.leases;
+    this.clock = deps.clock;
+  }
 
   async run(ops: readonly TxOp[]): Promise<TxResult> {
-    const txId = uuidv7(this.leases.clock());
+    const txId = uuidv7(this.clock());
     if (ops.length === 0) throw invalid('operations must not be empty');
     const pushes = new Map<string, PushGroup>();
     const lanes = new Map<string, Lane>();
@@ -116,9 +141,9 @@ export class TransactionService {
     if (laneError) return fail(txId, laneError);
     for (const g of pushes.values()) {
       const first = g.items[0] as PushGroup['items'][number];
-      const queue = await this.log.ensureQueue(first.item.queue);
-      const part = await this.log.ensurePartition(queue, first.item.partition ?? 'Default');
-      g.prep = await this.log.prepareCommit(
+      const queue = await this.queues.ensureQueue(first.item.queue);
+      const part = await this.queues.ensurePartition(queue, first.item.partition ?? 'Default');
+      g.prep = await this.pushes.prepareCommit(
         queue,
         part,
         g.items.map((x) => x.item),
@@ -173,7 +198,7 @@ export class TransactionService {
         );
       }
       try {
-        if (writes.length > 0) await this.log.storage.items.transact(writes);
+        if (writes.length > 0) await this.storage.items.transact(writes);
         break;
       } catch (e) {
         if (e instanceof ContentionError) continue;
@@ -202,7 +227,7 @@ export class TransactionService {
       }
     }
 
-    for (const g of pushes.values()) await this.log.committed(g.prep as PreparedCommit, g.base);
+    for (const g of pushes.values()) await this.pushes.committed(g.prep as PreparedCommit, g.base);
     for (const lane of lanes.values()) this.leases.afterLane(lane.prep as LanePrep);
     return { transactionId: txId, success: true, results: this.results(ops, pushes, lanes) };
   }
@@ -210,7 +235,7 @@ export class TransactionService {
   /** Plans every ack lane; returns the first failure as the transaction's error. */
   private async prepareLanes(lanes: Lane[]): Promise<string | undefined> {
     for (const lane of lanes) {
-      const part = await this.log.partitionById(lane.partitionId);
+      const part = await this.queues.partitionById(lane.partitionId);
       if (!part) return 'ACK operation failed: Message not found';
       lane.prep = await this.leases.prepareLane(
         part,

@@ -19,9 +19,9 @@ describe.each(backends)('integration: lag metrics on $name', (backend) => {
   it('publishes lag and the oldest unconsumed age per group and queue, for lease and record-claim groups', async () => {
     const clock = new TestClock();
     const svc = testServices(storage, { clock });
-    await svc.log.push([1, 2, 3].map((n) => ({ queue: 'lagq', partition: 'p1', payload: json(n) })));
+    await svc.pushes.push([1, 2, 3].map((n) => ({ queue: 'lagq', partition: 'p1', payload: json(n) })));
     clock.advance(30_000);
-    await svc.log.push([4, 5].map((n) => ({ queue: 'lagq', partition: 'p2', payload: json(n) })));
+    await svc.pushes.push([4, 5].map((n) => ({ queue: 'lagq', partition: 'p2', payload: json(n) })));
     // A lease group that finished one message of p1; a claim group that finished one of p1.
     const popped = await svc.leases.pop({
       queue: 'lagq',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { pushResultJson, pushResultsText } from '../../lambdas/http/handlers/log.js';
-import type { PushResult } from '../../lambdas/service/log/log-service.js';
+import type { PushResult } from '../../lambdas/service/log/push.js';
 
 const r = (over: Partial<PushResult>): PushResult => ({
   index: 0,

@@ -185,7 +185,7 @@ export const listGroups = defineRoute({
   summary: 'Every lease consumer group with its per-queue lag (messages and age of the oldest unfinished one).',
   access: { action: 'consume' },
   async run({ services, allowed }) {
-    const views = await services.consumerGroups.list();
+    const views = await services.leaseGroups.list();
     const out = views.map((v) => viewJson(v, (q) => allowed(q))).filter((v) => (v.queues as unknown[]).length > 0);
     return { statusCode: 200, body: { consumerGroups: out } };
   },
@@ -199,7 +199,7 @@ export const laggingGroups = defineRoute({
   query: z.object({ minLagSeconds: qint(0, 10 * 365 * 86_400, 3600) }),
   access: { action: 'consume' },
   async run({ query, services, allowed }) {
-    const views = await services.consumerGroups.lagging(query.minLagSeconds);
+    const views = await services.leaseGroups.lagging(query.minLagSeconds);
     const out = views
       .map((v) => ({ ...v, queues: v.queues.filter((q) => q.lagMessages > 0 && q.lagSeconds >= query.minLagSeconds) }))
       .map((v) => viewJson(v, (q) => allowed(q)))
@@ -216,7 +216,7 @@ export const describeGroup = defineRoute({
   params: z.object({ group: nameSchema('consumer group') }),
   access: { action: 'consume' },
   async run({ params, services, allowed }) {
-    const v = await services.consumerGroups.describe(params.group, true);
+    const v = await services.leaseGroups.describe(params.group, true);
     return { statusCode: 200, body: viewJson(v, (q) => allowed(q)) };
   },
 });
@@ -239,7 +239,7 @@ export const deleteGroup = defineRoute({
   access: { action: 'manage' },
   async run({ params, query, services, authorize }) {
     for (const q of await services.groups.queuesOf(params.group)) authorize(q);
-    const r = await services.consumerGroups.delete(params.group, { deleteMetadata: query.deleteMetadata });
+    const r = await services.leaseGroups.delete(params.group, { deleteMetadata: query.deleteMetadata });
     return {
       statusCode: 200,
       body: {
@@ -261,7 +261,7 @@ export const deleteGroupOnQueue = defineRoute({
   query: DeleteQuery,
   access: { action: 'manage', queues: ({ params }) => [params.queue] },
   async run({ params, query, services }) {
-    const r = await services.consumerGroups.delete(params.group, {
+    const r = await services.leaseGroups.delete(params.group, {
       queue: params.queue,
       deleteMetadata: query.deleteMetadata,
     });
@@ -300,7 +300,7 @@ export const setSubscription = defineRoute({
     const ts = body?.subscriptionTimestamp;
     if (ts === undefined) throw invalid('subscriptionTimestamp is required');
     for (const q of await services.groups.queuesOf(params.group)) authorize(q);
-    const rowsUpdated = await services.consumerGroups.updateSubscription(params.group, ts);
+    const rowsUpdated = await services.leaseGroups.updateSubscription(params.group, ts);
     return {
       statusCode: 200,
       body: { success: true, consumerGroup: params.group, newTimestamp: iso(ts), rowsUpdated },
@@ -321,7 +321,7 @@ export const seekGroup = defineRoute({
     const toEnd = body?.toEnd === true;
     const ts = body?.timestamp;
     if (!toEnd && ts === undefined) throw invalid('give either {"timestamp": "<ISO-8601>"} or {"toEnd": true}');
-    const n = await services.consumerGroups.seek(
+    const n = await services.leaseGroups.seek(
       params.group,
       params.queue,
       toEnd ? { toEnd: true } : { timestamp: ts as number },

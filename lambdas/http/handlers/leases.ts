@@ -174,7 +174,7 @@ async function authorizeParts(
   authorize: (queue: string, action?: Action) => void,
 ): Promise<void> {
   for (const pid of new Set(pids)) {
-    const part = await services.log.partitionById(pid);
+    const part = await services.queues.partitionById(pid);
     if (part) authorize(part.queue, 'consume');
   }
 }

@@ -8,7 +8,8 @@ import {
   resolveQueueOptions,
   type QueueOptions,
 } from '../../core/queue-options.js';
-import type { PushItem, PushResult, StoredMessage } from '../../service/log/log-service.js';
+import type { PushItem, PushResult } from '../../service/log/push.js';
+import type { StoredMessage } from '../../service/log/segments.js';
 import type { Services } from '../../service/runtime.js';
 import { RawJson, rawPayload } from '../json.js';
 import { payloadSpans } from '../raw-json.js';
@@ -54,7 +55,7 @@ export const configure = defineRoute({
     const options = resolveQueueOptions(body.options ?? undefined, services.config.claimDefaults);
     const problem = queueOptionsProblem(options);
     if (problem) throw new SluiceError('invalid_request', problem);
-    const { queue, defaultPartition } = await services.log.configure({
+    const { queue, defaultPartition } = await services.queues.configure({
       queue: body.queue,
       namespace: body.namespace,
       task: body.task,
@@ -180,7 +181,7 @@ export function pushResultJson(r: PushResult): Record<string, unknown> {
  *
  * @example
  * ```ts
- * pushResultsText(await services.log.push(items)); // '[{"index":0,"status":"queued",...}]'
+ * pushResultsText(await services.pushes.push(items)); // '[{"index":0,"status":"queued",...}]'
  * ```
  */
 export function pushResultsText(results: readonly PushResult[]): string {
@@ -215,7 +216,7 @@ export const push = defineRoute({
   async run({ body, rawBody, services }) {
     const items = preparePushItems(body.items, services, 'items', rawBody());
     // MessagesPushed / DuplicatesRejected are counted by the log service (for every push path).
-    const results = items.length === 0 ? [] : await services.log.push(items);
+    const results = items.length === 0 ? [] : await services.pushes.push(items);
     return { statusCode: 201, body: pushResultsText(results) };
   },
 });
@@ -246,10 +247,10 @@ export const getMessage = defineRoute({
   // The queue is only known after resolving the partition id: checked in the handler.
   access: { action: 'consume' },
   async run({ params, services, authorize }) {
-    const part = await services.log.partitionById(params.partitionId);
+    const part = await services.queues.partitionById(params.partitionId);
     if (!part) throw notFound(`no partition with id ${params.partitionId}`);
     authorize(part.queue);
-    const msg = await services.log.findByTransactionId(part.id, params.transactionId);
+    const msg = await services.messageLookup.findByTransactionId(part.id, params.transactionId);
     if (!msg)
       throw notFound(
         `no message with transactionId ${params.transactionId} in partition ${part.queue}/${part.name} (lookups by transactionId cover the queue's dedup window and its newest segments)`,
@@ -262,7 +263,7 @@ export const getMessage = defineRoute({
         partitionId: part.id,
         queue: part.queue,
         partition: part.name,
-        ...(await services.consumerGroups.messageProgress(part, msg.offset)),
+        ...(await services.leaseGroups.messageProgress(part, msg.offset)),
       }),
     };
   },
@@ -283,9 +284,12 @@ export const readMessages = defineRoute({
   query: ReadQuery,
   access: { action: 'consume', queues: ({ params }) => [params.queue] },
   async run({ params, query, services }) {
-    const part = await services.log.getPartition(params.queue, params.partition);
+    const part = await services.queues.getPartition(params.queue, params.partition);
     if (!part) throw notFound(`queue ${params.queue} has no partition ${params.partition}`);
-    const msgs = await services.log.read(part.id, query.from, { maxCount: query.limit, maxBytes: 4 * 1024 * 1024 });
+    const msgs = await services.segments.read(part.id, query.from, {
+      maxCount: query.limit,
+      maxBytes: 4 * 1024 * 1024,
+    });
     const last = msgs[msgs.length - 1];
     return {
       statusCode: 200,

@@ -25,7 +25,9 @@ import {
 } from '../../storage/port.js';
 import type { GroupRegistry } from '../groups/group-registry.js';
 import { padOffset } from '../log/log-store.js';
-import type { LogService, PartitionRef, QueueRecord, StoredMessage } from '../log/log-service.js';
+import type { PartitionRef, QueueRecord } from '../log/log-store.js';
+import type { QueueDirectory } from '../log/queue-directory.js';
+import type { SegmentReader, StoredMessage } from '../log/segments.js';
 import type { Notifier } from '../notifier.js';
 import type { Telemetry } from '../telemetry.js';
 
@@ -188,7 +190,8 @@ interface Ctx {
 
 export interface ClaimServiceDeps {
   storage: Storage;
-  log: LogService;
+  queues: QueueDirectory;
+  segments: SegmentReader;
   groups: GroupRegistry;
   notifier: Notifier;
   telemetry: Telemetry;
@@ -226,7 +229,8 @@ const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r
  */
 export class ClaimService {
   private readonly storage: Storage;
-  private readonly log: LogService;
+  private readonly queues: QueueDirectory;
+  private readonly segments: SegmentReader;
   private readonly groups: GroupRegistry;
   private readonly notifier: Notifier;
   private readonly telemetry: Telemetry;
@@ -238,7 +242,8 @@ export class ClaimService {
 
   constructor(deps: ClaimServiceDeps) {
     this.storage = deps.storage;
-    this.log = deps.log;
+    this.queues = deps.queues;
+    this.segments = deps.segments;
     this.groups = deps.groups;
     this.notifier = deps.notifier;
     this.telemetry = deps.telemetry;
@@ -264,9 +269,9 @@ export class ClaimService {
 
   private async resolve(queue: string, partition: string, group: string, use: 'register' | 'check'): Promise<Ctx> {
     assertName(group, 'consumer group');
-    const q = await this.log.getQueue(queue);
+    const q = await this.queues.getQueue(queue);
     if (!q) throw notFound(`queue ${JSON.stringify(queue)} does not exist`);
-    const part = await this.log.getPartition(queue, partition);
+    const part = await this.queues.getPartition(queue, partition);
     if (!part) throw notFound(`queue ${JSON.stringify(queue)} has no partition ${JSON.stringify(partition)}`);
     if (use === 'register') await this.groups.register(queue, group, 'claim', { mode: 'all', from: null });
     else {
@@ -594,7 +599,7 @@ export class ClaimService {
         const end = run.at(-1) as number;
         // Finished records between owed ones come along; the byte bound keeps that in check
         // (what a bounded read leaves out stays owed for the next poll).
-        const got = await this.log.read(pid, start, {
+        const got = await this.segments.read(pid, start, {
           maxCount: end - start + 1,
           maxBytes: core.MAX_POLL_BYTES,
           indexCache,
@@ -628,7 +633,7 @@ export class ClaimService {
       const got =
         again.length === plan.newMax
           ? again
-          : await this.log.read(pid, plan.frontier, {
+          : await this.segments.read(pid, plan.frontier, {
               maxCount: plan.newMax,
               maxBytes: core.MAX_POLL_BYTES - bytes,
               indexCache,
@@ -803,7 +808,7 @@ export class ClaimService {
       this.retrying('redrive', async () => {
         const [{ ver, view }, head] = await Promise.all([
           this.deadPointer(ctx, offset),
-          this.log.readHead(ctx.part.id),
+          this.segments.readHead(ctx.part.id),
         ]);
         if (offset < head) {
           throw notFound(
@@ -884,7 +889,7 @@ export class ClaimService {
   // ------------------------------------------------------------------ admin
 
   private async resolveStartOffset(pid: string, start: Start): Promise<number> {
-    const [head, tail] = await Promise.all([this.log.readHead(pid), this.log.readTail(pid)]);
+    const [head, tail] = await Promise.all([this.segments.readHead(pid), this.segments.readTail(pid)]);
     return core.resolveStart(start, head, tail.next);
   }
 
@@ -931,7 +936,7 @@ export class ClaimService {
 
   async describe(queue: string, partition: string, group: string): Promise<GroupDescription> {
     const ctx = await this.resolve(queue, partition, group, 'check');
-    const [view, tail] = await Promise.all([this.loadView(ctx.part.id, group), this.log.readTail(ctx.part.id)]);
+    const [view, tail] = await Promise.all([this.loadView(ctx.part.id, group), this.segments.readTail(ctx.part.id)]);
     const counts = core.describe(view, this.clock());
     return { ...counts, tail: tail.next, lag: Math.max(0, tail.next - counts.committed) };
   }

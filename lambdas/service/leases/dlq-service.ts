@@ -21,7 +21,11 @@ import {
 } from '../../storage/port.js';
 import { markerOrAbort, sweepBlobPage, type SweepReport } from '../maintenance/blob-sweep.js';
 import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, entryPk, listSk, parseDlqBlobKey } from './lease-store.js';
-import type { LogService, PartitionRef, PushResult, StoredMessage } from '../log/log-service.js';
+import { openPayload, type PayloadCipherLike } from '../encryption.js';
+import type { PartitionRef } from '../log/log-store.js';
+import type { PushResult, PushService } from '../log/push.js';
+import type { QueueDirectory } from '../log/queue-directory.js';
+import type { StoredMessage } from '../log/segments.js';
 
 /** Payloads up to this size stay inside the entry item; larger ones go to a blob. */
 const INLINE_PAYLOAD_BYTES = 256 * 1024;
@@ -54,11 +58,28 @@ export type DlqEntry = Omit<EntryAttrs, 'sealed' | 'blob' | 'listSk' | 'queueId'
 /** Checks the caller may act on a dead letter of `queue` (throws when not): the route's grant check. */
 export type QueueCheck = (queue: string) => void;
 
+export interface DlqServiceDeps {
+  storage: Storage;
+  /** Rows of a deleted queue incarnation are neither listed nor replayed. */
+  queues: QueueDirectory;
+  /** Replays push the payload again. */
+  pushes: PushService;
+  /** Opens sealed payloads for listings and replays. */
+  cipher?: PayloadCipherLike | undefined;
+}
+
 export class DlqService {
-  constructor(
-    private readonly storage: Storage,
-    private readonly log: LogService,
-  ) {}
+  private readonly storage: Storage;
+  private readonly queues: QueueDirectory;
+  private readonly pushes: PushService;
+  private readonly cipher: PayloadCipherLike | undefined;
+
+  constructor(deps: DlqServiceDeps) {
+    this.storage = deps.storage;
+    this.queues = deps.queues;
+    this.pushes = deps.pushes;
+    this.cipher = deps.cipher;
+  }
 
   /**
    * The ops that file `msg` (as stored: sealed stays sealed) for `group`, to be written with
@@ -245,7 +266,7 @@ export class DlqService {
    * before queue deletion existed carry no incarnation and always count.
    */
   private async liveIn(queue: string): Promise<(queueId: Json | undefined) => boolean> {
-    const q = await this.log.getQueue(queue);
+    const q = await this.queues.getQueue(queue);
     return (queueId) => queueId === undefined || queueId === q?.queueId;
   }
 
@@ -290,7 +311,7 @@ export class DlqService {
     if (!first) throw notFound(`no dead-letter row for transactionId ${transactionId} in partition ${partitionId}`);
     check?.((first.attrs as unknown as EntryAttrs).queue);
     const entry = await this.toEntry(first);
-    const [push] = await this.log.push([
+    const [push] = await this.pushes.push([
       { queue: entry.queue, partition: entry.partition, payload: entry.payload, traceId: entry.traceId },
     ]);
     if (!push || push.status !== 'queued')
@@ -352,7 +373,7 @@ export class DlqService {
     const errors: string[] = [];
     for (const idx of byPartition.values()) {
       try {
-        const got = await this.log.push(
+        const got = await this.pushes.push(
           idx.map((i) => {
             const e = (groups[i] as DlqEntry[])[0] as DlqEntry;
             return { queue: e.queue, partition: e.partition, payload: e.payload, traceId: e.traceId };
@@ -423,7 +444,7 @@ export class DlqService {
     let payload = it.bin;
     if (a.blob) payload = await this.storage.blobs.get(a.blob);
     if (!payload) throw new SluiceError('unavailable', `dead-letter payload of ${a.transactionId} is missing`);
-    const plain = await this.log.openPayload({ payload, sealed: a.sealed });
+    const plain = await openPayload(this.cipher, { payload, sealed: a.sealed });
     return {
       id: a.id,
       transactionId: a.transactionId,

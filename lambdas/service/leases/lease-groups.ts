@@ -12,7 +12,9 @@ import type { Item, Storage } from '../../storage/port.js';
 import type { GroupRecord, GroupRegistry } from '../groups/group-registry.js';
 import { leaseKeys } from './lease-store.js';
 import { decodeCursor, type LeaseService } from './lease-service.js';
-import type { LogService, PartitionRef } from '../log/log-service.js';
+import type { PartitionRef } from '../log/log-store.js';
+import type { QueueDirectory } from '../log/queue-directory.js';
+import type { SegmentReader } from '../log/segments.js';
 
 export interface PartitionLag {
   partition: string;
@@ -62,19 +64,36 @@ async function pool<T, R>(xs: readonly T[], n: number, fn: (x: T) => Promise<R>)
   return out;
 }
 
-export class ConsumerGroupsService {
-  constructor(
-    private readonly storage: Storage,
-    private readonly log: LogService,
-    private readonly groups: GroupRegistry,
-    private readonly leases: LeaseService,
-    private readonly clock: () => number,
-  ) {}
+export interface LeaseGroupAdminDeps {
+  storage: Storage;
+  queues: QueueDirectory;
+  segments: SegmentReader;
+  groups: GroupRegistry;
+  leases: LeaseService;
+  clock: () => number;
+}
+
+export class LeaseGroupAdmin {
+  private readonly storage: Storage;
+  private readonly queues: QueueDirectory;
+  private readonly segments: SegmentReader;
+  private readonly groups: GroupRegistry;
+  private readonly leases: LeaseService;
+  private readonly clock: () => number;
+
+  constructor(deps: LeaseGroupAdminDeps) {
+    this.storage = deps.storage;
+    this.queues = deps.queues;
+    this.segments = deps.segments;
+    this.groups = deps.groups;
+    this.leases = deps.leases;
+    this.clock = deps.clock;
+  }
 
   /** Lag of one lease group on one queue. */
   async lagOf(reg: GroupRecord, withDetail: boolean): Promise<QueueLag> {
     const now = this.clock();
-    const parts = await this.log.listPartitions(reg.queue);
+    const parts = await this.queues.listPartitions(reg.queue);
     const rows = await this.leases.cursorRows(
       parts.map((p) => p.id),
       reg.group,
@@ -83,17 +102,17 @@ export class ConsumerGroupsService {
       const i = parts.indexOf(p);
       const row = rows[i];
       const st = row ? decodeCursor(row) : undefined;
-      const tail = await this.log.readTail(p.id);
+      const tail = await this.segments.readTail(p.id);
       // A lane never read: `all` owes everything retained; `new`/`from` count from the tail (approximate).
       const committed = st ? st.committed : reg.subscription.mode === 'all' ? -1 : tail.next - 1;
       let oldest: { base: number; at: number } | undefined;
       if (tail.next - 1 > committed) {
         // The segment holding the next wanted offset, or (retention removed it) the first one after.
-        const holding = await this.log.segmentAt(p.id, committed + 1);
+        const holding = await this.segments.segmentAt(p.id, committed + 1);
         oldest =
           holding && holding.end >= committed + 1
             ? holding
-            : (await this.log.segmentPage(p.id, committed + 1, 1)).segs[0];
+            : (await this.segments.segmentPage(p.id, committed + 1, 1)).segs[0];
       }
       const { lagMessages, lagSeconds } = laneLag({ committed, next: tail.next, oldest, now });
       return {
@@ -182,7 +201,7 @@ export class ConsumerGroupsService {
           );
         continue;
       }
-      const parts = await this.log.listPartitions(q);
+      const parts = await this.queues.listPartitions(q);
       const rows = await this.leases.cursorRows(
         parts.map((p) => p.id),
         group,
@@ -229,12 +248,12 @@ export class ConsumerGroupsService {
    * leases there; acks for them are refused afterwards.
    */
   async seek(group: string, queue: string, to: { toEnd: true } | { timestamp: number }): Promise<number> {
-    const q = await this.log.getQueue(queue);
+    const q = await this.queues.getQueue(queue);
     if (!q) throw notFound(`no queue ${JSON.stringify(queue)}`);
     await this.groups.register(queue, group, 'lease', { mode: 'all', from: null });
-    const parts = await this.log.listPartitions(queue);
+    const parts = await this.queues.listPartitions(queue);
     const done = await pool(parts, 8, async (p: PartitionRef) => {
-      const tail = await this.log.readTail(p.id);
+      const tail = await this.segments.readTail(p.id);
       const target = 'toEnd' in to ? tail.next - 1 : await this.leases.lastBefore(p.id, to.timestamp, true);
       await this.leases.setCursor(p, group, target, tail.next);
       return 1;

@@ -60,7 +60,11 @@ import {
 import type { DlqService } from './dlq-service.js';
 import type { GroupRecord, GroupRegistry } from '../groups/group-registry.js';
 import { leaseKeys } from './lease-store.js';
-import type { LogService, PartitionRef, QueueRecord, SegmentMeta, StoredMessage } from '../log/log-service.js';
+import { openPayload, type PayloadCipherLike } from '../encryption.js';
+import type { PartitionRef, QueueRecord, SegmentMeta } from '../log/log-store.js';
+import type { PushService } from '../log/push.js';
+import type { QueueDirectory } from '../log/queue-directory.js';
+import type { SegmentReader, StoredMessage } from '../log/segments.js';
 import type { Notifier } from '../notifier.js';
 import { ReadyIndex } from './ready-index.js';
 import type { Telemetry } from '../telemetry.js';
@@ -175,7 +179,12 @@ type LaneOutcome =
 export interface LeaseServiceDeps {
   storage: Storage;
   config: SluiceConfig;
-  log: LogService;
+  queues: QueueDirectory;
+  segments: SegmentReader;
+  /** Gets the READY commit hook and the `maxSize` push guard. */
+  pushes: PushService;
+  /** Opens sealed payloads for delivery. */
+  cipher?: PayloadCipherLike | undefined;
   groups: GroupRegistry;
   dlq: DlqService;
   notifier: Notifier;
@@ -199,7 +208,9 @@ function cursorItem(part: PartitionRef, group: string, s: CursorState, ver: numb
 export class LeaseService {
   readonly ready: ReadyIndex;
   private readonly storage: Storage;
-  private readonly log: LogService;
+  private readonly queues: QueueDirectory;
+  private readonly segments: SegmentReader;
+  private readonly cipher: PayloadCipherLike | undefined;
   private readonly groups: GroupRegistry;
   private readonly dlq: DlqService;
   private readonly notifier: Notifier;
@@ -219,19 +230,21 @@ export class LeaseService {
 
   constructor(deps: LeaseServiceDeps) {
     this.storage = deps.storage;
-    this.log = deps.log;
+    this.queues = deps.queues;
+    this.segments = deps.segments;
+    this.cipher = deps.cipher;
     this.groups = deps.groups;
     this.dlq = deps.dlq;
     this.notifier = deps.notifier;
     this.telemetry = deps.telemetry;
     this.config = deps.config;
     this.clock = deps.clock;
-    this.ready = new ReadyIndex(this.storage, this.log, this.groups, decodeCursor, {
+    this.ready = new ReadyIndex(this.storage, this.queues, this.segments, this.groups, decodeCursor, {
       clock: this.clock,
       recheckMs: this.config.queueCacheMs,
     });
-    this.log.addCommitHook(this.ready.hook);
-    this.log.addPushGuard((c) => this.maxSizeGuard(c.queue, c.partition, c.count));
+    deps.pushes.addCommitHook(this.ready.hook);
+    deps.pushes.addPushGuard((c) => this.maxSizeGuard(c.queue, c.partition, c.count));
   }
 
   // ------------------------------------------------------------------- pop
@@ -288,7 +301,7 @@ export class LeaseService {
 
   /** One attempt, no waiting. */
   async popOnce(req: PopRequest): Promise<PopResult | null> {
-    const queue = await this.log.getQueue(req.queue);
+    const queue = await this.queues.getQueue(req.queue);
     if (!queue) return null; // an unknown queue is "nothing to deliver", never a 404
     const now = this.clock();
     const queueMode = req.group === QUEUE_MODE_GROUP;
@@ -300,7 +313,7 @@ export class LeaseService {
     const batch = Math.max(1, Math.min(MAX_POP_BATCH, req.batch));
     const base = { queue, group: req.group, reg, now, leaseMs, autoAck: req.autoAck };
     if (req.partition !== undefined) {
-      const part = await this.log.getPartition(queue.name, req.partition);
+      const part = await this.queues.getPartition(queue.name, req.partition);
       if (!part) return null;
       const leaseId = req.autoAck ? '' : this.mintLeaseId(req.group, [part.id]);
       const out = await this.popLaneOnce({ ...base, part, leaseId, batch, maxBytes: POP_MAX_BYTES });
@@ -368,7 +381,7 @@ export class LeaseService {
       i += round.length;
       const parts: { part: PartitionRef; row: Item | undefined }[] = [];
       for (const cand of round) {
-        const part = await this.log.partitionById(cand.partitionId);
+        const part = await this.queues.partitionById(cand.partitionId);
         if (!part || part.queue !== c.queue.name) {
           await this.ready.remove(c.queue.name, c.group, cand.partitionId);
           removed = true;
@@ -429,7 +442,7 @@ export class LeaseService {
     if (plan.kind === 'busy') return { kind: 'busy' };
     const o = ctx.queue.options;
     if (o.windowBuffer > 0) {
-      const tail = await this.log.readTail(part.id);
+      const tail = await this.segments.readTail(part.id);
       if (windowHeld(tail.lastAt, o.windowBuffer * 1000, now)) return { kind: 'empty' };
     }
     const w = retentionWindows(o, now);
@@ -519,7 +532,7 @@ export class LeaseService {
         transactionId: p.frame.transactionId,
         traceId: p.frame.traceId,
         createdAt: p.frame.createdAt,
-        payload: p.frame.sealed ? await this.log.openPayload(p.frame) : p.frame.payload,
+        payload: p.frame.sealed ? await openPayload(this.cipher, p.frame) : p.frame.payload,
         partitionId: part.id,
         partition: part.name,
       })),
@@ -562,37 +575,37 @@ export class LeaseService {
   ): Promise<{ items: { offset: number; frame: Frame; seg: SegmentMeta }[]; segAvg: number }> {
     // Segments an earlier query returned (segments never change) may already cover the whole
     // batch: then the index query is not needed (queues without retention only: see cachedRun).
-    const run = indexCache ? this.log.cachedRun(pid, from, want) : undefined;
+    const run = indexCache ? this.segments.cachedRun(pid, from, want) : undefined;
     if (run) {
       try {
         const items: { offset: number; frame: Frame; seg: SegmentMeta }[] = [];
         for (const seg of run) {
-          const frames = await this.log.loadSegment(pid, seg);
+          const frames = await this.segments.loadSegment(pid, seg);
           for (let j = Math.max(0, from - seg.base); j < frames.length && items.length < want; j++)
             items.push({ offset: seg.base + j, frame: frames[j] as Frame, seg });
         }
         if (items.length >= want) return { items, segAvg };
       } catch {
-        this.log.forgetSegments(pid);
+        this.segments.forgetSegments(pid);
       }
     }
     let base: number;
     if (hint !== null && hint <= from) base = hint;
     else if (from === 0) base = 0;
-    else base = (await this.log.segmentAt(pid, from))?.base ?? from;
+    else base = (await this.segments.segmentAt(pid, from))?.base ?? from;
     const items: { offset: number; frame: Frame; seg: SegmentMeta }[] = [];
     let segs = 0;
     let msgs = 0;
     for (let pages = 0; pages < 4 && items.length < want; pages++) {
       const est = Math.ceil((want - items.length) / Math.max(1, segAvg)) + 1;
-      const page = await this.log.segmentPage(pid, base, est);
+      const page = await this.segments.segmentPage(pid, base, est);
       let lastEnd = -1;
       for (const seg of page.segs) {
         segs++;
         msgs += seg.count;
         lastEnd = seg.end;
         if (seg.end < from) continue;
-        const frames = await this.log.loadSegment(pid, seg, seg.bin);
+        const frames = await this.segments.loadSegment(pid, seg, seg.bin);
         for (let j = Math.max(0, from - seg.base); j < frames.length && items.length < want; j++)
           items.push({ offset: seg.base + j, frame: frames[j] as Frame, seg });
         if (items.length >= want) break;
@@ -623,15 +636,15 @@ export class LeaseService {
    */
   async lastBefore(pid: string, at: number, inclusive: boolean): Promise<number> {
     const before = (t: number): boolean => (inclusive ? t <= at : t < at);
-    const tail = await this.log.segmentAt(pid, Number.MAX_SAFE_INTEGER);
+    const tail = await this.segments.segmentAt(pid, Number.MAX_SAFE_INTEGER);
     if (!tail) return -1;
     if (before(tail.at)) return tail.end;
-    const head = (await this.log.segmentPage(pid, 0, 1)).segs[0];
+    const head = (await this.segments.segmentPage(pid, 0, 1)).segs[0];
     if (!head || !before(head.at)) return (head?.base ?? tail.base) - 1;
     let range = { lo: head.end + 1, hi: tail.base - 1, best: head.end };
     for (let steps = 0; range.lo <= range.hi && steps < 64; steps++) {
       const mid = Math.floor((range.lo + range.hi) / 2);
-      const seg = await this.log.segmentAt(pid, mid);
+      const seg = await this.segments.segmentAt(pid, mid);
       if (!seg) break;
       range = narrowSeek(range, seg, at, inclusive);
     }
@@ -663,7 +676,7 @@ export class LeaseService {
     items.forEach((it, i) => lanes.set(it.partitionId, [...(lanes.get(it.partitionId) ?? []), i]));
     await Promise.all(
       [...lanes.entries()].map(async ([pid, idx]) => {
-        const part = await this.log.partitionById(pid);
+        const part = await this.queues.partitionById(pid);
         if (!part) return;
         const laneItems = idx.map((i) => items[i] as AckRequestItem);
         for (let attempt = 0; ; attempt++) {
@@ -738,7 +751,7 @@ export class LeaseService {
         cond: row ? { kind: 'version', ver: row.ver } : { kind: 'absent' },
       });
     if (plan.file) {
-      const [found] = await this.log.readRaw(part.id, plan.file.offset, { maxCount: 1 });
+      const [found] = await this.segments.readRaw(part.id, plan.file.offset, { maxCount: 1 });
       // A message retention already removed is filed without its payload.
       const msg: StoredMessage =
         found && found.offset === plan.file.offset
@@ -767,7 +780,7 @@ export class LeaseService {
 
   /** Where a transactionId sits in a leased span when fingerprints alone are ambiguous. */
   private async exactOffset(pid: string, start: number, end: number, transactionId: string): Promise<number | null> {
-    const msgs = await this.log.readRaw(pid, start, { maxCount: end - start + 1 });
+    const msgs = await this.segments.readRaw(pid, start, { maxCount: end - start + 1 });
     return msgs.find((m) => m.transactionId === transactionId)?.offset ?? null;
   }
 
@@ -895,11 +908,11 @@ export class LeaseService {
     const max = queue.options.maxSize;
     if (!max || max <= 0) return;
     const [tail, rows] = await Promise.all([
-      this.log.readTail(part.id),
+      this.segments.readTail(part.id),
       this.storage.items.query('leases', part.id, { limit: 1000 }),
     ]);
     const floors = rows.items.map((r) => decodeCursor(r).committed + 1);
-    const floor = floors.length > 0 ? Math.min(...floors) : await this.log.readHead(part.id);
+    const floor = floors.length > 0 ? Math.min(...floors) : await this.segments.readHead(part.id);
     const pending = Math.max(0, tail.next - floor);
     if (pending + count > max) {
       throw new SluiceError(

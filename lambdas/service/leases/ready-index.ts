@@ -23,8 +23,10 @@ import { isLive, type CursorState } from '../../core/leases.js';
 import { ConditionFailedError, MAX_GET_MANY, type Item, type Storage, type WriteOp } from '../../storage/port.js';
 import { groupKeys, type GroupRecord, type GroupRegistry } from '../groups/group-registry.js';
 import { leaseKeys, readyPk } from './lease-store.js';
-import { belongsTo, partitionRefOf, type CommitHook, type LogService } from '../log/log-service.js';
-import { PARTITION_PREFIX, keys } from '../log/log-store.js';
+import { PARTITION_PREFIX, logKeys, partitionRefOf } from '../log/log-store.js';
+import { belongsTo, type QueueDirectory } from '../log/queue-directory.js';
+import type { CommitHook } from '../log/segment-commit.js';
+import type { SegmentReader } from '../log/segments.js';
 
 /** READY items read per query. */
 export const PAGE = 20;
@@ -64,7 +66,8 @@ export class ReadyIndex {
 
   constructor(
     private readonly storage: Storage,
-    private readonly log: LogService,
+    private readonly queues: QueueDirectory,
+    private readonly segments: SegmentReader,
     private readonly groups: GroupRegistry,
     private readonly decode: (item: Item) => CursorState,
     private readonly recheck: { clock: () => number; recheckMs: number } = { clock: Date.now, recheckMs: 1000 },
@@ -261,19 +264,19 @@ export class ReadyIndex {
     this.scanned.delete(k);
     const fresh = !st || st.attrs.regAt !== reg.createdAt;
     const after = fresh ? undefined : ((st.attrs.after as string | null) ?? undefined);
-    const page = await this.storage.items.query('meta', keys.queue(reg.queue).pk, {
+    const page = await this.storage.items.query('meta', logKeys.queue(reg.queue).pk, {
       prefix: PARTITION_PREFIX,
       after,
       limit: SCAN_PAGE,
     });
-    const queue = await this.log.getQueue(reg.queue);
+    const queue = await this.queues.getQueue(reg.queue);
     await Promise.all(
       page.items.map(async (it) => {
         const ref = partitionRefOf(it);
         // A partition of a deleted incarnation of the queue, not retired yet: not this queue's.
         if (!queue || !belongsTo(ref, queue)) return;
         const pid = ref.id;
-        const tail = await this.log.readTail(pid);
+        const tail = await this.segments.readTail(pid);
         if (tail.next > 0) await this.markAtLeast(reg.queue, reg.group, pid, tail.next - 1);
       }),
     );

@@ -49,17 +49,18 @@ import {
 import { claimKeys } from '../claims/claim-service.js';
 import type { DlqService } from '../leases/dlq-service.js';
 import type { GroupRecord, GroupRegistry } from '../groups/group-registry.js';
-import { PARTITION_PREFIX, SEGMENT_BLOB_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PK, keys } from '../log/log-store.js';
 import { leaseKeys } from '../leases/lease-store.js';
 import {
-  belongsTo,
+  PARTITION_PREFIX,
+  SEGMENT_BLOB_PREFIX,
+  SEGMENT_PREFIX,
+  TOMBSTONE_PK,
+  decodeQueue,
+  logKeys,
   partitionRefOf,
-  retireOps,
-  type LogService,
   type PartitionRef,
-  type QueueRecord,
-  type RetireReason,
-} from '../log/log-service.js';
+} from '../log/log-store.js';
+import { belongsTo, retireOps, type QueueDirectory, type RetireReason } from '../log/queue-directory.js';
 import type { ReadyIndex } from '../leases/ready-index.js';
 
 /** Most partitions a delete request retires itself; maintenance retires the rest. */
@@ -130,7 +131,7 @@ interface RunContext {
 
 export interface QueueDeletionDeps {
   storage: Storage;
-  log: LogService;
+  queues: QueueDirectory;
   groups: GroupRegistry;
   ready: ReadyIndex;
   dlq: DlqService;
@@ -146,7 +147,7 @@ function ofIncarnation(ref: PartitionRef, t: { queueId: string; deletedAt: numbe
 
 export class QueueDeletion {
   private readonly storage: Storage;
-  private readonly log: LogService;
+  private readonly queues: QueueDirectory;
   private readonly groups: GroupRegistry;
   private readonly ready: ReadyIndex;
   private readonly dlq: DlqService;
@@ -155,7 +156,7 @@ export class QueueDeletion {
 
   constructor(deps: QueueDeletionDeps) {
     this.storage = deps.storage;
-    this.log = deps.log;
+    this.queues = deps.queues;
     this.groups = deps.groups;
     this.ready = deps.ready;
     this.dlq = deps.dlq;
@@ -172,29 +173,29 @@ export class QueueDeletion {
   async deleteQueue(queue: string): Promise<{ existed: boolean }> {
     assertName(queue, 'queue');
     for (let attempt = 0; attempt < 20; attempt++) {
-      const cur = await this.storage.items.get('meta', keys.queue(queue));
+      const cur = await this.storage.items.get('meta', logKeys.queue(queue));
       if (!cur) {
-        this.log.invalidateQueue(queue);
+        this.queues.invalidateQueue(queue);
         return { existed: false };
       }
-      const rec = cur.attrs as unknown as QueueRecord;
+      const rec = decodeQueue(cur);
       const now = this.clock();
       const tomb: QueueTombstone = { kind: 'queue', queue, queueId: rec.queueId, deletedAt: now };
       try {
         await this.storage.items.transact([
-          { op: 'delete', table: 'meta', key: keys.queue(queue), cond: { kind: 'version', ver: cur.ver } },
-          { op: 'delete', table: 'meta', key: keys.queueIndex(queue) },
+          { op: 'delete', table: 'meta', key: logKeys.queue(queue), cond: { kind: 'version', ver: cur.ver } },
+          { op: 'delete', table: 'meta', key: logKeys.queueIndex(queue) },
           {
             op: 'put',
             table: 'meta',
-            item: { ...keys.queueTombstone(rec.queueId), ver: 1, attrs: tomb as unknown as Record<string, Json> },
+            item: { ...logKeys.queueTombstone(rec.queueId), ver: 1, attrs: tomb as unknown as Record<string, Json> },
           },
         ]);
       } catch (e) {
         if (e instanceof ConditionFailedError || e instanceof ContentionError) continue; // reconfigured meanwhile: read again
         throw e;
       }
-      this.log.invalidateQueue(queue);
+      this.queues.invalidateQueue(queue);
       const { groups } = await this.groups.list(queue, { fresh: true });
       for (const g of groups) {
         this.groups.forget(queue, g.group);
@@ -226,7 +227,7 @@ export class QueueDeletion {
     budget: Budget,
   ): Promise<{ found: number; next?: string | undefined }> {
     budget.left--;
-    const page = await this.storage.items.query('meta', keys.queue(t.queue).pk, {
+    const page = await this.storage.items.query('meta', logKeys.queue(t.queue).pk, {
       prefix: PARTITION_PREFIX,
       after: cursor,
       limit: RETIRE_PAGE,
@@ -235,7 +236,7 @@ export class QueueDeletion {
     // A partition written before queue deletion existed (no queueId) that the queue's current
     // incarnation counts as its own (`belongsTo`) is not this tombstone's to retire.
     const current = page.items.some((it) => partitionRefOf(it).queueId === undefined)
-      ? await this.log.getQueue(t.queue, { fresh: true })
+      ? await this.queues.getQueue(t.queue, { fresh: true })
       : undefined;
     const retired = await Promise.all(
       page.items.map(async (it) => {
@@ -246,7 +247,7 @@ export class QueueDeletion {
             { op: 'delete', table: 'meta', key: { pk: it.pk, sk: it.sk }, cond: { kind: 'version', ver: it.ver } },
             ...retireOps(ref, now, 'deleted'),
           ]);
-          this.log.forgetPartition(ref);
+          this.queues.forgetPartition(ref);
           return 1;
         } catch (e) {
           // Replaced or retired meanwhile (by a push of a new incarnation, or another pass).

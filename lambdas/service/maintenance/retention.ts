@@ -19,7 +19,7 @@
  *    only if it is still removable and its last offset has not moved, with one transaction
  *    guarded by the version of the name item it read (so still marked).
  * Why no acknowledged message can land in a retired partition: a push either read the name
- * item from storage after the mark — then it cleared the mark (`LogService.ensurePartition`),
+ * item from storage after the mark — then it cleared the mark (`QueueDirectory.ensurePartition`),
  * which changes the item's version and fails the retirement — or it found the partition before
  * the mark: from storage, or from a cache entry that only a read which saw no mark fills (a
  * consumer's lookup of a marked partition does not count) and that is only trusted for
@@ -39,19 +39,20 @@ import {
   unreadKeepFrom,
 } from '../../core/retention.js';
 import type { SluiceConfig } from '../../config.js';
-import { ConditionFailedError, ContentionError, type Json, type WriteOp } from '../../storage/port.js';
+import { ConditionFailedError, ContentionError, type Json, type Storage, type WriteOp } from '../../storage/port.js';
 import type { ClaimService } from '../claims/claim-service.js';
 import type { GroupRecord, GroupRegistry } from '../groups/group-registry.js';
-import { keys } from '../log/log-store.js';
 import { decodeCursor } from '../leases/lease-service.js';
 import {
+  logKeys,
   partitionRefOf,
-  retireOps,
-  type LogService,
+  retiringMarkOf,
   type PartitionRef,
   type QueueRecord,
   type RetiringMark,
-} from '../log/log-service.js';
+} from '../log/log-store.js';
+import { retireOps, type QueueDirectory } from '../log/queue-directory.js';
+import type { SegmentReader } from '../log/segments.js';
 
 export interface RetentionReport {
   queues: number;
@@ -63,7 +64,9 @@ export interface RetentionReport {
 }
 
 export interface RetentionDeps {
-  log: LogService;
+  storage: Storage;
+  queues: QueueDirectory;
+  segments: SegmentReader;
   groups: GroupRegistry;
   claims: ClaimService;
   config: SluiceConfig;
@@ -71,14 +74,18 @@ export interface RetentionDeps {
 }
 
 export class RetentionService {
-  private readonly log: LogService;
+  private readonly storage: Storage;
+  private readonly queues: QueueDirectory;
+  private readonly segments: SegmentReader;
   private readonly groups: GroupRegistry;
   private readonly claims: ClaimService;
   private readonly config: SluiceConfig;
   private readonly clock: () => number;
 
   constructor(deps: RetentionDeps) {
-    this.log = deps.log;
+    this.storage = deps.storage;
+    this.queues = deps.queues;
+    this.segments = deps.segments;
     this.groups = deps.groups;
     this.claims = deps.claims;
     this.config = deps.config;
@@ -96,14 +103,14 @@ export class RetentionService {
     };
     let after: string | undefined;
     do {
-      const page = await this.log.storage.items.query('meta', keys.queueIndex('').pk, { after, limit: 100 });
-      for (const it of page.items) {
-        const q = await this.log.getQueue(it.sk, { fresh: true });
+      const page = await this.queues.queueNames(after, 100);
+      for (const name of page.names) {
+        const q = await this.queues.getQueue(name, { fresh: true });
         if (!q || !q.options.retentionEnabled) continue;
         report.queues++;
         const groups =
           q.options.completedRetentionSeconds > 0 ? (await this.groups.list(q.name, { fresh: true })).groups : [];
-        for (const part of await this.log.listPartitions(q.name)) {
+        for (const part of await this.queues.listPartitions(q.name)) {
           report.partitions++;
           const r = await this.partition(q, part, groups);
           report.segmentsDeleted += r.segmentsDeleted;
@@ -122,7 +129,7 @@ export class RetentionService {
     part: PartitionRef,
     groups?: readonly GroupRecord[],
   ): Promise<{ segmentsDeleted: number; removed: boolean; idle?: 'mark' | 'retire' }> {
-    const storage = this.log.storage;
+    const storage = this.storage;
     const now = this.clock();
     const w = retentionWindows(q.options, now);
     const rows = await storage.items.query('leases', part.id, { limit: 1000 });
@@ -147,21 +154,21 @@ export class RetentionService {
     const keepFrom = unreadKeepFrom(unread);
     let deleted = 0;
     for (let guard = 0; guard < 10_000; guard++) {
-      const page = await this.log.segmentPage(part.id, 0, 100);
+      const page = await this.segments.segmentPage(part.id, 0, 100);
       const n = deletableSegments(page.segs, w, floor, !page.more, keepFrom);
       const gone = page.segs.slice(0, n);
       for (const s of gone) if (s.blob) await storage.blobs.delete(s.blob);
       const ops: WriteOp[] = gone.flatMap((s) => [
-        { op: 'delete' as const, table: 'log' as const, key: keys.segment(part.id, s.base) },
-        { op: 'delete' as const, table: 'log' as const, key: keys.marker(part.id, s.push) },
+        { op: 'delete' as const, table: 'log' as const, key: logKeys.segment(part.id, s.base) },
+        { op: 'delete' as const, table: 'log' as const, key: logKeys.marker(part.id, s.push) },
       ]);
       if (ops.length > 0) await storage.items.writeEach(ops);
       deleted += n;
       if (n < page.segs.length || !page.more) break;
     }
-    if (deleted > 0) this.log.forgetSegments(part.id);
+    if (deleted > 0) this.segments.forgetSegments(part.id);
 
-    const tail = await this.log.segmentAt(part.id, Number.MAX_SAFE_INTEGER);
+    const tail = await this.segments.segmentAt(part.id, Number.MAX_SAFE_INTEGER);
     const live =
       tail !== undefined &&
       !expiredByRetention(tail.at, w) &&
@@ -186,10 +193,10 @@ export class RetentionService {
    * data then goes through the partition's tombstone; DLQ rows stay.
    */
   private async retireIdle(part: PartitionRef, end: number, now: number): Promise<'mark' | 'retire' | undefined> {
-    const storage = this.log.storage;
-    const item = await storage.items.get('meta', keys.partition(part.queue, part.name));
+    const storage = this.storage;
+    const item = await storage.items.get('meta', logKeys.partition(part.queue, part.name));
     if (!item || partitionRefOf(item).id !== part.id) return undefined; // retired or replaced meanwhile
-    const mark = item.attrs.retiring as unknown as RetiringMark | undefined;
+    const mark = retiringMarkOf(item);
     const step = idleStep({ removable: true, mark, end }, now, this.config.sweepGraceMs);
     try {
       if (step === 'mark') {
@@ -216,8 +223,8 @@ export class RetentionService {
       if (e instanceof ConditionFailedError || e instanceof ContentionError) return undefined; // a push got there first
       throw e;
     }
-    this.log.forgetPartition(part);
-    this.log.forgetSegments(part.id);
+    this.queues.forgetPartition(part);
+    this.segments.forgetSegments(part.id);
     return 'retire';
   }
 }
