@@ -1,10 +1,14 @@
 import { defaultInlineMaxBytes, loadConfig, type SluiceConfig } from '../config.js';
 import type { Storage } from '../storage/port.js';
 import { ClaimService } from './claims/claim-service.js';
+import { AckService } from './leases/ack.js';
 import { LeaseGroupAdmin } from './leases/lease-groups.js';
+import { LongPoll } from './leases/long-poll.js';
+import { maxSizeGuard } from './leases/max-size-guard.js';
+import { PopService } from './leases/pop.js';
+import { ReadyIndex } from './leases/ready-index.js';
 import { DlqService } from './leases/dlq-service.js';
 import { KmsKeyProvider, LocalKeyProvider, PayloadCipher, type KeyProvider } from './encryption.js';
-import { LeaseService } from './leases/lease-service.js';
 import { QueueDeletion } from './maintenance/queue-deletion.js';
 import { RetentionService } from './maintenance/retention.js';
 import { SegmentBlobSweep } from './maintenance/segment-blob-sweep.js';
@@ -39,8 +43,10 @@ export interface Services {
   groups: GroupRegistry;
   /** Record claims: consumer groups as shared work queues (docs/CLAIMS.md). */
   claims: ClaimService;
-  /** Partition leases: pop, ack, extend (docs/LEASES.md). */
-  leases: LeaseService;
+  /** Partition-lease pops, long-polling when asked (docs/LEASES.md). */
+  leasePops: PopService;
+  /** Partition-lease acks and lease extends (docs/LEASES.md). */
+  leaseAcks: AckService;
   /** The partition-lease dead-letter queue. */
   dlq: DlqService;
   /** Lease consumer groups: lag, delete, subscription, seek. */
@@ -89,25 +95,29 @@ export function buildServices(storage: Storage, cfg: SluiceConfig, opts: BuildOp
   const pushes = new PushService({ storage, config, notifier, queues, segments, tails, cipher, clock, telemetry });
   const messageLookup = new MessageLookup({ storage, segments, cipher });
   const groups = new GroupRegistry(storage, clock, config.queueCacheMs);
-  const claims = new ClaimService({ storage, queues, segments, groups, notifier, telemetry, config, clock });
+  const longPoll = new LongPoll(notifier);
+  const claims = new ClaimService({ storage, queues, segments, groups, notifier, longPoll, telemetry, config, clock });
   const dlq = new DlqService({ storage, queues, pushes, cipher });
-  const leases = new LeaseService({
+  const ready = new ReadyIndex({ storage, queues, segments, groups, clock, recheckMs: config.queueCacheMs });
+  pushes.addCommitHook(ready.hook);
+  pushes.addPushGuard(maxSizeGuard({ storage, segments }));
+  const leasePops = new PopService({
     storage,
     config,
     queues,
     segments,
-    pushes,
     cipher,
     groups,
-    dlq,
-    notifier,
+    ready,
+    longPoll,
     telemetry,
     clock,
   });
-  const leaseGroups = new LeaseGroupAdmin({ storage, queues, segments, groups, leases, clock });
-  const transactions = new TransactionService({ storage, queues, pushes, leases, clock });
+  const leaseAcks = new AckService({ storage, queues, segments, dlq, notifier, telemetry, clock });
+  const leaseGroups = new LeaseGroupAdmin({ storage, queues, segments, groups, ready, notifier, clock });
+  const transactions = new TransactionService({ storage, queues, pushes, acks: leaseAcks, clock });
   const retention = new RetentionService({ storage, queues, segments, groups, claims, config, clock });
-  const deletion = new QueueDeletion({ storage, queues, groups, ready: leases.ready, dlq, config, clock });
+  const deletion = new QueueDeletion({ storage, queues, groups, ready, dlq, config, clock });
   const segmentBlobs = new SegmentBlobSweep({ storage, config, clock });
   return {
     config,
@@ -120,7 +130,8 @@ export function buildServices(storage: Storage, cfg: SluiceConfig, opts: BuildOp
     messageLookup,
     groups,
     claims,
-    leases,
+    leasePops,
+    leaseAcks,
     dlq,
     leaseGroups,
     transactions,

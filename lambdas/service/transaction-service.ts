@@ -21,7 +21,7 @@ import {
   type Storage,
   type WriteOp,
 } from '../storage/port.js';
-import type { LeaseService, LanePrep } from './leases/lease-service.js';
+import type { AckService, LanePrep } from './leases/ack.js';
 import type { PushItem, PushService } from './log/push.js';
 import type { QueueDirectory } from './log/queue-directory.js';
 import { mergeOps, type PreparedCommit } from './log/segment-commit.js';
@@ -88,7 +88,8 @@ export interface TransactionServiceDeps {
   storage: Storage;
   queues: QueueDirectory;
   pushes: PushService;
-  leases: LeaseService;
+  /** Plans the acks' lanes and wakes pops after they were written. */
+  acks: AckService;
   clock: () => number;
 }
 
@@ -96,14 +97,14 @@ export class TransactionService {
   private readonly storage: Storage;
   private readonly queues: QueueDirectory;
   private readonly pushes: PushService;
-  private readonly leases: LeaseService;
+  private readonly acks: AckService;
   private readonly clock: () => number;
 
   constructor(deps: TransactionServiceDeps) {
     this.storage = deps.storage;
     this.queues = deps.queues;
     this.pushes = deps.pushes;
-    this.leases = deps.leases;
+    this.acks = deps.acks;
     this.clock = deps.clock;
   }
 
@@ -228,7 +229,7 @@ export class TransactionService {
     }
 
     for (const g of pushes.values()) await this.pushes.committed(g.prep as PreparedCommit, g.base);
-    for (const lane of lanes.values()) this.leases.afterLane(lane.prep as LanePrep);
+    for (const lane of lanes.values()) this.acks.afterLane(lane.prep as LanePrep);
     return { transactionId: txId, success: true, results: this.results(ops, pushes, lanes) };
   }
 
@@ -237,7 +238,7 @@ export class TransactionService {
     for (const lane of lanes) {
       const part = await this.queues.partitionById(lane.partitionId);
       if (!part) return 'ACK operation failed: Message not found';
-      lane.prep = await this.leases.prepareLane(
+      lane.prep = await this.acks.prepareLane(
         part,
         lane.group,
         lane.items.map((it, j) => ({ index: j, transactionId: it.transactionId, status: it.status, error: it.error })),

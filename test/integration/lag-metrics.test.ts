@@ -23,7 +23,7 @@ describe.each(backends)('integration: lag metrics on $name', (backend) => {
     clock.advance(30_000);
     await svc.pushes.push([4, 5].map((n) => ({ queue: 'lagq', partition: 'p2', payload: json(n) })));
     // A lease group that finished one message of p1; a claim group that finished one of p1.
-    const popped = await svc.leases.pop({
+    const popped = await svc.leasePops.pop({
       queue: 'lagq',
       group: 'billing',
       partition: 'p1',
@@ -34,7 +34,7 @@ describe.each(backends)('integration: lag metrics on $name', (backend) => {
       timeoutMs: 0,
     });
     const m = popped!.messages[0]!;
-    await svc.leases.ack(
+    await svc.leaseAcks.ack(
       [
         {
           index: 0,

@@ -8,8 +8,9 @@ import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
 import { resolveQueueOptions } from '../../lambdas/core/queue-options.js';
 import { KmsKeyProvider } from '../../lambdas/service/encryption.js';
 import { SEGMENT_BLOB_PREFIX, logKeys as keys, parseSegmentBlobKey } from '../../lambdas/service/log/log-store.js';
-import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, parseDlqBlobKey } from '../../lambdas/service/leases/lease-store.js';
-import type { PopRequest, PopResult } from '../../lambdas/service/leases/lease-service.js';
+import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, parseDlqBlobKey } from '../../lambdas/service/leases/dlq-store.js';
+import type { PopRequest, PopResult } from '../../lambdas/service/leases/pop.js';
+import { lastBefore } from '../../lambdas/service/leases/start-position.js';
 import { buildServices, type Services } from '../../lambdas/service/runtime.js';
 import { ContentionError, type ItemStore, type Storage } from '../../lambdas/storage/port.js';
 import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
@@ -78,7 +79,7 @@ const req = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({
   ...over,
 });
 const ackAll = (svc: Services, r: PopResult) =>
-  svc.leases.ack(
+  svc.leaseAcks.ack(
     r.messages.map((m, index) => ({
       index,
       partitionId: m.partitionId,
@@ -100,7 +101,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const svc = testServices(c.storage, { config: { queueCacheMs: 60_000 } });
     // The group is registered before the partitions exist (so no registration scan is involved).
     const q = await svc.queues.ensureQueue('idle');
-    expect(await svc.leases.pop(req('idle', { group: 'g' }))).toBeNull();
+    expect(await svc.leasePops.pop(req('idle', { group: 'g' }))).toBeNull();
     // moto serves a few concurrent transactions at a time (~200 writes/s): create them 5 by 5,
     // and only 100 (idle partitions never enter the READY index, so the count is what varies).
     const [idle, step] = backend.name === 'aws' ? [100, 5] : [10_000, 100];
@@ -108,7 +109,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
       await Promise.all(Array.from({ length: step }, (_, j) => svc.queues.ensurePartition(q, `idle-${i + j}`)));
     await svc.pushes.push([{ queue: 'idle', partition: 'busy', payload: json('work') }]);
     c.reset();
-    const r = await svc.leases.pop(req('idle', { group: 'g' }));
+    const r = await svc.leasePops.pop(req('idle', { group: 'g' }));
     expect(r?.messages.map((m) => text(m.payload))).toEqual(['"work"']);
     const popRequests = c.n();
     expect(popRequests).toBeLessThanOrEqual(5);
@@ -116,12 +117,12 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     await ackAll(svc, r!);
     expect(c.n()).toBe(2);
     c.reset();
-    expect(await svc.leases.pop(req('idle', { group: 'g' }))).toBeNull();
+    expect(await svc.leasePops.pop(req('idle', { group: 'g' }))).toBeNull();
     // Empty: the rows of the cached READY page, then the READY query, its rows and one
     // guarded delete of the drained entry.
     expect(c.n()).toBeLessThanOrEqual(4);
     c.reset();
-    expect(await svc.leases.pop(req('idle', { group: 'g' }))).toBeNull();
+    expect(await svc.leasePops.pop(req('idle', { group: 'g' }))).toBeNull();
     expect(c.n()).toBe(1);
   });
 
@@ -143,9 +144,9 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
       },
     ]);
     expect(t.counters.get('MessagesPushed')).toBe(3);
-    const r = await svc.leases.pop(req('metrics', { group: 'g', batch: 1 }));
+    const r = await svc.leasePops.pop(req('metrics', { group: 'g', batch: 1 }));
     const m = r!.messages[0]!;
-    await svc.leases.ack(
+    await svc.leaseAcks.ack(
       [
         {
           index: 0,
@@ -167,9 +168,9 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const svc = testServices(inner);
     const big = json('x'.repeat(300 * 1024)); // over the 256 KiB kept inside the entry
     await svc.pushes.push([{ queue: 'dlqblob', payload: big, transactionId: 'db-1' }]);
-    const r = await svc.leases.pop(req('dlqblob', { group: 'g', batch: 1 }));
+    const r = await svc.leasePops.pop(req('dlqblob', { group: 'g', batch: 1 }));
     const m = r!.messages[0]!;
-    await svc.leases.ack(
+    await svc.leaseAcks.ack(
       [
         {
           index: 0,
@@ -287,9 +288,9 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     });
     const svc = testServices(stalled);
     await svc.pushes.push([{ queue: 'dlqstall', payload: big, transactionId: 'ds-1' }]);
-    const r = await svc.leases.pop(req('dlqstall', { group: 'g', batch: 1 }));
+    const r = await svc.leasePops.pop(req('dlqstall', { group: 'g', batch: 1 }));
     const m = r!.messages[0]!;
-    const [res] = await svc.leases.ack(
+    const [res] = await svc.leaseAcks.ack(
       [
         {
           index: 0,
@@ -313,9 +314,9 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
   it('a replay whose row delete fails answers replayed with dlqRowRemoved false, and the row stays listed', async () => {
     const svc = testServices(inner);
     await svc.pushes.push([{ queue: 'replay-fail', payload: json('x'), transactionId: 'rf-1' }]);
-    const r = await svc.leases.pop(req('replay-fail', { group: 'g', batch: 1 }));
+    const r = await svc.leasePops.pop(req('replay-fail', { group: 'g', batch: 1 }));
     const m = r!.messages[0]!;
-    await svc.leases.ack(
+    await svc.leaseAcks.ack(
       [
         {
           index: 0,
@@ -342,12 +343,12 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const svc = testServices(c.storage, { config: { queueCacheMs: 60_000 } });
     for (let b = 0; b < 10; b++)
       await svc.pushes.push(Array.from({ length: 50 }, (_, i) => ({ queue: 'deep', payload: json(b * 50 + i) })));
-    const warm = await svc.leases.pop(req('deep', { partition: 'Default', batch: 50 }));
+    const warm = await svc.leasePops.pop(req('deep', { partition: 'Default', batch: 50 }));
     await ackAll(svc, warm!);
     const counts: number[] = [];
     for (let k = 0; k < 3; k++) {
       c.reset();
-      const r = await svc.leases.pop(req('deep', { partition: 'Default', batch: 50 }));
+      const r = await svc.leasePops.pop(req('deep', { partition: 'Default', batch: 50 }));
       counts.push(c.n());
       c.reset();
       const acks = await ackAll(svc, r!);
@@ -372,7 +373,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const offsets: number[] = [];
     for (let k = 0; k < 4; k++) {
       queries.length = 0;
-      const r = await svc.leases.pop(req('idx', { partition: 'Default', batch: 10 }));
+      const r = await svc.leasePops.pop(req('idx', { partition: 'Default', batch: 10 }));
       expect(queries.filter((t) => t === 'log')).toEqual([]);
       offsets.push(...r!.messages.map((m) => m.offset));
       await ackAll(svc, r!);
@@ -408,7 +409,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     for (let p = 0; p < 30; p++) await svc.pushes.push([{ queue: 'scan', partition: `s${p}`, payload: json(p) }]);
     const got = new Set<string>();
     for (let i = 0; i < 40 && got.size < 30; i++) {
-      const r = await svc.leases.pop(req('scan', { group: 'late', partitions: 20 }));
+      const r = await svc.leasePops.pop(req('scan', { group: 'late', partitions: 20 }));
       if (!r) continue;
       r.messages.forEach((m) => got.add(text(m.payload)));
       await ackAll(svc, r);
@@ -423,22 +424,22 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     // The newcomer registers, and its registration scan completes, while the push is in flight.
     const pusher = testServices(
       beforeFirstCommit(inner, async () => {
-        expect(await svc.leases.pop(req('reg-race-0', { group: 'newcomer' }))).toBeNull();
+        expect(await svc.leasePops.pop(req('reg-race-0', { group: 'newcomer' }))).toBeNull();
       }),
     );
     const [r] = await pusher.pushes.push([{ queue: 'reg-race-0', payload: json('missed?') }]);
     expect(r?.status).toBe('queued');
-    const got = await svc.leases.pop(req('reg-race-0', { group: 'newcomer' }));
+    const got = await svc.leasePops.pop(req('reg-race-0', { group: 'newcomer' }));
     expect(got?.messages.map((m) => text(m.payload))).toEqual(['"missed?"']);
   });
 
   it('a group registering between a push’s read of the group list and its commit fails the commit’s version check: the retry marks it', async () => {
     const svc = testServices(inner);
     await svc.pushes.push([{ queue: 'reg-race-1', payload: json('first') }]);
-    expect((await svc.leases.pop(req('reg-race-1', { group: 'old' })))?.messages).toHaveLength(1);
+    expect((await svc.leasePops.pop(req('reg-race-1', { group: 'old' })))?.messages).toHaveLength(1);
     const pusher = testServices(
       beforeFirstCommit(inner, async () => {
-        const first = await svc.leases.pop(req('reg-race-1', { group: 'newcomer' }));
+        const first = await svc.leasePops.pop(req('reg-race-1', { group: 'newcomer' }));
         expect(first?.messages).toHaveLength(1);
         await ackAll(svc, first!);
       }),
@@ -447,7 +448,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     expect(r?.status).toBe('queued');
     const seen: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const p = await svc.leases.pop(req('reg-race-1', { group: 'newcomer' }));
+      const p = await svc.leasePops.pop(req('reg-race-1', { group: 'newcomer' }));
       if (!p) break;
       seen.push(...p.messages.map((m) => text(m.payload)));
       await ackAll(svc, p);
@@ -466,7 +467,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     // lapsed, on its row's version.
     for (let round = 0; round < 2; round++) {
       const got = await Promise.all(
-        procs.map((svc) => svc.leases.pop(req('race-x', { group: 'r', partition: 'Default' }))),
+        procs.map((svc) => svc.leasePops.pop(req('race-x', { group: 'r', partition: 'Default' }))),
       );
       const winners = got.filter((r) => r !== null);
       expect(winners).toHaveLength(1);
@@ -480,7 +481,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const b = testServices(inner); // another process: its push wakes nobody in `a`
     await a.queues.ensureQueue('lp-x');
     const started = performance.now();
-    const waiting = a.leases.pop(req('lp-x', { group: 'w', wait: true, timeoutMs: 5000 }));
+    const waiting = a.leasePops.pop(req('lp-x', { group: 'w', wait: true, timeoutMs: 5000 }));
     await new Promise((r) => setTimeout(r, 200));
     await b.pushes.push([{ queue: 'lp-x', payload: json('elsewhere') }]);
     const r = await waiting;
@@ -494,7 +495,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const b = testServices(inner, { clock, config: { queueCacheMs: 1000 } }); // another process
     await a.pushes.push([{ queue: 'xproc', payload: json('one') }]);
     const payloads = async (svc: Services, group: string, over: Partial<PopRequest> = {}): Promise<string[]> => {
-      const r = await svc.leases.pop(req('xproc', { group, ...over }));
+      const r = await svc.leasePops.pop(req('xproc', { group, ...over }));
       if (!r) return [];
       await ackAll(svc, r);
       return r.messages.map((m) => text(m.payload));
@@ -520,7 +521,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
   it('a transaction whose segment base is taken by a push meanwhile retries at the next base: atomic, dense offsets', async () => {
     const svc0 = testServices(inner);
     await svc0.pushes.push([{ queue: 'tx-race', payload: json('src') }]);
-    const src = await svc0.leases.pop(req('tx-race', { group: 'w' }));
+    const src = await svc0.leasePops.pop(req('tx-race', { group: 'w' }));
     const other = testServices(inner);
     const svc = testServices(
       beforeFirstCommit(inner, async () => {
@@ -554,14 +555,14 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
       '2:"t1"',
       '3:"t2"',
     ]);
-    const rest = await svc.leases.pop(req('tx-race', { group: 'w' }));
+    const rest = await svc.leasePops.pop(req('tx-race', { group: 'w' }));
     expect(rest?.messages.map((m) => text(m.payload))).toEqual(['"pushed-meanwhile"', '"t1"', '"t2"']);
   });
 
   it('a transaction the orphan-blob sweeper aborted (it stalled past the grace) answers 503 unavailable, and nothing of it applies', async () => {
     const svc0 = testServices(inner);
     await svc0.pushes.push([{ queue: 'tx-stall', payload: json('src') }]);
-    const src = await svc0.leases.pop(req('tx-stall', { group: 'w' }));
+    const src = await svc0.leasePops.pop(req('tx-stall', { group: 'w' }));
     const pid = src!.messages[0]!.partitionId;
     // Its segment is large enough for a blob; just before it commits, the sweeper judges the
     // blob an orphan: marker `aborted` (put-if-absent), blob deleted.
@@ -614,7 +615,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const part = await svc.queues.getPartition('seek-log', 'Default');
     c.reset();
     const at = svc.testClock.t - 64_000 + 40_500; // after message 40 was pushed
-    expect(await svc.leases.lastBefore(part!.id, at, true)).toBe(40);
+    expect(await lastBefore(svc.segments, part!.id, at, true)).toBe(40);
     expect(c.n()).toBeLessThanOrEqual(9);
   });
 
@@ -625,8 +626,8 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
       options: resolveQueueOptions({ encryptionEnabled: true, retryLimit: 0 }),
     });
     await svc.pushes.push([{ queue: 'sealed-dlq', payload: json({ secret: 1 }) }]);
-    const r = await svc.leases.pop(req('sealed-dlq'));
-    await svc.leases.ack(
+    const r = await svc.leasePops.pop(req('sealed-dlq'));
+    await svc.leaseAcks.ack(
       [
         {
           index: 0,
@@ -679,7 +680,7 @@ describe.runIf(backends.some((b) => b.name === 'aws'))('integration: KMS data ke
       const seg = await storage.items.get('log', keys.segment(pushed!.partitionId, 0));
       expect(seg?.bin).toBeDefined();
       const b = mk(); // another process: unwraps the data key through KMS
-      const r = await b.leases.pop(req('kms'));
+      const r = await b.leasePops.pop(req('kms'));
       expect(text(r!.messages[0]!.payload)).toBe('{"pan":"4111"}');
       kms.destroy();
     } finally {

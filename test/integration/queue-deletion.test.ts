@@ -9,7 +9,7 @@ import { resolveQueueOptions, type QueueOptionsInput } from '../../lambdas/core/
 import { claimKeys } from '../../lambdas/service/claims/claim-service.js';
 import { SEGMENT_BLOB_PREFIX, TOMBSTONE_PK, logKeys as keys } from '../../lambdas/service/log/log-store.js';
 import { readyPk } from '../../lambdas/service/leases/lease-store.js';
-import type { PopRequest } from '../../lambdas/service/leases/lease-service.js';
+import type { PopRequest } from '../../lambdas/service/leases/pop.js';
 import { runMaintenance } from '../../lambdas/service/maintenance/maintenance.js';
 import type { Services } from '../../lambdas/service/runtime.js';
 import type { Storage } from '../../lambdas/storage/port.js';
@@ -95,8 +95,8 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     ]);
     await svc.pushes.push([{ queue: Q, partition: 'b', payload: json(3), transactionId: 't3' }]);
     // A lease group with a dead letter, a claim group with state and a dead letter of its own.
-    const popped = await svc.leases.pop(req(Q, { group: 'g', partition: 'a', batch: 1 }));
-    await svc.leases.ack(
+    const popped = await svc.leasePops.pop(req(Q, { group: 'g', partition: 'a', batch: 1 }));
+    await svc.leaseAcks.ack(
       [{ index: 0, partitionId: popped!.messages[0]!.partitionId, transactionId: 't1', status: 'dlq', error: 'bad' }],
       'g',
     );
@@ -115,7 +115,7 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     expect(await svc.queues.getPartition(Q, 'a')).toBeUndefined();
     expect(await svc.queues.partitionById(a.id)).toBeUndefined();
     expect(await storage.items.get('meta', keys.partition(Q, 'b'))).toBeUndefined();
-    expect(await svc.leases.pop(req(Q, { group: 'g' }))).toBeNull();
+    expect(await svc.leasePops.pop(req(Q, { group: 'g' }))).toBeNull();
     // The registrations stay (kind and subscription), as Queen keeps a group's subscription.
     expect(await svc.groups.get(Q, 'g')).toMatchObject({ kind: 'lease', subscription: { mode: 'all' } });
     expect(await svc.groups.get(Q, 'w')).toMatchObject({ kind: 'claim' });
@@ -127,7 +127,7 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     const [again] = await svc.pushes.push([{ queue: Q, partition: 'a', payload: json('new-a'), transactionId: 't1' }]);
     expect(again).toMatchObject({ status: 'queued', offset: 0 });
     expect(again!.partitionId).not.toBe(a.id);
-    const got = await svc.leases.pop(req(Q, { group: 'g', batch: 10 }));
+    const got = await svc.leasePops.pop(req(Q, { group: 'g', batch: 10 }));
     expect(got!.messages.map((m) => text(m.payload))).toEqual(['"new-a"']);
     expect(await svc.claims.describe(Q, 'a', 'w').catch((e: SluiceError) => e.code)).toBe('not_found');
     await svc.pushes.push([{ queue: Q, partition: 'b', payload: json('new-b') }]);
@@ -368,8 +368,8 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     const segment = async (base: number): Promise<boolean> =>
       (await storage.items.get('log', keys.segment(pid, base))) !== undefined;
     // The lease group has finished everything; the claim group offsets 0 (acked) and 1 (dead letter).
-    const all = await svc.leases.pop(req(Q, { group: 'l', batch: 10 }));
-    await svc.leases.ack(
+    const all = await svc.leasePops.pop(req(Q, { group: 'l', batch: 10 }));
+    await svc.leaseAcks.ack(
       all!.messages.map((m, index) => ({
         index,
         partitionId: m.partitionId,
@@ -385,8 +385,8 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     await svc.pushes.push([{ queue: Q, partition: 'other', payload: json('o1') }]);
     svc.testClock.advance(1);
     await svc.pushes.push([{ queue: Q, partition: 'other', payload: json('o2') }]);
-    const other = await svc.leases.pop(req(Q, { group: 'l', partition: 'other', batch: 10 }));
-    await svc.leases.ack(
+    const other = await svc.leasePops.pop(req(Q, { group: 'l', partition: 'other', batch: 10 }));
+    await svc.leaseAcks.ack(
       other!.messages.map((m, index) => ({
         index,
         partitionId: m.partitionId,

@@ -6,7 +6,8 @@ import { z } from 'zod';
 import { SluiceError, invalid } from '../../core/errors.js';
 import { decodeLeaseId, parseAckStatus } from '../../core/leases.js';
 import { QUEUE_MODE_GROUP, nameProblem } from '../../core/names.js';
-import type { AckRequestItem, AckResult, PopResult } from '../../service/leases/lease-service.js';
+import type { AckRequestItem, AckResult } from '../../service/leases/ack.js';
+import type { PopResult } from '../../service/leases/pop.js';
 import type { Services } from '../../service/runtime.js';
 import type { TxOp } from '../../service/transaction-service.js';
 import type { Action } from '../route.js';
@@ -102,7 +103,7 @@ async function runPop(
   partition: string | undefined,
   q: z.infer<typeof PopQuery>,
 ) {
-  const r = await services.leases.pop(
+  const r = await services.leasePops.pop(
     {
       queue,
       partition,
@@ -210,7 +211,7 @@ async function runAcks(
     error: a.error,
     leaseId: a.leaseId,
   }));
-  const results = await services.leases.ack(items, group);
+  const results = await services.leaseAcks.ack(items, group);
   return { statusCode: 200, body: results.map(ackJson) };
 }
 
@@ -254,7 +255,7 @@ export const extendLease = defineRoute({
   async run({ params, body, services, authorize }) {
     const ref = decodeLeaseId(params.leaseId, QUEUE_MODE_GROUP);
     if (ref) await authorizeParts(services, ref.partitionIds, authorize);
-    const r = await services.leases.extend(params.leaseId, body?.seconds ?? 60);
+    const r = await services.leaseAcks.extend(params.leaseId, body?.seconds ?? 60);
     const at = iso(r.expiresAt);
     return {
       statusCode: 200,

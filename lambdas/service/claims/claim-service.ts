@@ -28,6 +28,7 @@ import { padOffset } from '../log/log-store.js';
 import type { PartitionRef, QueueRecord } from '../log/log-store.js';
 import type { QueueDirectory } from '../log/queue-directory.js';
 import type { SegmentReader, StoredMessage } from '../log/segments.js';
+import type { LongPoll } from '../leases/long-poll.js';
 import type { Notifier } from '../notifier.js';
 import type { Telemetry } from '../telemetry.js';
 
@@ -194,14 +195,14 @@ export interface ClaimServiceDeps {
   segments: SegmentReader;
   groups: GroupRegistry;
   notifier: Notifier;
+  /** The long-poll wait pops use too: woken by pushes here, re-reading storage for other processes'. */
+  longPoll: LongPoll;
   telemetry: Telemetry;
   config: SluiceConfig;
   clock: () => number;
   sleep?: (ms: number) => Promise<void>;
 }
 
-/** How often a waiting poll looks at storage again (another process's push does not wake it). */
-const REPOLL_MS = 1000;
 const MAX_ATTEMPTS = 60;
 /** A poll reads owed records in at most this many separate log reads. */
 const MAX_READ_RUNS = 8;
@@ -233,6 +234,7 @@ export class ClaimService {
   private readonly segments: SegmentReader;
   private readonly groups: GroupRegistry;
   private readonly notifier: Notifier;
+  private readonly longPoll: LongPoll;
   private readonly telemetry: Telemetry;
   private readonly config: SluiceConfig;
   private readonly clock: () => number;
@@ -246,6 +248,7 @@ export class ClaimService {
     this.segments = deps.segments;
     this.groups = deps.groups;
     this.notifier = deps.notifier;
+    this.longPoll = deps.longPoll;
     this.telemetry = deps.telemetry;
     this.config = deps.config;
     this.clock = deps.clock;
@@ -510,22 +513,26 @@ export class ClaimService {
       session: input.session,
       reclaim: input.reclaim ?? false,
     };
-    const waitMs = Math.max(0, Math.min(input.waitMs ?? 0, this.config.claimMaxWaitMs));
-    const deadline = Date.now() + waitMs;
     const dims = { queue, group };
     this.telemetry.count('ClaimPolls', 1, dims);
-    for (;;) {
-      const r = await this.inTurn(ctx, () => this.pollOnce(ctx, req));
-      if (r.deadLettered > 0) this.telemetry.count('ClaimDeadLettered', r.deadLettered, dims);
-      // Reclaim happens once: later rounds of a long poll only take what it reserved.
-      req.reclaim = false;
-      const left = deadline - Date.now();
-      if (r.records.length > 0 || left <= 0 || signal?.aborted) {
-        if (r.capped) this.telemetry.count('ClaimPollsCapped', 1, dims);
-        return { records: r.records, capped: r.capped };
-      }
-      await this.notifier.wait(queue, Math.min(left, REPOLL_MS), signal);
-    }
+    let last: PollResult = { records: [], capped: false };
+    const found = await this.longPoll.wait({
+      queue,
+      budgetMs: Math.max(0, Math.min(input.waitMs ?? 0, this.config.claimMaxWaitMs)),
+      signal,
+      lookAtEnd: true,
+      look: async () => {
+        const r = await this.inTurn(ctx, () => this.pollOnce(ctx, req));
+        if (r.deadLettered > 0) this.telemetry.count('ClaimDeadLettered', r.deadLettered, dims);
+        // Reclaim happens once: later rounds of a long poll only take what it reserved.
+        req.reclaim = false;
+        last = { records: r.records, capped: r.capped };
+        return r.records.length > 0 ? last : null;
+      },
+    });
+    const r = found ?? last;
+    if (r.capped) this.telemetry.count('ClaimPollsCapped', 1, dims);
+    return r;
   }
 
   private async pollOnce(ctx: Ctx, req: PollRequest): Promise<PollResult & { deadLettered: number }> {

@@ -20,7 +20,19 @@ import {
   type WriteOp,
 } from '../../storage/port.js';
 import { markerOrAbort, sweepBlobPage, type SweepReport } from '../maintenance/blob-sweep.js';
-import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, entryPk, listSk, parseDlqBlobKey } from './lease-store.js';
+import {
+  DLQ_BLOB_PREFIX,
+  decodeEntry,
+  decodePointer,
+  dlqBlobKey,
+  dlqKeys,
+  entryAttrs,
+  entryPk,
+  listSk,
+  parseDlqBlobKey,
+  pointedEntry,
+  type EntryAttrs,
+} from './dlq-store.js';
 import { openPayload, type PayloadCipherLike } from '../encryption.js';
 import type { PartitionRef } from '../log/log-store.js';
 import type { PushResult, PushService } from '../log/push.js';
@@ -31,26 +43,6 @@ import type { StoredMessage } from '../log/segments.js';
 const INLINE_PAYLOAD_BYTES = 256 * 1024;
 /** Most rows one bulk redrive moves. */
 export const MAX_REDRIVE = 500;
-
-interface EntryAttrs {
-  id: string;
-  transactionId: string;
-  partitionId: string;
-  queue: string;
-  partition: string;
-  consumerGroup: string;
-  errorMessage: string;
-  retryCount: number;
-  failedAt: number;
-  offset: number;
-  traceId: string | null;
-  sealed: boolean;
-  blob?: string;
-  /** Sort key of both list pointers. */
-  listSk: string;
-  /** The queue incarnation it was filed in (absent on rows filed before queue deletion existed). */
-  queueId?: string;
-}
 
 /** A DLQ row as the API shows it (payload as plaintext JSON text). */
 export type DlqEntry = Omit<EntryAttrs, 'sealed' | 'blob' | 'listSk' | 'queueId'> & { payload: Uint8Array };
@@ -144,7 +136,7 @@ export class DlqService {
       {
         op: 'put',
         table: 'dlq',
-        item: { ...e, ver: (earlier?.ver ?? 0) + 1, attrs: attrs as unknown as Record<string, Json>, bin },
+        item: { ...e, ver: (earlier?.ver ?? 0) + 1, attrs: entryAttrs(attrs), bin },
         cond: earlier ? { kind: 'version', ver: earlier.ver } : { kind: 'absent' },
       },
       { op: 'put', table: 'dlq', item: { ...byQueue, ver: 1, attrs: pointer } },
@@ -152,7 +144,7 @@ export class DlqService {
     ];
     if (marker) ops.push(marker);
     if (earlier) {
-      const old = earlier.attrs as unknown as EntryAttrs;
+      const old = decodeEntry(earlier);
       if (old.listSk !== byQueue.sk) {
         ops.push({ op: 'delete', table: 'dlq', key: dlqKeys.byQueue(old.queue, old.listSk) });
         ops.push({ op: 'delete', table: 'dlq', key: dlqKeys.byGroup(old.queue, old.consumerGroup, old.listSk) });
@@ -185,10 +177,7 @@ export class DlqService {
         // Committed, but is the entry still pointing here? Filing the same message again for
         // the same group overwrites the entry with a new blob; nothing ever points at an older
         // blob id again, so its marker and blob can go.
-        const entry = await this.storage.items.get('dlq', {
-          pk: marker.attrs.entryPk as string,
-          sk: marker.attrs.entrySk as string,
-        });
+        const entry = await this.storage.items.get('dlq', pointedEntry(marker));
         if (entry?.attrs.blob === key) return false;
         try {
           await this.storage.items.delete('dlq', mk, { kind: 'version', ver: marker.ver });
@@ -247,10 +236,7 @@ export class DlqService {
     const out: { entry: DlqEntry; cursor: string }[] = [];
     for (let i = 0; i < pointers.length; i += MAX_GET_MANY) {
       const chunk = pointers.slice(i, i + MAX_GET_MANY);
-      const got = await this.storage.items.getMany(
-        'dlq',
-        chunk.map((p) => ({ pk: p.attrs.entryPk as string, sk: p.attrs.entrySk as string })),
-      );
+      const got = await this.storage.items.getMany('dlq', chunk.map(pointedEntry));
       for (let j = 0; j < got.length; j++) {
         const it = got[j];
         if (it) out.push({ entry: await this.toEntry(it), cursor: (chunk[j] as Item).sk });
@@ -276,7 +262,7 @@ export class DlqService {
     const rows = page.items.filter((it) => group === undefined || it.sk === group);
     const first = rows[0];
     if (!first) return rows;
-    const live = await this.liveIn((first.attrs as unknown as EntryAttrs).queue);
+    const live = await this.liveIn(decodeEntry(first).queue);
     return rows.filter((it) => live(it.attrs.queueId));
   }
 
@@ -288,7 +274,7 @@ export class DlqService {
     check?: QueueCheck,
   ): Promise<{ removed: number }> {
     const rows = await this.lookup(partitionId, transactionId, group);
-    if (rows[0]) check?.((rows[0].attrs as unknown as EntryAttrs).queue);
+    if (rows[0]) check?.(decodeEntry(rows[0]).queue);
     if (rows.length === 0)
       throw notFound(`no dead-letter row for transactionId ${transactionId} in partition ${partitionId}`);
     for (const r of rows) await this.removeRow(r);
@@ -309,7 +295,7 @@ export class DlqService {
     const rows = await this.lookup(partitionId, transactionId, group);
     const first = rows[0];
     if (!first) throw notFound(`no dead-letter row for transactionId ${transactionId} in partition ${partitionId}`);
-    check?.((first.attrs as unknown as EntryAttrs).queue);
+    check?.(decodeEntry(first).queue);
     const entry = await this.toEntry(first);
     const [push] = await this.pushes.push([
       { queue: entry.queue, partition: entry.partition, payload: entry.payload, traceId: entry.traceId },
@@ -405,7 +391,7 @@ export class DlqService {
   }
 
   private async removeRow(row: Item): Promise<void> {
-    const a = row.attrs as unknown as EntryAttrs;
+    const a = decodeEntry(row);
     const ops: WriteOp[] = [
       { op: 'delete', table: 'dlq', key: { pk: row.pk, sk: row.sk }, cond: { kind: 'version', ver: row.ver } },
       { op: 'delete', table: 'dlq', key: dlqKeys.byQueue(a.queue, a.listSk) },
@@ -440,7 +426,7 @@ export class DlqService {
   }
 
   private async toEntry(it: Item): Promise<DlqEntry> {
-    const a = it.attrs as unknown as EntryAttrs;
+    const a = decodeEntry(it);
     let payload = it.bin;
     if (a.blob) payload = await this.storage.blobs.get(a.blob);
     if (!payload) throw new SluiceError('unavailable', `dead-letter payload of ${a.transactionId} is missing`);
@@ -475,10 +461,7 @@ export class DlqService {
   ): Promise<{ removed: number; next?: string | undefined }> {
     const page = await this.storage.items.query('dlq', dlqKeys.listPk(q.queue), { after, limit });
     if (page.items.length === 0) return { removed: 0 };
-    const rows = await this.storage.items.getMany(
-      'dlq',
-      page.items.map((p) => ({ pk: p.attrs.entryPk as string, sk: p.attrs.entrySk as string })),
-    );
+    const rows = await this.storage.items.getMany('dlq', page.items.map(pointedEntry));
     const dead = (queueId: Json | undefined, failedAt: number): boolean =>
       queueId === undefined ? failedAt <= q.deletedAt : queueId === q.queueId;
     let removed = 0;
@@ -486,15 +469,15 @@ export class DlqService {
       page.items.map(async (ptr, i) => {
         const row = rows[i];
         if (row) {
-          const a = row.attrs as unknown as EntryAttrs;
+          const a = decodeEntry(row);
           if (!dead(a.queueId, a.failedAt)) return;
           await this.removeRow(row);
           removed++;
-        } else if (dead(ptr.attrs.queueId, ptr.attrs.failedAt as number)) {
+        } else if (dead(ptr.attrs.queueId, decodePointer(ptr).failedAt)) {
           // A pointer whose entry is gone: remove it and its per-group twin.
           await this.storage.items.writeEach([
             { op: 'delete', table: 'dlq', key: { pk: ptr.pk, sk: ptr.sk } },
-            { op: 'delete', table: 'dlq', key: dlqKeys.byGroup(q.queue, ptr.attrs.entrySk as string, ptr.sk) },
+            { op: 'delete', table: 'dlq', key: dlqKeys.byGroup(q.queue, decodePointer(ptr).entrySk, ptr.sk) },
           ]);
           removed++;
         }

@@ -7,14 +7,16 @@
  * pop and ack.
  */
 import { SluiceError, conflict, notFound } from '../../core/errors.js';
-import { isLive, laneLag, messageProgress } from '../../core/leases.js';
+import { emptyCursor, isLive, laneLag, messageProgress, type CursorState } from '../../core/leases.js';
 import type { Item, Storage } from '../../storage/port.js';
 import type { GroupRecord, GroupRegistry } from '../groups/group-registry.js';
-import { leaseKeys } from './lease-store.js';
-import { decodeCursor, type LeaseService } from './lease-service.js';
+import { cursorRows, decodeCursor, leaseKeys, putCursor } from './lease-store.js';
+import type { ReadyIndex } from './ready-index.js';
+import { lastBefore } from './start-position.js';
 import type { PartitionRef } from '../log/log-store.js';
 import type { QueueDirectory } from '../log/queue-directory.js';
 import type { SegmentReader } from '../log/segments.js';
+import type { Notifier } from '../notifier.js';
 
 export interface PartitionLag {
   partition: string;
@@ -69,7 +71,8 @@ export interface LeaseGroupAdminDeps {
   queues: QueueDirectory;
   segments: SegmentReader;
   groups: GroupRegistry;
-  leases: LeaseService;
+  ready: ReadyIndex;
+  notifier: Notifier;
   clock: () => number;
 }
 
@@ -78,7 +81,8 @@ export class LeaseGroupAdmin {
   private readonly queues: QueueDirectory;
   private readonly segments: SegmentReader;
   private readonly groups: GroupRegistry;
-  private readonly leases: LeaseService;
+  private readonly ready: ReadyIndex;
+  private readonly notifier: Notifier;
   private readonly clock: () => number;
 
   constructor(deps: LeaseGroupAdminDeps) {
@@ -86,7 +90,8 @@ export class LeaseGroupAdmin {
     this.queues = deps.queues;
     this.segments = deps.segments;
     this.groups = deps.groups;
-    this.leases = deps.leases;
+    this.ready = deps.ready;
+    this.notifier = deps.notifier;
     this.clock = deps.clock;
   }
 
@@ -94,7 +99,8 @@ export class LeaseGroupAdmin {
   async lagOf(reg: GroupRecord, withDetail: boolean): Promise<QueueLag> {
     const now = this.clock();
     const parts = await this.queues.listPartitions(reg.queue);
-    const rows = await this.leases.cursorRows(
+    const rows = await cursorRows(
+      this.storage,
       parts.map((p) => p.id),
       reg.group,
     );
@@ -202,7 +208,8 @@ export class LeaseGroupAdmin {
         continue;
       }
       const parts = await this.queues.listPartitions(q);
-      const rows = await this.leases.cursorRows(
+      const rows = await cursorRows(
+        this.storage,
         parts.map((p) => p.id),
         group,
       );
@@ -215,11 +222,11 @@ export class LeaseGroupAdmin {
         );
       }
       deletedPartitions += present.length;
-      await this.leases.ready.purge(q, group);
+      await this.ready.purge(q, group);
       if (opts.deleteMetadata && reg && (await this.groups.remove(q, group))) metadataDeleted = true;
       // Kept registration: the group starts over from its stored subscription, so the
       // partitions holding data must be found again by its wildcard pops.
-      else if (reg && !opts.deleteMetadata) await this.leases.ready.requestRescan(reg);
+      else if (reg && !opts.deleteMetadata) await this.ready.requestRescan(reg);
       this.groups.forget(q, group);
     }
     return { deletedPartitions, metadataDeleted };
@@ -236,7 +243,7 @@ export class LeaseGroupAdmin {
         n++;
         // Partitions with messages after `at` must be findable by wildcard pops: re-run the scan.
         await this.storage.items.delete('leases', leaseKeys.scan(reg.queue, group));
-        this.leases.ready.forget(reg.queue, group);
+        this.ready.forget(reg.queue, group);
       }
     }
     return n;
@@ -254,11 +261,40 @@ export class LeaseGroupAdmin {
     const parts = await this.queues.listPartitions(queue);
     const done = await pool(parts, 8, async (p: PartitionRef) => {
       const tail = await this.segments.readTail(p.id);
-      const target = 'toEnd' in to ? tail.next - 1 : await this.leases.lastBefore(p.id, to.timestamp, true);
-      await this.leases.setCursor(p, group, target, tail.next);
+      const target = 'toEnd' in to ? tail.next - 1 : await lastBefore(this.segments, p.id, to.timestamp, true);
+      await this.setCursor(p, group, target, tail.next);
       return 1;
     });
     return done.length;
+  }
+
+  /**
+   * Moves a group's cursor on one partition (seek): the lease goes, the next delivery is
+   * `committed + 1`. The partition is marked READY when it has messages after the cursor.
+   */
+  private async setCursor(part: PartitionRef, group: string, committed: number, tailNext: number): Promise<void> {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const row = await this.storage.items.get('leases', leaseKeys.cursor(part.id, group));
+      const state = row ? decodeCursor(row) : emptyCursor();
+      const next: CursorState = {
+        ...state,
+        committed,
+        lease: null,
+        retry: 0,
+        redeliveries: 0,
+        lastStart: null,
+        hint: null,
+      };
+      if (await putCursor(this.storage, part, group, next, row)) {
+        if (committed < tailNext - 1) await this.ready.markAtLeast(part.queue, group, part.id, tailNext - 1);
+        this.notifier.notify(part.queue, part.id);
+        return;
+      }
+    }
+    throw new SluiceError(
+      'unavailable',
+      `could not move ${group}'s cursor on ${part.queue}/${part.name}: too contended; retry`,
+    );
   }
 
   /**

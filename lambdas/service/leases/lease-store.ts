@@ -1,10 +1,19 @@
-import type { ItemKey } from '../../storage/port.js';
-import { padOffset } from '../log/log-store.js';
-
 /**
- * Keys of the partition-lease design (tables `leases` and `dlq`). Partition ids are UUIDs and
- * queue and group names cannot contain `#`, so the prefixes below never collide.
+ * Where partition leases live and how their rows are encoded (table `leases`; layout table in
+ * docs/LEASES.md, "Storage layout"): a lane's cursor row, the READY index, and a group's
+ * registration scan. Partition ids are UUIDs and queue and group names cannot contain `#`,
+ * so the prefixes below never collide with cursor rows.
+ *
+ * @example
+ * ```ts
+ * const row = await storage.items.get('leases', leaseKeys.cursor(partitionId, 'billing'));
+ * const state = row ? decodeCursor(row) : emptyCursor();
+ * ```
  */
+import { emptyCursor, type CursorState } from '../../core/leases.js';
+import { ConditionFailedError, type Item, type ItemKey, type Json, type Storage } from '../../storage/port.js';
+import type { PartitionRef } from '../log/log-store.js';
+
 export const leaseKeys = {
   /** leases: a (partition, group) cursor and lease row. A partition's rows share the pk. */
   cursor: (partitionId: string, group: string): ItemKey => ({ pk: partitionId, sk: group }),
@@ -22,59 +31,100 @@ export const leaseKeys = {
 
 export const readyPk = (queue: string, group: string): string => `READY#${queue}#${group}`;
 
-/** Epoch ms as a 13-digit sort key part (ordered until the year 2286). */
-const padTime = (ms: number): string => Math.max(0, Math.floor(ms)).toString().padStart(13, '0');
+// ------------------------------------------------------------ cursor rows
 
-/**
- * DLQ rows. One filing writes three items in the same transaction as the cursor advance:
- * the entry (everything, payload in `bin` or a blob) and two list pointers, so listing by
- * queue or by (queue, group), newest first, and the lookup by (partitionId, transactionId)
- * are each one query.
- */
-export const dlqKeys = {
-  /** The entry: one per (partition, transactionId, group). */
-  entry: (partitionId: string, transactionId: string, group: string): ItemKey => ({
-    pk: entryPk(partitionId, transactionId),
-    sk: group,
-  }),
-  /** The partition key of a queue's listing, or of one group's listing in it. */
-  listPk: (queue: string, group?: string): string => (group !== undefined ? `LG#${queue}#${group}` : `L#${queue}`),
-  /** Listing pointer by queue: sk orders by failure time. */
-  byQueue: (queue: string, sk: string): ItemKey => ({ pk: dlqKeys.listPk(queue), sk }),
-  /** Listing pointer by (queue, group). */
-  byGroup: (queue: string, group: string, sk: string): ItemKey => ({ pk: dlqKeys.listPk(queue, group), sk }),
-  /**
-   * A payload blob's marker, written (put-if-absent, `committed`) with the entry that points
-   * at the blob and deleted with it. The orphan sweep writes it `aborted` first when absent, so
-   * a filing that commits after the sweep judged its blob orphaned fails instead of pointing
-   * at a deleted blob.
-   */
-  blobMarker: (partitionId: string, blobId: string): ItemKey => ({ pk: `DB#${partitionId}`, sk: blobId }),
-  /** meta: where the dead-letter blob sweep continues. */
-  blobSweepCursor: (): ItemKey => ({ pk: 'MAINT', sk: 'dlq-blob-sweep' }),
-};
+/** Cursor row attributes: the core state plus names for admin views. */
+type CursorAttrs = CursorState & { queue: string; partition: string };
 
-export const entryPk = (partitionId: string, transactionId: string): string => `E#${partitionId}#${transactionId}`;
-/** List sort key: failure time, then log order (partition, offset) for ties, then what makes it unique. */
-export const listSk = (
-  failedAt: number,
-  partitionId: string,
-  offset: number,
-  group: string,
-  transactionId: string,
-): string => `${padTime(failedAt)}#${partitionId}#${padOffset(offset)}#${group}#${transactionId}`;
-
-export const DLQ_BLOB_PREFIX = 'dlq/';
-/**
- * Blob key of a DLQ payload too large to keep inside its entry. The `.bin` suffix marks keys
- * guarded by a {@link dlqKeys.blobMarker}: blobs written before markers existed have none and
- * the orphan sweep leaves them alone.
- */
-export const dlqBlobKey = (partitionId: string, blobId: string): string =>
-  `${DLQ_BLOB_PREFIX}${partitionId}/${blobId}.bin`;
-
-/** Parses a marker-guarded DLQ blob key; undefined for anything else (older keys included). */
-export function parseDlqBlobKey(key: string): { partitionId: string; blobId: string } | undefined {
-  const m = /^dlq\/([^/]+)\/([^/]+)\.bin$/.exec(key);
-  return m?.[1] && m[2] ? { partitionId: m[1], blobId: m[2] } : undefined;
+export function decodeCursor(item: Item): CursorState {
+  const a = item.attrs as unknown as Partial<CursorAttrs>;
+  return { ...emptyCursor(), ...a } as CursorState;
 }
+
+export function cursorItem(part: PartitionRef, group: string, s: CursorState, ver: number): Item {
+  const attrs: CursorAttrs = { ...s, queue: part.queue, partition: part.name };
+  return { ...leaseKeys.cursor(part.id, group), ver, attrs: attrs as unknown as Record<string, Json> };
+}
+
+/** A read row with a new state, keeping the names it carries (for a write guarded by its version). */
+export function replacedCursor(row: Item, next: CursorState): Item {
+  const a = row.attrs as unknown as CursorAttrs;
+  return {
+    ...row,
+    ver: row.ver + 1,
+    attrs: { ...next, queue: a.queue, partition: a.partition } as unknown as Record<string, Json>,
+  };
+}
+
+/** Writes a row guarded by the version it was read at; false when another write won. */
+export async function putCursor(
+  storage: Storage,
+  part: PartitionRef,
+  group: string,
+  next: CursorState,
+  prev: Item | undefined,
+): Promise<boolean> {
+  try {
+    await storage.items.put(
+      'leases',
+      cursorItem(part, group, next, (prev?.ver ?? 0) + 1),
+      prev ? { kind: 'version', ver: prev.ver } : { kind: 'absent' },
+    );
+    return true;
+  } catch (e) {
+    if (e instanceof ConditionFailedError) return false;
+    throw e;
+  }
+}
+
+/** The cursor rows of one group on the given partitions (getMany in pages of 100). */
+export async function cursorRows(
+  storage: Storage,
+  pids: readonly string[],
+  group: string,
+): Promise<(Item | undefined)[]> {
+  const out: (Item | undefined)[] = [];
+  for (let i = 0; i < pids.length; i += 100)
+    out.push(
+      ...(await storage.items.getMany(
+        'leases',
+        pids.slice(i, i + 100).map((p) => leaseKeys.cursor(p, group)),
+      )),
+    );
+  return out;
+}
+
+/** Every lease group's cursor on one partition (one query: a partition's rows share the pk). */
+export async function partitionCursors(
+  storage: Storage,
+  partitionId: string,
+): Promise<{ group: string; state: CursorState }[]> {
+  const rows = await storage.items.query('leases', partitionId, { limit: 1000 });
+  return rows.items.map((r) => ({ group: r.sk, state: decodeCursor(r) }));
+}
+
+// ------------------------------------------------------------ READY index
+
+/** A READY mark: the partition may have work for the group up to offset `end`. */
+export const readyItem = (queue: string, group: string, partitionId: string, end: number): Item => ({
+  ...leaseKeys.ready(queue, group, partitionId),
+  ver: end,
+  attrs: {},
+});
+
+/** Progress of marking a group's existing partitions READY (see `ready-index.ts`). */
+export interface ScanState {
+  /** The registration it is for (its `createdAt`). */
+  regAt: number;
+  /** The last partition name item examined (null: from the first). */
+  after: string | null;
+  done: boolean;
+}
+
+export const decodeScanState = (item: Item): ScanState => item.attrs as unknown as ScanState;
+
+export const scanStateItem = (queue: string, group: string, ver: number, s: ScanState): Item => ({
+  ...leaseKeys.scan(queue, group),
+  ver,
+  attrs: { regAt: s.regAt, after: s.after, done: s.done },
+});

@@ -19,10 +19,10 @@
  *   {@link SCAN_PAGE} partitions per wildcard pop marks those holding messages
  *   (put-if-absent), with progress in the group's scan-state item, until done.
  */
-import { isLive, type CursorState } from '../../core/leases.js';
+import { isLive } from '../../core/leases.js';
 import { ConditionFailedError, MAX_GET_MANY, type Item, type Storage, type WriteOp } from '../../storage/port.js';
 import { groupKeys, type GroupRecord, type GroupRegistry } from '../groups/group-registry.js';
-import { leaseKeys, readyPk } from './lease-store.js';
+import { decodeCursor, decodeScanState, leaseKeys, readyItem, readyPk, scanStateItem } from './lease-store.js';
 import { PARTITION_PREFIX, logKeys, partitionRefOf } from '../log/log-store.js';
 import { belongsTo, type QueueDirectory } from '../log/queue-directory.js';
 import type { CommitHook } from '../log/segment-commit.js';
@@ -50,6 +50,26 @@ export interface ReadyCandidate {
   row: Item | undefined;
 }
 
+export interface ReadyIndexDeps {
+  storage: Storage;
+  queues: QueueDirectory;
+  /** Tail reads: which partitions hold messages when a new group's scan marks them. */
+  segments: SegmentReader;
+  groups: GroupRegistry;
+  clock: () => number;
+  /** How long a group's finished scan is trusted before it is confirmed again (`queueCacheMs`). */
+  recheckMs: number;
+}
+
+/**
+ * The READY index (see the module doc): marked by pushes, read and cleaned by wildcard pops.
+ *
+ * @example
+ * ```ts
+ * pushes.addCommitHook(ready.hook);
+ * const free = await ready.candidates('orders', 'billing', now);
+ * ```
+ */
 export class ReadyIndex {
   /** Per (queue, group): the partition this process served last, and whether the whole set fit in one page. */
   private readonly rr = new Map<string, { last?: string | undefined; whole: boolean }>();
@@ -64,14 +84,21 @@ export class ReadyIndex {
   /** Per (queue, group): the READY items read last (partition id and ver) and when (monotonic ms). */
   private readonly pageCache = new Map<string, { at: number; items: { sk: string; ver: number }[] }>();
 
-  constructor(
-    private readonly storage: Storage,
-    private readonly queues: QueueDirectory,
-    private readonly segments: SegmentReader,
-    private readonly groups: GroupRegistry,
-    private readonly decode: (item: Item) => CursorState,
-    private readonly recheck: { clock: () => number; recheckMs: number } = { clock: Date.now, recheckMs: 1000 },
-  ) {}
+  private readonly storage: Storage;
+  private readonly queues: QueueDirectory;
+  private readonly segments: SegmentReader;
+  private readonly groups: GroupRegistry;
+  private readonly clock: () => number;
+  private readonly recheckMs: number;
+
+  constructor(deps: ReadyIndexDeps) {
+    this.storage = deps.storage;
+    this.queues = deps.queues;
+    this.segments = deps.segments;
+    this.groups = deps.groups;
+    this.clock = deps.clock;
+    this.recheckMs = deps.recheckMs;
+  }
 
   /**
    * The commit hook (see the module doc). With lease groups on the queue, the READY puts and
@@ -107,7 +134,7 @@ export class ReadyIndex {
       ops.push({
         op: 'put',
         table: 'leases',
-        item: { ...leaseKeys.ready(queue.name, g.group, partition.id), ver: end, attrs: {} },
+        item: readyItem(queue.name, g.group, partition.id, end),
       });
     return { ops };
   };
@@ -125,7 +152,7 @@ export class ReadyIndex {
       try {
         await this.storage.items.put(
           'leases',
-          { ...key, ver: end, attrs: {} },
+          readyItem(queue, group, partitionId, end),
           cur ? { kind: 'version', ver: cur.ver } : { kind: 'absent' },
         );
         return;
@@ -162,7 +189,7 @@ export class ReadyIndex {
       );
       const free: ReadyCandidate[] = [];
       next.forEach((it, i) => {
-        const st = rows[i] ? this.decode(rows[i] as Item) : undefined;
+        const st = rows[i] ? decodeCursor(rows[i] as Item) : undefined;
         if (st && (isLive(st.lease, now) || st.committed >= it.ver)) return;
         free.push({ partitionId: it.sk, ver: it.ver, row: rows[i] });
       });
@@ -186,7 +213,7 @@ export class ReadyIndex {
       const drained: Item[] = [];
       page.items.forEach((it, i) => {
         const row = rows[i];
-        const st = row ? this.decode(row) : undefined;
+        const st = row ? decodeCursor(row) : undefined;
         if (st && isLive(st.lease, now)) return;
         if (st && st.committed >= it.ver) drained.push(it);
         else free.push({ partitionId: it.sk, ver: it.ver, row });
@@ -248,22 +275,23 @@ export class ReadyIndex {
    */
   async scanStep(reg: GroupRecord): Promise<void> {
     const k = `${reg.queue}\u0000${reg.group}\u0000${reg.createdAt}`;
-    const now = this.recheck.clock();
+    const now = this.clock();
     const seen = this.scanned.get(k);
-    if (seen !== undefined && now - seen < this.recheck.recheckMs) return;
+    if (seen !== undefined && now - seen < this.recheckMs) return;
     const key = leaseKeys.scan(reg.queue, reg.group);
     const st = await this.storage.items.get('leases', key);
-    const requested = st !== undefined && st.attrs.regAt === reg.createdAt && st.attrs.done === false;
+    const state = st ? decodeScanState(st) : undefined;
+    const requested = state !== undefined && state.regAt === reg.createdAt && state.done === false;
     if (
       (reg.subscription.mode === 'new' && !requested) ||
-      (st && st.attrs.regAt === reg.createdAt && st.attrs.done === true)
+      (state && state.regAt === reg.createdAt && state.done === true)
     ) {
       this.scanned.set(k, now);
       return;
     }
     this.scanned.delete(k);
-    const fresh = !st || st.attrs.regAt !== reg.createdAt;
-    const after = fresh ? undefined : ((st.attrs.after as string | null) ?? undefined);
+    const fresh = !state || state.regAt !== reg.createdAt;
+    const after = fresh ? undefined : (state.after ?? undefined);
     const page = await this.storage.items.query('meta', logKeys.queue(reg.queue).pk, {
       prefix: PARTITION_PREFIX,
       after,
@@ -281,11 +309,11 @@ export class ReadyIndex {
       }),
     );
     const done = page.next === undefined;
-    const next: Item = {
-      ...key,
-      ver: (st?.ver ?? 0) + 1,
-      attrs: { regAt: reg.createdAt, after: page.next ?? null, done },
-    };
+    const next = scanStateItem(reg.queue, reg.group, (st?.ver ?? 0) + 1, {
+      regAt: reg.createdAt,
+      after: page.next ?? null,
+      done,
+    });
     try {
       await this.storage.items.put('leases', next, st ? { kind: 'version', ver: st.ver } : { kind: 'absent' });
       if (done) this.scanned.set(k, now);
@@ -304,11 +332,14 @@ export class ReadyIndex {
   async requestRescan(reg: GroupRecord): Promise<void> {
     // A version no earlier state carried, so a scan step that read the old state cannot
     // overwrite this request with its progress.
-    await this.storage.items.put('leases', {
-      ...leaseKeys.scan(reg.queue, reg.group),
-      ver: Math.max(1, Math.floor(this.recheck.clock())),
-      attrs: { regAt: reg.createdAt, after: null, done: false },
-    });
+    await this.storage.items.put(
+      'leases',
+      scanStateItem(reg.queue, reg.group, Math.max(1, Math.floor(this.clock())), {
+        regAt: reg.createdAt,
+        after: null,
+        done: false,
+      }),
+    );
     this.forget(reg.queue, reg.group);
   }
 

@@ -42,7 +42,7 @@ import type { SluiceConfig } from '../../config.js';
 import { ConditionFailedError, ContentionError, type Json, type Storage, type WriteOp } from '../../storage/port.js';
 import type { ClaimService } from '../claims/claim-service.js';
 import type { GroupRecord, GroupRegistry } from '../groups/group-registry.js';
-import { decodeCursor } from '../leases/lease-service.js';
+import { partitionCursors } from '../leases/lease-store.js';
 import {
   logKeys,
   partitionRefOf,
@@ -132,7 +132,7 @@ export class RetentionService {
     const storage = this.storage;
     const now = this.clock();
     const w = retentionWindows(q.options, now);
-    const rows = await storage.items.query('leases', part.id, { limit: 1000 });
+    const cursors = await partitionCursors(storage, part.id);
     const registered =
       groups ?? (w.completedRetentionMs > 0 ? (await this.groups.list(q.name, { fresh: true })).groups : []);
     // Record-claim groups hold the floor too: what they have not finished stays.
@@ -141,11 +141,11 @@ export class RetentionService {
     const claims =
       claimGroups.length > 0 ? await this.claims.retentionNeeds(part.id, claimGroups) : { needs: [], unread: 0 };
     const floor = consumedFloor(
-      rows.items.map((r) => decodeCursor(r).committed),
+      cursors.map((c) => c.state.committed),
       claims.needs,
     );
     // Groups registered on the queue without a position here have passed nothing yet.
-    const withRow = new Set(rows.items.map((r) => r.sk));
+    const withRow = new Set(cursors.map((c) => c.group));
     const unread = registered
       .filter((g) => g.kind === 'lease' && !withRow.has(g.group))
       .map((g) => (g.group === QUEUE_MODE_GROUP ? { mode: 'all' as const, from: null } : g.subscription));
