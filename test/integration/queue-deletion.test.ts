@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SluiceError } from '../../lambdas/core/errors.js';
 import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
 import { resolveQueueOptions, type QueueOptionsInput } from '../../lambdas/core/queue-options.js';
-import { claimKeys } from '../../lambdas/service/claims/claim-service.js';
+import { claimKeys } from '../../lambdas/service/claims/claim-store.js';
 import { SEGMENT_BLOB_PREFIX, TOMBSTONE_PK, logKeys as keys } from '../../lambdas/service/log/log-store.js';
 import { readyPk } from '../../lambdas/service/leases/lease-store.js';
 import type { PopRequest } from '../../lambdas/service/leases/pop.js';

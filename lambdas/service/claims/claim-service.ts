@@ -1,157 +1,35 @@
+// One concept past 500 lines: every claim call is one cycle (read the group, the core decides, one guarded write).
 import { randomInt } from 'node:crypto';
 import type { SluiceConfig } from '../../config.js';
 import * as core from '../../core/claims.js';
-import type {
-  ClaimItem,
-  ClaimLimits,
-  Changes,
-  GroupState,
-  GroupView,
-  Member,
-  PollRequest,
-  Start,
-} from '../../core/claims.js';
+import type { ClaimLimits, Changes, GroupView, PollRequest, Start } from '../../core/claims.js';
 import { retentionOn } from '../../core/retention.js';
 import { SluiceError, invalid, notFound } from '../../core/errors.js';
 import { assertName } from '../../core/names.js';
-import {
-  ConditionFailedError,
-  ContentionError,
-  type Item,
-  type ItemKey,
-  type Json,
-  type Storage,
-  type WriteOp,
-} from '../../storage/port.js';
+import { ConditionFailedError, ContentionError, type Item, type Storage } from '../../storage/port.js';
 import type { GroupRegistry } from '../groups/group-registry.js';
-import { padOffset } from '../log/log-store.js';
-import type { PartitionRef, QueueRecord } from '../log/log-store.js';
+import type { LongPoll } from '../leases/long-poll.js';
+import { padOffset, type PartitionRef, type QueueRecord } from '../log/log-store.js';
 import type { QueueDirectory } from '../log/queue-directory.js';
 import type { SegmentReader, StoredMessage } from '../log/segments.js';
-import type { LongPoll } from '../leases/long-poll.js';
 import type { Notifier } from '../notifier.js';
 import type { Telemetry } from '../telemetry.js';
-
-/**
- * Storage layout of record claims (table `claims`), per (partition id, group):
- *
- * | pk | sk | what |
- * |---|---|---|
- * | `CG#{pid}#{group}` | `#state` | position: committed, frontier, high, epoch, incarnation, dead-letter count |
- * | `CG#{pid}#{group}` | `B#{first}` | a claim batch: the unfinished records of one hand-out |
- * | `CG#{pid}#{group}` | `R#{offset}` | a redriven dead letter, owed again |
- * | `CM#{pid}#{group}` | `{principal}#{consumer}` | a member name's sessions and its last reclaim |
- * | `CDL#{pid}#{group}` | `{offset}` | a dead-letter pointer (the record stays in the log) |
- *
- * `#state` sorts before `B#` and `R#`, so one query reads the position first and the claims
- * after it: any write that lands between those reads bumps the state's version and fails
- * this call's guard, so a call never acts on a torn view.
- *
- * TTL (`expiresAt`) is set on member items only. A member item never decides whether a
- * record is owed, claimed or finished: it only orders one name's sessions so that a reclaim
- * moves a standing claim from an older session of the same principal and name to a newer
- * one. Losing it therefore cannot change what the group owes; the name's sessions simply
- * start a new order. It expires only after the name has not polled (with a new session or a
- * reclaim, or a refresh) for max(2 x maxVisibilityMs, 1 day), and every claim a poll made is
- * capped at maxVisibilityMs. Position, batches, redrives and dead letters never carry TTL:
- * a batch is deleted in the same transaction that finishes its last record, and items of a
- * voided epoch or deleted incarnation are recognised by their tags, read as absent, and
- * deleted on the side by later writes or {@link ClaimService.sweep}.
- */
-export const claimKeys = {
-  groupPk: (pid: string, group: string): string => `CG#${pid}#${group}`,
-  state: (pid: string, group: string): ItemKey => ({ pk: claimKeys.groupPk(pid, group), sk: '#state' }),
-  item: (pid: string, group: string, kind: 'B' | 'R', first: number): ItemKey => ({
-    pk: claimKeys.groupPk(pid, group),
-    sk: itemSk({ kind, first }),
-  }),
-  memberPk: (pid: string, group: string): string => `CM#${pid}#${group}`,
-  member: (pid: string, group: string, principal: string, consumer: string): ItemKey => ({
-    pk: claimKeys.memberPk(pid, group),
-    sk: `${encodeURIComponent(principal)}#${consumer}`,
-  }),
-  deadPk: (pid: string, group: string): string => `CDL#${pid}#${group}`,
-  dead: (pid: string, group: string, offset: number): ItemKey => ({
-    pk: claimKeys.deadPk(pid, group),
-    sk: padOffset(offset),
-  }),
-};
-
-const itemSk = (it: { kind: 'B' | 'R'; first: number }): string => `${it.kind}#${padOffset(it.first)}`;
-
-/** Group state, batches and members as stored (short attribute names keep items small). */
-type StoredRec = [
-  delta: number,
-  attempts: number,
-  status: core.RecStatus,
-  until: number,
-  holder: number,
-  stamp: number,
-];
-type StoredHolder = [principal: string, consumer: string, session: string, seq: number];
-
-function encodeItem(it: ClaimItem): Record<string, Json> {
-  return {
-    f: it.first,
-    n: it.count,
-    k: it.skip,
-    i: it.inc,
-    e: it.epoch,
-    h: it.holders.map((h): StoredHolder => [h.principal, h.consumer, h.session, h.seq]),
-    r: it.recs.map((r): StoredRec => [r.offset - it.first, r.attempts, r.status, r.until, r.holder, r.stamp]),
-  };
-}
-
-function decodeItem(item: Item): ClaimItem {
-  const a = item.attrs as { f: number; n: number; k: number; i: number; e: number; h: StoredHolder[]; r: StoredRec[] };
-  const kind = item.sk.startsWith('R#') ? 'R' : 'B';
-  return {
-    kind,
-    first: a.f,
-    count: a.n,
-    skip: a.k,
-    inc: a.i,
-    epoch: a.e,
-    holders: a.h.map(([principal, consumer, session, seq]) => ({ principal, consumer, session, seq })),
-    recs: a.r.map(([delta, attempts, status, until, holder, stamp]) => ({
-      offset: a.f + delta,
-      attempts,
-      status,
-      until,
-      holder,
-      stamp,
-    })),
-    ver: item.ver,
-  };
-}
-
-/** Whether an item belongs to the group as of `state` (else it is garbage of a voided epoch or incarnation). */
-const isLive = (it: { kind: 'B' | 'R'; inc: number; epoch: number }, state: GroupState): boolean =>
-  it.inc === state.inc && (it.kind === 'R' || it.epoch === state.epoch);
-
-/**
- * A fingerprint of the live items (their keys and versions), stored in the state by every
- * write. A read whose items do not match the state it read is torn (a transaction landed
- * between the reads of one query) and is read again.
- */
-function fingerprint(entries: Iterable<[string, number]>): number {
-  let sum = 0;
-  let n = 0;
-  for (const [sk, ver] of entries) {
-    let h = 0x811c9dc5;
-    const s = `${sk}:${ver}`;
-    for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-    sum = (sum + (h >>> 0)) % 0x100000000;
-    n++;
-  }
-  return (sum + n * 0x9e3779b1) % 0x100000000;
-}
-
-function decodeMember(item: Item | undefined): (Member & { expiresAt?: number | undefined }) | undefined {
-  if (!item) return undefined;
-  const a = item.attrs as unknown as Omit<Member, 'ver'>;
-  return { ...a, sessions: { ...a.sessions }, ver: item.ver, expiresAt: item.expiresAt };
-}
+import { readPollPlan } from './poll-reads.js';
+import {
+  changeOps,
+  claimKeys,
+  consistent,
+  deadOffsetOf,
+  decodeMember,
+  decodeState,
+  deleteWhere,
+  incarnationOf,
+  lowestRedrive,
+  ofIncarnation,
+  readGroup,
+  type ChangeExtras,
+  type OpKind,
+} from './claim-store.js';
 
 /** Where a poll's consumer-facing input ends up. */
 export interface PollInput {
@@ -204,10 +82,6 @@ export interface ClaimServiceDeps {
 }
 
 const MAX_ATTEMPTS = 60;
-/** A poll reads owed records in at most this many separate log reads. */
-const MAX_READ_RUNS = 8;
-/** Owed offsets closer than this are read in one log read. */
-const RUN_GAP = 64;
 const DAY_MS = 86_400_000;
 
 const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -292,144 +166,20 @@ export class ClaimService {
 
   // ---------------------------------------------------------------- storage
 
-  /** The group as stored: one query (paged only when very many records are unfinished). */
+  /** The group as stored, read again while a write lands between the reads of one query (a torn view). */
   private async loadView(pid: string, group: string): Promise<GroupView> {
     for (let attempt = 0; ; attempt++) {
-      const { view, fp } = await this.readView(pid, group);
-      if (fp === undefined || !view.state || fingerprint(view.items.map((it) => [itemSk(it), it.ver as number])) === fp)
-        return view;
+      const { view, fp } = await readGroup(this.storage, pid, group);
+      if (consistent(view, fp)) return view;
       if (attempt >= 20)
         throw new SluiceError('unavailable', 'the group is changing too fast to be read consistently; retry');
       await this.sleep(2 * Math.random());
     }
   }
 
-  private async readView(pid: string, group: string): Promise<{ view: GroupView; fp: number | undefined }> {
-    const pk = claimKeys.groupPk(pid, group);
-    const raw: Item[] = [];
-    let after: string | undefined;
-    do {
-      const page = await this.storage.items.query('claims', pk, { after });
-      raw.push(...page.items);
-      after = page.next;
-    } while (after);
-    let state: GroupState | undefined;
-    let stateVer: number | undefined;
-    let fp: number | undefined;
-    const items: ClaimItem[] = [];
-    const garbage: core.Garbage[] = [];
-    for (const it of raw) {
-      if (it.sk === '#state') {
-        const { fp: f, ...rest } = it.attrs as unknown as GroupState & { fp?: number };
-        state = rest;
-        stateVer = it.ver;
-        fp = f;
-        continue;
-      }
-      const ci = decodeItem(it);
-      if (state !== undefined && isLive(ci, state)) items.push(ci);
-      else garbage.push({ kind: ci.kind, first: ci.first, ver: it.ver });
-    }
-    items.sort((a, b) => a.first - b.first || (a.kind < b.kind ? -1 : 1));
-    return { view: { state, stateVer, items, garbage }, fp };
-  }
-
   /** Writes one decision: one transaction (a lone op is a plain guarded write). */
-  private async write(
-    ctx: Ctx,
-    view: GroupView,
-    ch: Changes,
-    extra: {
-      deadVers?: Map<number, number>;
-      staleDead?: Map<number, number>;
-      memberKey?: ItemKey;
-      memberTtlS?: number;
-    } = {},
-  ): Promise<void> {
-    const pid = ctx.part.id;
-    const g = ctx.group;
-    const ops: WriteOp[] = [];
-    const kinds: ({ t: 'dead'; offset: number } | { t: 'other' })[] = [];
-    const push = (op: WriteOp, k: { t: 'dead'; offset: number } | { t: 'other' } = { t: 'other' }): void => {
-      ops.push(op);
-      kinds.push(k);
-    };
-    // The live items once this write lands, fingerprinted into the state (see loadView).
-    const live = new Map<string, number>();
-    for (const it of view.items) if (isLive(it, ch.state)) live.set(itemSk(it), it.ver as number);
-    for (const it of ch.deletes) live.delete(itemSk(it));
-    for (const it of ch.puts) if (isLive(it, ch.state)) live.set(itemSk(it), (it.ver ?? 0) + 1);
-    push({
-      op: 'put',
-      table: 'claims',
-      item: {
-        ...claimKeys.state(pid, g),
-        ver: (view.stateVer ?? 0) + 1,
-        attrs: { ...ch.state, fp: fingerprint(live) } as unknown as Record<string, Json>,
-      },
-      cond: view.stateVer === undefined ? { kind: 'absent' } : { kind: 'version', ver: view.stateVer },
-    });
-    for (const it of ch.puts) {
-      push({
-        op: 'put',
-        table: 'claims',
-        item: { ...claimKeys.item(pid, g, it.kind, it.first), ver: (it.ver ?? 0) + 1, attrs: encodeItem(it) },
-        cond: it.ver === undefined ? { kind: 'absent' } : { kind: 'version', ver: it.ver },
-      });
-    }
-    for (const it of ch.deletes)
-      push({
-        op: 'delete',
-        table: 'claims',
-        key: claimKeys.item(pid, g, it.kind, it.first),
-        cond: { kind: 'version', ver: it.ver as number },
-      });
-    for (const it of ch.garbageDeletes)
-      push({
-        op: 'delete',
-        table: 'claims',
-        key: claimKeys.item(pid, g, it.kind, it.first),
-        cond: { kind: 'version', ver: it.ver },
-      });
-    for (const d of ch.deadPuts) {
-      const stale = extra.staleDead?.get(d.offset);
-      push(
-        {
-          op: 'put',
-          table: 'claims',
-          item: {
-            ...claimKeys.dead(pid, g, d.offset),
-            ver: (stale ?? 0) + 1,
-            attrs: { inc: ch.state.inc, offset: d.offset, attempts: d.attempts, at: d.at, reason: d.reason },
-          },
-          cond: stale === undefined ? { kind: 'absent' } : { kind: 'version', ver: stale },
-        },
-        { t: 'dead', offset: d.offset },
-      );
-    }
-    for (const o of ch.deadDeletes) {
-      const ver = extra.deadVers?.get(o);
-      push({
-        op: 'delete',
-        table: 'claims',
-        key: claimKeys.dead(pid, g, o),
-        cond: ver === undefined ? { kind: 'exists' } : { kind: 'version', ver },
-      });
-    }
-    if (ch.member && extra.memberKey) {
-      const { ver, ...attrs } = ch.member;
-      push({
-        op: 'put',
-        table: 'claims',
-        item: {
-          ...extra.memberKey,
-          ver: (ver ?? 0) + 1,
-          attrs: attrs as unknown as Record<string, Json>,
-          expiresAt: extra.memberTtlS,
-        },
-        cond: ver === undefined ? { kind: 'absent' } : { kind: 'version', ver },
-      });
-    }
+  private async write(ctx: Ctx, view: GroupView, ch: Changes, extra: ChangeExtras = {}): Promise<void> {
+    const { ops, kinds } = changeOps(ctx.part.id, ctx.group, view, ch, extra);
     try {
       await this.storage.items.transact(ops);
     } catch (e) {
@@ -560,7 +310,7 @@ export class ClaimService {
         member.expiresAt * 1000 - now < memberTtlMs(ctx.limits) / 2
       )
         plan.memberChanged = true;
-      const { reads, messages } = await this.readPlan(pid, plan, seen, !retentionOn(ctx.queue.options));
+      const { reads, messages } = await readPollPlan(this.segments, pid, plan, seen, !retentionOn(ctx.queue.options));
       for (const [o, m] of messages) seen.set(o, m);
       const { knownDead, staleDead } = splitDead(deadSeen, plan.state.inc);
       const { changes, records } = core.completePoll(view, plan, reads, req, now, knownDead);
@@ -572,92 +322,6 @@ export class ClaimService {
         deadLettered: changes?.deadPuts.length ?? 0,
       };
     });
-  }
-
-  /** Reads what a plan hands out: owed records in a few ranged reads, then new ones from the frontier. */
-  private async readPlan(
-    pid: string,
-    plan: core.PollPlan,
-    seen: ReadonlyMap<number, StoredMessage>,
-    indexCache: boolean,
-  ): Promise<{ reads: core.PollReads; messages: Map<number, StoredMessage> }> {
-    const messages = new Map<number, StoredMessage>();
-    const delivered: number[] = [];
-    const missing: number[] = [];
-    let bytes = 0;
-    let blocked = false;
-    if (plan.candidates.length > 0) {
-      const sorted = [...plan.candidates].sort((a, b) => a - b);
-      const runs: number[][] = [];
-      for (const o of sorted) {
-        const run = runs.at(-1);
-        if (run && o - (run.at(-1) as number) <= RUN_GAP && o - (run[0] as number) < core.MAX_POLL_RECORDS) run.push(o);
-        else runs.push([o]);
-      }
-      const fetched = new Map<number, StoredMessage>();
-      const gone = new Set<number>();
-      for (const o of sorted) {
-        const m = seen.get(o);
-        if (m) fetched.set(o, m);
-      }
-      const unread = runs.filter((run) => run.some((o) => !fetched.has(o)));
-      for (const run of unread.slice(0, MAX_READ_RUNS)) {
-        const start = run[0] as number;
-        const end = run.at(-1) as number;
-        // Finished records between owed ones come along; the byte bound keeps that in check
-        // (what a bounded read leaves out stays owed for the next poll).
-        const got = await this.segments.read(pid, start, {
-          maxCount: end - start + 1,
-          maxBytes: core.MAX_POLL_BYTES,
-          indexCache,
-        });
-        for (const m of got) if (m.offset <= end) fetched.set(m.offset, m);
-        // The log is dense from its head: an offset below the first one returned was removed by retention.
-        const firstAt = got[0]?.offset;
-        for (const o of run) if (!fetched.has(o) && (firstAt === undefined || o < firstAt)) gone.add(o);
-      }
-      for (const o of plan.candidates) {
-        if (gone.has(o)) {
-          missing.push(o);
-          continue;
-        }
-        const m = fetched.get(o);
-        if (!m || (delivered.length > 0 && bytes + m.payload.byteLength > core.MAX_POLL_BYTES)) {
-          blocked = true; // beyond the reads or the byte budget: stays owed for the next poll
-          break;
-        }
-        delivered.push(o);
-        messages.set(o, m);
-        bytes += m.payload.byteLength;
-      }
-    }
-    let newFirst = plan.frontier;
-    let newCount = 0;
-    if (!blocked && plan.newMax > 0 && bytes < core.MAX_POLL_BYTES) {
-      const again: StoredMessage[] = [];
-      for (let o = plan.frontier; again.length < plan.newMax && seen.has(o); o++)
-        again.push(seen.get(o) as StoredMessage);
-      const got =
-        again.length === plan.newMax
-          ? again
-          : await this.segments.read(pid, plan.frontier, {
-              maxCount: plan.newMax,
-              maxBytes: core.MAX_POLL_BYTES - bytes,
-              indexCache,
-            });
-      const first = got[0];
-      if (first) newFirst = first.offset;
-      for (const m of got) {
-        // Contiguous, and within the byte budget (a record over it goes out only alone).
-        if (m.offset !== newFirst + newCount) break;
-        if (delivered.length + newCount > 0 && bytes + m.payload.byteLength > core.MAX_POLL_BYTES) break;
-        messages.set(m.offset, m);
-        bytes += m.payload.byteLength;
-        newCount++;
-      }
-      if (newCount === 0) newFirst = plan.frontier;
-    }
-    return { reads: { delivered, missing, newFirst, newCount }, messages };
   }
 
   // ---------------------------------------------------------------- settle
@@ -770,7 +434,7 @@ export class ClaimService {
     const ctx = await this.resolve(queue, partition, group, 'check');
     const state = await this.storage.items.get('claims', claimKeys.state(ctx.part.id, group));
     if (!state) return { offsets: [] };
-    const inc = (state.attrs as unknown as GroupState).inc;
+    const inc = decodeState(state).state.inc;
     const limit = Math.min(opts.limit ?? 1000, 10_000);
     const offsets: number[] = [];
     let after = opts.after !== undefined ? padOffset(opts.after) : undefined;
@@ -780,8 +444,7 @@ export class ClaimService {
         after,
         limit: Math.min(1000, limit - offsets.length),
       });
-      for (const it of page.items)
-        if ((it.attrs as { inc?: number }).inc === inc) offsets.push(it.attrs.offset as number);
+      for (const it of page.items) if (incarnationOf(it) === inc) offsets.push(deadOffsetOf(it));
       after = page.next;
       more = page.next !== undefined;
       if (!more) break;
@@ -794,7 +457,7 @@ export class ClaimService {
       this.storage.items.get('claims', claimKeys.dead(ctx.part.id, ctx.group, offset)),
       this.loadView(ctx.part.id, ctx.group),
     ]);
-    if (!item || !view.state || (item.attrs as { inc?: number }).inc !== view.state.inc)
+    if (!item || !view.state || incarnationOf(item) !== view.state.inc)
       throw notFound(`offset ${offset} is not a dead letter of this group`);
     return { ver: item.ver, view };
   }
@@ -872,20 +535,8 @@ export class ClaimService {
             unread++;
             return;
           }
-          const state = st.attrs as unknown as GroupState;
-          // Redrive items sort by offset: the first live one is the lowest redriven record
-          // (items of a deleted incarnation are skipped; there are rarely any).
-          let low: number | undefined;
-          let after: string | undefined;
-          do {
-            const page = await this.storage.items.query('claims', claimKeys.groupPk(partitionId, g), {
-              prefix: 'R#',
-              after,
-              limit: 25,
-            });
-            low = page.items.map(decodeItem).find((it) => it.inc === state.inc)?.first;
-            after = page.next;
-          } while (low === undefined && after !== undefined);
+          const { state } = decodeState(st);
+          const low = await lowestRedrive(this.storage, partitionId, g, state.inc);
           needs.push(low === undefined ? state.committed : Math.min(state.committed, low));
         }),
       );
@@ -967,38 +618,14 @@ export class ClaimService {
         if (e instanceof ConditionFailedError) throw new WriteConflict([]);
         throw e;
       }
-      return st.attrs as unknown as GroupState;
+      return decodeState(st).state;
     });
     if (!gone) return { existed: false };
     for (const pk of [claimKeys.groupPk(pid, group), claimKeys.memberPk(pid, group), claimKeys.deadPk(pid, group)]) {
-      await this.sweepPk(
-        pk,
-        (it) =>
-          (it.attrs as { i?: number; inc?: number }).i === gone.inc || (it.attrs as { inc?: number }).inc === gone.inc,
-      );
+      await deleteWhere(this.storage, pk, (it) => ofIncarnation(it, gone.inc));
     }
     this.notifier.notify(queue, pid);
     return { existed: true };
-  }
-
-  /** Deletes items under `pk` that `dead` says belong to nothing any more (each guarded by its version). */
-  private async sweepPk(pk: string, dead: (it: Item) => boolean): Promise<number> {
-    let removed = 0;
-    let after: string | undefined;
-    do {
-      const page = await this.storage.items.query('claims', pk, { after, limit: 100 });
-      const ops: WriteOp[] = page.items
-        .filter((it) => it.sk !== '#state' && dead(it))
-        .map((it) => ({
-          op: 'delete',
-          table: 'claims',
-          key: { pk: it.pk, sk: it.sk },
-          cond: { kind: 'version', ver: it.ver },
-        }));
-      if (ops.length > 0) removed += (await this.storage.items.writeEach(ops)).filter((r) => r.ok).length;
-      after = page.next;
-    } while (after);
-    return removed;
   }
 
   /**
@@ -1012,17 +639,17 @@ export class ClaimService {
     const view = await this.loadView(ctx.part.id, group);
     const inc = view.state?.inc;
     const garbage = new Set(core.sweepable(view).map((g) => claimKeys.item(ctx.part.id, group, g.kind, g.first).sk));
-    let removed = await this.sweepPk(claimKeys.groupPk(ctx.part.id, group), (it) => garbage.has(it.sk));
-    const other = (it: Item): boolean => (it.attrs as { inc?: number }).inc !== inc;
-    removed += await this.sweepPk(claimKeys.memberPk(ctx.part.id, group), other);
-    removed += await this.sweepPk(claimKeys.deadPk(ctx.part.id, group), other);
+    let removed = await deleteWhere(this.storage, claimKeys.groupPk(ctx.part.id, group), (it) => garbage.has(it.sk));
+    const other = (it: Item): boolean => incarnationOf(it) !== inc;
+    removed += await deleteWhere(this.storage, claimKeys.memberPk(ctx.part.id, group), other);
+    removed += await deleteWhere(this.storage, claimKeys.deadPk(ctx.part.id, group), other);
     return { removed };
   }
 }
 
 /** A guard failed: who failed and what was there (dead-letter pointers are told apart). */
 class WriteConflict extends Error {
-  constructor(readonly failed: { kind: { t: 'dead'; offset: number } | { t: 'other' }; current: Item | undefined }[]) {
+  constructor(readonly failed: { kind: OpKind; current: Item | undefined }[]) {
     super('a guarded write lost to another writer');
   }
 }
@@ -1040,7 +667,7 @@ function splitDead(seen: Map<number, Item>, inc: number): { knownDead: Set<numbe
   const knownDead = new Set<number>();
   const staleDead = new Map<number, number>();
   for (const [o, it] of seen) {
-    if ((it.attrs as { inc?: number }).inc === inc) knownDead.add(o);
+    if (incarnationOf(it) === inc) knownDead.add(o);
     else staleDead.set(o, it.ver);
   }
   return { knownDead, staleDead };

@@ -9,7 +9,8 @@
 import { SluiceError, conflict, notFound } from '../../core/errors.js';
 import { emptyCursor, isLive, laneLag, messageProgress, type CursorState } from '../../core/leases.js';
 import type { Item, Storage } from '../../storage/port.js';
-import type { GroupRecord, GroupRegistry } from '../groups/group-registry.js';
+import type { GroupRegistry } from '../groups/group-registry.js';
+import type { GroupRecord } from '../groups/group-store.js';
 import { cursorRows, decodeCursor, leaseKeys, putCursor } from './lease-store.js';
 import type { ReadyIndex } from './ready-index.js';
 import { lastBefore } from './start-position.js';

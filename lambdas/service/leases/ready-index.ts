@@ -21,7 +21,8 @@
  */
 import { isLive } from '../../core/leases.js';
 import { ConditionFailedError, MAX_GET_MANY, type Item, type Storage, type WriteOp } from '../../storage/port.js';
-import { groupKeys, type GroupRecord, type GroupRegistry } from '../groups/group-registry.js';
+import type { GroupRegistry } from '../groups/group-registry.js';
+import { versionCheck, type GroupRecord } from '../groups/group-store.js';
 import { decodeCursor, decodeScanState, leaseKeys, readyItem, readyPk, scanStateItem } from './lease-store.js';
 import { PARTITION_PREFIX, logKeys, partitionRefOf } from '../log/log-store.js';
 import { belongsTo, type QueueDirectory } from '../log/queue-directory.js';
@@ -114,22 +115,14 @@ export class ReadyIndex {
       return {
         ops: [],
         after: async () => {
-          const now = await this.storage.items.get('meta', groupKeys.version(queue.name));
-          if ((now?.ver ?? 0) === ver) return;
+          if ((await this.groups.listVersion(queue.name)) === ver) return;
           const fresh = await this.groups.list(queue.name, { fresh: true });
           for (const g of fresh.groups)
             if (g.kind === 'lease') await this.markAtLeast(queue.name, g.group, partition.id, end);
         },
       };
     }
-    const ops: WriteOp[] = [
-      {
-        op: 'check',
-        table: 'meta',
-        key: groupKeys.version(queue.name),
-        cond: ver > 0 ? { kind: 'version', ver } : { kind: 'absent' },
-      },
-    ];
+    const ops: WriteOp[] = [versionCheck(queue.name, ver)];
     for (const g of lease)
       ops.push({
         op: 'put',

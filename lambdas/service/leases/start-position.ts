@@ -1,6 +1,6 @@
 import { emptyCursor, narrowSeek, seedRule, type CursorState } from '../../core/leases.js';
 import { QUEUE_MODE_GROUP } from '../../core/names.js';
-import type { GroupRecord } from '../groups/group-registry.js';
+import type { GroupRecord } from '../groups/group-store.js';
 import type { PartitionRef } from '../log/log-store.js';
 import type { SegmentReader } from '../log/segments.js';
 

@@ -46,9 +46,10 @@ import {
   type TableName,
   type WriteOp,
 } from '../../storage/port.js';
-import { claimKeys } from '../claims/claim-service.js';
+import { claimKeys } from '../claims/claim-store.js';
 import type { DlqService } from '../leases/dlq-service.js';
-import type { GroupRecord, GroupRegistry } from '../groups/group-registry.js';
+import type { GroupRegistry } from '../groups/group-registry.js';
+import type { GroupRecord } from '../groups/group-store.js';
 import { leaseKeys } from '../leases/lease-store.js';
 import {
   PARTITION_PREFIX,

@@ -41,7 +41,8 @@ import {
 import type { SluiceConfig } from '../../config.js';
 import { ConditionFailedError, ContentionError, type Json, type Storage, type WriteOp } from '../../storage/port.js';
 import type { ClaimService } from '../claims/claim-service.js';
-import type { GroupRecord, GroupRegistry } from '../groups/group-registry.js';
+import type { GroupRegistry } from '../groups/group-registry.js';
+import type { GroupRecord } from '../groups/group-store.js';
 import { partitionCursors } from '../leases/lease-store.js';
 import {
   logKeys,
