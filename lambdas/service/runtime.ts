@@ -8,7 +8,8 @@ import { maxSizeGuard } from './leases/max-size-guard.js';
 import { PopService } from './leases/pop.js';
 import { ReadyIndex } from './leases/ready-index.js';
 import { DlqService } from './leases/dlq-service.js';
-import { KmsKeyProvider, LocalKeyProvider, PayloadCipher, type KeyProvider } from './encryption.js';
+import { KmsKeyProvider, lazyKmsClient } from './adapters/kms-key-provider.js';
+import { LocalKeyProvider, PayloadCipher, type KeyProvider } from './encryption.js';
 import { QueueDeletion } from './maintenance/queue-deletion.js';
 import { RetentionService } from './maintenance/retention.js';
 import { SegmentBlobSweep } from './maintenance/segment-blob-sweep.js';
@@ -146,15 +147,7 @@ export function buildServices(storage: Storage, cfg: SluiceConfig, opts: BuildOp
 /** SLUICE_ENCRYPTION_KEY (a local key) wins over SLUICE_KMS_KEY_ID (KMS data keys). */
 function keyProviderFromConfig(config: SluiceConfig, storage: Storage, clock: () => number): KeyProvider | undefined {
   if (config.encryptionKey) return new LocalKeyProvider(parseKey(config.encryptionKey));
-  if (config.kmsKeyId) {
-    const kmsKeyId = config.kmsKeyId;
-    let client: Promise<{ send(cmd: unknown): Promise<unknown> }> | undefined;
-    const kms = () =>
-      (client ??= import('@aws-sdk/client-kms').then(
-        (m) => new m.KMSClient({}) as unknown as { send(cmd: unknown): Promise<unknown> },
-      ));
-    return new KmsKeyProvider(storage, kmsKeyId, kms, clock);
-  }
+  if (config.kmsKeyId) return new KmsKeyProvider(storage, config.kmsKeyId, lazyKmsClient(), clock);
   return undefined;
 }
 

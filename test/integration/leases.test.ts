@@ -6,7 +6,7 @@ import { CreateKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
 import { resolveQueueOptions } from '../../lambdas/core/queue-options.js';
-import { KmsKeyProvider } from '../../lambdas/service/encryption.js';
+import { KmsKeyProvider } from '../../lambdas/service/adapters/kms-key-provider.js';
 import { SEGMENT_BLOB_PREFIX, logKeys as keys, parseSegmentBlobKey } from '../../lambdas/service/log/log-store.js';
 import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, parseDlqBlobKey } from '../../lambdas/service/leases/dlq-store.js';
 import type { PopRequest, PopResult } from '../../lambdas/service/leases/pop.js';
