@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countingStorage } from '../../bench/counting-storage.js';
-import { MAX_POLL_BYTES } from '../../lambdas/core/claims.js';
+import { MAX_POLL_BYTES } from '../../lambdas/core/claims/index.js';
 import { resolveQueueOptions, type QueueOptionsInput } from '../../lambdas/core/queue-options.js';
 import { claimKeys } from '../../lambdas/service/claims/claim-store.js';
 import { logKeys as keys } from '../../lambdas/service/log/log-store.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_ACK_OFFSETS } from '../../core/claims.js';
+import { MAX_ACK_OFFSETS } from '../../core/claims/index.js';
 import type { ClaimedRecord } from '../../service/claims/claim-service.js';
 import { rawPayload } from '../json.js';
 import { defineRoute, type RouteDef } from '../route.js';

@@ -1,8 +1,8 @@
 // One concept past 500 lines: every claim call is one cycle (read the group, the core decides, one guarded write).
 import { randomInt } from 'node:crypto';
 import type { SluiceConfig } from '../../config.js';
-import * as core from '../../core/claims.js';
-import type { ClaimLimits, Changes, GroupView, PollRequest, Start } from '../../core/claims.js';
+import * as core from '../../core/claims/index.js';
+import type { ClaimLimits, Changes, GroupView, PollRequest, Start } from '../../core/claims/index.js';
 import { retentionOn } from '../../core/retention.js';
 import { SluiceError, invalid, notFound } from '../../core/errors.js';
 import { assertName } from '../../core/names.js';

@@ -25,7 +25,15 @@
  * voided epoch or deleted incarnation are recognised by their tags, read as absent, and
  * deleted on the side by later writes or `ClaimService.sweep`.
  */
-import type { Changes, ClaimItem, Garbage, GroupState, GroupView, Member, RecStatus } from '../../core/claims.js';
+import type {
+  Changes,
+  ClaimItem,
+  Garbage,
+  GroupState,
+  GroupView,
+  Member,
+  ClaimRecordStatus,
+} from '../../core/claims/index.js';
 import type { Item, ItemKey, Json, Storage, WriteOp } from '../../storage/port.js';
 import { padOffset } from '../log/log-store.js';
 
@@ -51,7 +59,14 @@ export const claimKeys = {
 export const itemSk = (it: { kind: 'B' | 'R'; first: number }): string => `${it.kind}#${padOffset(it.first)}`;
 
 /** Group state, batches and members as stored (short attribute names keep items small). */
-type StoredRec = [delta: number, attempts: number, status: RecStatus, until: number, holder: number, stamp: number];
+type StoredRecord = [
+  delta: number,
+  attempts: number,
+  status: ClaimRecordStatus,
+  until: number,
+  holder: number,
+  stamp: number,
+];
 type StoredHolder = [principal: string, consumer: string, session: string, seq: number];
 
 export function encodeItem(it: ClaimItem): Record<string, Json> {
@@ -62,12 +77,20 @@ export function encodeItem(it: ClaimItem): Record<string, Json> {
     i: it.inc,
     e: it.epoch,
     h: it.holders.map((h): StoredHolder => [h.principal, h.consumer, h.session, h.seq]),
-    r: it.recs.map((r): StoredRec => [r.offset - it.first, r.attempts, r.status, r.until, r.holder, r.stamp]),
+    r: it.records.map((r): StoredRecord => [r.offset - it.first, r.attempts, r.status, r.until, r.holder, r.stamp]),
   };
 }
 
 export function decodeItem(item: Item): ClaimItem {
-  const a = item.attrs as { f: number; n: number; k: number; i: number; e: number; h: StoredHolder[]; r: StoredRec[] };
+  const a = item.attrs as {
+    f: number;
+    n: number;
+    k: number;
+    i: number;
+    e: number;
+    h: StoredHolder[];
+    r: StoredRecord[];
+  };
   const kind = item.sk.startsWith('R#') ? 'R' : 'B';
   return {
     kind,
@@ -77,7 +100,7 @@ export function decodeItem(item: Item): ClaimItem {
     inc: a.i,
     epoch: a.e,
     holders: a.h.map(([principal, consumer, session, seq]) => ({ principal, consumer, session, seq })),
-    recs: a.r.map(([delta, attempts, status, until, holder, stamp]) => ({
+    records: a.r.map(([delta, attempts, status, until, holder, stamp]) => ({
       offset: a.f + delta,
       attempts,
       status,

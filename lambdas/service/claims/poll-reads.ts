@@ -1,4 +1,4 @@
-import * as core from '../../core/claims.js';
+import * as core from '../../core/claims/index.js';
 import type { SegmentReader, StoredMessage } from '../log/segments.js';
 
 /** A poll reads owed records in at most this many separate log reads. */
