@@ -2,9 +2,9 @@
  * `POST /api/v1/transaction`: pushes and acks applied atomically, all or nothing, in ONE
  * `storage.items.transact` (at most 100 ops, DynamoDB's TransactWriteItems limit).
  *
- * Each (queue, partition) of the pushes becomes one segment, prepared by the log service
+ * Each (queue, partition) of the pushes becomes one segment, prepared by the push service
  * exactly as a push would commit it (blob uploaded first, commit hooks' ops included); each
- * (partition, group) of the acks becomes one cursor write, planned by the lease service (a
+ * (partition, group) of the acks becomes one cursor write, planned by the ack service (a
  * transactional `failed` or `dlq` files the message at once, its DLQ items in the same
  * transaction). When a guard fails — another push took the segment's base, the group list
  * moved, a lane's row changed — the affected part is prepared again and the whole set is

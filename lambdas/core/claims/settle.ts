@@ -133,7 +133,7 @@ export function nack(
   limits: ClaimLimits,
 ): { changes: Changes; delayMs: number } {
   const state = requireState(view, 'nack');
-  // The seed caps delays at maxVisibilityMs (and the answer says what was granted).
+  // Delays are capped at maxVisibilityMs, and the answer says what was granted (docs/CLAIMS.md, "Limits").
   const delayMs = Math.min(req.delayMs ?? 0, limits.maxVisibilityMs);
   const d = new Draft(view);
   for (const { item, record } of named(d, state, req.offset, req.attempts, now, 'handed back')) {

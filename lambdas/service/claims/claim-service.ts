@@ -253,7 +253,7 @@ export class ClaimService {
       throw invalid('session needs a consumer name: a session belongs to a named member');
     if (input.reclaim && input.session === undefined)
       throw invalid('reclaim needs a session token: only a new session takes back what the name held under older ones');
-    // The seed caps a poll's visibility at maxVisibilityMs rather than refusing it.
+    // A poll's visibility is capped at maxVisibilityMs, not refused (docs/CLAIMS.md, "Configuration").
     const visibilityMs = Math.min(input.visibilityMs ?? limits.visibilityTimeoutMs, limits.maxVisibilityMs);
     const req: PollRequest = {
       max: Math.min(input.max ?? 10, core.MAX_POLL_RECORDS),

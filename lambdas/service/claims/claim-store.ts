@@ -330,7 +330,7 @@ export async function lowestRedrive(
   return low;
 }
 
-/** Deletes items under `pk` that `dead` says belong to nothing any more (each guarded by its version; never the state). */
+/** Deletes the items under `pk` that `dead` says belong to nothing any more (never the state), each version-guarded. */
 export async function deleteWhere(storage: Storage, pk: string, dead: (it: Item) => boolean): Promise<number> {
   let removed = 0;
   let after: string | undefined;

@@ -17,7 +17,10 @@ import type { Item, ItemKey, Json, WriteOp } from '../../storage/port.js';
  */
 export type GroupKind = 'lease' | 'claim';
 
-/** Where a lease group starts on a partition it has never read (docs/LEASES.md, "Consumer groups and subscriptions"). */
+/**
+ * Where a lease group starts on a partition it has never read (docs/LEASES.md, "Consumer groups
+ * and subscriptions").
+ */
 export interface Subscription {
   mode: 'all' | 'new' | 'from';
   /** Epoch ms: for `new`, the registration time; for `from`, the given instant. */

@@ -1,10 +1,10 @@
 /**
- * The dead-letter queue of the partition-lease design (seed 002).
+ * The dead-letter queue of the partition-lease design (docs/LEASES.md, "Dead-letter queue").
  *
  * A filing is written in the same atomic write as the cursor advance and lease release
- * (the lease service decodes the segment before writing, so the seed's two-step SQL hand-off
- * collapses into one transaction). Each filing is three items in table `dlq` (see
- * `lease-keys.ts`): the entry, holding everything (the payload verbatim — sealed on an
+ * (the ack service decodes the segment before writing, so filing is one transaction rather than
+ * an advance and a filing in two steps). Each filing is three items in table `dlq` (see
+ * `dlq-store.ts`): the entry, holding everything (the payload verbatim — sealed on an
  * encrypted queue — in the item's bytes, or in a blob when large), and two list pointers
  * (by queue, by queue + group) whose sort keys start with the failure time, so listing is
  * newest first. Rows survive retention; only replay, delete and bulk redrive remove them.

@@ -1,5 +1,5 @@
 /**
- * Consumer-group administration for lease groups (seed 004, reference §2.10): lag views,
+ * Lease-group administration (docs/LEASES.md, "Consumer groups and subscriptions"): lag views,
  * delete (cursors, READY entries, scan watermark and optionally the registration), the
  * subscription start time, seeks, and per-message group progress.
  *
@@ -299,7 +299,7 @@ export class LeaseGroupAdmin {
   }
 
   /**
-   * Per-group progress of one message (seed 004): for every lease group of its queue,
+   * Per-group progress of one message (`GET /api/v1/messages/{p}/{t}`): for every lease group of its queue,
    * whether its cursor has passed the message and when a lease on it lapses. `completed` once
    * every group has passed it.
    */

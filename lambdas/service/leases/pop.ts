@@ -141,7 +141,8 @@ export interface PopServiceDeps {
  *
  * @example
  * ```ts
- * const r = await pops.pop({ queue: 'orders', group: 'billing', batch: 100, partitions: 1, autoAck: false, wait: true, timeoutMs: 20_000 }, signal);
+ * const req = { queue: 'orders', group: 'billing', batch: 100, partitions: 1, autoAck: false };
+ * const r = await pops.pop({ ...req, wait: true, timeoutMs: 20_000 }, signal);
  * r?.leaseId; // ack or extend with it
  * ```
  */

@@ -1,5 +1,5 @@
 /**
- * Retention (seed 004), run by `runMaintenance`: for every queue with `retentionEnabled`,
+ * Retention (docs/LEASES.md, "Retention"), run by `runMaintenance`: for every queue with `retentionEnabled`,
  * whole segments (their blobs and commit markers too) are deleted oldest first by the rules
  * in `core/retention.ts`, and partitions that hold nothing deliverable and have been idle for
  * 30 days are retired (their data then removed through a tombstone, see `queue-deletion.ts`).
