@@ -94,22 +94,10 @@ export interface TransactionServiceDeps {
 }
 
 export class TransactionService {
-  private readonly storage: Storage;
-  private readonly queues: QueueDirectory;
-  private readonly pushes: PushService;
-  private readonly acks: AckService;
-  private readonly clock: () => number;
-
-  constructor(deps: TransactionServiceDeps) {
-    this.storage = deps.storage;
-    this.queues = deps.queues;
-    this.pushes = deps.pushes;
-    this.acks = deps.acks;
-    this.clock = deps.clock;
-  }
+  constructor(private readonly deps: TransactionServiceDeps) {}
 
   async run(ops: readonly TxOp[]): Promise<TxResult> {
-    const txId = uuidv7(this.clock());
+    const txId = uuidv7(this.deps.clock());
     if (ops.length === 0) throw invalid('operations must not be empty');
     const pushes = new Map<string, PushGroup>();
     const lanes = new Map<string, Lane>();
@@ -142,9 +130,9 @@ export class TransactionService {
     if (laneError) return fail(txId, laneError);
     for (const g of pushes.values()) {
       const first = g.items[0] as PushGroup['items'][number];
-      const queue = await this.queues.ensureQueue(first.item.queue);
-      const part = await this.queues.ensurePartition(queue, first.item.partition ?? 'Default');
-      g.prep = await this.pushes.prepareCommit(
+      const queue = await this.deps.queues.ensureQueue(first.item.queue);
+      const part = await this.deps.queues.ensurePartition(queue, first.item.partition ?? 'Default');
+      g.prep = await this.deps.pushes.prepareCommit(
         queue,
         part,
         g.items.map((x) => x.item),
@@ -199,7 +187,7 @@ export class TransactionService {
         );
       }
       try {
-        if (writes.length > 0) await this.storage.items.transact(writes);
+        if (writes.length > 0) await this.deps.storage.items.transact(writes);
         break;
       } catch (e) {
         if (e instanceof ContentionError) continue;
@@ -228,17 +216,17 @@ export class TransactionService {
       }
     }
 
-    for (const g of pushes.values()) await this.pushes.committed(g.prep as PreparedCommit, g.base);
-    for (const lane of lanes.values()) this.acks.afterLane(lane.prep as LanePrep);
+    for (const g of pushes.values()) await this.deps.pushes.committed(g.prep as PreparedCommit, g.base);
+    for (const lane of lanes.values()) this.deps.acks.afterLane(lane.prep as LanePrep);
     return { transactionId: txId, success: true, results: this.results(ops, pushes, lanes) };
   }
 
   /** Plans every ack lane; returns the first failure as the transaction's error. */
   private async prepareLanes(lanes: Lane[]): Promise<string | undefined> {
     for (const lane of lanes) {
-      const part = await this.queues.partitionById(lane.partitionId);
+      const part = await this.deps.queues.partitionById(lane.partitionId);
       if (!part) return 'ACK operation failed: Message not found';
-      lane.prep = await this.acks.prepareLane(
+      lane.prep = await this.deps.acks.prepareLane(
         part,
         lane.group,
         lane.items.map((it, j) => ({ index: j, transactionId: it.transactionId, status: it.status, error: it.error })),

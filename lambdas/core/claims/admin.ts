@@ -1,13 +1,7 @@
 import { SluiceError, invalid } from '../errors.js';
 import { Draft } from './draft.js';
-import {
-  MAX_GARBAGE_PER_CALL,
-  initialState,
-  type Changes,
-  type Garbage,
-  type GroupView,
-  type Randomness,
-} from './model.js';
+import { MAX_GARBAGE_PER_CALL, initialState } from './model.js';
+import type { Changes, Garbage, GroupView, Randomness } from './model.js';
 
 /** Where a create or seek puts the group. */
 export type Start = 'earliest' | 'latest' | { offset: number };

@@ -1,16 +1,15 @@
 import { SluiceError, invalid } from '../errors.js';
-import {
-  MAX_GARBAGE_PER_CALL,
-  computeCommitted,
-  type Changes,
-  type ClaimItem,
-  type ClaimRecord,
-  type DeadLetter,
-  type Garbage,
-  type GroupState,
-  type GroupView,
-  type Holder,
-  type Member,
+import { MAX_GARBAGE_PER_CALL, computeCommitted } from './model.js';
+import type {
+  Changes,
+  ClaimItem,
+  ClaimRecord,
+  DeadLetter,
+  Garbage,
+  GroupState,
+  GroupView,
+  Holder,
+  Member,
 } from './model.js';
 
 /**

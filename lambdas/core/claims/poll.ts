@@ -7,16 +7,18 @@ import {
   MERGE_SPAN,
   effective,
   initialState,
-  type Changes,
-  type ClaimItem,
-  type ClaimLimits,
-  type ClaimRecord,
-  type DeadLetter,
-  type GroupState,
-  type GroupView,
-  type Holder,
-  type Member,
-  type Randomness,
+} from './model.js';
+import type {
+  Changes,
+  ClaimItem,
+  ClaimLimits,
+  ClaimRecord,
+  DeadLetter,
+  GroupState,
+  GroupView,
+  Holder,
+  Member,
+  Randomness,
 } from './model.js';
 
 /**

@@ -1,16 +1,7 @@
 import { SluiceError } from '../errors.js';
 import { Draft, absentKind, neverHandedOut, requireState, staleSeek } from './draft.js';
-import {
-  MAX_TOUCHED_ITEMS,
-  effective,
-  type Changes,
-  type ClaimItem,
-  type ClaimLimits,
-  type ClaimRecord,
-  type DeadLetter,
-  type GroupState,
-  type GroupView,
-} from './model.js';
+import { MAX_TOUCHED_ITEMS, effective } from './model.js';
+import type { Changes, ClaimItem, ClaimLimits, ClaimRecord, DeadLetter, GroupState, GroupView } from './model.js';
 
 export interface AckResult {
   /** The write, or undefined when every offset was a harmless duplicate. */

@@ -60,7 +60,7 @@ export interface GroupDescription extends core.GroupCounts {
 }
 
 /** The (queue, partition, group) a call names, resolved. */
-interface Ctx {
+interface ResolvedGroup {
   queue: QueueRecord;
   part: PartitionRef;
   group: string;
@@ -103,29 +103,11 @@ const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r
  * ```
  */
 export class ClaimService {
-  private readonly storage: Storage;
-  private readonly queues: QueueDirectory;
-  private readonly segments: SegmentReader;
-  private readonly groups: GroupRegistry;
-  private readonly notifier: Notifier;
-  private readonly longPoll: LongPoll;
-  private readonly telemetry: Telemetry;
-  private readonly config: SluiceConfig;
-  private readonly clock: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
   /** Tail of the queue of calls this process makes on each (partition, group). */
   private readonly turns = new Map<string, Promise<unknown>>();
 
-  constructor(deps: ClaimServiceDeps) {
-    this.storage = deps.storage;
-    this.queues = deps.queues;
-    this.segments = deps.segments;
-    this.groups = deps.groups;
-    this.notifier = deps.notifier;
-    this.longPoll = deps.longPoll;
-    this.telemetry = deps.telemetry;
-    this.config = deps.config;
-    this.clock = deps.clock;
+  constructor(private readonly deps: ClaimServiceDeps) {
     this.sleep = deps.sleep ?? realSleep;
   }
 
@@ -133,7 +115,7 @@ export class ClaimService {
 
   /** The claim settings of a queue: its options, or the service defaults for an implicit queue. */
   limitsFor(queue: QueueRecord): ClaimLimits {
-    const d = this.config.claimDefaults;
+    const d = this.deps.config.claimDefaults;
     if (!queue.configured) return { ...d };
     const o = queue.options as Partial<ClaimLimits>;
     return {
@@ -144,15 +126,20 @@ export class ClaimService {
     };
   }
 
-  private async resolve(queue: string, partition: string, group: string, use: 'register' | 'check'): Promise<Ctx> {
+  private async resolve(
+    queue: string,
+    partition: string,
+    group: string,
+    use: 'register' | 'check',
+  ): Promise<ResolvedGroup> {
     assertName(group, 'consumer group');
-    const q = await this.queues.getQueue(queue);
+    const q = await this.deps.queues.getQueue(queue);
     if (!q) throw notFound(`queue ${JSON.stringify(queue)} does not exist`);
-    const part = await this.queues.getPartition(queue, partition);
+    const part = await this.deps.queues.getPartition(queue, partition);
     if (!part) throw notFound(`queue ${JSON.stringify(queue)} has no partition ${JSON.stringify(partition)}`);
-    if (use === 'register') await this.groups.register(queue, group, 'claim', { mode: 'all', from: null });
+    if (use === 'register') await this.deps.groups.register(queue, group, 'claim', { mode: 'all', from: null });
     else {
-      const reg = await this.groups.get(queue, group);
+      const reg = await this.deps.groups.get(queue, group);
       if (reg && reg.kind !== 'claim') {
         throw new SluiceError(
           'conflict',
@@ -169,7 +156,7 @@ export class ClaimService {
   /** The group as stored, read again while a write lands between the reads of one query (a torn view). */
   private async loadView(pid: string, group: string): Promise<GroupView> {
     for (let attempt = 0; ; attempt++) {
-      const { view, fp } = await readGroup(this.storage, pid, group);
+      const { view, fp } = await readGroup(this.deps.storage, pid, group);
       if (consistent(view, fp)) return view;
       if (attempt >= 20)
         throw new SluiceError('unavailable', 'the group is changing too fast to be read consistently; retry');
@@ -178,10 +165,10 @@ export class ClaimService {
   }
 
   /** Writes one decision: one transaction (a lone op is a plain guarded write). */
-  private async write(ctx: Ctx, view: GroupView, ch: Changes, extra: ChangeExtras = {}): Promise<void> {
+  private async write(ctx: ResolvedGroup, view: GroupView, ch: Changes, extra: ChangeExtras = {}): Promise<void> {
     const { ops, kinds } = changeOps(ctx.part.id, ctx.group, view, ch, extra);
     try {
-      await this.storage.items.transact(ops);
+      await this.deps.storage.items.transact(ops);
     } catch (e) {
       if (e instanceof ConditionFailedError)
         throw new WriteConflict(e.failed.map((f) => ({ kind: kinds[f.index] ?? { t: 'other' }, current: f.current })));
@@ -193,7 +180,7 @@ export class ClaimService {
    * Runs `fn` after the calls this process already makes on the group: racing itself would
    * only lose guards and read again. Other processes still race, and the guards decide.
    */
-  private inTurn<T>(ctx: Ctx, fn: () => Promise<T>): Promise<T> {
+  private inTurn<T>(ctx: ResolvedGroup, fn: () => Promise<T>): Promise<T> {
     const key = `${ctx.part.id}\u0000${ctx.group}`;
     const prev = this.turns.get(key) ?? Promise.resolve();
     const run = prev.then(fn, fn);
@@ -264,16 +251,16 @@ export class ClaimService {
       reclaim: input.reclaim ?? false,
     };
     const dims = { queue, group };
-    this.telemetry.count('ClaimPolls', 1, dims);
+    this.deps.telemetry.count('ClaimPolls', 1, dims);
     let last: PollResult = { records: [], capped: false };
-    const found = await this.longPoll.wait({
+    const found = await this.deps.longPoll.wait({
       queue,
-      budgetMs: Math.max(0, Math.min(input.waitMs ?? 0, this.config.claimMaxWaitMs)),
+      budgetMs: Math.max(0, Math.min(input.waitMs ?? 0, this.deps.config.claimMaxWaitMs)),
       signal,
       lookAtEnd: true,
       look: async () => {
         const r = await this.inTurn(ctx, () => this.pollOnce(ctx, req));
-        if (r.deadLettered > 0) this.telemetry.count('ClaimDeadLettered', r.deadLettered, dims);
+        if (r.deadLettered > 0) this.deps.telemetry.count('ClaimDeadLettered', r.deadLettered, dims);
         // Reclaim happens once: later rounds of a long poll only take what it reserved.
         req.reclaim = false;
         last = { records: r.records, capped: r.capped };
@@ -281,11 +268,11 @@ export class ClaimService {
       },
     });
     const r = found ?? last;
-    if (r.capped) this.telemetry.count('ClaimPollsCapped', 1, dims);
+    if (r.capped) this.deps.telemetry.count('ClaimPollsCapped', 1, dims);
     return r;
   }
 
-  private async pollOnce(ctx: Ctx, req: PollRequest): Promise<PollResult & { deadLettered: number }> {
+  private async pollOnce(ctx: ResolvedGroup, req: PollRequest): Promise<PollResult & { deadLettered: number }> {
     const pid = ctx.part.id;
     const memberKey =
       req.consumer !== undefined ? claimKeys.member(pid, ctx.group, req.principal, req.consumer) : undefined;
@@ -297,9 +284,9 @@ export class ClaimService {
       noteDeadConflicts(conflict, deadSeen);
       const [view, memberItem] = await Promise.all([
         this.loadView(pid, ctx.group),
-        memberKey ? this.storage.items.get('claims', memberKey) : undefined,
+        memberKey ? this.deps.storage.items.get('claims', memberKey) : undefined,
       ]);
-      const now = this.clock();
+      const now = this.deps.clock();
       const member = decodeMember(memberItem);
       const plan = core.planPoll(view, member, req, now, ctx.limits, { inc: randomInc() });
       // Keep an active member's entry from expiring.
@@ -310,7 +297,13 @@ export class ClaimService {
         member.expiresAt * 1000 - now < memberTtlMs(ctx.limits) / 2
       )
         plan.memberChanged = true;
-      const { reads, messages } = await readPollPlan(this.segments, pid, plan, seen, !retentionOn(ctx.queue.options));
+      const { reads, messages } = await readPollPlan(
+        this.deps.segments,
+        pid,
+        plan,
+        seen,
+        !retentionOn(ctx.queue.options),
+      );
       for (const [o, m] of messages) seen.set(o, m);
       const { knownDead, staleDead } = splitDead(deadSeen, plan.state.inc);
       const { changes, records } = core.completePoll(view, plan, reads, req, now, knownDead);
@@ -346,7 +339,7 @@ export class ClaimService {
       const r = await this.inTurn(ctx, () =>
         this.retrying('ack', async () => {
           const view = await this.loadView(ctx.part.id, group);
-          const res = core.ack(view, todo, this.clock());
+          const res = core.ack(view, todo, this.deps.clock());
           if (res.changes) await this.write(ctx, view, res.changes);
           return res;
         }),
@@ -357,8 +350,8 @@ export class ClaimService {
       todo = r.rest;
     }
     if (acked > 0) {
-      this.telemetry.count('ClaimAcks', acked, { queue, group });
-      this.notifier.notify(queue, ctx.part.id);
+      this.deps.telemetry.count('ClaimAcks', acked, { queue, group });
+      this.deps.notifier.notify(queue, ctx.part.id);
     }
     return { committed, acked };
   }
@@ -373,12 +366,12 @@ export class ClaimService {
     const r = await this.inTurn(ctx, () =>
       this.retrying('nack', async () => {
         const view = await this.loadView(ctx.part.id, group);
-        const res = core.nack(view, input, this.clock(), ctx.limits);
+        const res = core.nack(view, input, this.deps.clock(), ctx.limits);
         await this.write(ctx, view, res.changes);
         return res;
       }),
     );
-    if (r.delayMs === 0) this.notifier.notify(queue, ctx.part.id);
+    if (r.delayMs === 0) this.deps.notifier.notify(queue, ctx.part.id);
     return { offset: input.offset, delayMs: r.delayMs };
   }
 
@@ -392,7 +385,7 @@ export class ClaimService {
     return this.inTurn(ctx, () =>
       this.retrying('extend', async () => {
         const view = await this.loadView(ctx.part.id, group);
-        const res = core.extend(view, input, this.clock(), ctx.limits);
+        const res = core.extend(view, input, this.deps.clock(), ctx.limits);
         await this.write(ctx, view, res.changes);
         return { visibleMs: res.visibleMs };
       }),
@@ -412,13 +405,13 @@ export class ClaimService {
         noteDeadConflicts(conflict, deadSeen);
         const view = await this.loadView(ctx.part.id, group);
         const { knownDead, staleDead } = splitDead(deadSeen, view.state?.inc ?? 0);
-        const res = core.deadLetter(view, input, this.clock(), knownDead);
+        const res = core.deadLetter(view, input, this.deps.clock(), knownDead);
         await this.write(ctx, view, res.changes, { staleDead });
         return res;
       }),
     );
-    this.telemetry.count('ClaimDeadLettered', 1, { queue, group });
-    this.notifier.notify(queue, ctx.part.id);
+    this.deps.telemetry.count('ClaimDeadLettered', 1, { queue, group });
+    this.deps.notifier.notify(queue, ctx.part.id);
     return { offset: input.offset, committed: r.committed };
   }
 
@@ -432,7 +425,7 @@ export class ClaimService {
     opts: { after?: number | undefined; limit?: number | undefined } = {},
   ): Promise<{ offsets: number[]; next?: number | undefined }> {
     const ctx = await this.resolve(queue, partition, group, 'check');
-    const state = await this.storage.items.get('claims', claimKeys.state(ctx.part.id, group));
+    const state = await this.deps.storage.items.get('claims', claimKeys.state(ctx.part.id, group));
     if (!state) return { offsets: [] };
     const inc = decodeState(state).state.inc;
     const limit = Math.min(opts.limit ?? 1000, 10_000);
@@ -440,7 +433,7 @@ export class ClaimService {
     let after = opts.after !== undefined ? padOffset(opts.after) : undefined;
     let more = false;
     while (offsets.length < limit) {
-      const page = await this.storage.items.query('claims', claimKeys.deadPk(ctx.part.id, group), {
+      const page = await this.deps.storage.items.query('claims', claimKeys.deadPk(ctx.part.id, group), {
         after,
         limit: Math.min(1000, limit - offsets.length),
       });
@@ -452,9 +445,9 @@ export class ClaimService {
     return more && offsets.length > 0 ? { offsets, next: offsets.at(-1) } : { offsets };
   }
 
-  private async deadPointer(ctx: Ctx, offset: number): Promise<{ ver: number; view: GroupView }> {
+  private async deadPointer(ctx: ResolvedGroup, offset: number): Promise<{ ver: number; view: GroupView }> {
     const [item, view] = await Promise.all([
-      this.storage.items.get('claims', claimKeys.dead(ctx.part.id, ctx.group, offset)),
+      this.deps.storage.items.get('claims', claimKeys.dead(ctx.part.id, ctx.group, offset)),
       this.loadView(ctx.part.id, ctx.group),
     ]);
     if (!item || !view.state || incarnationOf(item) !== view.state.inc)
@@ -478,18 +471,18 @@ export class ClaimService {
       this.retrying('redrive', async () => {
         const [{ ver, view }, head] = await Promise.all([
           this.deadPointer(ctx, offset),
-          this.segments.readHead(ctx.part.id),
+          this.deps.segments.readHead(ctx.part.id),
         ]);
         if (offset < head) {
           throw notFound(
             `offset ${offset} is a dead letter of this group, but retention has removed its record from the log (the partition now starts at offset ${head}), so there is nothing to redrive; discard the dead letter (DELETE .../dead-letters/${offset})`,
           );
         }
-        const res = core.redrive(view, offset, this.clock());
+        const res = core.redrive(view, offset, this.deps.clock());
         await this.write(ctx, view, res.changes, { deadVers: new Map([[offset, ver]]) });
       }),
     );
-    this.notifier.notify(queue, ctx.part.id);
+    this.deps.notifier.notify(queue, ctx.part.id);
     return { offset, redriven: true };
   }
 
@@ -524,7 +517,7 @@ export class ClaimService {
     let unread = 0;
     for (let i = 0; i < groups.length; i += 100) {
       const chunk = groups.slice(i, i + 100);
-      const states = await this.storage.items.getMany(
+      const states = await this.deps.storage.items.getMany(
         'claims',
         chunk.map((g) => claimKeys.state(partitionId, g)),
       );
@@ -536,7 +529,7 @@ export class ClaimService {
             return;
           }
           const { state } = decodeState(st);
-          const low = await lowestRedrive(this.storage, partitionId, g, state.inc);
+          const low = await lowestRedrive(this.deps.storage, partitionId, g, state.inc);
           needs.push(low === undefined ? state.committed : Math.min(state.committed, low));
         }),
       );
@@ -547,7 +540,7 @@ export class ClaimService {
   // ------------------------------------------------------------------ admin
 
   private async resolveStartOffset(pid: string, start: Start): Promise<number> {
-    const [head, tail] = await Promise.all([this.segments.readHead(pid), this.segments.readTail(pid)]);
+    const [head, tail] = await Promise.all([this.deps.segments.readHead(pid), this.deps.segments.readTail(pid)]);
     return core.resolveStart(start, head, tail.next);
   }
 
@@ -564,7 +557,7 @@ export class ClaimService {
         const view = await this.loadView(ctx.part.id, group);
         if (view.state) return { offset: view.state.committed, moved: false };
         const offset = await this.resolveStartOffset(ctx.part.id, start);
-        const res = core.create(view, offset, this.clock(), { inc: randomInc() });
+        const res = core.create(view, offset, this.deps.clock(), { inc: randomInc() });
         if (res.changes) await this.write(ctx, view, res.changes);
         return { offset: res.offset, moved: res.moved };
       }),
@@ -583,19 +576,22 @@ export class ClaimService {
     const r = await this.inTurn(ctx, () =>
       this.retrying('seek', async () => {
         const view = await this.loadView(ctx.part.id, group);
-        const res = core.seek(view, offset, this.clock());
+        const res = core.seek(view, offset, this.deps.clock());
         await this.write(ctx, view, res.changes);
         return res;
       }),
     );
-    this.notifier.notify(queue, ctx.part.id);
+    this.deps.notifier.notify(queue, ctx.part.id);
     return { offset: r.offset, moved: r.moved };
   }
 
   async describe(queue: string, partition: string, group: string): Promise<GroupDescription> {
     const ctx = await this.resolve(queue, partition, group, 'check');
-    const [view, tail] = await Promise.all([this.loadView(ctx.part.id, group), this.segments.readTail(ctx.part.id)]);
-    const counts = core.describe(view, this.clock());
+    const [view, tail] = await Promise.all([
+      this.loadView(ctx.part.id, group),
+      this.deps.segments.readTail(ctx.part.id),
+    ]);
+    const counts = core.describe(view, this.deps.clock());
     return { ...counts, tail: tail.next, lag: Math.max(0, tail.next - counts.committed) };
   }
 
@@ -610,10 +606,10 @@ export class ClaimService {
     const ctx = await this.resolve(queue, partition, group, 'check');
     const pid = ctx.part.id;
     const gone = await this.retrying('delete', async () => {
-      const st = await this.storage.items.get('claims', claimKeys.state(pid, group));
+      const st = await this.deps.storage.items.get('claims', claimKeys.state(pid, group));
       if (!st) return undefined;
       try {
-        await this.storage.items.delete('claims', claimKeys.state(pid, group), { kind: 'version', ver: st.ver });
+        await this.deps.storage.items.delete('claims', claimKeys.state(pid, group), { kind: 'version', ver: st.ver });
       } catch (e) {
         if (e instanceof ConditionFailedError) throw new WriteConflict([]);
         throw e;
@@ -622,9 +618,9 @@ export class ClaimService {
     });
     if (!gone) return { existed: false };
     for (const pk of [claimKeys.groupPk(pid, group), claimKeys.memberPk(pid, group), claimKeys.deadPk(pid, group)]) {
-      await deleteWhere(this.storage, pk, (it) => ofIncarnation(it, gone.inc));
+      await deleteWhere(this.deps.storage, pk, (it) => ofIncarnation(it, gone.inc));
     }
-    this.notifier.notify(queue, pid);
+    this.deps.notifier.notify(queue, pid);
     return { existed: true };
   }
 
@@ -639,10 +635,12 @@ export class ClaimService {
     const view = await this.loadView(ctx.part.id, group);
     const inc = view.state?.inc;
     const garbage = new Set(core.sweepable(view).map((g) => claimKeys.item(ctx.part.id, group, g.kind, g.first).sk));
-    let removed = await deleteWhere(this.storage, claimKeys.groupPk(ctx.part.id, group), (it) => garbage.has(it.sk));
+    let removed = await deleteWhere(this.deps.storage, claimKeys.groupPk(ctx.part.id, group), (it) =>
+      garbage.has(it.sk),
+    );
     const other = (it: Item): boolean => incarnationOf(it) !== inc;
-    removed += await deleteWhere(this.storage, claimKeys.memberPk(ctx.part.id, group), other);
-    removed += await deleteWhere(this.storage, claimKeys.deadPk(ctx.part.id, group), other);
+    removed += await deleteWhere(this.deps.storage, claimKeys.memberPk(ctx.part.id, group), other);
+    removed += await deleteWhere(this.deps.storage, claimKeys.deadPk(ctx.part.id, group), other);
     return { removed };
   }
 }

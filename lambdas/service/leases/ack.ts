@@ -82,23 +82,7 @@ export interface AckServiceDeps {
  * ```
  */
 export class AckService {
-  private readonly storage: Storage;
-  private readonly queues: QueueDirectory;
-  private readonly segments: SegmentReader;
-  private readonly dlq: DlqService;
-  private readonly notifier: Notifier;
-  private readonly telemetry: Telemetry;
-  private readonly clock: () => number;
-
-  constructor(deps: AckServiceDeps) {
-    this.storage = deps.storage;
-    this.queues = deps.queues;
-    this.segments = deps.segments;
-    this.dlq = deps.dlq;
-    this.notifier = deps.notifier;
-    this.telemetry = deps.telemetry;
-    this.clock = deps.clock;
-  }
+  constructor(private readonly deps: AckServiceDeps) {}
 
   /**
    * Acks, grouped per (partition, group) lane: each lane is one plan and one write (a
@@ -119,7 +103,7 @@ export class AckService {
     items.forEach((it, i) => lanes.set(it.partitionId, [...(lanes.get(it.partitionId) ?? []), i]));
     await Promise.all(
       [...lanes.entries()].map(async ([pid, idx]) => {
-        const part = await this.queues.partitionById(pid);
+        const part = await this.deps.queues.partitionById(pid);
         if (!part) return;
         const laneItems = idx.map((i) => items[i] as AckRequestItem);
         for (let attempt = 0; ; attempt++) {
@@ -148,7 +132,7 @@ export class AckService {
         }
       }),
     );
-    this.telemetry.count('Acks', items.length);
+    this.deps.telemetry.count('Acks', items.length);
     return results;
   }
 
@@ -159,8 +143,8 @@ export class AckService {
     items: readonly Omit<AckRequestItem, 'partitionId'>[],
     mode: 'ack' | 'transaction',
   ): Promise<LanePrep> {
-    const now = this.clock();
-    const row = await this.storage.items.get('leases', leaseKeys.cursor(part.id, group));
+    const now = this.deps.clock();
+    const row = await this.deps.storage.items.get('leases', leaseKeys.cursor(part.id, group));
     const state = row ? decodeCursor(row) : emptyCursor();
     const lease = state.lease;
     const ackItems: AckItem[] = [];
@@ -194,7 +178,7 @@ export class AckService {
         cond: row ? { kind: 'version', ver: row.ver } : { kind: 'absent' },
       });
     if (plan.file) {
-      const [found] = await this.segments.readRaw(part.id, plan.file.offset, { maxCount: 1 });
+      const [found] = await this.deps.segments.readRaw(part.id, plan.file.offset, { maxCount: 1 });
       // A message retention already removed is filed without its payload.
       const msg: StoredMessage =
         found && found.offset === plan.file.offset
@@ -208,7 +192,7 @@ export class AckService {
               payload: Buffer.from('null'),
             };
       ops.push(
-        ...(await this.dlq.filingOps({
+        ...(await this.deps.dlq.filingOps({
           part,
           group,
           msg,
@@ -223,24 +207,24 @@ export class AckService {
 
   /** Where a transactionId sits in a leased span when fingerprints alone are ambiguous. */
   private async exactOffset(pid: string, start: number, end: number, transactionId: string): Promise<number | null> {
-    const msgs = await this.segments.readRaw(pid, start, { maxCount: end - start + 1 });
+    const msgs = await this.deps.segments.readRaw(pid, start, { maxCount: end - start + 1 });
     return msgs.find((m) => m.transactionId === transactionId)?.offset ?? null;
   }
 
   private async applyOps(ops: WriteOp[]): Promise<void> {
     if (ops.length === 0) return;
     const only = ops[0];
-    if (ops.length === 1 && only?.op === 'put') await this.storage.items.put(only.table, only.item, only.cond);
-    else await this.storage.items.transact(ops);
+    if (ops.length === 1 && only?.op === 'put') await this.deps.storage.items.put(only.table, only.item, only.cond);
+    else await this.deps.storage.items.transact(ops);
   }
 
   /** Telemetry and wake-ups after a lane's ops were written. */
   afterLane(prep: LanePrep): void {
     const { plan, part } = prep;
-    if (plan.outcome === 'dead-lettered') this.telemetry.count('DeadLettered');
-    if (plan.outcome === 'dropped') this.telemetry.count('MessagesDropped');
+    if (plan.outcome === 'dead-lettered') this.deps.telemetry.count('DeadLettered');
+    if (plan.outcome === 'dropped') this.deps.telemetry.count('MessagesDropped');
     // A released lease with work left: parked long polls get it at once.
-    if (plan.outcome !== 'none' && plan.outcome !== 'partial') this.notifier.notify(part.queue, part.id);
+    if (plan.outcome !== 'none' && plan.outcome !== 'partial') this.deps.notifier.notify(part.queue, part.id);
   }
 
   /**
@@ -255,8 +239,8 @@ export class AckService {
     let earliest: number | null = null;
     let pending = ref.partitionIds;
     for (let attempt = 0; pending.length > 0 && attempt < 10; attempt++) {
-      const now = this.clock();
-      const rows = await this.storage.items.getMany(
+      const now = this.deps.clock();
+      const rows = await this.deps.storage.items.getMany(
         'leases',
         pending.map((p) => leaseKeys.cursor(p, ref.group)),
       );
@@ -273,7 +257,7 @@ export class AckService {
         });
       });
       if (writes.length === 0) break;
-      const res = await this.storage.items.writeEach(
+      const res = await this.deps.storage.items.writeEach(
         writes.map((w) => ({ op: 'put' as const, table: 'leases' as const, item: w.item, cond: w.cond })),
       );
       const retry: string[] = [];
@@ -286,7 +270,7 @@ export class AckService {
       });
       pending = retry;
     }
-    if (renewed > 0) this.telemetry.count('LeaseExtends', renewed);
+    if (renewed > 0) this.deps.telemetry.count('LeaseExtends', renewed);
     return { leaseId, success: renewed > 0, renewed, expiresAt: earliest };
   }
 }

@@ -61,17 +61,7 @@ export interface DlqServiceDeps {
 }
 
 export class DlqService {
-  private readonly storage: Storage;
-  private readonly queues: QueueDirectory;
-  private readonly pushes: PushService;
-  private readonly cipher: PayloadCipherLike | undefined;
-
-  constructor(deps: DlqServiceDeps) {
-    this.storage = deps.storage;
-    this.queues = deps.queues;
-    this.pushes = deps.pushes;
-    this.cipher = deps.cipher;
-  }
+  constructor(private readonly deps: DlqServiceDeps) {}
 
   /**
    * The ops that file `msg` (as stored: sealed stays sealed) for `group`, to be written with
@@ -112,7 +102,7 @@ export class DlqService {
       // a committed marker) for the sweep, never an entry pointing at nothing.
       const blobId = uuidv7(now);
       attrs.blob = dlqBlobKey(part.id, blobId);
-      await this.storage.blobs.put(attrs.blob, msg.payload);
+      await this.deps.storage.blobs.put(attrs.blob, msg.payload);
       bin = undefined;
       marker = {
         op: 'put',
@@ -131,7 +121,7 @@ export class DlqService {
     // it failed again): the entry is replaced under a version guard, so a removal that read
     // the earlier filing cannot delete this one, and the earlier filing's list pointers and
     // blob marker go in the same write (its blob is then the sweep's).
-    const earlier = await this.storage.items.get('dlq', e);
+    const earlier = await this.deps.storage.items.get('dlq', e);
     const ops: WriteOp[] = [
       {
         op: 'put',
@@ -162,7 +152,7 @@ export class DlqService {
    * removal that crashed between its rows and its blob). Resumes where the last page ended.
    */
   async sweepOrphanBlobs(now: number, graceMs: number, limit = 1000): Promise<SweepReport> {
-    return sweepBlobPage(this.storage, {
+    return sweepBlobPage(this.deps.storage, {
       prefix: DLQ_BLOB_PREFIX,
       cursor: dlqKeys.blobSweepCursor(),
       now,
@@ -172,15 +162,15 @@ export class DlqService {
         const ref = parseDlqBlobKey(key);
         if (!ref) return false; // written before markers existed: nothing says whether it is live
         const mk = dlqKeys.blobMarker(ref.partitionId, ref.blobId);
-        const marker = await markerOrAbort(this.storage, 'dlq', mk, now);
+        const marker = await markerOrAbort(this.deps.storage, 'dlq', mk, now);
         if (marker?.attrs.state !== 'committed') return marker?.attrs.state === 'aborted';
         // Committed, but is the entry still pointing here? Filing the same message again for
         // the same group overwrites the entry with a new blob; nothing ever points at an older
         // blob id again, so its marker and blob can go.
-        const entry = await this.storage.items.get('dlq', pointedEntry(marker));
+        const entry = await this.deps.storage.items.get('dlq', pointedEntry(marker));
         if (entry?.attrs.blob === key) return false;
         try {
-          await this.storage.items.delete('dlq', mk, { kind: 'version', ver: marker.ver });
+          await this.deps.storage.items.delete('dlq', mk, { kind: 'version', ver: marker.ver });
           return true;
         } catch (e) {
           if (e instanceof ConditionFailedError) return false; // changed meanwhile: next pass
@@ -220,7 +210,7 @@ export class DlqService {
     let after: string | undefined = q.after;
     while (pointers.length < q.limit) {
       const want = skip + q.limit - pointers.length;
-      const page = await this.storage.items.query('dlq', pk, {
+      const page = await this.deps.storage.items.query('dlq', pk, {
         reverse: !q.oldestFirst,
         after,
         limit: Math.min(1000, want),
@@ -236,7 +226,7 @@ export class DlqService {
     const out: { entry: DlqEntry; cursor: string }[] = [];
     for (let i = 0; i < pointers.length; i += MAX_GET_MANY) {
       const chunk = pointers.slice(i, i + MAX_GET_MANY);
-      const got = await this.storage.items.getMany('dlq', chunk.map(pointedEntry));
+      const got = await this.deps.storage.items.getMany('dlq', chunk.map(pointedEntry));
       for (let j = 0; j < got.length; j++) {
         const it = got[j];
         if (it) out.push({ entry: await this.toEntry(it), cursor: (chunk[j] as Item).sk });
@@ -252,13 +242,13 @@ export class DlqService {
    * before queue deletion existed carry no incarnation and always count.
    */
   private async liveIn(queue: string): Promise<(queueId: Json | undefined) => boolean> {
-    const q = await this.queues.getQueue(queue);
+    const q = await this.deps.queues.getQueue(queue);
     return (queueId) => queueId === undefined || queueId === q?.queueId;
   }
 
   /** The rows filed for (partitionId, transactionId), every group's or one group's. */
   async lookup(partitionId: string, transactionId: string, group?: string): Promise<Item[]> {
-    const page = await this.storage.items.query('dlq', entryPk(partitionId, transactionId), { limit: 1000 });
+    const page = await this.deps.storage.items.query('dlq', entryPk(partitionId, transactionId), { limit: 1000 });
     const rows = page.items.filter((it) => group === undefined || it.sk === group);
     const first = rows[0];
     if (!first) return rows;
@@ -297,7 +287,7 @@ export class DlqService {
     if (!first) throw notFound(`no dead-letter row for transactionId ${transactionId} in partition ${partitionId}`);
     check?.(decodeEntry(first).queue);
     const entry = await this.toEntry(first);
-    const [push] = await this.pushes.push([
+    const [push] = await this.deps.pushes.push([
       { queue: entry.queue, partition: entry.partition, payload: entry.payload, traceId: entry.traceId },
     ]);
     if (!push || push.status !== 'queued')
@@ -359,7 +349,7 @@ export class DlqService {
     const errors: string[] = [];
     for (const idx of byPartition.values()) {
       try {
-        const got = await this.pushes.push(
+        const got = await this.deps.pushes.push(
           idx.map((i) => {
             const e = (groups[i] as DlqEntry[])[0] as DlqEntry;
             return { queue: e.queue, partition: e.partition, payload: e.payload, traceId: e.traceId };
@@ -402,14 +392,14 @@ export class DlqService {
     const guarded = a.blob ? parseDlqBlobKey(a.blob) : undefined;
     if (guarded) ops.push({ op: 'delete', table: 'dlq', key: dlqKeys.blobMarker(guarded.partitionId, guarded.blobId) });
     try {
-      await this.storage.items.transact(ops);
+      await this.deps.storage.items.transact(ops);
     } catch (e) {
       if (e instanceof ConditionFailedError) return; // removed (or replaced) meanwhile
       throw e;
     }
     if (!a.blob) return;
     try {
-      await this.storage.blobs.delete(a.blob);
+      await this.deps.storage.blobs.delete(a.blob);
     } catch (e) {
       // The row is gone, which is what the caller asked for. A guarded blob is collected by the
       // sweep (its marker went with the rows); a blob from before markers is logged here.
@@ -428,9 +418,9 @@ export class DlqService {
   private async toEntry(it: Item): Promise<DlqEntry> {
     const a = decodeEntry(it);
     let payload = it.bin;
-    if (a.blob) payload = await this.storage.blobs.get(a.blob);
+    if (a.blob) payload = await this.deps.storage.blobs.get(a.blob);
     if (!payload) throw new SluiceError('unavailable', `dead-letter payload of ${a.transactionId} is missing`);
-    const plain = await openPayload(this.cipher, { payload, sealed: a.sealed });
+    const plain = await openPayload(this.deps.cipher, { payload, sealed: a.sealed });
     return {
       id: a.id,
       transactionId: a.transactionId,
@@ -459,9 +449,9 @@ export class DlqService {
     after: string | undefined,
     limit = 100,
   ): Promise<{ removed: number; next?: string | undefined }> {
-    const page = await this.storage.items.query('dlq', dlqKeys.listPk(q.queue), { after, limit });
+    const page = await this.deps.storage.items.query('dlq', dlqKeys.listPk(q.queue), { after, limit });
     if (page.items.length === 0) return { removed: 0 };
-    const rows = await this.storage.items.getMany('dlq', page.items.map(pointedEntry));
+    const rows = await this.deps.storage.items.getMany('dlq', page.items.map(pointedEntry));
     const dead = (queueId: Json | undefined, failedAt: number): boolean =>
       queueId === undefined ? failedAt <= q.deletedAt : queueId === q.queueId;
     let removed = 0;
@@ -475,7 +465,7 @@ export class DlqService {
           removed++;
         } else if (dead(ptr.attrs.queueId, decodePointer(ptr).failedAt)) {
           // A pointer whose entry is gone: remove it and its per-group twin.
-          await this.storage.items.writeEach([
+          await this.deps.storage.items.writeEach([
             { op: 'delete', table: 'dlq', key: { pk: ptr.pk, sk: ptr.sk } },
             { op: 'delete', table: 'dlq', key: dlqKeys.byGroup(q.queue, decodePointer(ptr).entrySk, ptr.sk) },
           ]);

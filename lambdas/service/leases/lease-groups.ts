@@ -78,30 +78,14 @@ export interface LeaseGroupAdminDeps {
 }
 
 export class LeaseGroupAdmin {
-  private readonly storage: Storage;
-  private readonly queues: QueueDirectory;
-  private readonly segments: SegmentReader;
-  private readonly groups: GroupRegistry;
-  private readonly ready: ReadyIndex;
-  private readonly notifier: Notifier;
-  private readonly clock: () => number;
-
-  constructor(deps: LeaseGroupAdminDeps) {
-    this.storage = deps.storage;
-    this.queues = deps.queues;
-    this.segments = deps.segments;
-    this.groups = deps.groups;
-    this.ready = deps.ready;
-    this.notifier = deps.notifier;
-    this.clock = deps.clock;
-  }
+  constructor(private readonly deps: LeaseGroupAdminDeps) {}
 
   /** Lag of one lease group on one queue. */
   async lagOf(reg: GroupRecord, withDetail: boolean): Promise<QueueLag> {
-    const now = this.clock();
-    const parts = await this.queues.listPartitions(reg.queue);
+    const now = this.deps.clock();
+    const parts = await this.deps.queues.listPartitions(reg.queue);
     const rows = await cursorRows(
-      this.storage,
+      this.deps.storage,
       parts.map((p) => p.id),
       reg.group,
     );
@@ -109,17 +93,17 @@ export class LeaseGroupAdmin {
       const i = parts.indexOf(p);
       const row = rows[i];
       const st = row ? decodeCursor(row) : undefined;
-      const tail = await this.segments.readTail(p.id);
+      const tail = await this.deps.segments.readTail(p.id);
       // A lane never read: `all` owes everything retained; `new`/`from` count from the tail (approximate).
       const committed = st ? st.committed : reg.subscription.mode === 'all' ? -1 : tail.next - 1;
       let oldest: { base: number; at: number } | undefined;
       if (tail.next - 1 > committed) {
         // The segment holding the next wanted offset, or (retention removed it) the first one after.
-        const holding = await this.segments.segmentAt(p.id, committed + 1);
+        const holding = await this.deps.segments.segmentAt(p.id, committed + 1);
         oldest =
           holding && holding.end >= committed + 1
             ? holding
-            : (await this.segments.segmentPage(p.id, committed + 1, 1)).segs[0];
+            : (await this.deps.segments.segmentPage(p.id, committed + 1, 1)).segs[0];
       }
       const { lagMessages, lagSeconds } = laneLag({ committed, next: tail.next, oldest, now });
       return {
@@ -148,8 +132,8 @@ export class LeaseGroupAdmin {
   /** The lease registrations of a group (claim groups are left to their own routes). */
   private async registrations(group: string): Promise<GroupRecord[]> {
     const out: GroupRecord[] = [];
-    for (const q of await this.groups.queuesOf(group)) {
-      const reg = await this.groups.get(q, group);
+    for (const q of await this.deps.groups.queuesOf(group)) {
+      const reg = await this.deps.groups.get(q, group);
       if (reg?.kind === 'lease') out.push(reg);
     }
     return out;
@@ -170,7 +154,7 @@ export class LeaseGroupAdmin {
 
   /** Every lease group with its per-queue lag. */
   async list(): Promise<GroupView[]> {
-    const names = await this.groups.allGroups();
+    const names = await this.deps.groups.allGroups();
     const views = await pool(names, 4, async (g) => {
       try {
         return await this.describe(g, false);
@@ -196,11 +180,11 @@ export class LeaseGroupAdmin {
     group: string,
     opts: { queue?: string | undefined; deleteMetadata: boolean },
   ): Promise<{ deletedPartitions: number; metadataDeleted: boolean }> {
-    const queues = opts.queue !== undefined ? [opts.queue] : await this.groups.queuesOf(group);
+    const queues = opts.queue !== undefined ? [opts.queue] : await this.deps.groups.queuesOf(group);
     let deletedPartitions = 0;
     let metadataDeleted = false;
     for (const q of queues) {
-      const reg = await this.groups.get(q, group);
+      const reg = await this.deps.groups.get(q, group);
       if (reg?.kind === 'claim') {
         if (opts.queue !== undefined)
           throw conflict(
@@ -208,27 +192,27 @@ export class LeaseGroupAdmin {
           );
         continue;
       }
-      const parts = await this.queues.listPartitions(q);
+      const parts = await this.deps.queues.listPartitions(q);
       const rows = await cursorRows(
-        this.storage,
+        this.deps.storage,
         parts.map((p) => p.id),
         group,
       );
       const present = parts.filter((_, i) => rows[i] !== undefined);
       for (let i = 0; i < present.length; i += 25) {
-        await this.storage.items.writeEach(
+        await this.deps.storage.items.writeEach(
           present
             .slice(i, i + 25)
             .map((p) => ({ op: 'delete' as const, table: 'leases' as const, key: leaseKeys.cursor(p.id, group) })),
         );
       }
       deletedPartitions += present.length;
-      await this.ready.purge(q, group);
-      if (opts.deleteMetadata && reg && (await this.groups.remove(q, group))) metadataDeleted = true;
+      await this.deps.ready.purge(q, group);
+      if (opts.deleteMetadata && reg && (await this.deps.groups.remove(q, group))) metadataDeleted = true;
       // Kept registration: the group starts over from its stored subscription, so the
       // partitions holding data must be found again by its wildcard pops.
-      else if (reg && !opts.deleteMetadata) await this.ready.requestRescan(reg);
-      this.groups.forget(q, group);
+      else if (reg && !opts.deleteMetadata) await this.deps.ready.requestRescan(reg);
+      this.deps.groups.forget(q, group);
     }
     return { deletedPartitions, metadataDeleted };
   }
@@ -240,11 +224,11 @@ export class LeaseGroupAdmin {
   async updateSubscription(group: string, at: number): Promise<number> {
     let n = 0;
     for (const reg of await this.registrations(group)) {
-      if (await this.groups.updateSubscription(reg.queue, group, { mode: 'from', from: at })) {
+      if (await this.deps.groups.updateSubscription(reg.queue, group, { mode: 'from', from: at })) {
         n++;
         // Partitions with messages after `at` must be findable by wildcard pops: re-run the scan.
-        await this.storage.items.delete('leases', leaseKeys.scan(reg.queue, group));
-        this.ready.forget(reg.queue, group);
+        await this.deps.storage.items.delete('leases', leaseKeys.scan(reg.queue, group));
+        this.deps.ready.forget(reg.queue, group);
       }
     }
     return n;
@@ -256,13 +240,13 @@ export class LeaseGroupAdmin {
    * leases there; acks for them are refused afterwards.
    */
   async seek(group: string, queue: string, to: { toEnd: true } | { timestamp: number }): Promise<number> {
-    const q = await this.queues.getQueue(queue);
+    const q = await this.deps.queues.getQueue(queue);
     if (!q) throw notFound(`no queue ${JSON.stringify(queue)}`);
-    await this.groups.register(queue, group, 'lease', { mode: 'all', from: null });
-    const parts = await this.queues.listPartitions(queue);
+    await this.deps.groups.register(queue, group, 'lease', { mode: 'all', from: null });
+    const parts = await this.deps.queues.listPartitions(queue);
     const done = await pool(parts, 8, async (p: PartitionRef) => {
-      const tail = await this.segments.readTail(p.id);
-      const target = 'toEnd' in to ? tail.next - 1 : await lastBefore(this.segments, p.id, to.timestamp, true);
+      const tail = await this.deps.segments.readTail(p.id);
+      const target = 'toEnd' in to ? tail.next - 1 : await lastBefore(this.deps.segments, p.id, to.timestamp, true);
       await this.setCursor(p, group, target, tail.next);
       return 1;
     });
@@ -275,7 +259,7 @@ export class LeaseGroupAdmin {
    */
   private async setCursor(part: PartitionRef, group: string, committed: number, tailNext: number): Promise<void> {
     for (let attempt = 0; attempt < 20; attempt++) {
-      const row = await this.storage.items.get('leases', leaseKeys.cursor(part.id, group));
+      const row = await this.deps.storage.items.get('leases', leaseKeys.cursor(part.id, group));
       const state = row ? decodeCursor(row) : emptyCursor();
       const next: CursorState = {
         ...state,
@@ -286,9 +270,9 @@ export class LeaseGroupAdmin {
         lastStart: null,
         hint: null,
       };
-      if (await putCursor(this.storage, part, group, next, row)) {
-        if (committed < tailNext - 1) await this.ready.markAtLeast(part.queue, group, part.id, tailNext - 1);
-        this.notifier.notify(part.queue, part.id);
+      if (await putCursor(this.deps.storage, part, group, next, row)) {
+        if (committed < tailNext - 1) await this.deps.ready.markAtLeast(part.queue, group, part.id, tailNext - 1);
+        this.deps.notifier.notify(part.queue, part.id);
         return;
       }
     }
@@ -310,13 +294,13 @@ export class LeaseGroupAdmin {
     consumerGroups: { name: string; consumed: boolean; leaseExpiresAt: string | null }[];
     status: 'completed' | 'processing' | 'pending';
   }> {
-    const now = this.clock();
-    const { groups } = await this.groups.list(part.queue);
+    const now = this.deps.clock();
+    const { groups } = await this.deps.groups.list(part.queue);
     const lease = groups.filter((g) => g.kind === 'lease');
     const rows =
       lease.length === 0
         ? []
-        : await this.storage.items.getMany(
+        : await this.deps.storage.items.getMany(
             'leases',
             lease.map((g) => leaseKeys.cursor(part.id, g.group)),
           );

@@ -147,16 +147,6 @@ export interface PopServiceDeps {
  * ```
  */
 export class PopService {
-  private readonly storage: Storage;
-  private readonly config: Pick<SluiceConfig, 'maxPopWaitMs'>;
-  private readonly queues: QueueDirectory;
-  private readonly segments: SegmentReader;
-  private readonly cipher: PayloadCipherLike | undefined;
-  private readonly groups: GroupRegistry;
-  private readonly ready: ReadyIndex;
-  private readonly longPoll: LongPoll;
-  private readonly telemetry: Telemetry;
-  private readonly clock: () => number;
   /**
    * Lanes a pop in this process is working on right now. Concurrent requests skip them
    * rather than race for the same row (the version guard would refuse all but one anyway,
@@ -164,18 +154,7 @@ export class PopService {
    */
   private readonly inflight = new Set<string>();
 
-  constructor(deps: PopServiceDeps) {
-    this.storage = deps.storage;
-    this.config = deps.config;
-    this.queues = deps.queues;
-    this.segments = deps.segments;
-    this.cipher = deps.cipher;
-    this.groups = deps.groups;
-    this.ready = deps.ready;
-    this.longPoll = deps.longPoll;
-    this.telemetry = deps.telemetry;
-    this.clock = deps.clock;
-  }
+  constructor(private readonly deps: PopServiceDeps) {}
 
   /**
    * A pop, long-polling when asked: returns as soon as messages exist, else null (204) at the
@@ -183,37 +162,37 @@ export class PopService {
    * pushes in this process and re-read storage every second for other processes (`long-poll.ts`).
    */
   async pop(req: PopRequest, signal?: AbortSignal): Promise<PopResult | null> {
-    const r = await this.longPoll.wait({
+    const r = await this.deps.longPoll.wait({
       queue: req.queue,
-      budgetMs: req.wait ? Math.max(0, Math.min(req.timeoutMs, this.config.maxPopWaitMs)) : 0,
+      budgetMs: req.wait ? Math.max(0, Math.min(req.timeoutMs, this.deps.config.maxPopWaitMs)) : 0,
       signal,
       baton: `${req.queue}\u0000${req.group}`,
       look: () => this.popOnce(req),
     });
     if (r) {
-      this.telemetry.count('Pops');
-      this.telemetry.count('MessagesDelivered', r.messages.length);
+      this.deps.telemetry.count('Pops');
+      this.deps.telemetry.count('MessagesDelivered', r.messages.length);
       return r;
     }
-    this.telemetry.count('EmptyPops');
+    this.deps.telemetry.count('EmptyPops');
     return null;
   }
 
   /** One attempt, no waiting. */
   async popOnce(req: PopRequest): Promise<PopResult | null> {
-    const queue = await this.queues.getQueue(req.queue);
+    const queue = await this.deps.queues.getQueue(req.queue);
     if (!queue) return null; // an unknown queue is "nothing to deliver", never a 404
-    const now = this.clock();
+    const now = this.deps.clock();
     const queueMode = req.group === QUEUE_MODE_GROUP;
     const sub = queueMode
       ? { mode: 'all' as const, from: null }
       : parseSubscription(req.subscriptionMode, req.subscriptionFrom, now);
-    const reg = await this.groups.register(queue.name, req.group, 'lease', sub);
+    const reg = await this.deps.groups.register(queue.name, req.group, 'lease', sub);
     const leaseMs = effectiveLeaseSeconds(req.leaseSeconds, queue.options.leaseTime) * 1000;
     const batch = Math.max(1, Math.min(MAX_POP_BATCH, req.batch));
     const base = { queue, group: req.group, reg, now, leaseMs, autoAck: req.autoAck };
     if (req.partition !== undefined) {
-      const part = await this.queues.getPartition(queue.name, req.partition);
+      const part = await this.deps.queues.getPartition(queue.name, req.partition);
       if (!part) return null;
       const leaseId = req.autoAck ? '' : this.mintLeaseId(req.group, [part.id]);
       const out = await this.popLaneOnce({ ...base, part, leaseId, batch, maxBytes: POP_MAX_BYTES });
@@ -230,7 +209,7 @@ export class PopService {
   }
 
   private async popWildcard(c: WildcardPop): Promise<PopResult | null> {
-    await this.ready.scanStep(c.reg);
+    await this.deps.ready.scanStep(c.reg);
     const r = await this.popCandidates(c);
     // Candidates that turned out to be retired partitions (a deleted queue, an idle partition)
     // were removed from the index: look at it once more rather than answer "nothing".
@@ -239,7 +218,9 @@ export class PopService {
 
   private async popCandidates(c: WildcardPop): Promise<{ result: PopResult | null; removed: boolean }> {
     const busy = (pid: string): boolean => this.inflight.has(`${pid}\u0000${c.group}`);
-    const cands = (await this.ready.candidates(c.queue.name, c.group, c.now, busy)).filter((x) => !busy(x.partitionId));
+    const cands = (await this.deps.ready.candidates(c.queue.name, c.group, c.now, busy)).filter(
+      (x) => !busy(x.partitionId),
+    );
     const messages: PoppedMessage[] = [];
     const claimed: { id: string; name: string }[] = [];
     let removed = false;
@@ -263,9 +244,9 @@ export class PopService {
       i += round.length;
       const parts: { part: PartitionRef; row: Item | undefined }[] = [];
       for (const cand of round) {
-        const part = await this.queues.partitionById(cand.partitionId);
+        const part = await this.deps.queues.partitionById(cand.partitionId);
         if (!part || part.queue !== c.queue.name) {
-          await this.ready.remove(c.queue.name, c.group, cand.partitionId);
+          await this.deps.ready.remove(c.queue.name, c.group, cand.partitionId);
           removed = true;
           continue;
         }
@@ -288,7 +269,7 @@ export class PopService {
         // Rotation moves past a candidate that delivered nothing (held back by windowBuffer or
         // delayedProcessing, or taken meanwhile), so a page of such partitions cannot keep the
         // next pops from reaching the partitions after it.
-        this.ready.served(c.queue.name, c.group, part.id);
+        this.deps.ready.served(c.queue.name, c.group, part.id);
         if (out.kind !== 'delivered') continue;
         leaseId = roundId;
         claimed.push({ id: part.id, name: part.name });
@@ -318,13 +299,13 @@ export class PopService {
     const { part, now } = ctx;
     const item = prefetched
       ? prefetched.item
-      : await this.storage.items.get('leases', leaseKeys.cursor(part.id, ctx.group));
-    const state = item ? decodeCursor(item) : await startCursor(this.segments, ctx);
+      : await this.deps.storage.items.get('leases', leaseKeys.cursor(part.id, ctx.group));
+    const state = item ? decodeCursor(item) : await startCursor(this.deps.segments, ctx);
     const plan = planPop(state, now);
     if (plan.kind === 'busy') return { kind: 'busy' };
     const o = ctx.queue.options;
     if (o.windowBuffer > 0) {
-      const tail = await this.segments.readTail(part.id);
+      const tail = await this.deps.segments.readTail(part.id);
       if (windowHeld(tail.lastAt, o.windowBuffer * 1000, now)) return { kind: 'empty' };
     }
     const w = retentionWindows(o, now);
@@ -385,7 +366,7 @@ export class PopService {
         segAvg,
       });
       if (skipThrough !== null) next.hint = null;
-      await putCursor(this.storage, part, ctx.group, next, item);
+      await putCursor(this.deps.storage, part, ctx.group, next, item);
       return { kind: 'empty' };
     }
     const segs: number[] = [];
@@ -405,8 +386,8 @@ export class PopService {
       autoAck: ctx.autoAck,
       segAvg,
     });
-    if (!(await putCursor(this.storage, part, ctx.group, next, item))) return { kind: 'busy' };
-    if (next.redeliveries > 0) this.telemetry.count('Redeliveries', picked.length);
+    if (!(await putCursor(this.deps.storage, part, ctx.group, next, item))) return { kind: 'busy' };
+    if (next.redeliveries > 0) this.deps.telemetry.count('Redeliveries', picked.length);
     const messages = await Promise.all(
       picked.map(async (p) => ({
         offset: p.offset,
@@ -414,7 +395,7 @@ export class PopService {
         transactionId: p.frame.transactionId,
         traceId: p.frame.traceId,
         createdAt: p.frame.createdAt,
-        payload: p.frame.sealed ? await openPayload(this.cipher, p.frame) : p.frame.payload,
+        payload: p.frame.sealed ? await openPayload(this.deps.cipher, p.frame) : p.frame.payload,
         partitionId: part.id,
         partition: part.name,
       })),
@@ -437,37 +418,37 @@ export class PopService {
   ): Promise<{ items: { offset: number; frame: Frame; seg: SegmentMeta }[]; segAvg: number }> {
     // Segments an earlier query returned (segments never change) may already cover the whole
     // batch: then the index query is not needed (queues without retention only: see cachedRun).
-    const run = indexCache ? this.segments.cachedRun(pid, from, want) : undefined;
+    const run = indexCache ? this.deps.segments.cachedRun(pid, from, want) : undefined;
     if (run) {
       try {
         const items: { offset: number; frame: Frame; seg: SegmentMeta }[] = [];
         for (const seg of run) {
-          const frames = await this.segments.loadSegment(pid, seg);
+          const frames = await this.deps.segments.loadSegment(pid, seg);
           for (let j = Math.max(0, from - seg.base); j < frames.length && items.length < want; j++)
             items.push({ offset: seg.base + j, frame: frames[j] as Frame, seg });
         }
         if (items.length >= want) return { items, segAvg };
       } catch {
-        this.segments.forgetSegments(pid);
+        this.deps.segments.forgetSegments(pid);
       }
     }
     let base: number;
     if (hint !== null && hint <= from) base = hint;
     else if (from === 0) base = 0;
-    else base = (await this.segments.segmentAt(pid, from))?.base ?? from;
+    else base = (await this.deps.segments.segmentAt(pid, from))?.base ?? from;
     const items: { offset: number; frame: Frame; seg: SegmentMeta }[] = [];
     let segs = 0;
     let msgs = 0;
     for (let pages = 0; pages < 4 && items.length < want; pages++) {
       const est = Math.ceil((want - items.length) / Math.max(1, segAvg)) + 1;
-      const page = await this.segments.segmentPage(pid, base, est);
+      const page = await this.deps.segments.segmentPage(pid, base, est);
       let lastEnd = -1;
       for (const seg of page.segs) {
         segs++;
         msgs += seg.count;
         lastEnd = seg.end;
         if (seg.end < from) continue;
-        const frames = await this.segments.loadSegment(pid, seg, seg.bin);
+        const frames = await this.deps.segments.loadSegment(pid, seg, seg.bin);
         for (let j = Math.max(0, from - seg.base); j < frames.length && items.length < want; j++)
           items.push({ offset: seg.base + j, frame: frames[j] as Frame, seg });
         if (items.length >= want) break;

@@ -31,17 +31,7 @@ export interface DedupReservationsDeps {
  * ```
  */
 export class DedupReservations {
-  private readonly storage: Storage;
-  private readonly config: Pick<SluiceConfig, 'pushStallMs'>;
-  private readonly clock: () => number;
-  private readonly sleep: (ms: number) => Promise<void>;
-
-  constructor(deps: DedupReservationsDeps) {
-    this.storage = deps.storage;
-    this.config = deps.config;
-    this.clock = deps.clock;
-    this.sleep = deps.sleep;
-  }
+  constructor(private readonly deps: DedupReservationsDeps) {}
 
   /**
    * Reserves transactionIds for `pushId`. Returns, for each one that is a duplicate of a
@@ -55,9 +45,9 @@ export class DedupReservations {
   ): Promise<Map<number, string>> {
     const dups = new Map<number, string>();
     const expiresAt = (now: number): number => markerExpiry(now, windowMs);
-    const deadline = this.clock() + this.config.pushStallMs * 2 + 5000;
+    const deadline = this.deps.clock() + this.deps.config.pushStallMs * 2 + 5000;
     // First round: put-if-absent every reservation.
-    let now = this.clock();
+    let now = this.deps.clock();
     const exp = expiresAt(now);
     const absent = { kind: 'absent' } as const;
     const json = reservationJson(pushId, now);
@@ -67,7 +57,7 @@ export class DedupReservations {
       const item = reservationItem(part.id, e.txid, 1, { push: pushId, mid: e.mid, at: now }, exp, json(e.mid));
       ops[j] = { op: 'put', table: 'dedup', item, cond: absent };
     }
-    const results = await this.storage.items.writeEach(ops);
+    const results = await this.deps.storage.items.writeEach(ops);
     // Only the contested ones get an object: usually there are none.
     let contested: { e: ReservationEntry; current: Item | undefined }[] = [];
     for (let j = 0; j < results.length; j++) {
@@ -75,9 +65,9 @@ export class DedupReservations {
       if (!r.ok) contested.push({ e: entries[j] as ReservationEntry, current: r.current });
     }
     while (contested.length > 0) {
-      if (this.clock() > deadline)
+      if (this.deps.clock() > deadline)
         throw new SluiceError('unavailable', 'could not settle transactionId reservations in time; retry the push');
-      now = this.clock();
+      now = this.deps.clock();
       // Look up the holders' markers in one batch.
       const holders = [
         ...new Set(
@@ -89,7 +79,7 @@ export class DedupReservations {
       const markers = new Map<string, MarkerState>();
       for (let k = 0; k < holders.length; k += 100) {
         const chunk = holders.slice(k, k + 100);
-        const got = await this.storage.items.getMany(
+        const got = await this.deps.storage.items.getMany(
           'log',
           chunk.map((p) => logKeys.marker(part.id, p)),
         );
@@ -110,7 +100,7 @@ export class DedupReservations {
         const d = judgeReservation({
           now,
           windowMs,
-          stallMs: this.config.pushStallMs,
+          stallMs: this.deps.config.pushStallMs,
           reservation: r,
           marker: markers.get(r.push),
         });
@@ -123,14 +113,14 @@ export class DedupReservations {
       }
       for (const p of abort) {
         try {
-          await this.storage.items.put('log', abortedMarker(part.id, p, now, expiresAt(now)), { kind: 'absent' });
+          await this.deps.storage.items.put('log', abortedMarker(part.id, p, now, expiresAt(now)), { kind: 'absent' });
         } catch (e) {
           if (!(e instanceof ConditionFailedError)) throw e; // it committed or was aborted meanwhile
         }
       }
       const next: typeof contested = [];
       if (replace.length > 0) {
-        const res = await this.storage.items.writeEach(
+        const res = await this.deps.storage.items.writeEach(
           replace.map(({ e, ver }) => ({
             op: 'put' as const,
             table: 'dedup' as const,
@@ -154,10 +144,10 @@ export class DedupReservations {
         if (dups.has(c.e.i) || replacing.has(c.e.i)) continue;
         const r = c.current ? decodeReservation(c.current) : undefined;
         if (r && r.push === pushId) continue;
-        const fresh = await this.storage.items.get('dedup', logKeys.dedup(part.id, c.e.txid));
+        const fresh = await this.deps.storage.items.get('dedup', logKeys.dedup(part.id, c.e.txid));
         next.push({ e: c.e, current: fresh });
       }
-      if (waiting && abort.size === 0) await this.sleep(50);
+      if (waiting && abort.size === 0) await this.deps.sleep(50);
       contested = next;
     }
     return dups;
@@ -165,9 +155,9 @@ export class DedupReservations {
 
   /** Best effort: marks a push that will not commit as `aborted` (put-if-absent), so its reservations can be taken over. */
   async abortMarker(partitionId: string, pushId: string, windowMs: number): Promise<void> {
-    const now = this.clock();
+    const now = this.deps.clock();
     try {
-      await this.storage.items.put('log', abortedMarker(partitionId, pushId, now, markerExpiry(now, windowMs)), {
+      await this.deps.storage.items.put('log', abortedMarker(partitionId, pushId, now, markerExpiry(now, windowMs)), {
         kind: 'absent',
       });
     } catch {

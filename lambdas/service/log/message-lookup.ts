@@ -21,15 +21,7 @@ export interface MessageLookupDeps {
  * ```
  */
 export class MessageLookup {
-  private readonly storage: Storage;
-  private readonly segments: SegmentReader;
-  private readonly cipher: PayloadCipherLike | undefined;
-
-  constructor(deps: MessageLookupDeps) {
-    this.storage = deps.storage;
-    this.segments = deps.segments;
-    this.cipher = deps.cipher;
-  }
+  constructor(private readonly deps: MessageLookupDeps) {}
 
   /**
    * Finds a message by transactionId: through its dedup reservation inside the queue's
@@ -41,7 +33,7 @@ export class MessageLookup {
     scanSegments = 64,
   ): Promise<StoredMessage | undefined> {
     const m = await this.findRaw(partitionId, transactionId, scanSegments);
-    return m ? openMessage(this.cipher, m) : undefined;
+    return m ? openMessage(this.deps.cipher, m) : undefined;
   }
 
   private async findRaw(
@@ -49,15 +41,15 @@ export class MessageLookup {
     transactionId: string,
     scanSegments: number,
   ): Promise<StoredMessage | undefined> {
-    const res = await this.storage.items.get('dedup', logKeys.dedup(partitionId, transactionId));
+    const res = await this.deps.storage.items.get('dedup', logKeys.dedup(partitionId, transactionId));
     if (res) {
       const r = decodeReservation(res);
-      const marker = await this.storage.items.get('log', logKeys.marker(partitionId, r.push));
+      const marker = await this.deps.storage.items.get('log', logKeys.marker(partitionId, r.push));
       if (marker?.attrs.state === 'committed') {
-        const segItem = await this.storage.items.get('log', logKeys.segment(partitionId, markerBase(marker)));
+        const segItem = await this.deps.storage.items.get('log', logKeys.segment(partitionId, markerBase(marker)));
         if (segItem) {
           const seg = segmentMetaOf(segItem);
-          const frames = await this.segments.loadSegment(partitionId, seg, segItem.bin);
+          const frames = await this.deps.segments.loadSegment(partitionId, seg, segItem.bin);
           const j = frames.findIndex((f) => f.id === r.mid);
           if (j >= 0) return messageAt(seg.base, frames, j);
         }
@@ -66,7 +58,7 @@ export class MessageLookup {
     let after: string | undefined;
     let scanned = 0;
     while (scanned < scanSegments) {
-      const page = await this.storage.items.query('log', partitionId, {
+      const page = await this.deps.storage.items.query('log', partitionId, {
         prefix: SEGMENT_PREFIX,
         reverse: true,
         limit: Math.min(16, scanSegments - scanned),
@@ -75,7 +67,7 @@ export class MessageLookup {
       for (const it of page.items) {
         scanned++;
         const seg = segmentMetaOf(it);
-        const frames = await this.segments.loadSegment(partitionId, seg, it.bin);
+        const frames = await this.deps.segments.loadSegment(partitionId, seg, it.bin);
         for (let j = frames.length - 1; j >= 0; j--)
           if (frames[j]?.transactionId === transactionId) return messageAt(seg.base, frames, j);
       }

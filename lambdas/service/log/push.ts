@@ -82,34 +82,18 @@ const MAX_COMMIT_ATTEMPTS = 200;
  * ```
  */
 export class PushService {
-  private readonly storage: Storage;
-  private readonly config: Pick<SluiceConfig, 'inlineMaxBytes' | 'pushStallMs'>;
-  private readonly notifier: Notifier;
-  private readonly queues: QueueDirectory;
-  private readonly segments: SegmentReader;
-  private readonly tails: TailHints;
-  private readonly cipher: PayloadCipherLike | undefined;
   private readonly clock: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
-  private readonly telemetry: Telemetry | undefined;
   private readonly reservations: DedupReservations;
   private readonly hooks: CommitHook[] = [];
   private readonly guards: PushGuard[] = [];
 
-  constructor(deps: PushServiceDeps) {
-    this.storage = deps.storage;
-    this.config = deps.config;
-    this.notifier = deps.notifier;
-    this.queues = deps.queues;
-    this.segments = deps.segments;
-    this.tails = deps.tails;
-    this.cipher = deps.cipher;
+  constructor(private readonly deps: PushServiceDeps) {
     this.clock = deps.clock ?? Date.now;
     this.sleep = deps.sleep ?? realSleep;
-    this.telemetry = deps.telemetry;
     this.reservations = new DedupReservations({
-      storage: this.storage,
-      config: this.config,
+      storage: this.deps.storage,
+      config: this.deps.config,
       clock: this.clock,
       sleep: this.sleep,
     });
@@ -161,9 +145,9 @@ export class PushService {
     // Resolve every target and run the push guards (maxSize) before writing any segment.
     const targets = await Promise.all(
       [...groups.values()].map(async (g) => {
-        const queue = await this.queues.ensureQueue(g.queue);
-        const part = await this.queues.ensurePartition(queue, g.partition);
-        assertCanSeal(queue, this.cipher);
+        const queue = await this.deps.queues.ensureQueue(g.queue);
+        const part = await this.deps.queues.ensurePartition(queue, g.partition);
+        assertCanSeal(queue, this.deps.cipher);
         await this.runPushGuards(queue, part, g.idx.length);
         return { g, queue, part };
       }),
@@ -228,9 +212,9 @@ export class PushService {
       });
     });
     const queued = results.filter((r) => r.status === 'queued').length;
-    if (queued > 0) this.telemetry?.count('MessagesPushed', queued);
+    if (queued > 0) this.deps.telemetry?.count('MessagesPushed', queued);
     const duplicates = results.filter((r) => r.status === 'duplicate').length;
-    if (duplicates > 0) this.telemetry?.count('DuplicatesRejected', duplicates);
+    if (duplicates > 0) this.deps.telemetry?.count('DuplicatesRejected', duplicates);
     return results;
   }
 
@@ -293,7 +277,7 @@ export class PushService {
           );
         }
         base = committed.base;
-        this.notifier.notify(queue.name, part.id);
+        this.deps.notifier.notify(queue.name, part.id);
       }
       const out: PushResult[] = new Array<PushResult>(prepared.length);
       // `store` lists the stored items in index order: the k-th of them is at base + k.
@@ -340,8 +324,9 @@ export class PushService {
       const { ops, hookStart } = built;
       try {
         // A lone segment put is one plain write; a transaction would cost twice the write units.
-        if (ops.length === 1) await this.storage.items.put('log', (ops[0] as { item: Item }).item, { kind: 'absent' });
-        else await this.storage.items.transact(ops);
+        if (ops.length === 1)
+          await this.deps.storage.items.put('log', (ops[0] as { item: Item }).item, { kind: 'absent' });
+        else await this.deps.storage.items.transact(ops);
         prep.done(base);
         await prep.afterCommit();
         return { base };
@@ -371,12 +356,12 @@ export class PushService {
   private prepare(c: Parameters<typeof prepareSegment>[1]): Promise<PreparedCommit> {
     return prepareSegment(
       {
-        storage: this.storage,
-        config: this.config,
+        storage: this.deps.storage,
+        config: this.deps.config,
         clock: this.clock,
-        cipher: this.cipher,
-        segments: this.segments,
-        tails: this.tails,
+        cipher: this.deps.cipher,
+        segments: this.deps.segments,
+        tails: this.deps.tails,
         hooks: this.hooks,
       },
       c,
@@ -397,9 +382,9 @@ export class PushService {
 
   /** Records a segment a caller of {@link prepareCommit} committed at `base`, runs the hooks' after-commit work and wakes waiting pops. */
   async committed(prep: PreparedCommit, base: number): Promise<void> {
-    this.telemetry?.count('MessagesPushed', prep.count);
+    this.deps.telemetry?.count('MessagesPushed', prep.count);
     prep.done(base);
     await prep.afterCommit();
-    this.notifier.notify(prep.queue.name, prep.partition.id);
+    this.deps.notifier.notify(prep.queue.name, prep.partition.id);
   }
 }

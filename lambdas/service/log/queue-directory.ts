@@ -94,12 +94,6 @@ export interface QueueDirectoryDeps {
  * ```
  */
 export class QueueDirectory {
-  private readonly storage: Storage;
-  private readonly config: Pick<SluiceConfig, 'queueCacheMs'>;
-  private readonly clock: () => number;
-  private readonly tails: TailHints;
-  private readonly segments: { forgetIndex(partitionId: string): void };
-  private readonly canSeal: boolean;
   private readonly queueCache = new Map<string, { at: number; rec: QueueRecord }>();
   /**
    * Partitions by (queue, name) and by id, each entry trusted for `queueCacheMs` and only
@@ -109,22 +103,15 @@ export class QueueDirectory {
   private readonly partitionCache = new Map<string, { at: number; ref: PartitionRef; unmarked: boolean }>();
   private readonly partitionByIdCache = new Map<string, { at: number; ref: PartitionRef }>();
 
-  constructor(deps: QueueDirectoryDeps) {
-    this.storage = deps.storage;
-    this.config = deps.config;
-    this.clock = deps.clock;
-    this.tails = deps.tails;
-    this.segments = deps.segments;
-    this.canSeal = deps.canSeal;
-  }
+  constructor(private readonly deps: QueueDirectoryDeps) {}
 
   // ---------------------------------------------------------------- queues
 
   async getQueue(name: string, opts: { fresh?: boolean } = {}): Promise<QueueRecord | undefined> {
     const cached = this.queueCache.get(name);
-    const now = this.clock();
-    if (!opts.fresh && cached && now - cached.at < this.config.queueCacheMs) return cached.rec;
-    const item = await this.storage.items.get('meta', logKeys.queue(name));
+    const now = this.deps.clock();
+    if (!opts.fresh && cached && now - cached.at < this.deps.config.queueCacheMs) return cached.rec;
+    const item = await this.deps.storage.items.get('meta', logKeys.queue(name));
     if (!item) {
       this.queueCache.delete(name);
       return undefined;
@@ -146,7 +133,7 @@ export class QueueDirectory {
     assertName(name, 'queue');
     const existing = await this.getQueue(name);
     if (existing) return existing;
-    const now = this.clock();
+    const now = this.deps.clock();
     const rec: QueueRecord = {
       name,
       queueId: uuidv7(now),
@@ -157,7 +144,7 @@ export class QueueDirectory {
       options: { ...IMPLICIT_QUEUE_OPTIONS },
     };
     try {
-      await this.storage.items.transact([
+      await this.deps.storage.items.transact([
         { op: 'put', table: 'meta', item: queueItem(rec, 1), cond: { kind: 'absent' } },
         { op: 'put', table: 'meta', item: queueIndexItem(name, now) },
       ]);
@@ -181,7 +168,7 @@ export class QueueDirectory {
     options: QueueOptions;
   }): Promise<{ queue: QueueRecord; defaultPartition: PartitionRef }> {
     assertName(input.queue, 'queue');
-    if (input.options.encryptionEnabled && !this.canSeal) {
+    if (input.options.encryptionEnabled && !this.deps.canSeal) {
       throw new SluiceError(
         'invalid_request',
         'options.encryptionEnabled needs an encryption key on the server: set SLUICE_ENCRYPTION_KEY (base64 of 32 bytes, e.g. `openssl rand -base64 32`) or, on AWS, SLUICE_KMS_KEY_ID',
@@ -189,8 +176,8 @@ export class QueueDirectory {
       );
     }
     for (let attempt = 0; ; attempt++) {
-      const now = this.clock();
-      const cur = await this.storage.items.get('meta', logKeys.queue(input.queue));
+      const now = this.deps.clock();
+      const cur = await this.deps.storage.items.get('meta', logKeys.queue(input.queue));
       const prev = cur ? decodeQueue(cur) : undefined;
       const rec: QueueRecord = {
         name: input.queue,
@@ -202,7 +189,7 @@ export class QueueDirectory {
         options: input.options,
       };
       try {
-        await this.storage.items.transact([
+        await this.deps.storage.items.transact([
           {
             op: 'put',
             table: 'meta',
@@ -224,14 +211,14 @@ export class QueueDirectory {
 
   /** One page of the queue directory, names in order: for passes over every queue. */
   async queueNames(after: string | undefined, limit: number): Promise<{ names: string[]; next?: string | undefined }> {
-    const page = await this.storage.items.query('meta', logKeys.queueIndex('').pk, { after, limit });
+    const page = await this.deps.storage.items.query('meta', logKeys.queueIndex('').pk, { after, limit });
     return { names: page.items.map((it) => it.sk), next: page.next };
   }
 
   // ------------------------------------------------------------ partitions
 
   private fresh(at: number): boolean {
-    return this.clock() - at < this.config.queueCacheMs;
+    return this.deps.clock() - at < this.deps.config.queueCacheMs;
   }
 
   /** The partition of the queue's current incarnation, if it exists. */
@@ -256,7 +243,7 @@ export class QueueDirectory {
     const hit = this.partitionCache.get(ck);
     // A push may only trust an entry whose read saw no retiring mark (see ensurePartition).
     if (hit && this.fresh(hit.at) && belongsTo(hit.ref, q) && (!forPush || hit.unmarked)) return { ref: hit.ref };
-    const item = await this.storage.items.get('meta', logKeys.partition(q.name, name));
+    const item = await this.deps.storage.items.get('meta', logKeys.partition(q.name, name));
     if (!item) {
       this.partitionCache.delete(ck);
       return {};
@@ -279,7 +266,7 @@ export class QueueDirectory {
     let ref = hit && this.fresh(hit.at) ? hit.ref : undefined;
     const cached = ref !== undefined;
     if (!ref) {
-      const item = await this.storage.items.get('meta', logKeys.partitionById(id));
+      const item = await this.deps.storage.items.get('meta', logKeys.partitionById(id));
       if (!item) {
         this.partitionByIdCache.delete(id);
         return undefined;
@@ -294,7 +281,7 @@ export class QueueDirectory {
       return undefined;
     }
     // Only the by-id entry: this read says nothing about a retiring mark on the name item.
-    if (!cached) this.partitionByIdCache.set(id, { at: this.clock(), ref });
+    if (!cached) this.partitionByIdCache.set(id, { at: this.deps.clock(), ref });
     return ref;
   }
 
@@ -305,7 +292,7 @@ export class QueueDirectory {
     const out: PartitionRef[] = [];
     let after: string | undefined;
     do {
-      const page = await this.storage.items.query('meta', logKeys.queue(queue).pk, {
+      const page = await this.deps.storage.items.query('meta', logKeys.queue(queue).pk, {
         prefix: PARTITION_PREFIX,
         after,
         limit: 500,
@@ -324,13 +311,13 @@ export class QueueDirectory {
     const ck = `${ref.queue}\u0000${ref.name}`;
     if (this.partitionCache.get(ck)?.ref.id === ref.id) this.partitionCache.delete(ck);
     this.partitionByIdCache.delete(ref.id);
-    this.tails.forget(ref.id);
-    this.segments.forgetIndex(ref.id);
+    this.deps.tails.forget(ref.id);
+    this.deps.segments.forgetIndex(ref.id);
   }
 
   /** `unmarked`: the name item was read (or written) without a retiring mark just now. */
   private cachePartition(ref: PartitionRef, unmarked: boolean): void {
-    const at = this.clock();
+    const at = this.deps.clock();
     this.partitionCache.set(`${ref.queue}\u0000${ref.name}`, { at, ref, unmarked });
     this.partitionByIdCache.set(ref.id, { at, ref });
   }
@@ -350,7 +337,7 @@ export class QueueDirectory {
         if (item?.attrs.retiring === undefined) return found.ref;
         const { retiring: _mark, ...attrs } = item.attrs;
         try {
-          await this.storage.items.put(
+          await this.deps.storage.items.put(
             'meta',
             { ...item, ver: item.ver + 1, attrs },
             { kind: 'version', ver: item.ver },
@@ -363,7 +350,7 @@ export class QueueDirectory {
           continue; // retired or revived meanwhile: look again
         }
       }
-      const now = this.clock();
+      const now = this.deps.clock();
       const ref: PartitionRef = { queue: queue.name, name, id: uuidv7(now), createdAt: now, queueId: queue.queueId };
       const attrs = partitionAttrs(ref);
       const ops: WriteOp[] = [
@@ -382,9 +369,9 @@ export class QueueDirectory {
       ];
       if (found.stale && found.item) ops.push(...retireOps(partitionRefOf(found.item), now, 'replaced'));
       try {
-        await this.storage.items.transact(ops);
+        await this.deps.storage.items.transact(ops);
         this.cachePartition(ref, true);
-        this.tails.set(ref.id, 0);
+        this.deps.tails.set(ref.id, 0);
         return ref;
       } catch (e) {
         if (!(e instanceof ConditionFailedError) && !(e instanceof ContentionError)) throw e;

@@ -83,9 +83,6 @@ const INDEX_CACHE_PARTITIONS = 4096;
  * ```
  */
 export class SegmentReader {
-  private readonly storage: Storage;
-  private readonly tails: TailHints;
-  private readonly cipher: PayloadCipherLike | undefined;
   private readonly segmentCache = new Map<string, { frames: Frame[]; bytes: number }>();
   private segmentCacheBytes = 0;
   /**
@@ -96,11 +93,7 @@ export class SegmentReader {
    */
   private readonly indexCache = new Map<string, SegmentMeta[]>();
 
-  constructor(deps: SegmentReaderDeps) {
-    this.storage = deps.storage;
-    this.tails = deps.tails;
-    this.cipher = deps.cipher;
-  }
+  constructor(private readonly deps: SegmentReaderDeps) {}
 
   /**
    * One page of segment items from the segment whose base is `fromBase` (or the first one
@@ -112,7 +105,7 @@ export class SegmentReader {
     fromBase: number,
     limit: number,
   ): Promise<{ segs: SegmentWithBytes[]; more: boolean }> {
-    const page = await this.storage.items.query('log', partitionId, {
+    const page = await this.deps.storage.items.query('log', partitionId, {
       prefix: SEGMENT_PREFIX,
       gte: logKeys.segment(partitionId, fromBase).sk,
       limit: Math.max(1, Math.min(100, Math.ceil(limit))),
@@ -178,7 +171,7 @@ export class SegmentReader {
 
   /** The segment holding `offset` (the last one whose base is at or below it), if any. */
   async segmentAt(partitionId: string, offset: number): Promise<SegmentMeta | undefined> {
-    const page = await this.storage.items.query('log', partitionId, {
+    const page = await this.deps.storage.items.query('log', partitionId, {
       prefix: SEGMENT_PREFIX,
       lte: logKeys.segment(partitionId, Math.max(0, offset)).sk,
       reverse: true,
@@ -190,7 +183,7 @@ export class SegmentReader {
 
   /** The next offset to be written (the tail) and the push time of the newest message. */
   async readTail(partitionId: string): Promise<{ next: number; lastAt: number | undefined }> {
-    const page = await this.storage.items.query('log', partitionId, {
+    const page = await this.deps.storage.items.query('log', partitionId, {
       prefix: SEGMENT_PREFIX,
       reverse: true,
       limit: 1,
@@ -198,13 +191,13 @@ export class SegmentReader {
     const newest = page.items[0];
     const last = newest ? segmentAttrsOf(newest) : undefined;
     const next = last ? last.end + 1 : 0;
-    this.tails.raise(partitionId, next);
+    this.deps.tails.raise(partitionId, next);
     return { next, lastAt: last?.at };
   }
 
   /** The oldest offset still stored (retention may have removed a prefix), or the tail when empty. */
   async readHead(partitionId: string): Promise<number> {
-    const page = await this.storage.items.query('log', partitionId, { prefix: SEGMENT_PREFIX, limit: 1 });
+    const page = await this.deps.storage.items.query('log', partitionId, { prefix: SEGMENT_PREFIX, limit: 1 });
     const oldest = page.items[0];
     return oldest ? segmentAttrsOf(oldest).base : (await this.readTail(partitionId)).next;
   }
@@ -215,7 +208,7 @@ export class SegmentReader {
    */
   async segmentsFrom(partitionId: string, from: number, maxCount: number): Promise<SegmentWithBytes[]> {
     const out: SegmentWithBytes[] = [];
-    const first = await this.storage.items.query('log', partitionId, {
+    const first = await this.deps.storage.items.query('log', partitionId, {
       prefix: SEGMENT_PREFIX,
       lte: logKeys.segment(partitionId, from).sk,
       reverse: true,
@@ -230,7 +223,7 @@ export class SegmentReader {
     }
     let covered = out.reduce((n, s) => n + (s.end - Math.max(s.base, from) + 1), 0);
     while (covered < maxCount) {
-      const page = await this.storage.items.query('log', partitionId, {
+      const page = await this.deps.storage.items.query('log', partitionId, {
         prefix: SEGMENT_PREFIX,
         ...(after ? { after } : { gte: logKeys.segment(partitionId, from).sk }),
         limit: Math.min(100, Math.max(1, maxCount - covered)),
@@ -258,8 +251,8 @@ export class SegmentReader {
     }
     let bytes = bin;
     if (!bytes) {
-      if (seg.blob) bytes = await this.storage.blobs.get(seg.blob);
-      else bytes = (await this.storage.items.get('log', logKeys.segment(partitionId, seg.base)))?.bin;
+      if (seg.blob) bytes = await this.deps.storage.blobs.get(seg.blob);
+      else bytes = (await this.deps.storage.items.get('log', logKeys.segment(partitionId, seg.base)))?.bin;
     }
     if (!bytes) throw new Error(`segment ${partitionId}@${seg.base} has no data (removed by retention?)`);
     const frames = await decodeSegment(bytes);
@@ -297,7 +290,7 @@ export class SegmentReader {
    */
   async read(partitionId: string, from: number, opts: ReadOptions): Promise<StoredMessage[]> {
     const raw = await this.readRaw(partitionId, from, opts);
-    return raw.some((m) => m.sealed) ? Promise.all(raw.map((m) => openMessage(this.cipher, m))) : raw;
+    return raw.some((m) => m.sealed) ? Promise.all(raw.map((m) => openMessage(this.deps.cipher, m))) : raw;
   }
 
   /** As {@link read}, but sealed payloads stay sealed (`sealed: true`): for verbatim snapshots. */

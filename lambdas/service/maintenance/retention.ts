@@ -75,23 +75,7 @@ export interface RetentionDeps {
 }
 
 export class RetentionService {
-  private readonly storage: Storage;
-  private readonly queues: QueueDirectory;
-  private readonly segments: SegmentReader;
-  private readonly groups: GroupRegistry;
-  private readonly claims: ClaimService;
-  private readonly config: SluiceConfig;
-  private readonly clock: () => number;
-
-  constructor(deps: RetentionDeps) {
-    this.storage = deps.storage;
-    this.queues = deps.queues;
-    this.segments = deps.segments;
-    this.groups = deps.groups;
-    this.claims = deps.claims;
-    this.config = deps.config;
-    this.clock = deps.clock;
-  }
+  constructor(private readonly deps: RetentionDeps) {}
 
   /** One pass over every queue with retention enabled. */
   async run(): Promise<RetentionReport> {
@@ -104,14 +88,14 @@ export class RetentionService {
     };
     let after: string | undefined;
     do {
-      const page = await this.queues.queueNames(after, 100);
+      const page = await this.deps.queues.queueNames(after, 100);
       for (const name of page.names) {
-        const q = await this.queues.getQueue(name, { fresh: true });
+        const q = await this.deps.queues.getQueue(name, { fresh: true });
         if (!q || !q.options.retentionEnabled) continue;
         report.queues++;
         const groups =
-          q.options.completedRetentionSeconds > 0 ? (await this.groups.list(q.name, { fresh: true })).groups : [];
-        for (const part of await this.queues.listPartitions(q.name)) {
+          q.options.completedRetentionSeconds > 0 ? (await this.deps.groups.list(q.name, { fresh: true })).groups : [];
+        for (const part of await this.deps.queues.listPartitions(q.name)) {
           report.partitions++;
           const r = await this.partition(q, part, groups);
           report.segmentsDeleted += r.segmentsDeleted;
@@ -130,17 +114,17 @@ export class RetentionService {
     part: PartitionRef,
     groups?: readonly GroupRecord[],
   ): Promise<{ segmentsDeleted: number; removed: boolean; idle?: 'mark' | 'retire' }> {
-    const storage = this.storage;
-    const now = this.clock();
+    const storage = this.deps.storage;
+    const now = this.deps.clock();
     const w = retentionWindows(q.options, now);
     const cursors = await partitionCursors(storage, part.id);
     const registered =
-      groups ?? (w.completedRetentionMs > 0 ? (await this.groups.list(q.name, { fresh: true })).groups : []);
+      groups ?? (w.completedRetentionMs > 0 ? (await this.deps.groups.list(q.name, { fresh: true })).groups : []);
     // Record-claim groups hold the floor too: what they have not finished stays.
     const claimGroups =
       w.completedRetentionMs > 0 ? registered.filter((g) => g.kind === 'claim').map((g) => g.group) : [];
     const claims =
-      claimGroups.length > 0 ? await this.claims.retentionNeeds(part.id, claimGroups) : { needs: [], unread: 0 };
+      claimGroups.length > 0 ? await this.deps.claims.retentionNeeds(part.id, claimGroups) : { needs: [], unread: 0 };
     const floor = consumedFloor(
       cursors.map((c) => c.state.committed),
       claims.needs,
@@ -155,7 +139,7 @@ export class RetentionService {
     const keepFrom = unreadKeepFrom(unread);
     let deleted = 0;
     for (let guard = 0; guard < 10_000; guard++) {
-      const page = await this.segments.segmentPage(part.id, 0, 100);
+      const page = await this.deps.segments.segmentPage(part.id, 0, 100);
       const n = deletableSegments(page.segs, w, floor, !page.more, keepFrom);
       const gone = page.segs.slice(0, n);
       for (const s of gone) if (s.blob) await storage.blobs.delete(s.blob);
@@ -167,9 +151,9 @@ export class RetentionService {
       deleted += n;
       if (n < page.segs.length || !page.more) break;
     }
-    if (deleted > 0) this.segments.forgetSegments(part.id);
+    if (deleted > 0) this.deps.segments.forgetSegments(part.id);
 
-    const tail = await this.segments.segmentAt(part.id, Number.MAX_SAFE_INTEGER);
+    const tail = await this.deps.segments.segmentAt(part.id, Number.MAX_SAFE_INTEGER);
     const live =
       tail !== undefined &&
       !expiredByRetention(tail.at, w) &&
@@ -194,11 +178,11 @@ export class RetentionService {
    * data then goes through the partition's tombstone; DLQ rows stay.
    */
   private async retireIdle(part: PartitionRef, end: number, now: number): Promise<'mark' | 'retire' | undefined> {
-    const storage = this.storage;
+    const storage = this.deps.storage;
     const item = await storage.items.get('meta', logKeys.partition(part.queue, part.name));
     if (!item || partitionRefOf(item).id !== part.id) return undefined; // retired or replaced meanwhile
     const mark = retiringMarkOf(item);
-    const step = idleStep({ removable: true, mark, end }, now, this.config.sweepGraceMs);
+    const step = idleStep({ removable: true, mark, end }, now, this.deps.config.sweepGraceMs);
     try {
       if (step === 'mark') {
         const retiring: RetiringMark = { at: now, end };
@@ -224,8 +208,8 @@ export class RetentionService {
       if (e instanceof ConditionFailedError || e instanceof ContentionError) return undefined; // a push got there first
       throw e;
     }
-    this.queues.forgetPartition(part);
-    this.segments.forgetSegments(part.id);
+    this.deps.queues.forgetPartition(part);
+    this.deps.segments.forgetSegments(part.id);
     return 'retire';
   }
 }
