@@ -93,6 +93,17 @@ export interface TransactionServiceDeps {
   clock: () => number;
 }
 
+/**
+ * Runs one `POST /api/v1/transaction` (see the module doc).
+ *
+ * @example
+ * ```ts
+ * const r = await transactions.run([
+ *   { type: 'push', items: [{ queue: 'out', payload: Buffer.from('{}') }] },
+ *   { type: 'ack', partitionId, transactionId, status: 'completed', consumerGroup: 'billing' },
+ * ]);
+ * ```
+ */
 export class TransactionService {
   constructor(private readonly deps: TransactionServiceDeps) {}
 

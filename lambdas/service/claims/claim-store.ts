@@ -24,6 +24,12 @@
  * a batch is deleted in the same transaction that finishes its last record, and items of a
  * voided epoch or deleted incarnation are recognised by their tags, read as absent, and
  * deleted on the side by later writes or `ClaimService.sweep`.
+ *
+ * @example
+ * ```ts
+ * const { view, fp } = await readGroup(storage, partitionId, 'workers');
+ * if (consistent(view, fp)) await storage.items.transact(changeOps(partitionId, 'workers', view, changes).ops);
+ * ```
  */
 import type {
   Changes,

@@ -60,6 +60,16 @@ export interface DlqServiceDeps {
   cipher?: PayloadCipherLike | undefined;
 }
 
+/**
+ * Files dead letters (ops written with the ack's cursor advance), lists, replays, deletes and
+ * redrives them, and sweeps orphaned payload blobs.
+ *
+ * @example
+ * ```ts
+ * const rows = await dlq.list({ queue: 'orders', limit: 50, offset: 0 });
+ * await dlq.retry(rows[0]!.partitionId, rows[0]!.transactionId); // pushed again, row removed
+ * ```
+ */
 export class DlqService {
   constructor(private readonly deps: DlqServiceDeps) {}
 

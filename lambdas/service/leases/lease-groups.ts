@@ -77,6 +77,15 @@ export interface LeaseGroupAdminDeps {
   clock: () => number;
 }
 
+/**
+ * Lease-group administration: lag views, delete, subscription, seek and per-message progress.
+ *
+ * @example
+ * ```ts
+ * const view = await leaseGroups.describe('billing'); // lag per queue, with per-partition detail
+ * await leaseGroups.seek('billing', 'orders', { toEnd: true });
+ * ```
+ */
 export class LeaseGroupAdmin {
   constructor(private readonly deps: LeaseGroupAdminDeps) {}
 

@@ -146,6 +146,16 @@ function ofIncarnation(ref: PartitionRef, t: { queueId: string; deletedAt: numbe
   return ref.queueId !== undefined ? ref.queueId === t.queueId : ref.createdAt <= t.deletedAt;
 }
 
+/**
+ * Deletes queues and, in maintenance passes, the data they and retired partitions left (see
+ * the module doc).
+ *
+ * @example
+ * ```ts
+ * await deletion.deleteQueue('orders'); // { existed: true }; the name is free at once
+ * const report = await deletion.run(); // a bounded share of the tombstones' work
+ * ```
+ */
 export class QueueDeletion {
   constructor(private readonly deps: QueueDeletionDeps) {}
 

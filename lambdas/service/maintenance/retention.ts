@@ -74,6 +74,14 @@ export interface RetentionDeps {
   clock: () => number;
 }
 
+/**
+ * Retention passes (see the module doc), run by `runMaintenance`.
+ *
+ * @example
+ * ```ts
+ * const report = await retention.run(); // segments deleted, idle partitions marked or retired
+ * ```
+ */
 export class RetentionService {
   constructor(private readonly deps: RetentionDeps) {}
 
