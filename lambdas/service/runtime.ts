@@ -1,28 +1,28 @@
 import { defaultInlineMaxBytes, loadConfig, type SluiceConfig } from '../config.js';
+import { parseKey } from '../core/sealing.js';
 import type { Storage } from '../storage/port.js';
+import { KmsKeyProvider, lazyKmsClient } from './adapters/kms-key-provider.js';
 import { ClaimService } from './claims/claim-service.js';
+import { LocalKeyProvider, PayloadCipher, type KeyProvider } from './encryption.js';
+import { GroupRegistry } from './groups/group-registry.js';
 import { AckService } from './leases/ack.js';
+import { DlqService } from './leases/dlq-service.js';
 import { LeaseGroupAdmin } from './leases/lease-groups.js';
 import { LongPoll } from './leases/long-poll.js';
 import { maxSizeGuard } from './leases/max-size-guard.js';
 import { PopService } from './leases/pop.js';
 import { ReadyIndex } from './leases/ready-index.js';
-import { DlqService } from './leases/dlq-service.js';
-import { KmsKeyProvider, lazyKmsClient } from './adapters/kms-key-provider.js';
-import { LocalKeyProvider, PayloadCipher, type KeyProvider } from './encryption.js';
-import { QueueDeletion } from './maintenance/queue-deletion.js';
-import { RetentionService } from './maintenance/retention.js';
-import { SegmentBlobSweep } from './maintenance/segment-blob-sweep.js';
-import { TransactionService } from './transaction-service.js';
-import { parseKey } from '../core/sealing.js';
-import { GroupRegistry } from './groups/group-registry.js';
 import { MessageLookup } from './log/message-lookup.js';
 import { PushService } from './log/push.js';
 import { QueueDirectory } from './log/queue-directory.js';
 import { SegmentReader } from './log/segments.js';
 import { TailHints } from './log/tail-hints.js';
+import { QueueDeletion } from './maintenance/queue-deletion.js';
+import { RetentionService } from './maintenance/retention.js';
+import { SegmentBlobSweep } from './maintenance/segment-blob-sweep.js';
 import { Notifier } from './notifier.js';
 import { MemoryTelemetry, type Telemetry } from './telemetry.js';
+import { TransactionService } from './transaction-service.js';
 
 /**
  * Everything a handler needs, built once per process (per Lambda container): storage
