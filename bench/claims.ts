@@ -21,13 +21,13 @@ const P = 'Default';
 const BATCHES = [1, 10, 100, 1000];
 
 async function fill(svc: Services, queue: string, n: number, segment: number): Promise<void> {
-  await svc.log.configure({ queue, options: resolveQueueOptions({}, svc.config.claimDefaults) });
+  await svc.queues.configure({ queue, options: resolveQueueOptions({}, svc.config.claimDefaults) });
   for (let i = 0; i < n; i += segment) {
     const items = Array.from({ length: Math.min(segment, n - i) }, (_, j) => ({
       queue,
       payload: Buffer.from(oneKiBPayload(i + j)),
     }));
-    await svc.log.push(items);
+    await svc.pushes.push(items);
   }
 }
 

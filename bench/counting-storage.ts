@@ -12,7 +12,7 @@ export interface PortCounts {
  * @example
  * ```ts
  * const { storage, counts, reset, total } = countingStorage(inner);
- * await svc.log.push(items); // built over `storage`
+ * await svc.pushes.push(items); // built over `storage`
  * total(); // requests made
  * ```
  */

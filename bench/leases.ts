@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../lambdas/config.js';
 import { QUEUE_MODE_GROUP } from '../lambdas/core/names.js';
-import type { PopRequest, PopResult } from '../lambdas/service/lease-service.js';
+import type { PopRequest, PopResult } from '../lambdas/service/leases/pop.js';
 import { buildServices, type Services } from '../lambdas/service/runtime.js';
 import { openEmbeddedStorage } from '../lambdas/storage/embedded/index.js';
 import { startAwsEmulators } from '../test/support/aws-emulator.js';
@@ -151,7 +151,7 @@ async function leasesInProcess(g: number): Promise<number> {
   try {
     const svc = buildServices(storage, loadConfig({}));
     for (let b = 0; b < TOTAL / 100; b++)
-      await svc.log.push(
+      await svc.pushes.push(
         Array.from({ length: 100 }, (_, i) => ({
           queue: 'lb',
           partition: `p${b % 8}`,
@@ -167,7 +167,7 @@ async function leasesInProcess(g: number): Promise<number> {
       groups.flatMap((group) =>
         Array.from({ length: g === 1 ? 8 : 4 }, async () => {
           for (let empty = 0; (got.get(group) ?? 0) < TOTAL && empty < 20;) {
-            const r = await svc.leases.pop(popReq('lb', { group, wait: true, timeoutMs: 500 }));
+            const r = await svc.leasePops.pop(popReq('lb', { group, wait: true, timeoutMs: 500 }));
             if (!r) {
               empty++;
               continue;
@@ -227,7 +227,7 @@ const popReq = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({
 });
 
 async function ackAll(svc: Services, r: PopResult): Promise<void> {
-  const res = await svc.leases.ack(
+  const res = await svc.leaseAcks.ack(
     r.messages.map((m, index) => ({
       index,
       partitionId: m.partitionId,
@@ -249,14 +249,14 @@ async function measure(
   cycles: number,
 ): Promise<{ pop: number; ack: number }> {
   // One warm-up cycle: process caches (queue, partition, group, segment hints) as a warm Lambda has them.
-  const warm = await svc.leases.pop(req);
+  const warm = await svc.leasePops.pop(req);
   if (!warm) throw new Error('bench: nothing to pop');
   await ackAll(svc, warm);
   let pops = 0;
   let acks = 0;
   for (let i = 0; i < cycles; i++) {
     reset();
-    const r = await svc.leases.pop(req);
+    const r = await svc.leasePops.pop(req);
     pops += count();
     if (!r) throw new Error('bench: ran dry');
     reset();
@@ -268,7 +268,7 @@ async function measure(
 
 async function pushBatches(svc: Services, queue: string, partition: string, total: number): Promise<void> {
   for (let b = 0; b < total / 100; b++)
-    await svc.log.push(
+    await svc.pushes.push(
       Array.from({ length: 100 }, (_, i) => ({ queue, partition, payload: Buffer.from(payload(b * 100 + i)) })),
     );
 }
@@ -295,8 +295,8 @@ async function embeddedCounts(): Promise<string[]> {
     // Number of groups on the queue (each has its own cursor; others are untouched).
     for (const groups of [1, 10]) {
       const q = `groups-${groups}`;
-      await svc.log.ensureQueue(q);
-      for (let g = 1; g < groups; g++) await svc.leases.pop(popReq(q, { group: `other-${g}` }));
+      await svc.queues.ensureQueue(q);
+      for (let g = 1; g < groups; g++) await svc.leasePops.pop(popReq(q, { group: `other-${g}` }));
       await pushBatches(svc, q, 'Default', 1_000);
       rows.push(
         row(
@@ -308,10 +308,10 @@ async function embeddedCounts(): Promise<string[]> {
     // Idle partitions next to the one with work.
     for (const idle of [0, 10_000]) {
       const q = `idle-${idle}`;
-      const rec = await svc.log.ensureQueue(q);
-      await svc.leases.pop(popReq(q)); // registers the group first
+      const rec = await svc.queues.ensureQueue(q);
+      await svc.leasePops.pop(popReq(q)); // registers the group first
       for (let i = 0; i < idle; i += 100)
-        await Promise.all(Array.from({ length: 100 }, (_, j) => svc.log.ensurePartition(rec, `idle-${i + j}`)));
+        await Promise.all(Array.from({ length: 100 }, (_, j) => svc.queues.ensurePartition(rec, `idle-${i + j}`)));
       await pushBatches(svc, q, 'busy', 1_000);
       rows.push(row(`wildcard pop, ${fmt(idle)} idle partitions`, await measure(svc, c.total, c.reset, popReq(q), 5)));
     }
@@ -337,7 +337,7 @@ async function awsCounts(): Promise<string[]> {
         .map(([k, v]) => `${k.replace(/^(dynamodb|s3):/, '').replace(/Command$/, '')} ${fx(v / 10, 1)}`)
         .join(', ');
     const run = async (label: string, queue: string, req: PopRequest): Promise<void> => {
-      const warm = await consumer.leases.pop(req);
+      const warm = await consumer.leasePops.pop(req);
       if (!warm) throw new Error('bench: nothing to pop');
       await ackAll(consumer, warm);
       const pop = { n: 0, detail: '' };
@@ -349,7 +349,7 @@ async function awsCounts(): Promise<string[]> {
       let delivered = 0;
       for (let i = 0; i < 10; i++) {
         meter.reset();
-        const r = await consumer.leases.pop(req);
+        const r = await consumer.leasePops.pop(req);
         pop.n += meter.totalRequests();
         wru += meter.writeUnits;
         rru += meter.readUnits;
@@ -380,7 +380,7 @@ async function awsCounts(): Promise<string[]> {
       total = 1200,
     ): Promise<void> => {
       for (let b = 0; b < total / perPush; b++)
-        await producer.log.push(
+        await producer.pushes.push(
           Array.from({ length: perPush }, (_, i) => ({ queue, partition, payload: mk(b * perPush + i) })),
         );
     };
@@ -404,9 +404,9 @@ async function awsCounts(): Promise<string[]> {
     );
     await fill('aws-g1', 'Default', small, 10);
     await run('wildcard pop, G = 1, no idle partitions, inline segments', 'aws-g1', popReq('aws-g1'));
-    await producer.log.ensureQueue('aws-g3');
-    await consumer.leases.pop(popReq('aws-g3', { group: 'g2' }));
-    await consumer.leases.pop(popReq('aws-g3', { group: 'g3' }));
+    await producer.queues.ensureQueue('aws-g3');
+    await consumer.leasePops.pop(popReq('aws-g3', { group: 'g2' }));
+    await consumer.leasePops.pop(popReq('aws-g3', { group: 'g3' }));
     await fill('aws-g3', 'Default', small, 10);
     await run('wildcard pop, G = 3 on the queue, inline segments', 'aws-g3', popReq('aws-g3'));
     await fill('aws-blob', 'Default', big);
@@ -415,10 +415,10 @@ async function awsCounts(): Promise<string[]> {
       'aws-blob',
       popReq('aws-blob', { partition: 'Default' }),
     );
-    const rec = await producer.log.ensureQueue('aws-idle');
-    await consumer.leases.pop(popReq('aws-idle'));
+    const rec = await producer.queues.ensureQueue('aws-idle');
+    await consumer.leasePops.pop(popReq('aws-idle'));
     // One at a time: moto answers 500 to some concurrent transactions.
-    for (let i = 0; i < 200; i++) await producer.log.ensurePartition(rec, `idle-${i}`);
+    for (let i = 0; i < 200; i++) await producer.queues.ensurePartition(rec, `idle-${i}`);
     await fill('aws-idle', 'busy', small, 10);
     await run('wildcard pop, 200 idle partitions, inline segments', 'aws-idle', popReq('aws-idle'));
     await fill('aws-idle-s3', 'busy', small);

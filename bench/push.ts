@@ -182,7 +182,7 @@ async function awsCounts(): Promise<string[]> {
     for (const [label, batch, dedup] of cases) {
       const queue = `aws-${batch}-${dedup ? 'on' : 'off'}`;
       // Warm the process caches (queue, partition, tail) as a warm Lambda would have them.
-      await svc.log.push([{ queue, payload: Buffer.from('{}') }]);
+      await svc.pushes.push([{ queue, payload: Buffer.from('{}') }]);
       meter.reset();
       const pushes = Math.ceil(1000 / batch);
       for (let r = 0; r < pushes; r++) {
@@ -190,7 +190,7 @@ async function awsCounts(): Promise<string[]> {
           const i = n++;
           return { queue, payload: Buffer.from(oneKiBPayload(i)), transactionId: dedup ? `tx-${i}` : undefined };
         });
-        const res = await svc.log.push(items);
+        const res = await svc.pushes.push(items);
         if (res.some((x) => x.status !== 'queued')) throw new Error('bench push not queued');
       }
       const msgs = pushes * batch;

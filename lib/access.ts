@@ -8,8 +8,8 @@
  * commit hooks that run inside them) reads or writes it.
  */
 import type { FunctionGroup } from '../lambdas/http/route.js';
-import { SEGMENT_BLOB_PREFIX } from '../lambdas/service/keys.js';
-import { DLQ_BLOB_PREFIX } from '../lambdas/service/lease-keys.js';
+import { SEGMENT_BLOB_PREFIX } from '../lambdas/service/log/log-store.js';
+import { DLQ_BLOB_PREFIX } from '../lambdas/service/leases/dlq-store.js';
 import type { TableName } from '../lambdas/storage/port.js';
 
 /** Every Lambda function Sluice deploys: one per route group plus scheduled maintenance. */

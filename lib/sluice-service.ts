@@ -50,7 +50,7 @@ import { LAG_TASK_EVENT } from '../lambdas/entry/maintenance-event.js';
 import { GRANT_ACTIONS, parseGrants, type Grant } from '../lambdas/http/grants.js';
 import type { RouteDef } from '../lambdas/http/route.js';
 import { ALL_ROUTES } from '../lambdas/http/routes.js';
-import { SEGMENT_BLOB_PREFIX } from '../lambdas/service/keys.js';
+import { SEGMENT_BLOB_PREFIX } from '../lambdas/service/log/log-store.js';
 import { BUCKET_ENV, ITEM_TABLE_SCHEMA, TABLE_ENV } from '../lambdas/storage/aws/schema.js';
 import { TABLES, type TableName } from '../lambdas/storage/port.js';
 import {

@@ -79,8 +79,8 @@ export function firstOccurrences(txids: readonly string[]): { firstIndex: number
 
 /**
  * The JSON text of the reservations one push writes (`JSON.stringify({ push, mid, at })`),
- * built by concatenation: it runs once per message on the push path, where JSON.stringify
- * of the object cost about 0.7 µs (see codec/json-text.ts).
+ * built by concatenation: it runs once per message on the push path (docs/BENCHMARKS.md,
+ * "Service layer").
  *
  * @example
  * ```ts

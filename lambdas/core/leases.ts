@@ -1,8 +1,9 @@
+// One concept past 500 lines: the whole partition-lease state machine (pop, ack, extend, start, lag), pure.
 /**
- * Partition leases (seed 002) and consumer-group cursors (seed 004) as pure state
- * transitions. Every function here takes `now` explicitly and does no I/O: the lease service
- * reads a cursor row, asks these functions what the next row is, and writes it back with one
- * version-guarded write (or one transaction).
+ * Partition leases and consumer-group cursors (docs/LEASES.md, "The model") as pure state
+ * transitions. Every function here takes `now` explicitly and does no I/O: the pop and ack
+ * services (`service/leases/`) read a cursor row, ask these functions what the next row is,
+ * and write it back with one version-guarded write (or one transaction).
  *
  * The model, in one paragraph: a (partition, group) lane has a cursor `committed` (the last
  * completed offset, -1 for none) and at most one lease. A pop leases the span
@@ -31,7 +32,7 @@ export interface Lease {
   exp: number;
   /** First offset delivered. */
   start: number;
-  /** Inclusive last offset delivered (the seed's batch_end). */
+  /** Inclusive last offset delivered. */
   end: number;
   /** Fingerprints of the delivered transactionIds, {@link FP_CHARS} characters per offset from `start`. */
   fp: string;
@@ -50,9 +51,9 @@ export interface CursorState {
   /** Last completed offset; -1 when nothing is. */
   committed: number;
   lease: Lease | null;
-  /** The seed's batch_retry_count: failed acks charged since the last completed batch or filing. */
+  /** The retry budget spent: failed acks charged since the last completed batch or filing. */
   retry: number;
-  /** Telemetry: consecutive deliveries starting at the same offset (the seed's attempt_count). */
+  /** Telemetry: consecutive deliveries starting at the same offset. */
   redeliveries: number;
   /** Start offset of the last delivery (for the redelivery counter). */
   lastStart: number | null;
@@ -81,7 +82,10 @@ export const emptyCursor = (committed = -1, hint: number | null = null): CursorS
   dropped: 0,
 });
 
-/** A lease is live while its expiry lies in the future; `exp <= now` is expired (seed 002). */
+/**
+ * A lease is live while its expiry lies in the future; `exp <= now` is expired (docs/LEASES.md,
+ * "A lane, its cursor and its lease").
+ */
 export const isLive = (lease: Lease | null | undefined, now: number): lease is Lease => !!lease && lease.exp > now;
 
 // ------------------------------------------------------------------ fingerprints
@@ -142,7 +146,10 @@ export type PopPlan =
   /** Free: read from `from`; `redelivery` when an un-acked span is being handed out again. */
   | { kind: 'free'; from: number; redelivery: boolean };
 
-/** Seed 002: a pop skips a lane whose lease is live; otherwise it reads from committed + 1. */
+/**
+ * A pop skips a lane whose lease is live; otherwise it reads from committed + 1 (docs/LEASES.md,
+ * "A lane, its cursor and its lease").
+ */
 export function planPop(s: CursorState, now: number): PopPlan {
   if (isLive(s.lease, now)) return { kind: 'busy', until: s.lease.exp };
   return { kind: 'free', from: s.committed + 1, redelivery: s.lease !== null };
@@ -343,7 +350,8 @@ export const ERR_DONE = 'Message already completed';
 export const DEFAULT_DLQ_ERROR = 'Retries exhausted';
 
 /**
- * The ack rules of seed 002 for one (partition, group) lane and one ack call.
+ * The ack rules (docs/LEASES.md, "Ack: an offset commit, decided by the lowest explicit signal") for one
+ * (partition, group) lane and one ack call.
  *
  * - Every item needs the lane's live lease (and, when it names one, that lease's id).
  * - Acknowledgement is an offset commit: `completed` on offset N completes the lease's span
@@ -462,8 +470,8 @@ export const dlqEnabled = (o: { deadLetterQueue: boolean; dlqAfterMaxRetries: bo
 // ---------------------------------------------------------------------- extend
 
 /**
- * Renewal (seed 002): a live lease moves to the later of its expiry and now + seconds; it is
- * never shortened, and an expired one is not revived.
+ * Renewal (docs/LEASES.md, "A lane, its cursor and its lease"): a live lease moves to the later
+ * of its expiry and now + seconds; it is never shortened, and an expired one is not revived.
  */
 export function planExtend(
   s: CursorState,
@@ -489,7 +497,10 @@ export function applySeek(s: CursorState, committed: number, hint: number | null
 
 // ---------------------------------------------------------------- subscription
 
-/** Where a lease group starts on a partition it has never read (seed 004). */
+/**
+ * Where a lease group starts on a partition it has never read (docs/LEASES.md, "Consumer groups
+ * and subscriptions").
+ */
 export interface SubscriptionSpec {
   mode: 'all' | 'new' | 'from';
   /** Epoch ms: for `new`, the registration time; for `from`, the given instant. */
@@ -549,11 +560,12 @@ export function narrowSeek(
 // ------------------------------------------------------------- group progress
 
 /**
- * Per-group progress of one message (seed 004): a group has consumed offset N once its cursor
- * has passed it (`committed >= N`); a live lease covering N means it is being processed. The
- * summary is `completed` only when every lease group of the queue has passed the message,
- * `processing` while some group holds it under a live lease, else `pending`. A group with no
- * cursor row on the partition (`state` undefined) has consumed nothing there.
+ * Per-group progress of one message (docs/LEASES.md, "Consumer groups and subscriptions"): a
+ * group has consumed offset N once its cursor has passed it (`committed >= N`); a live lease
+ * covering N means it is being processed. The summary is `completed` only when every lease
+ * group of the queue has passed the message, `processing` while some group holds it under a
+ * live lease, else `pending`. A group with no cursor row on the partition (`state` undefined)
+ * has consumed nothing there.
  */
 export function messageProgress(
   lanes: readonly { group: string; state: CursorState | undefined }[],
@@ -580,10 +592,10 @@ export function messageProgress(
 }
 
 /**
- * A lane's lag (seed 004 lag views): messages from the group's next wanted offset to the
- * partition's end, and the age of the oldest of them. `oldest` is the segment holding the next
- * wanted offset, or the first one after it when retention removed it (undefined: nothing is
- * retained there, so nothing is owed).
+ * A lane's lag (the lag views of docs/LEASES.md, "Consumer groups"): messages from the group's
+ * next wanted offset to the partition's end, and the age of the oldest of them. `oldest` is the
+ * segment holding the next wanted offset, or the first one after it when retention removed it
+ * (undefined: nothing is retained there, so nothing is owed).
  */
 export function laneLag(a: {
   committed: number;

@@ -49,7 +49,7 @@ export const QUEUE_OPTION_DEFAULTS: Readonly<QueueOptions> = Object.freeze({
   retryDelay: 1000,
   maxSize: 0,
   ttl: 3600,
-  // Seed 002: dead-lettering is on unless both flags are turned off.
+  // Dead-lettering is on unless both flags are turned off (docs/LEASES.md, "Queue options").
   deadLetterQueue: true,
   dlqAfterMaxRetries: true,
   delayedProcessing: 0,
@@ -132,7 +132,10 @@ export function queueOptionsProblem(o: QueueOptions): string | undefined {
   return undefined;
 }
 
-/** Effective lease seconds for a pop (seed 002): `?leaseSeconds` > 0, else stored, else 60. */
+/**
+ * Effective lease seconds for a pop: `?leaseSeconds` > 0, else stored, else 60 (docs/LEASES.md,
+ * "A lane, its cursor and its lease").
+ */
 export function effectiveLeaseSeconds(requested: number | undefined, stored: number | null | undefined): number {
   if (requested !== undefined && requested > 0) return requested;
   if (stored !== null && stored !== undefined && stored > 0) return stored;

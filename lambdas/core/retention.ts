@@ -1,5 +1,5 @@
 /**
- * Retention (seed 004) as pure decisions over segment metadata, cursor positions and `now`.
+ * Retention (docs/LEASES.md, "Retention") as pure decisions over segment metadata, cursor positions and `now`.
  *
  * Retention is opt-in per queue (`retentionEnabled` plus a positive window) and deletes whole
  * segments, oldest first:
@@ -150,7 +150,7 @@ export type IdleStep = 'keep' | 'mark' | 'wait' | 'unmark' | 'retire';
  * a push that reads the partition meanwhile clears the mark. Only once `graceMs` has passed
  * since the mark, and only if the partition is still removable, still marked and has not grown,
  * is it **retired**. Any push that could still commit then read the partition before the mark
- * and has been running for longer than the grace period (see `retention-service.ts`).
+ * and has been running for longer than the grace period (see `service/maintenance/retention.ts`).
  *
  * @example
  * ```ts

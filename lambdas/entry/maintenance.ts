@@ -1,5 +1,5 @@
-import { reportLag, type LagReport } from '../service/lag-metrics.js';
-import { runMaintenance, type MaintenanceReport } from '../service/maintenance.js';
+import { reportLag, type LagReport } from '../service/maintenance/lag-metrics.js';
+import { runMaintenance, type MaintenanceReport } from '../service/maintenance/maintenance.js';
 import { services, type Services } from '../service/runtime.js';
 import { isLagTask, type MaintenanceEvent } from './maintenance-event.js';
 

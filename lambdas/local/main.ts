@@ -14,7 +14,7 @@ import { loadConfig } from '../config.js';
 import { Grants, readGrantsFile } from '../http/grants.js';
 import { makeHandler } from '../http/route.js';
 import { ALL_ROUTES } from '../http/routes.js';
-import { runMaintenance } from '../service/maintenance.js';
+import { runMaintenance } from '../service/maintenance/maintenance.js';
 import { buildServices, useServices } from '../service/runtime.js';
 import type { Storage } from '../storage/port.js';
 import { assertSafeBind, withBearerTokens } from './auth.js';

@@ -1,18 +1,28 @@
 import { defaultInlineMaxBytes, loadConfig, type SluiceConfig } from '../config.js';
-import type { Storage } from '../storage/port.js';
-import { ClaimService } from './claim-service.js';
-import { ConsumerGroupsService } from './consumer-groups.js';
-import { DlqService } from './dlq-service.js';
-import { KmsKeyProvider, LocalKeyProvider, PayloadCipher, type KeyProvider } from './encryption.js';
-import { LeaseService } from './lease-service.js';
-import { QueueDeletion } from './queue-deletion.js';
-import { RetentionService } from './retention-service.js';
-import { TransactionService } from './transaction-service.js';
 import { parseKey } from '../core/sealing.js';
-import { GroupRegistry } from './groups.js';
-import { LogService } from './log-service.js';
+import type { Storage } from '../storage/port.js';
+import { KmsKeyProvider, lazyKmsClient } from './adapters/kms-key-provider.js';
+import { ClaimService } from './claims/claim-service.js';
+import { LocalKeyProvider, PayloadCipher, type KeyProvider } from './encryption.js';
+import { GroupRegistry } from './groups/group-registry.js';
+import { AckService } from './leases/ack.js';
+import { DlqService } from './leases/dlq-service.js';
+import { LeaseGroupAdmin } from './leases/lease-groups.js';
+import { LongPoll } from './leases/long-poll.js';
+import { maxSizeGuard } from './leases/max-size-guard.js';
+import { PopService } from './leases/pop.js';
+import { ReadyIndex } from './leases/ready-index.js';
+import { MessageLookup } from './log/message-lookup.js';
+import { PushService } from './log/push.js';
+import { QueueDirectory } from './log/queue-directory.js';
+import { SegmentReader } from './log/segments.js';
+import { TailHints } from './log/tail-hints.js';
+import { QueueDeletion } from './maintenance/queue-deletion.js';
+import { RetentionService } from './maintenance/retention.js';
+import { SegmentBlobSweep } from './maintenance/segment-blob-sweep.js';
 import { Notifier } from './notifier.js';
 import { MemoryTelemetry, type Telemetry } from './telemetry.js';
+import { TransactionService } from './transaction-service.js';
 
 /**
  * Everything a handler needs, built once per process (per Lambda container): storage
@@ -23,22 +33,33 @@ export interface Services {
   storage: Storage;
   notifier: Notifier;
   clock: () => number;
-  log: LogService;
+  /** Queues and partitions: lookups, creation on first push, `/configure`. */
+  queues: QueueDirectory;
+  /** Pushes: dedup reservations and segment commits. */
+  pushes: PushService;
+  /** Reads of the log by offset, its tail and head. */
+  segments: SegmentReader;
+  /** A message by its transactionId. */
+  messageLookup: MessageLookup;
   groups: GroupRegistry;
   /** Record claims: consumer groups as shared work queues (docs/CLAIMS.md). */
   claims: ClaimService;
-  /** Partition leases: pop, ack, extend (docs/LEASES.md). */
-  leases: LeaseService;
+  /** Partition-lease pops, long-polling when asked (docs/LEASES.md). */
+  leasePops: PopService;
+  /** Partition-lease acks and lease extends (docs/LEASES.md). */
+  leaseAcks: AckService;
   /** The partition-lease dead-letter queue. */
   dlq: DlqService;
   /** Lease consumer groups: lag, delete, subscription, seek. */
-  consumerGroups: ConsumerGroupsService;
+  leaseGroups: LeaseGroupAdmin;
   /** Atomic pushes + acks. */
   transactions: TransactionService;
   /** Retention of lease queues (run by maintenance). */
   retention: RetentionService;
   /** Queue deletion, and (run by maintenance) the removal of deleted queues' and retired partitions' data. */
   deletion: QueueDeletion;
+  /** The orphan segment-blob sweep (run by maintenance). */
+  segmentBlobs: SegmentBlobSweep;
   telemetry: Telemetry;
   /** Aborted when the process is shutting down: long polls answer early. */
   shutdown: AbortSignal;
@@ -54,12 +75,12 @@ export interface BuildOptions {
 }
 
 /**
- * Wires the services over a storage adapter.
+ * Wires the services over a storage adapter: each gets only the services it uses.
  *
  * @example
  * ```ts
  * const svc = buildServices(await openEmbeddedStorage({ dataDir }), loadConfig());
- * await svc.log.push([{ queue: 'q', payload: Buffer.from('{}') }]);
+ * await svc.pushes.push([{ queue: 'q', payload: Buffer.from('{}') }]);
  * ```
  */
 export function buildServices(storage: Storage, cfg: SluiceConfig, opts: BuildOptions = {}): Services {
@@ -67,31 +88,57 @@ export function buildServices(storage: Storage, cfg: SluiceConfig, opts: BuildOp
   const clock = opts.clock ?? Date.now;
   const notifier = opts.notifier ?? new Notifier();
   const telemetry = opts.telemetry ?? new MemoryTelemetry();
-  const log = new LogService({ storage, config, notifier, clock, telemetry });
-  const groups = new GroupRegistry(storage, clock, config.queueCacheMs);
-  const claims = new ClaimService({ storage, log, groups, notifier, telemetry, config, clock });
   const keys = opts.keyProvider ?? keyProviderFromConfig(config, storage, clock);
-  if (keys) log.setCipher(new PayloadCipher(keys));
-  const dlq = new DlqService(storage, log);
-  const leases = new LeaseService({ storage, config, log, groups, dlq, notifier, telemetry, clock });
-  const consumerGroups = new ConsumerGroupsService(storage, log, groups, leases, clock);
-  const transactions = new TransactionService(log, leases);
-  const retention = new RetentionService({ log, groups, claims, config, clock });
-  const deletion = new QueueDeletion({ storage, log, groups, ready: leases.ready, dlq, config, clock });
+  const cipher = keys ? new PayloadCipher(keys) : undefined;
+  const tails = new TailHints();
+  const segments = new SegmentReader({ storage, tails, cipher });
+  const queues = new QueueDirectory({ storage, config, clock, tails, segments, canSeal: cipher !== undefined });
+  const pushes = new PushService({ storage, config, notifier, queues, segments, tails, cipher, clock, telemetry });
+  const messageLookup = new MessageLookup({ storage, segments, cipher });
+  const groups = new GroupRegistry(storage, clock, config.queueCacheMs);
+  const longPoll = new LongPoll(notifier);
+  const claims = new ClaimService({ storage, queues, segments, groups, notifier, longPoll, telemetry, config, clock });
+  const dlq = new DlqService({ storage, queues, pushes, cipher });
+  const ready = new ReadyIndex({ storage, queues, segments, groups, clock, recheckMs: config.queueCacheMs });
+  pushes.addCommitHook(ready.hook);
+  pushes.addPushGuard(maxSizeGuard({ storage, segments }));
+  const leasePops = new PopService({
+    storage,
+    config,
+    queues,
+    segments,
+    cipher,
+    groups,
+    ready,
+    longPoll,
+    telemetry,
+    clock,
+  });
+  const leaseAcks = new AckService({ storage, queues, segments, dlq, notifier, telemetry, clock });
+  const leaseGroups = new LeaseGroupAdmin({ storage, queues, segments, groups, ready, notifier, clock });
+  const transactions = new TransactionService({ storage, queues, pushes, acks: leaseAcks, clock });
+  const retention = new RetentionService({ storage, queues, segments, groups, claims, config, clock });
+  const deletion = new QueueDeletion({ storage, queues, groups, ready, dlq, config, clock });
+  const segmentBlobs = new SegmentBlobSweep({ storage, config, clock });
   return {
     config,
     storage,
     notifier,
     clock,
-    log,
+    queues,
+    pushes,
+    segments,
+    messageLookup,
     groups,
     claims,
-    leases,
+    leasePops,
+    leaseAcks,
     dlq,
-    consumerGroups,
+    leaseGroups,
     transactions,
     retention,
     deletion,
+    segmentBlobs,
     telemetry,
     shutdown: opts.shutdown ?? new AbortController().signal,
   };
@@ -100,15 +147,7 @@ export function buildServices(storage: Storage, cfg: SluiceConfig, opts: BuildOp
 /** SLUICE_ENCRYPTION_KEY (a local key) wins over SLUICE_KMS_KEY_ID (KMS data keys). */
 function keyProviderFromConfig(config: SluiceConfig, storage: Storage, clock: () => number): KeyProvider | undefined {
   if (config.encryptionKey) return new LocalKeyProvider(parseKey(config.encryptionKey));
-  if (config.kmsKeyId) {
-    const kmsKeyId = config.kmsKeyId;
-    let client: Promise<{ send(cmd: unknown): Promise<unknown> }> | undefined;
-    const kms = () =>
-      (client ??= import('@aws-sdk/client-kms').then(
-        (m) => new m.KMSClient({}) as unknown as { send(cmd: unknown): Promise<unknown> },
-      ));
-    return new KmsKeyProvider(storage, kmsKeyId, kms, clock);
-  }
+  if (config.kmsKeyId) return new KmsKeyProvider(storage, config.kmsKeyId, lazyKmsClient(), clock);
   return undefined;
 }
 
@@ -132,7 +171,9 @@ async function fromEnvironment(): Promise<Services> {
   const onLambda = Boolean(process.env['AWS_LAMBDA_FUNCTION_NAME']);
   if (aws) {
     // On Lambda: structured logs and EMF metrics (Powertools); elsewhere the in-memory default.
-    const telemetry = onLambda ? new (await import('./powertools-telemetry.js')).PowertoolsTelemetry() : undefined;
+    const telemetry = onLambda
+      ? new (await import('./adapters/powertools-telemetry.js')).PowertoolsTelemetry()
+      : undefined;
     return buildServices(createAwsStorage(aws), config, telemetry ? { telemetry } : {});
   }
   if (onLambda)

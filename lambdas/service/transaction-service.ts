@@ -2,9 +2,9 @@
  * `POST /api/v1/transaction`: pushes and acks applied atomically, all or nothing, in ONE
  * `storage.items.transact` (at most 100 ops, DynamoDB's TransactWriteItems limit).
  *
- * Each (queue, partition) of the pushes becomes one segment, prepared by the log service
+ * Each (queue, partition) of the pushes becomes one segment, prepared by the push service
  * exactly as a push would commit it (blob uploaded first, commit hooks' ops included); each
- * (partition, group) of the acks becomes one cursor write, planned by the lease service (a
+ * (partition, group) of the acks becomes one cursor write, planned by the ack service (a
  * transactional `failed` or `dlq` files the message at once, its DLQ items in the same
  * transaction). When a guard fails — another push took the segment's base, the group list
  * moved, a lane's row changed — the affected part is prepared again and the whole set is
@@ -14,9 +14,17 @@ import { SluiceError, invalid } from '../core/errors.js';
 import { uuidv7 } from '../core/ids.js';
 import { parseAckStatus, type AckStatus } from '../core/leases.js';
 import { QUEUE_MODE_GROUP } from '../core/names.js';
-import { ConditionFailedError, ContentionError, MAX_TRANSACT_OPS, type WriteOp } from '../storage/port.js';
-import type { LeaseService, LanePrep } from './lease-service.js';
-import { mergeOps, type LogService, type PreparedCommit, type PushItem } from './log-service.js';
+import {
+  ConditionFailedError,
+  ContentionError,
+  MAX_TRANSACT_OPS,
+  type Storage,
+  type WriteOp,
+} from '../storage/port.js';
+import type { AckService, LanePrep } from './leases/ack.js';
+import type { PushItem, PushService } from './log/push.js';
+import type { QueueDirectory } from './log/queue-directory.js';
+import { mergeOps, type PreparedCommit } from './log/segment-commit.js';
 
 export type TxOp =
   | { type: 'push'; items: PushItem[] }
@@ -76,14 +84,31 @@ const fail = (transactionId: string, error: string): TxResult => ({
   results: [],
 });
 
+export interface TransactionServiceDeps {
+  storage: Storage;
+  queues: QueueDirectory;
+  pushes: PushService;
+  /** Plans the acks' lanes and wakes pops after they were written. */
+  acks: AckService;
+  clock: () => number;
+}
+
+/**
+ * Runs one `POST /api/v1/transaction` (see the module doc).
+ *
+ * @example
+ * ```ts
+ * const r = await transactions.run([
+ *   { type: 'push', items: [{ queue: 'out', payload: Buffer.from('{}') }] },
+ *   { type: 'ack', partitionId, transactionId, status: 'completed', consumerGroup: 'billing' },
+ * ]);
+ * ```
+ */
 export class TransactionService {
-  constructor(
-    private readonly log: LogService,
-    private readonly leases: LeaseService,
-  ) {}
+  constructor(private readonly deps: TransactionServiceDeps) {}
 
   async run(ops: readonly TxOp[]): Promise<TxResult> {
-    const txId = uuidv7(this.leases.clock());
+    const txId = uuidv7(this.deps.clock());
     if (ops.length === 0) throw invalid('operations must not be empty');
     const pushes = new Map<string, PushGroup>();
     const lanes = new Map<string, Lane>();
@@ -116,9 +141,9 @@ export class TransactionService {
     if (laneError) return fail(txId, laneError);
     for (const g of pushes.values()) {
       const first = g.items[0] as PushGroup['items'][number];
-      const queue = await this.log.ensureQueue(first.item.queue);
-      const part = await this.log.ensurePartition(queue, first.item.partition ?? 'Default');
-      g.prep = await this.log.prepareCommit(
+      const queue = await this.deps.queues.ensureQueue(first.item.queue);
+      const part = await this.deps.queues.ensurePartition(queue, first.item.partition ?? 'Default');
+      g.prep = await this.deps.pushes.prepareCommit(
         queue,
         part,
         g.items.map((x) => x.item),
@@ -173,7 +198,7 @@ export class TransactionService {
         );
       }
       try {
-        if (writes.length > 0) await this.log.storage.items.transact(writes);
+        if (writes.length > 0) await this.deps.storage.items.transact(writes);
         break;
       } catch (e) {
         if (e instanceof ContentionError) continue;
@@ -202,17 +227,17 @@ export class TransactionService {
       }
     }
 
-    for (const g of pushes.values()) await this.log.committed(g.prep as PreparedCommit, g.base);
-    for (const lane of lanes.values()) this.leases.afterLane(lane.prep as LanePrep);
+    for (const g of pushes.values()) await this.deps.pushes.committed(g.prep as PreparedCommit, g.base);
+    for (const lane of lanes.values()) this.deps.acks.afterLane(lane.prep as LanePrep);
     return { transactionId: txId, success: true, results: this.results(ops, pushes, lanes) };
   }
 
   /** Plans every ack lane; returns the first failure as the transaction's error. */
   private async prepareLanes(lanes: Lane[]): Promise<string | undefined> {
     for (const lane of lanes) {
-      const part = await this.log.partitionById(lane.partitionId);
+      const part = await this.deps.queues.partitionById(lane.partitionId);
       if (!part) return 'ACK operation failed: Message not found';
-      lane.prep = await this.leases.prepareLane(
+      lane.prep = await this.deps.acks.prepareLane(
         part,
         lane.group,
         lane.items.map((it, j) => ({ index: j, transactionId: it.transactionId, status: it.status, error: it.error })),

@@ -4,8 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeSegment } from '../../lambdas/codec/segment.js';
 import type { LocalServer } from '../../lambdas/local/server.js';
-import { keys } from '../../lambdas/service/keys.js';
-import { runMaintenance } from '../../lambdas/service/maintenance.js';
+import { logKeys as keys } from '../../lambdas/service/log/log-store.js';
+import { runMaintenance } from '../../lambdas/service/maintenance/maintenance.js';
 import type { Services } from '../../lambdas/service/runtime.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 import { testBackends } from '../support/backends.js';
@@ -338,7 +338,7 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     expect(got).toEqual(['o1', 'o2', 'o3']);
     // Now every group has passed them: the next sweep deletes all but the newest segment.
     await runMaintenance(svc);
-    const pid = (await svc.log.getPartition('owed', 'Default'))!.id;
+    const pid = (await svc.queues.getPartition('owed', 'Default'))!.id;
     expect(await svc.storage.items.get('log', keys.segment(pid, 0))).toBeUndefined();
     expect(await svc.storage.items.get('log', keys.segment(pid, 2))).toBeDefined();
   });

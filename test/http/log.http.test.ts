@@ -53,7 +53,7 @@ describe.each(backends)('http: log routes on $name', (backend) => {
       });
       expect(res.status).toBe(201);
       const [result] = (await res.json()) as { partition_id: string }[];
-      const stored = await svc.log.findByTransactionId(result?.partition_id ?? '', txid);
+      const stored = await svc.messageLookup.findByTransactionId(result?.partition_id ?? '', txid);
       expect(Buffer.from(stored?.payload ?? []).toString('latin1')).toBe(
         txid === 'valid' ? Buffer.from(sent).toString('latin1') : Buffer.from('"a\ufffd\ufffdb"').toString('latin1'),
       );

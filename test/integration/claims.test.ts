@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countingStorage } from '../../bench/counting-storage.js';
-import { MAX_POLL_BYTES } from '../../lambdas/core/claims.js';
+import { MAX_POLL_BYTES } from '../../lambdas/core/claims/index.js';
 import { resolveQueueOptions, type QueueOptionsInput } from '../../lambdas/core/queue-options.js';
-import { claimKeys } from '../../lambdas/service/claim-service.js';
-import { keys } from '../../lambdas/service/keys.js';
+import { claimKeys } from '../../lambdas/service/claims/claim-store.js';
+import { logKeys as keys } from '../../lambdas/service/log/log-store.js';
 import type { Services } from '../../lambdas/service/runtime.js';
 import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
 import type { Storage, WriteOp } from '../../lambdas/storage/port.js';
@@ -24,10 +24,10 @@ async function queueWith(
   options: QueueOptionsInput = {},
   batch = 500,
 ): Promise<void> {
-  await svc.log.configure({ queue, options: resolveQueueOptions(options, svc.config.claimDefaults) });
+  await svc.queues.configure({ queue, options: resolveQueueOptions(options, svc.config.claimDefaults) });
   for (let i = 0; i < n; i += batch) {
     const items = Array.from({ length: Math.min(batch, n - i) }, (_, j) => ({ queue, payload: json({ n: i + j }) }));
-    await svc.log.push(items);
+    await svc.pushes.push(items);
   }
 }
 
@@ -141,7 +141,7 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
     await svc.claims.nack('ttl', P, 'g', { offset: 1 });
     await svc.claims.deadLetter('ttl', P, 'g', { offset: 0 });
     await svc.claims.poll('ttl', P, 'g', { max: 1, principal: 'p', consumer: 'w', session: 's1' });
-    const part = await svc.log.getPartition('ttl', P);
+    const part = await svc.queues.getPartition('ttl', P);
     const pid = part!.id;
     for (const pk of [claimKeys.groupPk(pid, 'g'), claimKeys.deadPk(pid, 'g')]) {
       const page = await storage.items.query('claims', pk);
@@ -164,11 +164,11 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
   it('reports skippedBefore for records retention removed before the group reached them', async () => {
     const svc = testServices(storage);
     await queueWith(svc, 'retained', 6, {}, 2);
-    const part = await svc.log.getPartition('retained', P);
+    const part = await svc.queues.getPartition('retained', P);
     // Retention removed the first two segments (offsets 0..3).
     await storage.items.delete('log', keys.segment(part!.id, 0));
     await storage.items.delete('log', keys.segment(part!.id, 2));
-    svc.log.forgetSegments(part!.id);
+    svc.segments.forgetSegments(part!.id);
     const got = await svc.claims.poll('retained', P, 'g', { max: 5, principal: 'p' });
     expect(got.records.map((r) => [r.offset, r.skippedBefore])).toEqual([
       [4, 4],
@@ -179,9 +179,9 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
 
   it('stops a poll at about 4 MiB of payload; the rest stays for the next poll', async () => {
     const svc = testServices(storage, { config: { maxMessageBytes: 2 * 1024 * 1024, maxBodyBytes: 8 * 1024 * 1024 } });
-    await svc.log.configure({ queue: 'big', options: resolveQueueOptions({}) });
+    await svc.queues.configure({ queue: 'big', options: resolveQueueOptions({}) });
     const blob = 'x'.repeat(900 * 1024);
-    await svc.log.push(Array.from({ length: 6 }, (_, n) => ({ queue: 'big', payload: json({ n, blob }) })));
+    await svc.pushes.push(Array.from({ length: 6 }, (_, n) => ({ queue: 'big', payload: json({ n, blob }) })));
     const first = await svc.claims.poll('big', P, 'g', { max: 10, principal: 'p' });
     const bytes = first.records.reduce((a, r) => a + r.message.payload.byteLength, 0);
     expect(first.records.length).toBe(4);
@@ -194,7 +194,7 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
     await queueWith(svc, 'wait', 0);
     let t0 = Date.now();
     const waiting = svc.claims.poll('wait', P, 'g', { max: 5, waitMs: 5000, principal: 'p' });
-    setTimeout(() => void svc.log.push([{ queue: 'wait', payload: json('hello') }]), 100);
+    setTimeout(() => void svc.pushes.push([{ queue: 'wait', payload: json('hello') }]), 100);
     expect(offsetsOf(await waiting)).toEqual([0]);
     expect(Date.now() - t0).toBeLessThan(2500);
     // Another process's push (its own notifier) is found by looking at storage again.
@@ -202,7 +202,7 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
     expect(other.notifier).not.toBe(svc.notifier);
     t0 = Date.now();
     const waiting2 = svc.claims.poll('wait', P, 'g', { max: 5, waitMs: 5000, principal: 'p' });
-    setTimeout(() => void other.log.push([{ queue: 'wait', payload: json('again') }]), 100);
+    setTimeout(() => void other.pushes.push([{ queue: 'wait', payload: json('again') }]), 100);
     expect(offsetsOf(await waiting2)).toEqual([1]);
     expect(Date.now() - t0).toBeLessThan(3000);
     const ac = new AbortController();
@@ -253,7 +253,7 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
         claimDefaults: { visibilityTimeoutMs: 5000, maxAttempts: 2, maxInFlight: 100, maxVisibilityMs: 60_000 },
       },
     });
-    await svc.log.push([{ queue: 'implicit', payload: json(1) }]);
+    await svc.pushes.push([{ queue: 'implicit', payload: json(1) }]);
     await svc.claims.poll('implicit', P, 'g', { principal: 'p' });
     clock.advance(5000);
     expect((await svc.claims.poll('implicit', P, 'g', { principal: 'p' })).records[0]?.attempts).toBe(2);
@@ -261,7 +261,7 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
     expect(offsetsOf(await svc.claims.poll('implicit', P, 'g', { principal: 'p' }))).toEqual([]);
     expect((await svc.claims.listDeadLetters('implicit', P, 'g')).offsets).toEqual([0]);
     // The default maxVisibilityMs (60 s here) caps a poll's visibility.
-    await svc.log.push([{ queue: 'implicit', payload: json(2) }]);
+    await svc.pushes.push([{ queue: 'implicit', payload: json(2) }]);
     expect(offsetsOf(await svc.claims.poll('implicit', P, 'g', { principal: 'p', visibilityMs: 600_000 }))).toEqual([
       1,
     ]);
@@ -291,7 +291,7 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
     await svc.claims.poll('del', P, 'g', { max: 2, principal: 'p', consumer: 'w', session: 's' });
     await svc.claims.deadLetter('del', P, 'g', { offset: 0 });
     expect(await svc.claims.deleteGroup('del', P, 'g')).toEqual({ existed: true });
-    const pid = (await svc.log.getPartition('del', P))!.id;
+    const pid = (await svc.queues.getPartition('del', P))!.id;
     for (const pk of [claimKeys.groupPk(pid, 'g'), claimKeys.deadPk(pid, 'g'), claimKeys.memberPk(pid, 'g')]) {
       expect((await storage.items.query('claims', pk)).items).toEqual([]);
     }
@@ -307,7 +307,7 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
     await queueWith(svc, 'leftover', 4);
     await svc.claims.poll('leftover', P, 'g', { max: 2, principal: 'p' });
     await svc.claims.deadLetter('leftover', P, 'g', { offset: 0 });
-    const pid = (await svc.log.getPartition('leftover', P))!.id;
+    const pid = (await svc.queues.getPartition('leftover', P))!.id;
     // A delete that only got as far as the position.
     await storage.items.delete('claims', claimKeys.state(pid, 'g'));
     // The new incarnation holds a long claim.

@@ -1,7 +1,7 @@
 // The lag the maintenance function publishes (ConsumerLag, OldestUnconsumedAgeSeconds) covers
 // both kinds of consumer group, on both storage backends.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reportLag } from '../../lambdas/service/lag-metrics.js';
+import { reportLag } from '../../lambdas/service/maintenance/lag-metrics.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { json, TestClock, testServices } from '../support/services.js';
@@ -19,11 +19,11 @@ describe.each(backends)('integration: lag metrics on $name', (backend) => {
   it('publishes lag and the oldest unconsumed age per group and queue, for lease and record-claim groups', async () => {
     const clock = new TestClock();
     const svc = testServices(storage, { clock });
-    await svc.log.push([1, 2, 3].map((n) => ({ queue: 'lagq', partition: 'p1', payload: json(n) })));
+    await svc.pushes.push([1, 2, 3].map((n) => ({ queue: 'lagq', partition: 'p1', payload: json(n) })));
     clock.advance(30_000);
-    await svc.log.push([4, 5].map((n) => ({ queue: 'lagq', partition: 'p2', payload: json(n) })));
+    await svc.pushes.push([4, 5].map((n) => ({ queue: 'lagq', partition: 'p2', payload: json(n) })));
     // A lease group that finished one message of p1; a claim group that finished one of p1.
-    const popped = await svc.leases.pop({
+    const popped = await svc.leasePops.pop({
       queue: 'lagq',
       group: 'billing',
       partition: 'p1',
@@ -34,7 +34,7 @@ describe.each(backends)('integration: lag metrics on $name', (backend) => {
       timeoutMs: 0,
     });
     const m = popped!.messages[0]!;
-    await svc.leases.ack(
+    await svc.leaseAcks.ack(
       [
         {
           index: 0,

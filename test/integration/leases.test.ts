@@ -6,10 +6,11 @@ import { CreateKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
 import { resolveQueueOptions } from '../../lambdas/core/queue-options.js';
-import { KmsKeyProvider } from '../../lambdas/service/encryption.js';
-import { SEGMENT_BLOB_PREFIX, keys, parseSegmentBlobKey } from '../../lambdas/service/keys.js';
-import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, parseDlqBlobKey } from '../../lambdas/service/lease-keys.js';
-import type { PopRequest, PopResult } from '../../lambdas/service/lease-service.js';
+import { KmsKeyProvider } from '../../lambdas/service/adapters/kms-key-provider.js';
+import { SEGMENT_BLOB_PREFIX, logKeys as keys, parseSegmentBlobKey } from '../../lambdas/service/log/log-store.js';
+import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, parseDlqBlobKey } from '../../lambdas/service/leases/dlq-store.js';
+import type { PopRequest, PopResult } from '../../lambdas/service/leases/pop.js';
+import { lastBefore } from '../../lambdas/service/leases/start-position.js';
 import { buildServices, type Services } from '../../lambdas/service/runtime.js';
 import { ContentionError, type ItemStore, type Storage } from '../../lambdas/storage/port.js';
 import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
@@ -79,7 +80,7 @@ const req = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({
   ...over,
 });
 const ackAll = (svc: Services, r: PopResult) =>
-  svc.leases.ack(
+  svc.leaseAcks.ack(
     r.messages.map((m, index) => ({
       index,
       partitionId: m.partitionId,
@@ -100,16 +101,16 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const c = counted(inner);
     const svc = testServices(c.storage, { config: { queueCacheMs: 60_000 } });
     // The group is registered before the partitions exist (so no registration scan is involved).
-    const q = await svc.log.ensureQueue('idle');
-    expect(await svc.leases.pop(req('idle', { group: 'g' }))).toBeNull();
+    const q = await svc.queues.ensureQueue('idle');
+    expect(await svc.leasePops.pop(req('idle', { group: 'g' }))).toBeNull();
     // moto serves a few concurrent transactions at a time (~200 writes/s): create them 5 by 5,
     // and only 100 (idle partitions never enter the READY index, so the count is what varies).
     const [idle, step] = backend.name === 'aws' ? [100, 5] : [10_000, 100];
     for (let i = 0; i < idle; i += step)
-      await Promise.all(Array.from({ length: step }, (_, j) => svc.log.ensurePartition(q, `idle-${i + j}`)));
-    await svc.log.push([{ queue: 'idle', partition: 'busy', payload: json('work') }]);
+      await Promise.all(Array.from({ length: step }, (_, j) => svc.queues.ensurePartition(q, `idle-${i + j}`)));
+    await svc.pushes.push([{ queue: 'idle', partition: 'busy', payload: json('work') }]);
     c.reset();
-    const r = await svc.leases.pop(req('idle', { group: 'g' }));
+    const r = await svc.leasePops.pop(req('idle', { group: 'g' }));
     expect(r?.messages.map((m) => text(m.payload))).toEqual(['"work"']);
     const popRequests = c.n();
     expect(popRequests).toBeLessThanOrEqual(5);
@@ -117,19 +118,19 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     await ackAll(svc, r!);
     expect(c.n()).toBe(2);
     c.reset();
-    expect(await svc.leases.pop(req('idle', { group: 'g' }))).toBeNull();
+    expect(await svc.leasePops.pop(req('idle', { group: 'g' }))).toBeNull();
     // Empty: the rows of the cached READY page, then the READY query, its rows and one
     // guarded delete of the drained entry.
     expect(c.n()).toBeLessThanOrEqual(4);
     c.reset();
-    expect(await svc.leases.pop(req('idle', { group: 'g' }))).toBeNull();
+    expect(await svc.leasePops.pop(req('idle', { group: 'g' }))).toBeNull();
     expect(c.n()).toBe(1);
   });
 
   it('counts MessagesPushed for every push path (plain, transaction, replay), DuplicatesRejected and DeadLettered', async () => {
     const svc = testServices(inner);
     const t = svc.telemetry as MemoryTelemetry;
-    await svc.log.push([
+    await svc.pushes.push([
       { queue: 'metrics', payload: json(1), transactionId: 'm-1' },
       { queue: 'metrics', payload: json(1), transactionId: 'm-1' },
     ]);
@@ -144,9 +145,9 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
       },
     ]);
     expect(t.counters.get('MessagesPushed')).toBe(3);
-    const r = await svc.leases.pop(req('metrics', { group: 'g', batch: 1 }));
+    const r = await svc.leasePops.pop(req('metrics', { group: 'g', batch: 1 }));
     const m = r!.messages[0]!;
-    await svc.leases.ack(
+    await svc.leaseAcks.ack(
       [
         {
           index: 0,
@@ -167,10 +168,10 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
   it('the dead-letter blob sweep removes payload blobs no filing points at, and keeps filed ones and older unguarded keys', async () => {
     const svc = testServices(inner);
     const big = json('x'.repeat(300 * 1024)); // over the 256 KiB kept inside the entry
-    await svc.log.push([{ queue: 'dlqblob', payload: big, transactionId: 'db-1' }]);
-    const r = await svc.leases.pop(req('dlqblob', { group: 'g', batch: 1 }));
+    await svc.pushes.push([{ queue: 'dlqblob', payload: big, transactionId: 'db-1' }]);
+    const r = await svc.leasePops.pop(req('dlqblob', { group: 'g', batch: 1 }));
     const m = r!.messages[0]!;
-    await svc.leases.ack(
+    await svc.leaseAcks.ack(
       [
         {
           index: 0,
@@ -241,7 +242,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
 
   it('a message filed again for the same group leaves its earlier payload blob to the sweep, which keeps the one the entry points at', async () => {
     const svc = testServices(inner);
-    const part = await svc.log.ensurePartition(await svc.log.ensureQueue('dlqrefile'), 'Default');
+    const part = await svc.queues.ensurePartition(await svc.queues.ensureQueue('dlqrefile'), 'Default');
     const file = async (text: string, now: number): Promise<void> => {
       const msg = {
         offset: 0,
@@ -287,10 +288,10 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
       },
     });
     const svc = testServices(stalled);
-    await svc.log.push([{ queue: 'dlqstall', payload: big, transactionId: 'ds-1' }]);
-    const r = await svc.leases.pop(req('dlqstall', { group: 'g', batch: 1 }));
+    await svc.pushes.push([{ queue: 'dlqstall', payload: big, transactionId: 'ds-1' }]);
+    const r = await svc.leasePops.pop(req('dlqstall', { group: 'g', batch: 1 }));
     const m = r!.messages[0]!;
-    const [res] = await svc.leases.ack(
+    const [res] = await svc.leaseAcks.ack(
       [
         {
           index: 0,
@@ -313,10 +314,10 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
 
   it('a replay whose row delete fails answers replayed with dlqRowRemoved false, and the row stays listed', async () => {
     const svc = testServices(inner);
-    await svc.log.push([{ queue: 'replay-fail', payload: json('x'), transactionId: 'rf-1' }]);
-    const r = await svc.leases.pop(req('replay-fail', { group: 'g', batch: 1 }));
+    await svc.pushes.push([{ queue: 'replay-fail', payload: json('x'), transactionId: 'rf-1' }]);
+    const r = await svc.leasePops.pop(req('replay-fail', { group: 'g', batch: 1 }));
     const m = r!.messages[0]!;
-    await svc.leases.ack(
+    await svc.leaseAcks.ack(
       [
         {
           index: 0,
@@ -342,13 +343,13 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const c = counted(inner);
     const svc = testServices(c.storage, { config: { queueCacheMs: 60_000 } });
     for (let b = 0; b < 10; b++)
-      await svc.log.push(Array.from({ length: 50 }, (_, i) => ({ queue: 'deep', payload: json(b * 50 + i) })));
-    const warm = await svc.leases.pop(req('deep', { partition: 'Default', batch: 50 }));
+      await svc.pushes.push(Array.from({ length: 50 }, (_, i) => ({ queue: 'deep', payload: json(b * 50 + i) })));
+    const warm = await svc.leasePops.pop(req('deep', { partition: 'Default', batch: 50 }));
     await ackAll(svc, warm!);
     const counts: number[] = [];
     for (let k = 0; k < 3; k++) {
       c.reset();
-      const r = await svc.leases.pop(req('deep', { partition: 'Default', batch: 50 }));
+      const r = await svc.leasePops.pop(req('deep', { partition: 'Default', batch: 50 }));
       counts.push(c.n());
       c.reset();
       const acks = await ackAll(svc, r!);
@@ -364,16 +365,16 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     // Every segment a blob: an index entry alone says where its bytes are.
     const svc = testServices(spy, { config: { queueCacheMs: 60_000, inlineMaxBytes: 1 } });
     for (let b = 0; b < 4; b++)
-      await svc.log.push(Array.from({ length: 10 }, (_, k) => ({ queue: 'idx', payload: json(b * 10 + k) })));
-    const pid = (await svc.log.getPartition('idx', 'Default'))!.id;
+      await svc.pushes.push(Array.from({ length: 10 }, (_, k) => ({ queue: 'idx', payload: json(b * 10 + k) })));
+    const pid = (await svc.queues.getPartition('idx', 'Default'))!.id;
     // A replay of the whole partition reads (and remembers) the four segments' index entries.
-    expect((await svc.log.read(pid, 0, { maxCount: 40 })).map((m) => m.offset)).toEqual(
+    expect((await svc.segments.read(pid, 0, { maxCount: 40 })).map((m) => m.offset)).toEqual(
       Array.from({ length: 40 }, (_, k) => k),
     );
     const offsets: number[] = [];
     for (let k = 0; k < 4; k++) {
       queries.length = 0;
-      const r = await svc.leases.pop(req('idx', { partition: 'Default', batch: 10 }));
+      const r = await svc.leasePops.pop(req('idx', { partition: 'Default', batch: 10 }));
       expect(queries.filter((t) => t === 'log')).toEqual([]);
       offsets.push(...r!.messages.map((m) => m.offset));
       await ackAll(svc, r!);
@@ -381,11 +382,11 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     expect(offsets).toEqual(Array.from({ length: 40 }, (_, k) => k));
 
     // A long page keeps its first entries (what its reader needs next), not its last.
-    for (let b = 0; b < 40; b++) await svc.log.push([{ queue: 'idx-long', payload: json(b) }]);
-    const longPid = (await svc.log.getPartition('idx-long', 'Default'))!.id;
-    expect(await svc.log.read(longPid, 0, { maxCount: 40, indexCache: true })).toHaveLength(40);
+    for (let b = 0; b < 40; b++) await svc.pushes.push([{ queue: 'idx-long', payload: json(b) }]);
+    const longPid = (await svc.queues.getPartition('idx-long', 'Default'))!.id;
+    expect(await svc.segments.read(longPid, 0, { maxCount: 40, indexCache: true })).toHaveLength(40);
     queries.length = 0;
-    expect((await svc.log.read(longPid, 0, { maxCount: 10, indexCache: true })).map((m) => m.offset)).toEqual(
+    expect((await svc.segments.read(longPid, 0, { maxCount: 10, indexCache: true })).map((m) => m.offset)).toEqual(
       Array.from({ length: 10 }, (_, k) => k),
     );
     expect(queries.filter((t) => t === 'log')).toEqual([]);
@@ -393,23 +394,23 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     // Another process knows the index entries but not the bytes; retention (simulated) removes
     // the segment at 10 meanwhile: the read finds out and answers what the query answers.
     const other = testServices(inner);
-    const segs = await other.log.segmentsFrom(pid, 0, 40);
+    const segs = await other.segments.segmentsFrom(pid, 0, 40);
     expect(segs.map((g) => typeof g.blob)).toEqual(['string', 'string', 'string', 'string']);
     await inner.items.delete('log', keys.segment(pid, 10));
     await inner.blobs.delete(segs[1]!.blob!);
-    const fresh = await testServices(inner).log.read(pid, 10, { maxCount: 10 });
+    const fresh = await testServices(inner).segments.read(pid, 10, { maxCount: 10 });
     expect(fresh.map((m) => m.offset)).toEqual(Array.from({ length: 10 }, (_, k) => 20 + k));
-    expect((await other.log.read(pid, 10, { maxCount: 10, indexCache: true })).map((m) => m.offset)).toEqual(
+    expect((await other.segments.read(pid, 10, { maxCount: 10, indexCache: true })).map((m) => m.offset)).toEqual(
       fresh.map((m) => m.offset),
     );
   });
 
   it('a group registered after the data exists finds every partition through the bounded registration scan', async () => {
     const svc = testServices(inner);
-    for (let p = 0; p < 30; p++) await svc.log.push([{ queue: 'scan', partition: `s${p}`, payload: json(p) }]);
+    for (let p = 0; p < 30; p++) await svc.pushes.push([{ queue: 'scan', partition: `s${p}`, payload: json(p) }]);
     const got = new Set<string>();
     for (let i = 0; i < 40 && got.size < 30; i++) {
-      const r = await svc.leases.pop(req('scan', { group: 'late', partitions: 20 }));
+      const r = await svc.leasePops.pop(req('scan', { group: 'late', partitions: 20 }));
       if (!r) continue;
       r.messages.forEach((m) => got.add(text(m.payload)));
       await ackAll(svc, r);
@@ -419,36 +420,36 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
 
   it('a group registering between a push’s read of the group list and its commit still gets the partition marked (no lease group yet)', async () => {
     const svc = testServices(inner);
-    const q = await svc.log.ensureQueue('reg-race-0');
-    await svc.log.ensurePartition(q, 'Default');
+    const q = await svc.queues.ensureQueue('reg-race-0');
+    await svc.queues.ensurePartition(q, 'Default');
     // The newcomer registers, and its registration scan completes, while the push is in flight.
     const pusher = testServices(
       beforeFirstCommit(inner, async () => {
-        expect(await svc.leases.pop(req('reg-race-0', { group: 'newcomer' }))).toBeNull();
+        expect(await svc.leasePops.pop(req('reg-race-0', { group: 'newcomer' }))).toBeNull();
       }),
     );
-    const [r] = await pusher.log.push([{ queue: 'reg-race-0', payload: json('missed?') }]);
+    const [r] = await pusher.pushes.push([{ queue: 'reg-race-0', payload: json('missed?') }]);
     expect(r?.status).toBe('queued');
-    const got = await svc.leases.pop(req('reg-race-0', { group: 'newcomer' }));
+    const got = await svc.leasePops.pop(req('reg-race-0', { group: 'newcomer' }));
     expect(got?.messages.map((m) => text(m.payload))).toEqual(['"missed?"']);
   });
 
   it('a group registering between a push’s read of the group list and its commit fails the commit’s version check: the retry marks it', async () => {
     const svc = testServices(inner);
-    await svc.log.push([{ queue: 'reg-race-1', payload: json('first') }]);
-    expect((await svc.leases.pop(req('reg-race-1', { group: 'old' })))?.messages).toHaveLength(1);
+    await svc.pushes.push([{ queue: 'reg-race-1', payload: json('first') }]);
+    expect((await svc.leasePops.pop(req('reg-race-1', { group: 'old' })))?.messages).toHaveLength(1);
     const pusher = testServices(
       beforeFirstCommit(inner, async () => {
-        const first = await svc.leases.pop(req('reg-race-1', { group: 'newcomer' }));
+        const first = await svc.leasePops.pop(req('reg-race-1', { group: 'newcomer' }));
         expect(first?.messages).toHaveLength(1);
         await ackAll(svc, first!);
       }),
     );
-    const [r] = await pusher.log.push([{ queue: 'reg-race-1', payload: json('second') }]);
+    const [r] = await pusher.pushes.push([{ queue: 'reg-race-1', payload: json('second') }]);
     expect(r?.status).toBe('queued');
     const seen: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const p = await svc.leases.pop(req('reg-race-1', { group: 'newcomer' }));
+      const p = await svc.leasePops.pop(req('reg-race-1', { group: 'newcomer' }));
       if (!p) break;
       seen.push(...p.messages.map((m) => text(m.payload)));
       await ackAll(svc, p);
@@ -459,7 +460,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
   it('50 concurrent pops on one lane from 50 processes: the conditional write lets exactly one win, every time', async () => {
     const clock = new TestClock();
     const procs = Array.from({ length: 50 }, () => testServices(inner, { clock }));
-    await procs[0]!.log.push([
+    await procs[0]!.pushes.push([
       { queue: 'race-x', payload: json(1) },
       { queue: 'race-x', payload: json(2) },
     ]);
@@ -467,7 +468,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     // lapsed, on its row's version.
     for (let round = 0; round < 2; round++) {
       const got = await Promise.all(
-        procs.map((svc) => svc.leases.pop(req('race-x', { group: 'r', partition: 'Default' }))),
+        procs.map((svc) => svc.leasePops.pop(req('race-x', { group: 'r', partition: 'Default' }))),
       );
       const winners = got.filter((r) => r !== null);
       expect(winners).toHaveLength(1);
@@ -479,11 +480,11 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
   it('a long poll sees a push made by another process by re-reading storage (about once a second)', async () => {
     const a = testServices(inner);
     const b = testServices(inner); // another process: its push wakes nobody in `a`
-    await a.log.ensureQueue('lp-x');
+    await a.queues.ensureQueue('lp-x');
     const started = performance.now();
-    const waiting = a.leases.pop(req('lp-x', { group: 'w', wait: true, timeoutMs: 5000 }));
+    const waiting = a.leasePops.pop(req('lp-x', { group: 'w', wait: true, timeoutMs: 5000 }));
     await new Promise((r) => setTimeout(r, 200));
-    await b.log.push([{ queue: 'lp-x', payload: json('elsewhere') }]);
+    await b.pushes.push([{ queue: 'lp-x', payload: json('elsewhere') }]);
     const r = await waiting;
     expect(r?.messages.map((m) => text(m.payload))).toEqual(['"elsewhere"']);
     expect(performance.now() - started).toBeLessThan(3000);
@@ -493,9 +494,9 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const clock = new TestClock();
     const a = testServices(inner, { clock, config: { queueCacheMs: 1000 } });
     const b = testServices(inner, { clock, config: { queueCacheMs: 1000 } }); // another process
-    await a.log.push([{ queue: 'xproc', payload: json('one') }]);
+    await a.pushes.push([{ queue: 'xproc', payload: json('one') }]);
     const payloads = async (svc: Services, group: string, over: Partial<PopRequest> = {}): Promise<string[]> => {
-      const r = await svc.leases.pop(req('xproc', { group, ...over }));
+      const r = await svc.leasePops.pop(req('xproc', { group, ...over }));
       if (!r) return [];
       await ackAll(svc, r);
       return r.messages.map((m) => text(m.payload));
@@ -503,29 +504,29 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     // Kept registration: the group re-consumes from its stored subscription.
     expect(await payloads(a, 'kept')).toEqual(['"one"']);
     expect(await payloads(a, 'kept')).toEqual([]); // drained: nothing left in this process's READY page
-    await b.consumerGroups.delete('kept', { deleteMetadata: false });
+    await b.leaseGroups.delete('kept', { deleteMetadata: false });
     clock.advance(1001);
     expect(await payloads(a, 'kept')).toEqual(['"one"']);
     // Deleted registration: the name starts over with the subscription of its next pop, and
     // pushes from any process are found by its wildcard pops again.
     expect(await payloads(a, 'gone')).toEqual(['"one"']);
-    await b.consumerGroups.delete('gone', { deleteMetadata: true });
+    await b.leaseGroups.delete('gone', { deleteMetadata: true });
     clock.advance(1001);
     expect(await payloads(a, 'gone', { subscriptionMode: 'new' })).toEqual([]);
     clock.advance(1);
-    await b.log.push([{ queue: 'xproc', payload: json('two') }]);
+    await b.pushes.push([{ queue: 'xproc', payload: json('two') }]);
     expect(await payloads(a, 'gone')).toEqual(['"two"']);
     expect((await b.groups.get('xproc', 'gone'))?.subscription.mode).toBe('new');
   });
 
   it('a transaction whose segment base is taken by a push meanwhile retries at the next base: atomic, dense offsets', async () => {
     const svc0 = testServices(inner);
-    await svc0.log.push([{ queue: 'tx-race', payload: json('src') }]);
-    const src = await svc0.leases.pop(req('tx-race', { group: 'w' }));
+    await svc0.pushes.push([{ queue: 'tx-race', payload: json('src') }]);
+    const src = await svc0.leasePops.pop(req('tx-race', { group: 'w' }));
     const other = testServices(inner);
     const svc = testServices(
       beforeFirstCommit(inner, async () => {
-        expect((await other.log.push([{ queue: 'tx-race', payload: json('pushed-meanwhile') }]))[0]?.status).toBe(
+        expect((await other.pushes.push([{ queue: 'tx-race', payload: json('pushed-meanwhile') }]))[0]?.status).toBe(
           'queued',
         );
       }),
@@ -547,22 +548,22 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
       },
     ]);
     expect(res.success).toBe(true);
-    const part = await svc.log.getPartition('tx-race', 'Default');
-    const all = await svc.log.read(part!.id, 0, { maxCount: 100 });
+    const part = await svc.queues.getPartition('tx-race', 'Default');
+    const all = await svc.segments.read(part!.id, 0, { maxCount: 100 });
     expect(all.map((m) => `${m.offset}:${text(m.payload)}`)).toEqual([
       '0:"src"',
       '1:"pushed-meanwhile"',
       '2:"t1"',
       '3:"t2"',
     ]);
-    const rest = await svc.leases.pop(req('tx-race', { group: 'w' }));
+    const rest = await svc.leasePops.pop(req('tx-race', { group: 'w' }));
     expect(rest?.messages.map((m) => text(m.payload))).toEqual(['"pushed-meanwhile"', '"t1"', '"t2"']);
   });
 
   it('a transaction the orphan-blob sweeper aborted (it stalled past the grace) answers 503 unavailable, and nothing of it applies', async () => {
     const svc0 = testServices(inner);
-    await svc0.log.push([{ queue: 'tx-stall', payload: json('src') }]);
-    const src = await svc0.leases.pop(req('tx-stall', { group: 'w' }));
+    await svc0.pushes.push([{ queue: 'tx-stall', payload: json('src') }]);
+    const src = await svc0.leasePops.pop(req('tx-stall', { group: 'w' }));
     const pid = src!.messages[0]!.partitionId;
     // Its segment is large enough for a blob; just before it commits, the sweeper judges the
     // blob an orphan: marker `aborted` (put-if-absent), blob deleted.
@@ -601,7 +602,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
       await server.close();
     }
     // Nothing applied: the log holds only `src`, and its ack is still open.
-    expect((await svc0.log.read(pid, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"src"']);
+    expect((await svc0.segments.read(pid, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"src"']);
     expect((await ackAll(svc0, src!))[0]).toMatchObject({ success: true });
   });
 
@@ -609,25 +610,25 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const c = counted(inner);
     const svc = testServices(c.storage);
     for (let i = 0; i < 64; i++) {
-      await svc.log.push([{ queue: 'seek-log', payload: json(i) }]);
+      await svc.pushes.push([{ queue: 'seek-log', payload: json(i) }]);
       svc.testClock.advance(1000);
     }
-    const part = await svc.log.getPartition('seek-log', 'Default');
+    const part = await svc.queues.getPartition('seek-log', 'Default');
     c.reset();
     const at = svc.testClock.t - 64_000 + 40_500; // after message 40 was pushed
-    expect(await svc.leases.lastBefore(part!.id, at, true)).toBe(40);
+    expect(await lastBefore(svc.segments, part!.id, at, true)).toBe(40);
     expect(c.n()).toBeLessThanOrEqual(9);
   });
 
   it('the DLQ keeps a sealed payload sealed and opens it on read', async () => {
     const svc = testServices(inner, { config: { encryptionKey: Buffer.alloc(32, 5).toString('base64') } });
-    await svc.log.configure({
+    await svc.queues.configure({
       queue: 'sealed-dlq',
       options: resolveQueueOptions({ encryptionEnabled: true, retryLimit: 0 }),
     });
-    await svc.log.push([{ queue: 'sealed-dlq', payload: json({ secret: 1 }) }]);
-    const r = await svc.leases.pop(req('sealed-dlq'));
-    await svc.leases.ack(
+    await svc.pushes.push([{ queue: 'sealed-dlq', payload: json({ secret: 1 }) }]);
+    const r = await svc.leasePops.pop(req('sealed-dlq'));
+    await svc.leaseAcks.ack(
       [
         {
           index: 0,
@@ -648,7 +649,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
   it('/configure refuses encryptionEnabled when the server has no key', async () => {
     const svc = testServices(inner);
     await expect(
-      svc.log.configure({ queue: 'nokey', options: resolveQueueOptions({ encryptionEnabled: true }) }),
+      svc.queues.configure({ queue: 'nokey', options: resolveQueueOptions({ encryptionEnabled: true }) }),
     ).rejects.toThrow(/SLUICE_ENCRYPTION_KEY/);
   });
 });
@@ -672,15 +673,15 @@ describe.runIf(backends.some((b) => b.name === 'aws'))('integration: KMS data ke
           { keyProvider: new KmsKeyProvider(storage, keyId, async () => kms) },
         );
       const a = mk();
-      await a.log.configure({ queue: 'kms', options: resolveQueueOptions({ encryptionEnabled: true }) });
-      const [pushed] = await a.log.push([{ queue: 'kms', payload: json({ pan: '4111' }) }]);
+      await a.queues.configure({ queue: 'kms', options: resolveQueueOptions({ encryptionEnabled: true }) });
+      const [pushed] = await a.pushes.push([{ queue: 'kms', payload: json({ pan: '4111' }) }]);
       const stored = await storage.items.query('meta', 'ENCKEY', { limit: 10 });
       expect(stored.items).toHaveLength(1);
       expect(typeof stored.items[0]!.attrs.wrapped).toBe('string');
       const seg = await storage.items.get('log', keys.segment(pushed!.partitionId, 0));
       expect(seg?.bin).toBeDefined();
       const b = mk(); // another process: unwraps the data key through KMS
-      const r = await b.leases.pop(req('kms'));
+      const r = await b.leasePops.pop(req('kms'));
       expect(text(r!.messages[0]!.payload)).toBe('{"pan":"4111"}');
       kms.destroy();
     } finally {

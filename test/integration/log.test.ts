@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { encodeSegment } from '../../lambdas/codec/segment.js';
 import { SluiceError } from '../../lambdas/core/errors.js';
 import { resolveQueueOptions } from '../../lambdas/core/queue-options.js';
-import { SEGMENT_BLOB_PREFIX, keys, segmentBlobKey } from '../../lambdas/service/keys.js';
+import { SEGMENT_BLOB_PREFIX, logKeys as keys, segmentBlobKey } from '../../lambdas/service/log/log-store.js';
 import type { Storage, WriteOp } from '../../lambdas/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { json, testServices, text } from '../support/services.js';
@@ -82,15 +82,15 @@ describe.each(backends)('integration: the log on $name', (backend) => {
         sent.set(partition, list);
         return { queue: 'bulk', partition, payload: Buffer.from(payloadText) };
       });
-      const res = await svc.log.push(items);
+      const res = await svc.pushes.push(items);
       expect(res.every((r) => r.status === 'queued')).toBe(true);
     }
     for (const [partition, expected] of sent) {
-      const part = await svc.log.getPartition('bulk', partition);
+      const part = await svc.queues.getPartition('bulk', partition);
       const got: string[] = [];
       let from = 0;
       for (;;) {
-        const page = await svc.log.read(part!.id, from, { maxCount: 700 });
+        const page = await svc.segments.read(part!.id, from, { maxCount: 700 });
         if (page.length === 0) break;
         page.forEach((m, i) => expect(m.offset).toBe(from + i));
         got.push(...page.map((m) => text(m.payload)));
@@ -114,7 +114,7 @@ describe.each(backends)('integration: the log on $name', (backend) => {
             queue: 'race',
             payload: json({ p, seq: b * perBatch + i }),
           }));
-          const res = await own.log.push(items);
+          const res = await own.pushes.push(items);
           expect(res.map((r) => r.status)).toEqual(items.map(() => 'queued'));
           // A batch is one segment: its offsets are consecutive.
           const offs = res.map((r) => r.offset!);
@@ -122,8 +122,8 @@ describe.each(backends)('integration: the log on $name', (backend) => {
         }
       }),
     );
-    const part = await svc.log.getPartition('race', 'Default');
-    const all = await svc.log.read(part!.id, 0, { maxCount: 10_000 });
+    const part = await svc.queues.getPartition('race', 'Default');
+    const all = await svc.segments.read(part!.id, 0, { maxCount: 10_000 });
     const total = pushers * batches * perBatch;
     expect(all.map((m) => m.offset)).toEqual(Array.from({ length: total }, (_, i) => i));
     const byPusher = new Map<number, number[]>();
@@ -133,19 +133,19 @@ describe.each(backends)('integration: the log on $name', (backend) => {
     }
     for (let p = 0; p < pushers; p++)
       expect(byPusher.get(p)).toEqual(Array.from({ length: batches * perBatch }, (_, i) => i));
-    expect((await svc.log.readTail(part!.id)).next).toBe(total);
+    expect((await svc.segments.readTail(part!.id)).next).toBe(total);
   });
 
   it('reports repeated transactionIds as duplicate, across and within batches, and stores them once', async () => {
     const svc = testServices(storage);
-    const first = await svc.log.push([
+    const first = await svc.pushes.push([
       { queue: 'dup', payload: json('a1'), transactionId: 'a' },
       { queue: 'dup', payload: json('b1'), transactionId: 'b' },
       { queue: 'dup', payload: json('a2'), transactionId: 'a' },
     ]);
     expect(first.map((r) => r.status)).toEqual(['queued', 'queued', 'duplicate']);
     expect(first[2]!.messageId).toBe(first[0]!.messageId);
-    const second = await svc.log.push([
+    const second = await svc.pushes.push([
       { queue: 'dup', payload: json('b2'), transactionId: 'b' },
       { queue: 'dup', payload: json('c1'), transactionId: 'c' },
       { queue: 'dup', partition: 'other', payload: json('a-other'), transactionId: 'a' },
@@ -155,7 +155,7 @@ describe.each(backends)('integration: the log on $name', (backend) => {
     // Offsets: queued messages number on from the partition's tail; duplicates have none.
     expect(first.map((r) => r.offset)).toEqual([0, 1, undefined]);
     expect(second.map((r) => r.offset)).toEqual([undefined, 2, 0]);
-    const mixed = await svc.log.push([
+    const mixed = await svc.pushes.push([
       { queue: 'dup', payload: json('a3'), transactionId: 'a' },
       { queue: 'dup', payload: json('d1'), transactionId: 'd' },
       { queue: 'dup', payload: json('d2'), transactionId: 'd' },
@@ -165,25 +165,25 @@ describe.each(backends)('integration: the log on $name', (backend) => {
     ]);
     expect(mixed.map((r) => r.status)).toEqual(['duplicate', 'queued', 'duplicate', 'queued', 'duplicate', 'queued']);
     expect(mixed.map((r) => r.offset)).toEqual([undefined, 3, undefined, 4, undefined, 5]);
-    const part = await svc.log.getPartition('dup', 'Default');
-    const all = await svc.log.read(part!.id, 0, { maxCount: 100 });
+    const part = await svc.queues.getPartition('dup', 'Default');
+    const all = await svc.segments.read(part!.id, 0, { maxCount: 100 });
     expect(all.map((m) => JSON.parse(text(m.payload)))).toEqual(['a1', 'b1', 'c1', 'd1', 'e1', 'f1']);
     for (const r of mixed.filter((x) => x.status === 'queued')) expect(all[r.offset!]!.id).toBe(r.messageId);
-    const found = await svc.log.findByTransactionId(part!.id, 'b');
+    const found = await svc.messageLookup.findByTransactionId(part!.id, 'b');
     expect(found && text(found.payload)).toBe('"b1"');
   });
 
   it('checks every queue and partition name before it writes anything (a bad name after good ones)', async () => {
     const svc = testServices(storage);
     await expect(
-      svc.log.push([
+      svc.pushes.push([
         { queue: 'names-ok', payload: json(1) },
         { queue: 'names-ok', partition: 'p1', payload: json(2) },
         { queue: 'names-ok', partition: 'a/b', payload: json(3) },
       ]),
     ).rejects.toMatchObject({ code: 'invalid_request' });
-    expect(await svc.log.getPartition('names-ok', 'Default')).toBeUndefined();
-    expect(await svc.log.getPartition('names-ok', 'p1')).toBeUndefined();
+    expect(await svc.queues.getPartition('names-ok', 'Default')).toBeUndefined();
+    expect(await svc.queues.getPartition('names-ok', 'p1')).toBeUndefined();
   });
 
   it('lets exactly one of 8 concurrent pushes of one transactionId be queued', async () => {
@@ -191,36 +191,38 @@ describe.each(backends)('integration: the log on $name', (backend) => {
       Array.from(
         { length: 8 },
         async (_, i) =>
-          (await testServices(storage).log.push([{ queue: 'dup8', payload: json(i), transactionId: 'same' }]))[0]!,
+          (await testServices(storage).pushes.push([{ queue: 'dup8', payload: json(i), transactionId: 'same' }]))[0]!,
       ),
     );
     expect(results.filter((r) => r.status === 'queued')).toHaveLength(1);
     const ids = new Set(results.map((r) => r.messageId));
     expect(ids.size).toBe(1);
     const svc = testServices(storage);
-    const part = await svc.log.getPartition('dup8', 'Default');
-    expect(await svc.log.read(part!.id, 0, { maxCount: 10 })).toHaveLength(1);
+    const part = await svc.queues.getPartition('dup8', 'Default');
+    expect(await svc.segments.read(part!.id, 0, { maxCount: 10 })).toHaveLength(1);
   });
 
   it('stores a repeat again once the dedup window has passed', async () => {
     const svc = testServices(storage);
-    await svc.log.configure({ queue: 'win', options: resolveQueueOptions({ dedupWindowSeconds: 10 }) });
-    expect((await svc.log.push([{ queue: 'win', payload: json(1), transactionId: 't' }]))[0]!.status).toBe('queued');
+    await svc.queues.configure({ queue: 'win', options: resolveQueueOptions({ dedupWindowSeconds: 10 }) });
+    expect((await svc.pushes.push([{ queue: 'win', payload: json(1), transactionId: 't' }]))[0]!.status).toBe('queued');
     svc.testClock.advance(9_000);
-    expect((await svc.log.push([{ queue: 'win', payload: json(2), transactionId: 't' }]))[0]!.status).toBe('duplicate');
+    expect((await svc.pushes.push([{ queue: 'win', payload: json(2), transactionId: 't' }]))[0]!.status).toBe(
+      'duplicate',
+    );
     svc.testClock.advance(1_000);
-    expect((await svc.log.push([{ queue: 'win', payload: json(3), transactionId: 't' }]))[0]!.status).toBe('queued');
+    expect((await svc.pushes.push([{ queue: 'win', payload: json(3), transactionId: 't' }]))[0]!.status).toBe('queued');
   });
 
   it('with the window at 0 checks no earlier push, but still collapses repeats inside one push', async () => {
     const svc = testServices(storage);
-    await svc.log.configure({ queue: 'nodedup', options: resolveQueueOptions({ dedupWindowSeconds: 0 }) });
-    const first = await svc.log.push([
+    await svc.queues.configure({ queue: 'nodedup', options: resolveQueueOptions({ dedupWindowSeconds: 0 }) });
+    const first = await svc.pushes.push([
       { queue: 'nodedup', payload: json(1), transactionId: 't' },
       { queue: 'nodedup', payload: json(2), transactionId: 't' },
     ]);
     expect(first.map((r) => r.status)).toEqual(['queued', 'duplicate']);
-    const [again] = await svc.log.push([{ queue: 'nodedup', payload: json(3), transactionId: 't' }]);
+    const [again] = await svc.pushes.push([{ queue: 'nodedup', payload: json(3), transactionId: 't' }]);
     expect(again).toMatchObject({ status: 'queued', offset: 1 });
     // Nothing was reserved: dedup off costs no writes.
     expect(await storage.items.get('dedup', keys.dedup(again!.partitionId, 't'))).toBeUndefined();
@@ -228,8 +230,8 @@ describe.each(backends)('integration: the log on $name', (backend) => {
 
   it('takes over the reservation of a push that stalled before committing', async () => {
     const svc = testServices(storage);
-    const q = await svc.log.ensureQueue('stall');
-    const part = await svc.log.ensurePartition(q, 'Default');
+    const q = await svc.queues.ensureQueue('stall');
+    const part = await svc.queues.ensurePartition(q, 'Default');
     // A push reserved "t" and died before its commit: no marker was ever written.
     await storage.items.put(
       'dedup',
@@ -237,7 +239,7 @@ describe.each(backends)('integration: the log on $name', (backend) => {
       { kind: 'absent' },
     );
     svc.testClock.advance(svc.config.pushStallMs);
-    const [r] = await svc.log.push([{ queue: 'stall', payload: json('x'), transactionId: 't' }]);
+    const [r] = await svc.pushes.push([{ queue: 'stall', payload: json('x'), transactionId: 't' }]);
     expect(r!.status).toBe('queued');
     const ghost = await storage.items.get('log', keys.marker(part.id, 'ghost'));
     expect(ghost?.attrs.state).toBe('aborted');
@@ -245,7 +247,9 @@ describe.each(backends)('integration: the log on $name', (backend) => {
 
   it('sweeps a blob a crashed push left before committing, never a committed one', async () => {
     const svc = testServices(storage, { config: { inlineMaxBytes: 64 } });
-    const [r] = await svc.log.push([{ queue: 'sweep', payload: json({ big: 'y'.repeat(5000), rnd: Math.random() }) }]);
+    const [r] = await svc.pushes.push([
+      { queue: 'sweep', payload: json({ big: 'y'.repeat(5000), rnd: Math.random() }) },
+    ]);
     expect(r!.status).toBe('queued');
     const orphanKey = segmentBlobKey(r!.partitionId, 'crashed-push');
     await storage.blobs.put(
@@ -253,17 +257,17 @@ describe.each(backends)('integration: the log on $name', (backend) => {
       await encodeSegment([{ id: 'm', transactionId: 't', traceId: null, createdAt: 0, payload: json(1) }]),
     );
     // Young blobs are left alone: their push may still be in flight.
-    let rep = await svc.log.sweepOrphanBlobs();
+    let rep = await svc.segmentBlobs.sweepOrphanBlobs();
     expect(rep.deleted).toBe(0);
     expect(await storage.blobs.get(orphanKey)).toBeDefined();
     svc.testClock.t = Date.now() + svc.config.sweepGraceMs + 1000;
-    rep = await svc.log.sweepOrphanBlobs();
+    rep = await svc.segmentBlobs.sweepOrphanBlobs();
     expect(rep.deleted).toBe(1);
     expect(await storage.blobs.get(orphanKey)).toBeUndefined();
-    const [back] = await svc.log.read(r!.partitionId, 0, { maxCount: 1 });
+    const [back] = await svc.segments.read(r!.partitionId, 0, { maxCount: 1 });
     expect(JSON.parse(text(back!.payload)).big).toHaveLength(5000);
     // The committed segment really is a blob, and the sweep left it in place.
-    const [seg] = await svc.log.segmentsFrom(r!.partitionId, 0, 1);
+    const [seg] = await svc.segments.segmentsFrom(r!.partitionId, 0, 1);
     expect(seg?.blob).toBeDefined();
     expect(await segmentBlobs(storage, r!.partitionId)).toEqual([seg!.blob]);
     // The aborted marker fences the crashed push: it can never commit later.
@@ -284,7 +288,7 @@ describe.each(backends)('integration: the log on $name', (backend) => {
           // Each batch repeats the previous batch's last transactionId: a duplicate across batches.
           const ids = Array.from({ length: perBatch }, (_, i) => `p${p}-${b * perBatch + i}`);
           if (b > 0) ids.unshift(`p${p}-${b * perBatch - 1}`);
-          const res = await own.log.push(
+          const res = await own.pushes.push(
             ids.map((id) => ({ queue: 'race-tx', payload: json({ p, id }), transactionId: id })),
           );
           statuses.push(...res.map((r) => r.status));
@@ -299,8 +303,8 @@ describe.each(backends)('integration: the log on $name', (backend) => {
       ...Array.from({ length: perBatch }, () => 'queued'),
     ]).flat();
     for (const st of results) expect(st).toEqual(expected);
-    const part = await svc.log.getPartition('race-tx', 'Default');
-    const all = await svc.log.read(part!.id, 0, { maxCount: 10_000 });
+    const part = await svc.queues.getPartition('race-tx', 'Default');
+    const all = await svc.segments.read(part!.id, 0, { maxCount: 10_000 });
     const total = pushers * batches * perBatch;
     expect(all.map((m) => m.offset)).toEqual(Array.from({ length: total }, (_, i) => i));
     for (let p = 0; p < pushers; p++) {
@@ -319,32 +323,32 @@ describe.each(backends)('integration: the log on $name', (backend) => {
     });
     const svc = testServices(faulty, { config: { inlineMaxBytes: 64 } });
     const big = (): Buffer => json({ r: randomBytes(600).toString('hex') });
-    const [kept] = await svc.log.push([{ queue: 'crash', payload: big() }]);
+    const [kept] = await svc.pushes.push([{ queue: 'crash', payload: big() }]);
     expect(kept!.status).toBe('queued');
     const keptBlobs = await segmentBlobs(storage, kept!.partitionId);
     expect(keptBlobs).toHaveLength(1);
     crash = true;
     vi.spyOn(console, 'error').mockImplementation(() => undefined);
-    const [lost] = await svc.log.push([{ queue: 'crash', payload: big() }]);
+    const [lost] = await svc.pushes.push([{ queue: 'crash', payload: big() }]);
     vi.restoreAllMocks();
     crash = false;
     // Not acknowledged, and nothing of it readable.
     expect(lost!.status).toBe('failed');
     expect(lost!.error).not.toContain('simulated');
-    expect(await svc.log.read(kept!.partitionId, 0, { maxCount: 10 })).toHaveLength(1);
+    expect(await svc.segments.read(kept!.partitionId, 0, { maxCount: 10 })).toHaveLength(1);
     const orphans = (await segmentBlobs(storage, kept!.partitionId)).filter((k) => !keptBlobs.includes(k));
     expect(orphans).toHaveLength(1);
     // Inside the grace period the sweeper keeps it (its push might still be running) ...
-    await svc.log.sweepOrphanBlobs();
+    await svc.segmentBlobs.sweepOrphanBlobs();
     expect(await segmentBlobs(storage, kept!.partitionId)).toHaveLength(2);
     // ... after it, only the orphan goes.
     svc.testClock.t = Date.now() + svc.config.sweepGraceMs + 1000;
-    for (let wrapped = false; !wrapped;) wrapped = (await svc.log.sweepOrphanBlobs()).wrapped;
+    for (let wrapped = false; !wrapped;) wrapped = (await svc.segmentBlobs.sweepOrphanBlobs()).wrapped;
     expect(await segmentBlobs(storage, kept!.partitionId)).toEqual(keptBlobs);
-    const back = await svc.log.read(kept!.partitionId, 0, { maxCount: 10 });
+    const back = await svc.segments.read(kept!.partitionId, 0, { maxCount: 10 });
     expect(back.map((m) => m.id)).toEqual([kept!.messageId]);
     // A retry stores it once, at the next offset.
-    const [again] = await svc.log.push([{ queue: 'crash', payload: big() }]);
+    const [again] = await svc.pushes.push([{ queue: 'crash', payload: big() }]);
     expect(again).toMatchObject({ status: 'queued', offset: 1 });
   });
 
@@ -357,16 +361,16 @@ describe.each(backends)('integration: the log on $name', (backend) => {
       sweptOnce = true;
       // The push stalled past the grace period between its blob and its commit.
       s.testClock.t = Date.now() + s.config.sweepGraceMs + 1000;
-      for (let wrapped = false; !wrapped;) wrapped = (await s.log.sweepOrphanBlobs()).wrapped;
+      for (let wrapped = false; !wrapped;) wrapped = (await s.segmentBlobs.sweepOrphanBlobs()).wrapped;
     });
     const svc = (sweeper.svc = testServices(racing, { config: { inlineMaxBytes: 64 } }));
     const payload = json({ r: randomBytes(600).toString('hex') });
-    const [r] = await svc.log.push([{ queue: 'fenced', payload }]);
+    const [r] = await svc.pushes.push([{ queue: 'fenced', payload }]);
     expect(sweptOnce).toBe(true);
     expect(r).toMatchObject({ status: 'queued', offset: 0 });
-    const [m] = await svc.log.read(r!.partitionId, 0, { maxCount: 10 });
+    const [m] = await svc.segments.read(r!.partitionId, 0, { maxCount: 10 });
     expect(text(m!.payload)).toBe(text(payload));
-    const [seg] = await svc.log.segmentsFrom(r!.partitionId, 0, 1);
+    const [seg] = await svc.segments.segmentsFrom(r!.partitionId, 0, 1);
     expect(await segmentBlobs(storage, r!.partitionId)).toEqual([seg!.blob]);
   });
 
@@ -377,7 +381,7 @@ describe.each(backends)('integration: the log on $name', (backend) => {
     });
     const svc = testServices(faulty);
     const log = vi.spyOn(console, 'error').mockImplementation(() => undefined);
-    const [first] = await svc.log.push([{ queue: 'refail', payload: json(1), transactionId: 'once' }]);
+    const [first] = await svc.pushes.push([{ queue: 'refail', payload: json(1), transactionId: 'once' }]);
     expect(log).toHaveBeenCalled();
     vi.restoreAllMocks();
     expect(first!.status).toBe('failed');
@@ -389,54 +393,57 @@ describe.each(backends)('integration: the log on $name', (backend) => {
     const [retry] = await within(
       5_000,
       'the retry',
-      svc.log.push([{ queue: 'refail', payload: json(2), transactionId: 'once' }]),
+      svc.pushes.push([{ queue: 'refail', payload: json(2), transactionId: 'once' }]),
     );
     expect(retry).toMatchObject({ status: 'queued', offset: 0 });
-    const [dup] = await svc.log.push([{ queue: 'refail', payload: json(3), transactionId: 'once' }]);
+    const [dup] = await svc.pushes.push([{ queue: 'refail', payload: json(3), transactionId: 'once' }]);
     expect(dup).toMatchObject({ status: 'duplicate', messageId: retry!.messageId });
   });
 
   it('reports a partition that fails after others committed per item, never as an error for the whole push', async () => {
     const svc = testServices(storage);
-    svc.log.addCommitHook(({ partition }) => {
+    svc.pushes.addCommitHook(({ partition }) => {
       if (partition.name === 'broken') throw new SluiceError('unavailable', 'simulated contention');
       return [];
     });
-    const res = await svc.log.push([
+    const res = await svc.pushes.push([
       { queue: 'partial', partition: 'fine', payload: json('a') },
       { queue: 'partial', partition: 'broken', payload: json('b') },
       { queue: 'partial', partition: 'fine', payload: json('c') },
     ]);
     expect(res.map((r) => r.status)).toEqual(['queued', 'failed', 'queued']);
     expect(res[1]!.error).toContain('simulated contention');
-    const fine = await svc.log.getPartition('partial', 'fine');
-    expect((await svc.log.read(fine!.id, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"a"', '"c"']);
+    const fine = await svc.queues.getPartition('partial', 'fine');
+    expect((await svc.segments.read(fine!.id, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual([
+      '"a"',
+      '"c"',
+    ]);
     // With nothing committed, the domain error answers the whole push.
-    await expect(svc.log.push([{ queue: 'partial', partition: 'broken', payload: json('d') }])).rejects.toThrow(
+    await expect(svc.pushes.push([{ queue: 'partial', partition: 'broken', payload: json('d') }])).rejects.toThrow(
       /simulated contention/,
     );
-    const broken = await svc.log.getPartition('partial', 'broken');
-    expect((await svc.log.readTail(broken!.id)).next).toBe(0);
+    const broken = await svc.queues.getPartition('partial', 'broken');
+    expect((await svc.segments.readTail(broken!.id)).next).toBe(0);
   });
 
   it("answers queued for a committed push even when a hook's after-commit work fails", async () => {
     const svc = testServices(storage);
-    svc.log.addCommitHook(() => ({ ops: [], after: () => Promise.reject(new Error('after-commit boom')) }));
+    svc.pushes.addCommitHook(() => ({ ops: [], after: () => Promise.reject(new Error('after-commit boom')) }));
     const log = vi.spyOn(console, 'error').mockImplementation(() => undefined);
-    const [r] = await svc.log.push([{ queue: 'after', payload: json(1), transactionId: 'after-1' }]);
+    const [r] = await svc.pushes.push([{ queue: 'after', payload: json(1), transactionId: 'after-1' }]);
     expect(log).toHaveBeenCalled();
     vi.restoreAllMocks();
     // Committed, so acknowledged: a 'failed' here would make the client store it again.
     expect(r).toMatchObject({ status: 'queued', offset: 0 });
-    expect(await svc.log.read(r!.partitionId, 0, { maxCount: 10 })).toHaveLength(1);
+    expect(await svc.segments.read(r!.partitionId, 0, { maxCount: 10 })).toHaveLength(1);
   });
 
   it('refuses a push that includes an encrypted queue it cannot seal before writing any of it', async () => {
     const withKey = testServices(storage, { config: { encryptionKey: randomBytes(32).toString('base64') } });
-    await withKey.log.configure({ queue: 'sealed', options: resolveQueueOptions({ encryptionEnabled: true }) });
+    await withKey.queues.configure({ queue: 'sealed', options: resolveQueueOptions({ encryptionEnabled: true }) });
     const noKey = testServices(storage);
     await expect(
-      noKey.log.push([
+      noKey.pushes.push([
         { queue: 'plain', payload: json(1) },
         { queue: 'sealed', payload: json(2) },
       ]),
@@ -444,7 +451,7 @@ describe.each(backends)('integration: the log on $name', (backend) => {
     // Its queue and partition may exist (names are resolved first), but no message does, not
     // even a little later (a share still committing after the refusal would show up by then).
     await new Promise((r) => setTimeout(r, 200));
-    const plain = await noKey.log.getPartition('plain', 'Default');
-    expect(plain ? (await noKey.log.readTail(plain.id)).next : 0).toBe(0);
+    const plain = await noKey.queues.getPartition('plain', 'Default');
+    expect(plain ? (await noKey.segments.readTail(plain.id)).next : 0).toBe(0);
   });
 });

@@ -6,11 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SluiceError } from '../../lambdas/core/errors.js';
 import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
 import { resolveQueueOptions, type QueueOptionsInput } from '../../lambdas/core/queue-options.js';
-import { claimKeys } from '../../lambdas/service/claim-service.js';
-import { SEGMENT_BLOB_PREFIX, TOMBSTONE_PK, keys } from '../../lambdas/service/keys.js';
-import { readyPk } from '../../lambdas/service/lease-keys.js';
-import type { PopRequest } from '../../lambdas/service/lease-service.js';
-import { runMaintenance } from '../../lambdas/service/maintenance.js';
+import { claimKeys } from '../../lambdas/service/claims/claim-store.js';
+import { SEGMENT_BLOB_PREFIX, TOMBSTONE_PK, logKeys as keys } from '../../lambdas/service/log/log-store.js';
+import { readyPk } from '../../lambdas/service/leases/lease-store.js';
+import type { PopRequest } from '../../lambdas/service/leases/pop.js';
+import { runMaintenance } from '../../lambdas/service/maintenance/maintenance.js';
 import type { Services } from '../../lambdas/service/runtime.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 import { testBackends } from '../support/backends.js';
@@ -34,7 +34,7 @@ const req = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({
 });
 
 async function configure(svc: Services, queue: string, options: QueueOptionsInput = {}): Promise<void> {
-  await svc.log.configure({ queue, options: resolveQueueOptions(options, svc.config.claimDefaults) });
+  await svc.queues.configure({ queue, options: resolveQueueOptions(options, svc.config.claimDefaults) });
 }
 
 /** Everything stored under a partition id, per place (empty once it is all gone). */
@@ -89,21 +89,21 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     const Q = 'del-all';
     await configure(svc, Q, { maxAttempts: 1 });
     const big = json({ big: randomBytes(600).toString('base64') });
-    await svc.log.push([
+    await svc.pushes.push([
       { queue: Q, partition: 'a', payload: json(1), transactionId: 't1' },
       { queue: Q, partition: 'a', payload: big, transactionId: 't2' },
     ]);
-    await svc.log.push([{ queue: Q, partition: 'b', payload: json(3), transactionId: 't3' }]);
+    await svc.pushes.push([{ queue: Q, partition: 'b', payload: json(3), transactionId: 't3' }]);
     // A lease group with a dead letter, a claim group with state and a dead letter of its own.
-    const popped = await svc.leases.pop(req(Q, { group: 'g', partition: 'a', batch: 1 }));
-    await svc.leases.ack(
+    const popped = await svc.leasePops.pop(req(Q, { group: 'g', partition: 'a', batch: 1 }));
+    await svc.leaseAcks.ack(
       [{ index: 0, partitionId: popped!.messages[0]!.partitionId, transactionId: 't1', status: 'dlq', error: 'bad' }],
       'g',
     );
     await svc.claims.poll(Q, 'b', 'w', { max: 1, principal: 'p', consumer: 'c', session: 's1' });
     await svc.claims.deadLetter(Q, 'b', 'w', { offset: 0, attempts: 1 });
-    const a = (await svc.log.getPartition(Q, 'a'))!;
-    const b = (await svc.log.getPartition(Q, 'b'))!;
+    const a = (await svc.queues.getPartition(Q, 'a'))!;
+    const b = (await svc.queues.getPartition(Q, 'b'))!;
     const groups = { lease: ['g'], claim: ['w'] };
     expect((await leftovers(storage, a.id, Q, groups)).blobs).toBe(1);
     expect((await leftovers(storage, b.id, Q, groups))['claims:w']).toBeGreaterThan(0);
@@ -111,11 +111,11 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
 
     expect(await svc.deletion.deleteQueue(Q)).toEqual({ existed: true });
     expect(await svc.deletion.deleteQueue(Q)).toEqual({ existed: false });
-    expect(await svc.log.getQueue(Q)).toBeUndefined();
-    expect(await svc.log.getPartition(Q, 'a')).toBeUndefined();
-    expect(await svc.log.partitionById(a.id)).toBeUndefined();
+    expect(await svc.queues.getQueue(Q)).toBeUndefined();
+    expect(await svc.queues.getPartition(Q, 'a')).toBeUndefined();
+    expect(await svc.queues.partitionById(a.id)).toBeUndefined();
     expect(await storage.items.get('meta', keys.partition(Q, 'b'))).toBeUndefined();
-    expect(await svc.leases.pop(req(Q, { group: 'g' }))).toBeNull();
+    expect(await svc.leasePops.pop(req(Q, { group: 'g' }))).toBeNull();
     // The registrations stay (kind and subscription), as Queen keeps a group's subscription.
     expect(await svc.groups.get(Q, 'g')).toMatchObject({ kind: 'lease', subscription: { mode: 'all' } });
     expect(await svc.groups.get(Q, 'w')).toMatchObject({ kind: 'claim' });
@@ -124,13 +124,13 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     expect(await svc.dlq.lookup(a.id, 't1')).toEqual([]);
 
     // A new queue under the name: new partitions from offset 0, old transactionIds are new.
-    const [again] = await svc.log.push([{ queue: Q, partition: 'a', payload: json('new-a'), transactionId: 't1' }]);
+    const [again] = await svc.pushes.push([{ queue: Q, partition: 'a', payload: json('new-a'), transactionId: 't1' }]);
     expect(again).toMatchObject({ status: 'queued', offset: 0 });
     expect(again!.partitionId).not.toBe(a.id);
-    const got = await svc.leases.pop(req(Q, { group: 'g', batch: 10 }));
+    const got = await svc.leasePops.pop(req(Q, { group: 'g', batch: 10 }));
     expect(got!.messages.map((m) => text(m.payload))).toEqual(['"new-a"']);
     expect(await svc.claims.describe(Q, 'a', 'w').catch((e: SluiceError) => e.code)).toBe('not_found');
-    await svc.log.push([{ queue: Q, partition: 'b', payload: json('new-b') }]);
+    await svc.pushes.push([{ queue: Q, partition: 'b', payload: json('new-b') }]);
     const polled = await svc.claims.poll(Q, 'b', 'w', { max: 10, principal: 'p' });
     expect(polled.records.map((r) => [r.offset, r.attempts, text(r.message.payload)])).toEqual([[0, 1, '"new-b"']]);
     expect(await svc.claims.listDeadLetters(Q, 'b', 'w')).toEqual({ offsets: [] });
@@ -142,7 +142,7 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     expect((await storage.items.query('dlq', `L#${Q}`)).items).toEqual([]);
     expect((await storage.items.query('dlq', `LG#${Q}#g`)).items).toEqual([]);
     expect((await storage.items.query('dlq', `E#${a.id}#t1`)).items).toEqual([]);
-    expect((await svc.log.read(again!.partitionId, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual([
+    expect((await svc.segments.read(again!.partitionId, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual([
       '"new-a"',
     ]);
     expect(await svc.claims.describe(Q, 'b', 'w')).toMatchObject({ committed: 0, tail: 1, deadLetters: 0 });
@@ -153,8 +153,8 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     const Q = 'del-crash';
     const setupSvc = testServices(storage, { clock });
     for (const p of ['p1', 'p2', 'p3'])
-      await setupSvc.log.push([{ queue: Q, partition: p, payload: json(p), transactionId: `${p}-tx` }]);
-    const old = await setupSvc.log.listPartitions(Q);
+      await setupSvc.pushes.push([{ queue: Q, partition: p, payload: json(p), transactionId: `${p}-tx` }]);
+    const old = await setupSvc.queues.listPartitions(Q);
     expect(old).toHaveLength(3);
     // The request dies right after the queue record went, before it retired any partition.
     const crash = testServices(
@@ -165,13 +165,13 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     );
     await expect(crash.deletion.deleteQueue(Q)).rejects.toThrow('simulated crash');
     const svc = testServices(storage, { clock });
-    expect(await svc.log.getQueue(Q)).toBeUndefined();
+    expect(await svc.queues.getQueue(Q)).toBeUndefined();
     // The names p1..p3 still point at the old partitions, but they are not this queue's any more.
-    const [p1] = await svc.log.push([{ queue: Q, partition: 'p1', payload: json('fresh'), transactionId: 'p1-tx' }]);
+    const [p1] = await svc.pushes.push([{ queue: Q, partition: 'p1', payload: json('fresh'), transactionId: 'p1-tx' }]);
     expect(p1).toMatchObject({ status: 'queued', offset: 0 });
     expect(old.map((p) => p.id)).not.toContain(p1!.partitionId);
-    expect(await svc.log.getPartition(Q, 'p2')).toBeUndefined();
-    expect((await svc.log.listPartitions(Q)).map((p) => p.name)).toEqual(['p1']);
+    expect(await svc.queues.getPartition(Q, 'p2')).toBeUndefined();
+    expect((await svc.queues.listPartitions(Q)).map((p) => p.name)).toEqual(['p1']);
 
     // Maintenance in small steps (2 pages per pass), one of them crashing half-way.
     let crashes = 1;
@@ -194,27 +194,29 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     for (const p of old)
       expect(await leftovers(storage, p.id, Q, groups)).toEqual(nothing(await leftovers(storage, p.id, Q, groups)));
     expect((await storage.items.query('meta', keys.queue(Q).pk)).items.map((it) => it.sk)).toEqual(['P#p1', 'config']);
-    expect((await svc.log.read(p1!.partitionId, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"fresh"']);
+    expect((await svc.segments.read(p1!.partitionId, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual([
+      '"fresh"',
+    ]);
   });
 
   it('another process notices a delete within SLUICE_QUEUE_CACHE_MS; what it pushed meanwhile goes with the deleted queue', async () => {
     const clock = new TestClock();
     const a = testServices(storage, { clock, config: { queueCacheMs: 1000 } });
     const b = testServices(storage, { clock, config: { queueCacheMs: 1000 } });
-    await a.log.push([{ queue: 'del-x', payload: json('before') }]);
-    const oldId = (await a.log.getPartition('del-x', 'Default'))!.id;
-    expect(await a.log.partitionById(oldId)).toBeDefined();
+    await a.pushes.push([{ queue: 'del-x', payload: json('before') }]);
+    const oldId = (await a.queues.getPartition('del-x', 'Default'))!.id;
+    expect(await a.queues.partitionById(oldId)).toBeDefined();
     await b.deletion.deleteQueue('del-x');
     // Inside the window, `a` still trusts its cached queue and partition.
-    const [late] = await a.log.push([{ queue: 'del-x', payload: json('late') }]);
+    const [late] = await a.pushes.push([{ queue: 'del-x', payload: json('late') }]);
     expect(late!.partitionId).toBe(oldId);
     clock.advance(1001);
-    const [fresh] = await a.log.push([{ queue: 'del-x', payload: json('fresh') }]);
+    const [fresh] = await a.pushes.push([{ queue: 'del-x', payload: json('fresh') }]);
     expect(fresh).toMatchObject({ status: 'queued', offset: 0 });
     expect(fresh!.partitionId).not.toBe(oldId);
-    expect(await a.log.partitionById(oldId)).toBeUndefined();
-    const part = (await b.log.getPartition('del-x', 'Default'))!;
-    expect((await b.log.read(part.id, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"fresh"']);
+    expect(await a.queues.partitionById(oldId)).toBeUndefined();
+    const part = (await b.queues.getPartition('del-x', 'Default'))!;
+    expect((await b.segments.read(part.id, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"fresh"']);
     await maintainUntilClean(b as Services & { testClock: TestClock });
     expect((await storage.items.query('log', oldId)).items).toEqual([]);
   });
@@ -225,7 +227,7 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     // A producer that found the partition before the mark and keeps trusting its cache.
     const cached = testServices(storage, { clock, config: { queueCacheMs: 365 * DAY } });
     await configure(maint, 'idle-x', { retentionEnabled: true, retentionSeconds: 60 });
-    const [first] = await cached.log.push([{ queue: 'idle-x', payload: json('one') }]);
+    const [first] = await cached.pushes.push([{ queue: 'idle-x', payload: json('one') }]);
     const pid = first!.partitionId;
     const mark = async () => (await storage.items.get('meta', keys.partition('idle-x', 'Default')))?.attrs.retiring;
 
@@ -234,12 +236,12 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     expect(await mark()).toMatchObject({ end: 0 });
     // The cached producer pushes without reading the name item: the mark stands, but the
     // partition is active again, so the grace-period pass keeps it.
-    const [late] = await cached.log.push([{ queue: 'idle-x', payload: json('late') }]);
+    const [late] = await cached.pushes.push([{ queue: 'idle-x', payload: json('late') }]);
     expect(late).toMatchObject({ partitionId: pid, offset: 1 });
     clock.advance(maint.config.sweepGraceMs);
     expect(await maint.retention.run()).toMatchObject({ partitionsRemoved: 0 });
     // (`one` itself is gone: retentionSeconds deletes by age.)
-    expect((await maint.log.read(pid, 0, { maxCount: 10 })).map((m) => [m.offset, text(m.payload)])).toEqual([
+    expect((await maint.segments.read(pid, 0, { maxCount: 10 })).map((m) => [m.offset, text(m.payload)])).toEqual([
       [1, '"late"'],
     ]);
 
@@ -247,7 +249,7 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     clock.advance(31 * DAY);
     expect(await maint.retention.run()).toMatchObject({ partitionsRemoved: 0 });
     expect(await mark()).toMatchObject({ end: 1 });
-    const [revived] = await maint.log.push([{ queue: 'idle-x', payload: json('revived') }]);
+    const [revived] = await maint.pushes.push([{ queue: 'idle-x', payload: json('revived') }]);
     expect(revived).toMatchObject({ partitionId: pid, offset: 2 });
     expect(await mark()).toBeUndefined();
 
@@ -258,7 +260,7 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     expect(await maint.retention.run()).toMatchObject({ partitionsRemoved: 0 });
     clock.advance(1);
     expect(await maint.retention.run()).toMatchObject({ partitionsRemoved: 1 });
-    const [next] = await maint.log.push([{ queue: 'idle-x', payload: json('next') }]);
+    const [next] = await maint.pushes.push([{ queue: 'idle-x', payload: json('next') }]);
     expect(next).toMatchObject({ offset: 0 });
     expect(next!.partitionId).not.toBe(pid);
     await maintainUntilClean(maint);
@@ -270,30 +272,30 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     const maint = testServices(storage, { clock });
     const app = testServices(storage, { clock, config: { queueCacheMs: 1000 } });
     await configure(maint, 'idle-c', { retentionEnabled: true, retentionSeconds: 60 });
-    const pid = (await maint.log.getPartition('idle-c', 'Default'))!.id;
+    const pid = (await maint.queues.getPartition('idle-c', 'Default'))!.id;
     clock.advance(31 * DAY);
     expect(await maint.retention.run()).toMatchObject({ partitionsMarked: 1 });
     // Just before the grace period ends, a consumer in the app process reads the partition
     // (a pop or an ack does): its cache now holds the partition, read with the mark on it.
     clock.advance(maint.config.sweepGraceMs - 500);
-    expect((await app.log.getPartition('idle-c', 'Default'))?.id).toBe(pid);
+    expect((await app.queues.getPartition('idle-c', 'Default'))?.id).toBe(pid);
     clock.advance(500);
     expect(await maint.retention.run()).toMatchObject({ partitionsRemoved: 1 });
     // A push from the app process within its cache window must not use the retired partition.
     clock.advance(100);
-    const [r] = await app.log.push([{ queue: 'idle-c', payload: json('acked') }]);
+    const [r] = await app.pushes.push([{ queue: 'idle-c', payload: json('acked') }]);
     expect(r).toMatchObject({ status: 'queued', offset: 0 });
     expect(r!.partitionId).not.toBe(pid);
     await maintainUntilClean(maint);
-    const cur = (await maint.log.getPartition('idle-c', 'Default'))!;
+    const cur = (await maint.queues.getPartition('idle-c', 'Default'))!;
     expect(cur.id).toBe(r!.partitionId);
-    expect((await maint.log.read(cur.id, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"acked"']);
+    expect((await maint.segments.read(cur.id, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"acked"']);
   });
 
   it('a partition written before queue deletion existed (no queueId) is not adopted by a queue created later under the name, nor is the new data removed', async () => {
     const clock = new TestClock();
     const svc = testServices(storage, { clock });
-    const [r0] = await svc.log.push([{ queue: 'legacy', payload: json('old') }]);
+    const [r0] = await svc.pushes.push([{ queue: 'legacy', payload: json('old') }]);
     const pid = r0!.partitionId;
     for (const k of [keys.partition('legacy', 'Default'), keys.partitionById(pid)]) {
       const it = (await storage.items.get('meta', k))!;
@@ -310,13 +312,13 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     await expect(crash.deletion.deleteQueue('legacy')).rejects.toThrow('simulated crash');
     clock.advance(10 * 60_000);
     const fresh = testServices(storage, { clock });
-    const [r1] = await fresh.log.push([{ queue: 'legacy', payload: json('new') }]);
+    const [r1] = await fresh.pushes.push([{ queue: 'legacy', payload: json('new') }]);
     expect(r1).toMatchObject({ status: 'queued', offset: 0 });
     expect(r1!.partitionId).not.toBe(pid);
     await maintainUntilClean(fresh);
-    const cur = (await fresh.log.getPartition('legacy', 'Default'))!;
+    const cur = (await fresh.queues.getPartition('legacy', 'Default'))!;
     expect(cur.id).toBe(r1!.partitionId);
-    expect((await fresh.log.read(cur.id, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"new"']);
+    expect((await fresh.segments.read(cur.id, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"new"']);
     expect((await storage.items.query('log', pid)).items).toEqual([]);
   });
 
@@ -327,7 +329,7 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     const Q = 'ret-claims-warm';
     await configure(maint, Q, { retentionEnabled: true, retentionSeconds: 10 });
     for (let i = 0; i < 4; i++) {
-      await api.log.push([{ queue: Q, payload: json(i) }]);
+      await api.pushes.push([{ queue: Q, payload: json(i) }]);
       clock.advance(1);
     }
     const first = await api.claims.poll(Q, 'Default', 'w', { max: 2, principal: 'p', visibilityMs: 1000 });
@@ -344,14 +346,14 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     const a = testServices(storage, { clock });
     const b = testServices(storage, { clock });
     await configure(a, 'hint-x', { retentionEnabled: true, retentionSeconds: 10 });
-    await a.log.push([{ queue: 'hint-x', payload: json(0) }]); // a's hint: next base 1
-    await b.log.push([{ queue: 'hint-x', payload: json(1) }]);
-    await b.log.push([{ queue: 'hint-x', payload: json(2) }]);
+    await a.pushes.push([{ queue: 'hint-x', payload: json(0) }]); // a's hint: next base 1
+    await b.pushes.push([{ queue: 'hint-x', payload: json(1) }]);
+    await b.pushes.push([{ queue: 'hint-x', payload: json(2) }]);
     clock.advance(11_000);
     expect(await a.retention.run()).toMatchObject({ segmentsDeleted: 2 }); // 0 and 1; the newest stays
-    const [r] = await a.log.push([{ queue: 'hint-x', payload: json(3) }]);
+    const [r] = await a.pushes.push([{ queue: 'hint-x', payload: json(3) }]);
     expect(r).toMatchObject({ status: 'queued', offset: 3 });
-    expect((await b.log.read(r!.partitionId, 0, { maxCount: 10 })).map((m) => m.offset)).toEqual([2, 3]);
+    expect((await b.segments.read(r!.partitionId, 0, { maxCount: 10 })).map((m) => m.offset)).toEqual([2, 3]);
   });
 
   it('completedRetentionSeconds keeps what a record-claim group has not finished; redriving a dead letter retention removed is not_found', async () => {
@@ -359,15 +361,15 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     const Q = 'ret-claims';
     await configure(svc, Q, { retentionEnabled: true, completedRetentionSeconds: 1 });
     for (let i = 0; i < 4; i++) {
-      await svc.log.push([{ queue: Q, payload: json(i) }]);
+      await svc.pushes.push([{ queue: Q, payload: json(i) }]);
       svc.testClock.advance(1);
     }
-    const pid = (await svc.log.getPartition(Q, 'Default'))!.id;
+    const pid = (await svc.queues.getPartition(Q, 'Default'))!.id;
     const segment = async (base: number): Promise<boolean> =>
       (await storage.items.get('log', keys.segment(pid, base))) !== undefined;
     // The lease group has finished everything; the claim group offsets 0 (acked) and 1 (dead letter).
-    const all = await svc.leases.pop(req(Q, { group: 'l', batch: 10 }));
-    await svc.leases.ack(
+    const all = await svc.leasePops.pop(req(Q, { group: 'l', batch: 10 }));
+    await svc.leaseAcks.ack(
       all!.messages.map((m, index) => ({
         index,
         partitionId: m.partitionId,
@@ -380,11 +382,11 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     await svc.claims.ack(Q, 'Default', 'w', [0]);
     await svc.claims.deadLetter(Q, 'Default', 'w', { offset: 1, attempts: 1 });
     // Another partition the claim group (registered on the queue) has not polled yet.
-    await svc.log.push([{ queue: Q, partition: 'other', payload: json('o1') }]);
+    await svc.pushes.push([{ queue: Q, partition: 'other', payload: json('o1') }]);
     svc.testClock.advance(1);
-    await svc.log.push([{ queue: Q, partition: 'other', payload: json('o2') }]);
-    const other = await svc.leases.pop(req(Q, { group: 'l', partition: 'other', batch: 10 }));
-    await svc.leases.ack(
+    await svc.pushes.push([{ queue: Q, partition: 'other', payload: json('o2') }]);
+    const other = await svc.leasePops.pop(req(Q, { group: 'l', partition: 'other', batch: 10 }));
+    await svc.leaseAcks.ack(
       other!.messages.map((m, index) => ({
         index,
         partitionId: m.partitionId,

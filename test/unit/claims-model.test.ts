@@ -109,7 +109,7 @@ function run(seed0: number, cfg: Config, steps: number): void {
           voided.delete(o);
         }
         for (const o of [...deliveries.keys()].filter((x) => !finished.has(x))) {
-          if ((deliveries.get(o) ?? 0) > 0 && !w.view.items.some((it) => it.recs.some((r) => r.offset === o))) {
+          if ((deliveries.get(o) ?? 0) > 0 && !w.view.items.some((it) => it.records.some((r) => r.offset === o))) {
             check(w.deadList().includes(o), `${o} vanished without a dead letter`);
             finished.add(o);
             voided.delete(o);

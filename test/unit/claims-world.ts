@@ -3,7 +3,7 @@
  * decision's changes, checking the state-version guard) and the log's part (a retained range
  * [head, tail)), with an explicit `now`. No I/O, no timers.
  */
-import * as core from '../../lambdas/core/claims.js';
+import * as core from '../../lambdas/core/claims/index.js';
 import type {
   Changes,
   ClaimLimits,
@@ -13,7 +13,7 @@ import type {
   Member,
   PollRequest,
   Start,
-} from '../../lambdas/core/claims.js';
+} from '../../lambdas/core/claims/index.js';
 
 export const LIMITS: ClaimLimits = {
   visibilityTimeoutMs: 30_000,
@@ -29,6 +29,26 @@ export interface PollOpts {
   consumer?: string;
   session?: string;
   reclaim?: boolean;
+}
+
+/**
+ * Applies a write to a view, as storage would: the harness's stand-in for writing the
+ * changes and reading the group back (the service reads back from storage).
+ */
+export function applyChanges(view: GroupView, changes: Changes): GroupView {
+  const key = (i: { kind: string; first: number }): string => `${i.kind}${i.first}`;
+  const gone = new Set([...changes.deletes, ...changes.garbageDeletes].map(key));
+  const put = new Map(changes.puts.map((p) => [key(p), p]));
+  const items = view.items.filter((it) => !gone.has(key(it)) && !put.has(key(it)));
+  for (const p of changes.puts) items.push({ ...p, ver: (p.ver ?? 0) + 1 });
+  items.sort((a, b) => a.first - b.first || a.kind.localeCompare(b.kind));
+  const garbage = view.garbage.filter((g) => !gone.has(key(g)) && !put.has(key(g)));
+  // Batches of another epoch are garbage after a seek.
+  const live = items.filter(
+    (it) => it.inc === changes.state.inc && (it.kind === 'R' || it.epoch === changes.state.epoch),
+  );
+  for (const it of items) if (!live.includes(it)) garbage.push({ kind: it.kind, first: it.first, ver: it.ver ?? 1 });
+  return { state: changes.state, stateVer: (view.stateVer ?? 0) + 1, items: live, garbage };
 }
 
 export class World {
@@ -59,7 +79,7 @@ export class World {
     if (basedOn !== this.view.stateVer)
       throw new Error(`guard failed: decided on state version ${basedOn}, now ${this.view.stateVer}`);
     if (changes.state.inc !== this.view.state?.inc) this.dead.clear();
-    this.view = core.applyChanges(this.view, changes);
+    this.view = applyChanges(this.view, changes);
     for (const d of changes.deadPuts) this.dead.set(d.offset, d);
     for (const o of changes.deadDeletes) this.dead.delete(o);
     if (changes.member && memberKey)

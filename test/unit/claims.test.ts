@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/config.js';
-import * as core from '../../lambdas/core/claims.js';
+import * as core from '../../lambdas/core/claims/index.js';
 import { SluiceError } from '../../lambdas/core/errors.js';
 import { resolveQueueOptions } from '../../lambdas/core/queue-options.js';
 import { World } from './claims-world.js';

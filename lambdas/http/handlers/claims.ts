@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { MAX_ACK_OFFSETS } from '../../core/claims.js';
-import type { ClaimedRecord } from '../../service/claim-service.js';
+import { MAX_ACK_OFFSETS } from '../../core/claims/index.js';
+import type { ClaimedRecord } from '../../service/claims/claim-service.js';
 import { rawPayload } from '../../codec/json-writer.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { iso, nameSchema } from './schemas.js';

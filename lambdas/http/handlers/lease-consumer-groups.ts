@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { invalid } from '../../core/errors.js';
-import type { GroupView } from '../../service/consumer-groups.js';
+import type { GroupView } from '../../service/leases/lease-groups.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { boundedQueryInteger, iso, nameSchema } from './schemas.js';
 
@@ -34,7 +34,7 @@ export const listGroups = defineRoute({
   summary: 'Every lease consumer group with its per-queue lag (messages and age of the oldest unfinished one).',
   access: { action: 'consume' },
   async run({ services, allowed }) {
-    const views = await services.consumerGroups.list();
+    const views = await services.leaseGroups.list();
     const out = views.map((v) => viewJson(v, (q) => allowed(q))).filter((v) => (v.queues as unknown[]).length > 0);
     return { statusCode: 200, body: { consumerGroups: out } };
   },
@@ -48,7 +48,7 @@ export const laggingGroups = defineRoute({
   query: z.object({ minLagSeconds: boundedQueryInteger(0, 10 * 365 * 86_400, 3600) }),
   access: { action: 'consume' },
   async run({ query, services, allowed }) {
-    const views = await services.consumerGroups.lagging(query.minLagSeconds);
+    const views = await services.leaseGroups.lagging(query.minLagSeconds);
     const out = views
       .map((v) => ({ ...v, queues: v.queues.filter((q) => q.lagMessages > 0 && q.lagSeconds >= query.minLagSeconds) }))
       .map((v) => viewJson(v, (q) => allowed(q)))
@@ -65,7 +65,7 @@ export const describeGroup = defineRoute({
   params: z.object({ group: nameSchema('consumer group') }),
   access: { action: 'consume' },
   async run({ params, services, allowed }) {
-    const view = await services.consumerGroups.describe(params.group, true);
+    const view = await services.leaseGroups.describe(params.group, true);
     return { statusCode: 200, body: viewJson(view, (q) => allowed(q)) };
   },
 });
@@ -88,7 +88,7 @@ export const deleteGroup = defineRoute({
   access: { action: 'manage' },
   async run({ params, query, services, authorize }) {
     for (const q of await services.groups.queuesOf(params.group)) authorize(q);
-    const r = await services.consumerGroups.delete(params.group, { deleteMetadata: query.deleteMetadata });
+    const r = await services.leaseGroups.delete(params.group, { deleteMetadata: query.deleteMetadata });
     return {
       statusCode: 200,
       body: {
@@ -110,7 +110,7 @@ export const deleteGroupOnQueue = defineRoute({
   query: DeleteQuery,
   access: { action: 'manage', queues: ({ params }) => [params.queue] },
   async run({ params, query, services }) {
-    const r = await services.consumerGroups.delete(params.group, {
+    const r = await services.leaseGroups.delete(params.group, {
       queue: params.queue,
       deleteMetadata: query.deleteMetadata,
     });
@@ -149,7 +149,7 @@ export const setSubscription = defineRoute({
     const timestamp = body?.subscriptionTimestamp;
     if (timestamp === undefined) throw invalid('subscriptionTimestamp is required');
     for (const q of await services.groups.queuesOf(params.group)) authorize(q);
-    const rowsUpdated = await services.consumerGroups.updateSubscription(params.group, timestamp);
+    const rowsUpdated = await services.leaseGroups.updateSubscription(params.group, timestamp);
     return {
       statusCode: 200,
       body: { success: true, consumerGroup: params.group, newTimestamp: iso(timestamp), rowsUpdated },
@@ -170,7 +170,7 @@ export const seekGroup = defineRoute({
     const toEnd = body?.toEnd === true;
     const timestamp = body?.timestamp;
     if (!toEnd && timestamp === undefined) throw invalid('give either {"timestamp": "<ISO-8601>"} or {"toEnd": true}');
-    const partitionsUpdated = await services.consumerGroups.seek(
+    const partitionsUpdated = await services.leaseGroups.seek(
       params.group,
       params.queue,
       toEnd ? { toEnd: true } : { timestamp: timestamp as number },

@@ -5,8 +5,8 @@
  */
 import { z } from 'zod';
 import { rawPayload } from '../../codec/json-writer.js';
-import type { DlqEntry } from '../../service/dlq-service.js';
-import { MAX_REDRIVE } from '../../service/dlq-service.js';
+import type { DlqEntry } from '../../service/leases/dlq-service.js';
+import { MAX_REDRIVE } from '../../service/leases/dlq-service.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { MessageParams, boundedQueryInteger, iso, nameSchema } from './schemas.js';
 

@@ -8,7 +8,8 @@ import { jsonNumber, jsonString, jsonStringOrNull, rawPayload } from '../../code
 import { SluiceError, invalid } from '../../core/errors.js';
 import { decodeLeaseId, parseAckStatus } from '../../core/leases.js';
 import { QUEUE_MODE_GROUP, nameProblem } from '../../core/names.js';
-import type { AckRequestItem, AckResult, PopResult } from '../../service/lease-service.js';
+import type { AckRequestItem, AckResult } from '../../service/leases/ack.js';
+import type { PopResult } from '../../service/leases/pop.js';
 import type { Services } from '../../service/runtime.js';
 import type { TxOp } from '../../service/transaction-service.js';
 import type { Action } from '../route.js';
@@ -114,7 +115,7 @@ export function popResultJson(pop: PopResult): Record<string, unknown> {
  *
  * @example
  * ```ts
- * popResultText(await services.leases.pop(request)); // '{"success":true,"queue":"orders",...}'
+ * popResultText(await services.leasePops.pop(request)); // '{"success":true,"queue":"orders",...}'
  * ```
  */
 export function popResultText(pop: PopResult): string {
@@ -151,7 +152,7 @@ async function runPop(
   partition: string | undefined,
   q: z.infer<typeof PopQuery>,
 ) {
-  const r = await services.leases.pop(
+  const r = await services.leasePops.pop(
     {
       queue,
       partition,
@@ -223,7 +224,7 @@ async function authorizePartitions(
   authorize: (queue: string, action?: Action) => void,
 ): Promise<void> {
   for (const partitionId of new Set(partitionIds)) {
-    const partition = await services.log.partitionById(partitionId);
+    const partition = await services.queues.partitionById(partitionId);
     if (partition) authorize(partition.queue, 'consume');
   }
 }
@@ -259,7 +260,7 @@ async function runAcks(
     error: a.error,
     leaseId: a.leaseId,
   }));
-  const results = await services.leases.ack(items, group);
+  const results = await services.leaseAcks.ack(items, group);
   return { statusCode: 200, body: results.map(ackJson) };
 }
 
@@ -303,7 +304,7 @@ export const extendLease = defineRoute({
   async run({ params, body, services, authorize }) {
     const lease = decodeLeaseId(params.leaseId, QUEUE_MODE_GROUP);
     if (lease) await authorizePartitions(services, lease.partitionIds, authorize);
-    const r = await services.leases.extend(params.leaseId, body?.seconds ?? 60);
+    const r = await services.leaseAcks.extend(params.leaseId, body?.seconds ?? 60);
     const at = iso(r.expiresAt);
     return {
       statusCode: 200,

@@ -6,7 +6,8 @@ import { z } from 'zod';
 import { jsonNumber, jsonString, jsonStringOrNull, rawPayload } from '../../codec/json-writer.js';
 import { SluiceError, notFound } from '../../core/errors.js';
 import { DEFAULT_PARTITION, isWellFormedText, nameProblem } from '../../core/names.js';
-import type { PushItem, PushResult, StoredMessage } from '../../service/log-service.js';
+import type { PushItem, PushResult } from '../../service/log/push.js';
+import type { StoredMessage } from '../../service/log/segments.js';
 import type { Services } from '../../service/runtime.js';
 import { payloadSpans } from '../payload-spans.js';
 import { defineRoute, type RouteDef } from '../route.js';
@@ -38,7 +39,7 @@ type PushItemInput = z.infer<typeof PushItemSchema>;
  * @example
  * ```ts
  * const items = preparePushItems(body.items, services, 'items', rawBody());
- * await services.log.push(items);
+ * await services.pushes.push(items);
  * ```
  */
 export function preparePushItems(items: PushItemInput[], services: Services, path = 'items', raw?: Buffer): PushItem[] {
@@ -117,7 +118,7 @@ export function pushResultJson(result: PushResult): Record<string, unknown> {
  *
  * @example
  * ```ts
- * pushResultsText(await services.log.push(items)); // '[{"index":0,"status":"queued",...}]'
+ * pushResultsText(await services.pushes.push(items)); // '[{"index":0,"status":"queued",...}]'
  * ```
  */
 export function pushResultsText(results: readonly PushResult[]): string {
@@ -152,7 +153,7 @@ export const push = defineRoute({
   async run({ body, rawBody, services }) {
     const items = preparePushItems(body.items, services, 'items', rawBody());
     // MessagesPushed / DuplicatesRejected are counted by the log service (for every push path).
-    const results = items.length === 0 ? [] : await services.log.push(items);
+    const results = items.length === 0 ? [] : await services.pushes.push(items);
     return { statusCode: 201, body: pushResultsText(results) };
   },
 });
@@ -181,10 +182,10 @@ export const getMessage = defineRoute({
   // The queue is only known after resolving the partition id: checked in the handler.
   access: { action: 'consume' },
   async run({ params, services, authorize }) {
-    const partition = await services.log.partitionById(params.partitionId);
+    const partition = await services.queues.partitionById(params.partitionId);
     if (!partition) throw notFound(`no partition with id ${params.partitionId}`);
     authorize(partition.queue);
-    const message = await services.log.findByTransactionId(partition.id, params.transactionId);
+    const message = await services.messageLookup.findByTransactionId(partition.id, params.transactionId);
     if (!message)
       throw notFound(
         `no message with transactionId ${params.transactionId} in partition ${partition.queue}/${partition.name} (lookups by transactionId cover the queue's dedup window and its newest segments)`,
@@ -198,7 +199,7 @@ export const getMessage = defineRoute({
         partitionId: partition.id,
         queue: partition.queue,
         partition: partition.name,
-        ...(await services.consumerGroups.messageProgress(partition, message.offset)),
+        ...(await services.leaseGroups.messageProgress(partition, message.offset)),
       }),
     };
   },
@@ -219,9 +220,9 @@ export const readMessages = defineRoute({
   query: ReadQuery,
   access: { action: 'consume', queues: ({ params }) => [params.queue] },
   async run({ params, query, services }) {
-    const partition = await services.log.getPartition(params.queue, params.partition);
+    const partition = await services.queues.getPartition(params.queue, params.partition);
     if (!partition) throw notFound(`queue ${params.queue} has no partition ${params.partition}`);
-    const messages = await services.log.read(partition.id, query.from, {
+    const messages = await services.segments.read(partition.id, query.from, {
       maxCount: query.limit,
       maxBytes: 4 * 1024 * 1024,
     });

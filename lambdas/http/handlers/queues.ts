@@ -40,7 +40,7 @@ export const configure = defineRoute({
     const options = resolveQueueOptions(body.options ?? undefined, services.config.claimDefaults);
     const problem = queueOptionsProblem(options);
     if (problem) throw new SluiceError('invalid_request', problem);
-    const { queue, defaultPartition } = await services.log.configure({
+    const { queue, defaultPartition } = await services.queues.configure({
       queue: body.queue,
       namespace: body.namespace,
       task: body.task,

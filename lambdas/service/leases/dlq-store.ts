@@ -1,36 +1,22 @@
-import type { ItemKey } from '../storage/port.js';
-import { padOffset } from './keys.js';
-
 /**
- * Keys of the partition-lease design (tables `leases` and `dlq`). Partition ids are UUIDs and
- * queue and group names cannot contain `#`, so the prefixes below never collide.
+ * Where the partition-lease dead-letter queue lives and how its rows are encoded (table
+ * `dlq`; layout table in docs/LEASES.md, "Storage layout"). One filing writes three items in
+ * the same transaction as the cursor advance: the entry (everything, payload in `bin` or a
+ * blob) and two list pointers, so listing by queue or by (queue, group), newest first, and
+ * the lookup by (partitionId, transactionId) are each one query.
+ *
+ * @example
+ * ```ts
+ * const rows = await storage.items.query('dlq', entryPk(partitionId, transactionId));
+ * const entry = decodeEntry(rows.items[0]!);
+ * ```
  */
-export const leaseKeys = {
-  /** leases: a (partition, group) cursor and lease row. A partition's rows share the pk. */
-  cursor: (partitionId: string, group: string): ItemKey => ({ pk: partitionId, sk: group }),
-  /**
-   * leases: the READY index — partitions of a queue that may have work for a lease group;
-   * `ver` is the partition's last offset when it was marked.
-   */
-  ready: (queue: string, group: string, partitionId: string): ItemKey => ({
-    pk: readyPk(queue, group),
-    sk: partitionId,
-  }),
-  /** leases: progress of marking a newly registered group's existing partitions READY. */
-  scan: (queue: string, group: string): ItemKey => ({ pk: `SCAN#${queue}#${group}`, sk: 'state' }),
-};
-
-export const readyPk = (queue: string, group: string): string => `READY#${queue}#${group}`;
+import type { Item, ItemKey, Json } from '../../storage/port.js';
+import { padOffset } from '../log/log-store.js';
 
 /** Epoch ms as a 13-digit sort key part (ordered until the year 2286). */
 const padTime = (ms: number): string => Math.max(0, Math.floor(ms)).toString().padStart(13, '0');
 
-/**
- * DLQ rows. One filing writes three items in the same transaction as the cursor advance:
- * the entry (everything, payload in `bin` or a blob) and two list pointers, so listing by
- * queue or by (queue, group), newest first, and the lookup by (partitionId, transactionId)
- * are each one query.
- */
 export const dlqKeys = {
   /** The entry: one per (partition, transactionId, group). */
   entry: (partitionId: string, transactionId: string, group: string): ItemKey => ({
@@ -78,3 +64,44 @@ export function parseDlqBlobKey(key: string): { partitionId: string; blobId: str
   const m = /^dlq\/([^/]+)\/([^/]+)\.bin$/.exec(key);
   return m?.[1] && m[2] ? { partitionId: m[1], blobId: m[2] } : undefined;
 }
+
+/** A dead-letter entry's attributes: everything about the filing but the payload bytes. */
+export interface EntryAttrs {
+  id: string;
+  transactionId: string;
+  partitionId: string;
+  queue: string;
+  partition: string;
+  consumerGroup: string;
+  errorMessage: string;
+  retryCount: number;
+  failedAt: number;
+  offset: number;
+  traceId: string | null;
+  sealed: boolean;
+  blob?: string;
+  /** Sort key of both list pointers. */
+  listSk: string;
+  /** The queue incarnation it was filed in (absent on rows filed before queue deletion existed). */
+  queueId?: string;
+}
+
+export const decodeEntry = (item: Item): EntryAttrs => item.attrs as unknown as EntryAttrs;
+
+export const entryAttrs = (a: EntryAttrs): Record<string, Json> => a as unknown as Record<string, Json>;
+
+/** A list pointer's attributes: the entry it points at, when it failed, and the queue incarnation. */
+export interface PointerAttrs {
+  entryPk: string;
+  entrySk: string;
+  failedAt: number;
+  queueId?: string;
+}
+
+export const decodePointer = (item: Item): PointerAttrs => item.attrs as unknown as PointerAttrs;
+
+/** The entry a list pointer (or a blob marker) names. */
+export const pointedEntry = (item: Item): ItemKey => ({
+  pk: item.attrs.entryPk as string,
+  sk: item.attrs.entrySk as string,
+});

@@ -1,6 +1,6 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { MetricName, Telemetry } from './telemetry.js';
+import type { MetricName, Telemetry } from '../telemetry.js';
 
 /**
  * The Lambda telemetry: structured JSON logs (Powertools Logger) and CloudWatch metrics as EMF

@@ -1,6 +1,21 @@
-import { SluiceError } from '../core/errors.js';
-import { keys } from './keys.js';
-import type { Services } from './runtime.js';
+import { SluiceError } from '../../core/errors.js';
+import type { ClaimService } from '../claims/claim-service.js';
+import type { GroupRegistry } from '../groups/group-registry.js';
+import type { LeaseGroupAdmin } from '../leases/lease-groups.js';
+import type { QueueDirectory } from '../log/queue-directory.js';
+import type { SegmentReader } from '../log/segments.js';
+import type { Telemetry } from '../telemetry.js';
+
+/** What the lag report reads and where it publishes (the services bag has all of it). */
+export interface LagDeps {
+  queues: QueueDirectory;
+  segments: SegmentReader;
+  groups: GroupRegistry;
+  leaseGroups: LeaseGroupAdmin;
+  claims: ClaimService;
+  telemetry: Telemetry;
+  clock: () => number;
+}
 
 export interface LagReport {
   groups: number;
@@ -21,8 +36,8 @@ export interface LagReport {
  * const lag = await reportLag(svc); // then svc.telemetry.flush()
  * ```
  */
-export async function reportLag(svc: Services): Promise<LagReport> {
-  const views = await svc.consumerGroups.list();
+export async function reportLag(svc: LagDeps): Promise<LagReport> {
+  const views = await svc.leaseGroups.list();
   const report: LagReport = { groups: views.length, maxLagMessages: 0, maxOldestUnconsumedAgeSeconds: 0 };
   const publish = (group: string, queue: string, lagMessages: number, lagSeconds: number): void => {
     const dims = { group, queue };
@@ -37,12 +52,11 @@ export async function reportLag(svc: Services): Promise<LagReport> {
   const now = svc.clock();
   let after: string | undefined;
   do {
-    const page = await svc.storage.items.query('meta', keys.queueIndex('').pk, { after, limit: 100 });
-    for (const it of page.items) {
-      const queue = it.sk;
+    const page = await svc.queues.queueNames(after, 100);
+    for (const queue of page.names) {
       const claimGroups = (await svc.groups.list(queue)).groups.filter((g) => g.kind === 'claim');
       if (claimGroups.length === 0) continue;
-      const parts = await svc.log.listPartitions(queue);
+      const parts = await svc.queues.listPartitions(queue);
       for (const g of claimGroups) {
         report.groups++;
         let lag = 0;
@@ -51,13 +65,14 @@ export async function reportLag(svc: Services): Promise<LagReport> {
           // A partition the group has not polled yet: its first poll starts at the oldest record.
           const d = await svc.claims.describe(queue, p.name, g.group).catch(async (e: unknown) => {
             if (!(e instanceof SluiceError) || e.code !== 'not_found') throw e;
-            const [head, tail] = await Promise.all([svc.log.readHead(p.id), svc.log.readTail(p.id)]);
+            const [head, tail] = await Promise.all([svc.segments.readHead(p.id), svc.segments.readTail(p.id)]);
             return { committed: head, lag: tail.next - head };
           });
           if (d.lag <= 0) continue;
           lag += d.lag;
           // The segment holding the position (or the oldest one, when retention removed it).
-          const seg = (await svc.log.segmentAt(p.id, d.committed)) ?? (await svc.log.segmentPage(p.id, 0, 1)).segs[0];
+          const seg =
+            (await svc.segments.segmentAt(p.id, d.committed)) ?? (await svc.segments.segmentPage(p.id, 0, 1)).segs[0];
           if (seg) oldestAt = Math.min(oldestAt ?? seg.at, seg.at);
         }
         publish(g.group, queue, lag, oldestAt === undefined ? 0 : Math.max(0, Math.floor((now - oldestAt) / 1000)));

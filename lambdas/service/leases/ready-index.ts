@@ -19,12 +19,15 @@
  *   {@link SCAN_PAGE} partitions per wildcard pop marks those holding messages
  *   (put-if-absent), with progress in the group's scan-state item, until done.
  */
-import { isLive, type CursorState } from '../core/leases.js';
-import { ConditionFailedError, MAX_GET_MANY, type Item, type Storage, type WriteOp } from '../storage/port.js';
-import { groupKeys, type GroupRecord, type GroupRegistry } from './groups.js';
-import { leaseKeys, readyPk } from './lease-keys.js';
-import { belongsTo, partitionRefOf, type CommitHook, type LogService } from './log-service.js';
-import { PARTITION_PREFIX, keys } from './keys.js';
+import { isLive } from '../../core/leases.js';
+import { ConditionFailedError, MAX_GET_MANY, type Item, type Storage, type WriteOp } from '../../storage/port.js';
+import type { GroupRegistry } from '../groups/group-registry.js';
+import { versionCheck, type GroupRecord } from '../groups/group-store.js';
+import { decodeCursor, decodeScanState, leaseKeys, readyItem, readyPk, scanStateItem } from './lease-store.js';
+import { PARTITION_PREFIX, logKeys, partitionRefOf } from '../log/log-store.js';
+import { belongsTo, type QueueDirectory } from '../log/queue-directory.js';
+import type { CommitHook } from '../log/segment-commit.js';
+import type { SegmentReader } from '../log/segments.js';
 
 /** READY items read per query. */
 export const PAGE = 20;
@@ -48,9 +51,29 @@ export interface ReadyCandidate {
   row: Item | undefined;
 }
 
+export interface ReadyIndexDeps {
+  storage: Storage;
+  queues: QueueDirectory;
+  /** Tail reads: which partitions hold messages when a new group's scan marks them. */
+  segments: SegmentReader;
+  groups: GroupRegistry;
+  clock: () => number;
+  /** How long a group's finished scan is trusted before it is confirmed again (`queueCacheMs`). */
+  recheckMs: number;
+}
+
+/**
+ * The READY index (see the module doc): marked by pushes, read and cleaned by wildcard pops.
+ *
+ * @example
+ * ```ts
+ * pushes.addCommitHook(ready.hook);
+ * const free = await ready.candidates('orders', 'billing', now);
+ * ```
+ */
 export class ReadyIndex {
   /** Per (queue, group): the partition this process served last, and whether the whole set fit in one page. */
-  private readonly rr = new Map<string, { last?: string | undefined; whole: boolean }>();
+  private readonly rotation = new Map<string, { last?: string | undefined; whole: boolean }>();
   /**
    * Groups whose existing partitions are known to be marked (keyed with the registration
    * time), and when that was last confirmed. Re-confirmed (one read of the scan state) after
@@ -62,13 +85,7 @@ export class ReadyIndex {
   /** Per (queue, group): the READY items read last (partition id and ver) and when (monotonic ms). */
   private readonly pageCache = new Map<string, { at: number; items: { sk: string; ver: number }[] }>();
 
-  constructor(
-    private readonly storage: Storage,
-    private readonly log: LogService,
-    private readonly groups: GroupRegistry,
-    private readonly decode: (item: Item) => CursorState,
-    private readonly recheck: { clock: () => number; recheckMs: number } = { clock: Date.now, recheckMs: 1000 },
-  ) {}
+  constructor(private readonly deps: ReadyIndexDeps) {}
 
   /**
    * The commit hook (see the module doc). With lease groups on the queue, the READY puts and
@@ -78,33 +95,25 @@ export class ReadyIndex {
    * existed); then that group's mark is written.
    */
   readonly hook: CommitHook = async ({ queue, partition, end, retry }) => {
-    const { ver, groups } = await this.groups.list(queue.name, { fresh: retry });
+    const { ver, groups } = await this.deps.groups.list(queue.name, { fresh: retry });
     const lease = groups.filter((g) => g.kind === 'lease');
     if (lease.length === 0) {
       return {
         ops: [],
         after: async () => {
-          const now = await this.storage.items.get('meta', groupKeys.version(queue.name));
-          if ((now?.ver ?? 0) === ver) return;
-          const fresh = await this.groups.list(queue.name, { fresh: true });
+          if ((await this.deps.groups.listVersion(queue.name)) === ver) return;
+          const fresh = await this.deps.groups.list(queue.name, { fresh: true });
           for (const g of fresh.groups)
             if (g.kind === 'lease') await this.markAtLeast(queue.name, g.group, partition.id, end);
         },
       };
     }
-    const ops: WriteOp[] = [
-      {
-        op: 'check',
-        table: 'meta',
-        key: groupKeys.version(queue.name),
-        cond: ver > 0 ? { kind: 'version', ver } : { kind: 'absent' },
-      },
-    ];
+    const ops: WriteOp[] = [versionCheck(queue.name, ver)];
     for (const g of lease)
       ops.push({
         op: 'put',
         table: 'leases',
-        item: { ...leaseKeys.ready(queue.name, g.group, partition.id), ver: end, attrs: {} },
+        item: readyItem(queue.name, g.group, partition.id, end),
       });
     return { ops };
   };
@@ -117,12 +126,12 @@ export class ReadyIndex {
   async markAtLeast(queue: string, group: string, partitionId: string, end: number): Promise<void> {
     const key = leaseKeys.ready(queue, group, partitionId);
     for (let attempt = 0; attempt < 10; attempt++) {
-      const cur = await this.storage.items.get('leases', key);
+      const cur = await this.deps.storage.items.get('leases', key);
       if (cur && cur.ver >= end) return;
       try {
-        await this.storage.items.put(
+        await this.deps.storage.items.put(
           'leases',
-          { ...key, ver: end, attrs: {} },
+          readyItem(queue, group, partitionId, end),
           cur ? { kind: 'version', ver: cur.ver } : { kind: 'absent' },
         );
         return;
@@ -147,35 +156,35 @@ export class ReadyIndex {
     const cached = this.pageCache.get(k);
     if (cached && cached.items.some((it) => !skip(it.sk)) && performance.now() - cached.at < READY_CACHE_MS) {
       // Only the next few in rotation order: fewer rows to read and decode per pop.
-      const last = this.rr.get(k)?.last;
+      const last = this.rotation.get(k)?.last;
       const order =
         last === undefined
           ? cached.items
           : [...cached.items.filter((it) => it.sk > last), ...cached.items.filter((it) => it.sk <= last)];
       const next = order.filter((it) => !skip(it.sk)).slice(0, CACHED_PICK);
-      const rows = await this.storage.items.getMany(
+      const rows = await this.deps.storage.items.getMany(
         'leases',
         next.map((it) => leaseKeys.cursor(it.sk, group)),
       );
       const free: ReadyCandidate[] = [];
       next.forEach((it, i) => {
-        const st = rows[i] ? this.decode(rows[i] as Item) : undefined;
+        const st = rows[i] ? decodeCursor(rows[i] as Item) : undefined;
         if (st && (isLive(st.lease, now) || st.committed >= it.ver)) return;
         free.push({ partitionId: it.sk, ver: it.ver, row: rows[i] });
       });
       if (free.length > 0) return this.rotate(k, free);
     }
-    const pos = this.rr.get(k) ?? { whole: false };
+    const pos = this.rotation.get(k) ?? { whole: false };
     const startAfter = pos.whole ? undefined : pos.last;
     for (let pass = 0; pass < 2; pass++) {
       const after = pass === 0 ? startAfter : undefined;
-      const page = await this.storage.items.query('leases', readyPk(queue, group), { after, limit: PAGE });
+      const page = await this.deps.storage.items.query('leases', readyPk(queue, group), { after, limit: PAGE });
       if (page.items.length === 0) {
         if (after !== undefined) continue; // wrap around
-        this.rr.set(k, { whole: true });
+        this.rotation.set(k, { whole: true });
         return [];
       }
-      const rows = await this.storage.items.getMany(
+      const rows = await this.deps.storage.items.getMany(
         'leases',
         page.items.slice(0, MAX_GET_MANY).map((it) => leaseKeys.cursor(it.sk, group)),
       );
@@ -183,7 +192,7 @@ export class ReadyIndex {
       const drained: Item[] = [];
       page.items.forEach((it, i) => {
         const row = rows[i];
-        const st = row ? this.decode(row) : undefined;
+        const st = row ? decodeCursor(row) : undefined;
         if (st && isLive(st.lease, now)) return;
         if (st && st.committed >= it.ver) drained.push(it);
         else free.push({ partitionId: it.sk, ver: it.ver, row });
@@ -192,11 +201,11 @@ export class ReadyIndex {
       this.pageCache.set(k, { at: performance.now(), items: free.map((f) => ({ sk: f.partitionId, ver: f.ver })) });
       const whole = after === undefined && page.next === undefined;
       if (free.length > 0) {
-        this.rr.set(k, { last: pos.last, whole });
+        this.rotation.set(k, { last: pos.last, whole });
         return this.rotate(k, free);
       }
       // Nothing free on this page: continue after it next time (bounded work per call).
-      this.rr.set(k, { last: page.items[page.items.length - 1]?.sk, whole });
+      this.rotation.set(k, { last: page.items[page.items.length - 1]?.sk, whole });
       if (page.next !== undefined || after === undefined) return [];
     }
     return [];
@@ -204,7 +213,7 @@ export class ReadyIndex {
 
   /** Rotation: partitions after the one served last come first, so one busy partition does not starve the others. */
   private rotate(k: string, free: ReadyCandidate[]): ReadyCandidate[] {
-    const last = this.rr.get(k)?.last;
+    const last = this.rotation.get(k)?.last;
     if (last !== undefined)
       free.sort(
         (a, b) =>
@@ -216,12 +225,12 @@ export class ReadyIndex {
   /** Remembers the partition this process just served (for the rotation). */
   served(queue: string, group: string, partitionId: string): void {
     const k = `${queue}\u0000${group}`;
-    const cur = this.rr.get(k);
-    this.rr.set(k, { last: partitionId, whole: cur?.whole ?? false });
+    const cur = this.rotation.get(k);
+    this.rotation.set(k, { last: partitionId, whole: cur?.whole ?? false });
   }
 
   private async removeDrained(queue: string, group: string, items: Item[]): Promise<void> {
-    await this.storage.items.writeEach(
+    await this.deps.storage.items.writeEach(
       items.map((it) => ({
         op: 'delete' as const,
         table: 'leases' as const,
@@ -234,7 +243,7 @@ export class ReadyIndex {
   /** Deletes a READY item whatever its version (its partition is gone), and forgets the page it was read with. */
   async remove(queue: string, group: string, partitionId: string): Promise<void> {
     this.pageCache.delete(`${queue}\u0000${group}`);
-    await this.storage.items.delete('leases', leaseKeys.ready(queue, group, partitionId));
+    await this.deps.storage.items.delete('leases', leaseKeys.ready(queue, group, partitionId));
   }
 
   /**
@@ -245,46 +254,47 @@ export class ReadyIndex {
    */
   async scanStep(reg: GroupRecord): Promise<void> {
     const k = `${reg.queue}\u0000${reg.group}\u0000${reg.createdAt}`;
-    const now = this.recheck.clock();
+    const now = this.deps.clock();
     const seen = this.scanned.get(k);
-    if (seen !== undefined && now - seen < this.recheck.recheckMs) return;
+    if (seen !== undefined && now - seen < this.deps.recheckMs) return;
     const key = leaseKeys.scan(reg.queue, reg.group);
-    const st = await this.storage.items.get('leases', key);
-    const requested = st !== undefined && st.attrs.regAt === reg.createdAt && st.attrs.done === false;
+    const st = await this.deps.storage.items.get('leases', key);
+    const state = st ? decodeScanState(st) : undefined;
+    const requested = state !== undefined && state.regAt === reg.createdAt && state.done === false;
     if (
       (reg.subscription.mode === 'new' && !requested) ||
-      (st && st.attrs.regAt === reg.createdAt && st.attrs.done === true)
+      (state && state.regAt === reg.createdAt && state.done === true)
     ) {
       this.scanned.set(k, now);
       return;
     }
     this.scanned.delete(k);
-    const fresh = !st || st.attrs.regAt !== reg.createdAt;
-    const after = fresh ? undefined : ((st.attrs.after as string | null) ?? undefined);
-    const page = await this.storage.items.query('meta', keys.queue(reg.queue).pk, {
+    const fresh = !state || state.regAt !== reg.createdAt;
+    const after = fresh ? undefined : (state.after ?? undefined);
+    const page = await this.deps.storage.items.query('meta', logKeys.queue(reg.queue).pk, {
       prefix: PARTITION_PREFIX,
       after,
       limit: SCAN_PAGE,
     });
-    const queue = await this.log.getQueue(reg.queue);
+    const queue = await this.deps.queues.getQueue(reg.queue);
     await Promise.all(
       page.items.map(async (it) => {
         const ref = partitionRefOf(it);
         // A partition of a deleted incarnation of the queue, not retired yet: not this queue's.
         if (!queue || !belongsTo(ref, queue)) return;
         const pid = ref.id;
-        const tail = await this.log.readTail(pid);
+        const tail = await this.deps.segments.readTail(pid);
         if (tail.next > 0) await this.markAtLeast(reg.queue, reg.group, pid, tail.next - 1);
       }),
     );
     const done = page.next === undefined;
-    const next: Item = {
-      ...key,
-      ver: (st?.ver ?? 0) + 1,
-      attrs: { regAt: reg.createdAt, after: page.next ?? null, done },
-    };
+    const next = scanStateItem(reg.queue, reg.group, (st?.ver ?? 0) + 1, {
+      regAt: reg.createdAt,
+      after: page.next ?? null,
+      done,
+    });
     try {
-      await this.storage.items.put('leases', next, st ? { kind: 'version', ver: st.ver } : { kind: 'absent' });
+      await this.deps.storage.items.put('leases', next, st ? { kind: 'version', ver: st.ver } : { kind: 'absent' });
       if (done) this.scanned.set(k, now);
     } catch (e) {
       if (!(e instanceof ConditionFailedError)) throw e; // another pop advanced it
@@ -301,17 +311,20 @@ export class ReadyIndex {
   async requestRescan(reg: GroupRecord): Promise<void> {
     // A version no earlier state carried, so a scan step that read the old state cannot
     // overwrite this request with its progress.
-    await this.storage.items.put('leases', {
-      ...leaseKeys.scan(reg.queue, reg.group),
-      ver: Math.max(1, Math.floor(this.recheck.clock())),
-      attrs: { regAt: reg.createdAt, after: null, done: false },
-    });
+    await this.deps.storage.items.put(
+      'leases',
+      scanStateItem(reg.queue, reg.group, Math.max(1, Math.floor(this.deps.clock())), {
+        regAt: reg.createdAt,
+        after: null,
+        done: false,
+      }),
+    );
     this.forget(reg.queue, reg.group);
   }
 
   /** Forgets what this process knows about a group on a queue (after a delete). */
   forget(queue: string, group: string): void {
-    this.rr.delete(`${queue}\u0000${group}`);
+    this.rotation.delete(`${queue}\u0000${group}`);
     this.pageCache.delete(`${queue}\u0000${group}`);
     for (const k of this.scanned.keys()) if (k.startsWith(`${queue}\u0000${group}\u0000`)) this.scanned.delete(k);
   }
@@ -320,15 +333,15 @@ export class ReadyIndex {
   async purge(queue: string, group: string): Promise<number> {
     let n = 0;
     for (let guard = 0; guard < 100_000; guard++) {
-      const page = await this.storage.items.query('leases', readyPk(queue, group), { limit: 100 });
+      const page = await this.deps.storage.items.query('leases', readyPk(queue, group), { limit: 100 });
       if (page.items.length === 0) break;
-      await this.storage.items.writeEach(
+      await this.deps.storage.items.writeEach(
         page.items.map((it) => ({ op: 'delete' as const, table: 'leases' as const, key: { pk: it.pk, sk: it.sk } })),
       );
       n += page.items.length;
       if (!page.next) break;
     }
-    await this.storage.items.delete('leases', leaseKeys.scan(queue, group));
+    await this.deps.storage.items.delete('leases', leaseKeys.scan(queue, group));
     this.forget(queue, group);
     return n;
   }

@@ -11,7 +11,7 @@ import {
   type Json,
   type Storage,
   type TableName,
-} from '../storage/port.js';
+} from '../../storage/port.js';
 
 export interface SweepReport {
   scanned: number;

@@ -1,16 +1,16 @@
 /**
- * The dead-letter queue of the partition-lease design (seed 002).
+ * The dead-letter queue of the partition-lease design (docs/LEASES.md, "Dead-letter queue").
  *
  * A filing is written in the same atomic write as the cursor advance and lease release
- * (the lease service decodes the segment before writing, so the seed's two-step SQL hand-off
- * collapses into one transaction). Each filing is three items in table `dlq` (see
- * `lease-keys.ts`): the entry, holding everything (the payload verbatim — sealed on an
+ * (the ack service decodes the segment before writing, so filing is one transaction rather than
+ * an advance and a filing in two steps). Each filing is three items in table `dlq` (see
+ * `dlq-store.ts`): the entry, holding everything (the payload verbatim — sealed on an
  * encrypted queue — in the item's bytes, or in a blob when large), and two list pointers
  * (by queue, by queue + group) whose sort keys start with the failure time, so listing is
  * newest first. Rows survive retention; only replay, delete and bulk redrive remove them.
  */
-import { SluiceError, notFound } from '../core/errors.js';
-import { uuidv7 } from '../core/ids.js';
+import { SluiceError, notFound } from '../../core/errors.js';
+import { uuidv7 } from '../../core/ids.js';
 import {
   ConditionFailedError,
   MAX_GET_MANY,
@@ -18,35 +18,31 @@ import {
   type Json,
   type Storage,
   type WriteOp,
-} from '../storage/port.js';
-import { markerOrAbort, sweepBlobPage, type SweepReport } from './blob-sweep.js';
-import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, entryPk, listSk, parseDlqBlobKey } from './lease-keys.js';
-import type { LogService, PartitionRef, PushResult, StoredMessage } from './log-service.js';
+} from '../../storage/port.js';
+import { markerOrAbort, sweepBlobPage, type SweepReport } from '../maintenance/blob-sweep.js';
+import {
+  DLQ_BLOB_PREFIX,
+  decodeEntry,
+  decodePointer,
+  dlqBlobKey,
+  dlqKeys,
+  entryAttrs,
+  entryPk,
+  listSk,
+  parseDlqBlobKey,
+  pointedEntry,
+  type EntryAttrs,
+} from './dlq-store.js';
+import { openPayload, type PayloadCipherLike } from '../encryption.js';
+import type { PartitionRef } from '../log/log-store.js';
+import type { PushResult, PushService } from '../log/push.js';
+import type { QueueDirectory } from '../log/queue-directory.js';
+import type { StoredMessage } from '../log/segments.js';
 
 /** Payloads up to this size stay inside the entry item; larger ones go to a blob. */
 const INLINE_PAYLOAD_BYTES = 256 * 1024;
 /** Most rows one bulk redrive moves. */
 export const MAX_REDRIVE = 500;
-
-interface EntryAttrs {
-  id: string;
-  transactionId: string;
-  partitionId: string;
-  queue: string;
-  partition: string;
-  consumerGroup: string;
-  errorMessage: string;
-  retryCount: number;
-  failedAt: number;
-  offset: number;
-  traceId: string | null;
-  sealed: boolean;
-  blob?: string;
-  /** Sort key of both list pointers. */
-  listSk: string;
-  /** The queue incarnation it was filed in (absent on rows filed before queue deletion existed). */
-  queueId?: string;
-}
 
 /** A DLQ row as the API shows it (payload as plaintext JSON text). */
 export type DlqEntry = Omit<EntryAttrs, 'sealed' | 'blob' | 'listSk' | 'queueId'> & { payload: Uint8Array };
@@ -54,11 +50,28 @@ export type DlqEntry = Omit<EntryAttrs, 'sealed' | 'blob' | 'listSk' | 'queueId'
 /** Checks the caller may act on a dead letter of `queue` (throws when not): the route's grant check. */
 export type QueueCheck = (queue: string) => void;
 
+export interface DlqServiceDeps {
+  storage: Storage;
+  /** Rows of a deleted queue incarnation are neither listed nor replayed. */
+  queues: QueueDirectory;
+  /** Replays push the payload again. */
+  pushes: PushService;
+  /** Opens sealed payloads for listings and replays. */
+  cipher?: PayloadCipherLike | undefined;
+}
+
+/**
+ * Files dead letters (ops written with the ack's cursor advance), lists, replays, deletes and
+ * redrives them, and sweeps orphaned payload blobs.
+ *
+ * @example
+ * ```ts
+ * const rows = await dlq.list({ queue: 'orders', limit: 50, offset: 0 });
+ * await dlq.retry(rows[0]!.partitionId, rows[0]!.transactionId); // pushed again, row removed
+ * ```
+ */
 export class DlqService {
-  constructor(
-    private readonly storage: Storage,
-    private readonly log: LogService,
-  ) {}
+  constructor(private readonly deps: DlqServiceDeps) {}
 
   /**
    * The ops that file `msg` (as stored: sealed stays sealed) for `group`, to be written with
@@ -99,7 +112,7 @@ export class DlqService {
       // a committed marker) for the sweep, never an entry pointing at nothing.
       const blobId = uuidv7(now);
       attrs.blob = dlqBlobKey(part.id, blobId);
-      await this.storage.blobs.put(attrs.blob, msg.payload);
+      await this.deps.storage.blobs.put(attrs.blob, msg.payload);
       bin = undefined;
       marker = {
         op: 'put',
@@ -118,12 +131,12 @@ export class DlqService {
     // it failed again): the entry is replaced under a version guard, so a removal that read
     // the earlier filing cannot delete this one, and the earlier filing's list pointers and
     // blob marker go in the same write (its blob is then the sweep's).
-    const earlier = await this.storage.items.get('dlq', e);
+    const earlier = await this.deps.storage.items.get('dlq', e);
     const ops: WriteOp[] = [
       {
         op: 'put',
         table: 'dlq',
-        item: { ...e, ver: (earlier?.ver ?? 0) + 1, attrs: attrs as unknown as Record<string, Json>, bin },
+        item: { ...e, ver: (earlier?.ver ?? 0) + 1, attrs: entryAttrs(attrs), bin },
         cond: earlier ? { kind: 'version', ver: earlier.ver } : { kind: 'absent' },
       },
       { op: 'put', table: 'dlq', item: { ...byQueue, ver: 1, attrs: pointer } },
@@ -131,7 +144,7 @@ export class DlqService {
     ];
     if (marker) ops.push(marker);
     if (earlier) {
-      const old = earlier.attrs as unknown as EntryAttrs;
+      const old = decodeEntry(earlier);
       if (old.listSk !== byQueue.sk) {
         ops.push({ op: 'delete', table: 'dlq', key: dlqKeys.byQueue(old.queue, old.listSk) });
         ops.push({ op: 'delete', table: 'dlq', key: dlqKeys.byGroup(old.queue, old.consumerGroup, old.listSk) });
@@ -149,7 +162,7 @@ export class DlqService {
    * removal that crashed between its rows and its blob). Resumes where the last page ended.
    */
   async sweepOrphanBlobs(now: number, graceMs: number, limit = 1000): Promise<SweepReport> {
-    return sweepBlobPage(this.storage, {
+    return sweepBlobPage(this.deps.storage, {
       prefix: DLQ_BLOB_PREFIX,
       cursor: dlqKeys.blobSweepCursor(),
       now,
@@ -159,18 +172,15 @@ export class DlqService {
         const ref = parseDlqBlobKey(key);
         if (!ref) return false; // written before markers existed: nothing says whether it is live
         const mk = dlqKeys.blobMarker(ref.partitionId, ref.blobId);
-        const marker = await markerOrAbort(this.storage, 'dlq', mk, now);
+        const marker = await markerOrAbort(this.deps.storage, 'dlq', mk, now);
         if (marker?.attrs.state !== 'committed') return marker?.attrs.state === 'aborted';
         // Committed, but is the entry still pointing here? Filing the same message again for
         // the same group overwrites the entry with a new blob; nothing ever points at an older
         // blob id again, so its marker and blob can go.
-        const entry = await this.storage.items.get('dlq', {
-          pk: marker.attrs.entryPk as string,
-          sk: marker.attrs.entrySk as string,
-        });
+        const entry = await this.deps.storage.items.get('dlq', pointedEntry(marker));
         if (entry?.attrs.blob === key) return false;
         try {
-          await this.storage.items.delete('dlq', mk, { kind: 'version', ver: marker.ver });
+          await this.deps.storage.items.delete('dlq', mk, { kind: 'version', ver: marker.ver });
           return true;
         } catch (e) {
           if (e instanceof ConditionFailedError) return false; // changed meanwhile: next pass
@@ -210,7 +220,7 @@ export class DlqService {
     let after: string | undefined = q.after;
     while (pointers.length < q.limit) {
       const want = skip + q.limit - pointers.length;
-      const page = await this.storage.items.query('dlq', pk, {
+      const page = await this.deps.storage.items.query('dlq', pk, {
         reverse: !q.oldestFirst,
         after,
         limit: Math.min(1000, want),
@@ -226,10 +236,7 @@ export class DlqService {
     const out: { entry: DlqEntry; cursor: string }[] = [];
     for (let i = 0; i < pointers.length; i += MAX_GET_MANY) {
       const chunk = pointers.slice(i, i + MAX_GET_MANY);
-      const got = await this.storage.items.getMany(
-        'dlq',
-        chunk.map((p) => ({ pk: p.attrs.entryPk as string, sk: p.attrs.entrySk as string })),
-      );
+      const got = await this.deps.storage.items.getMany('dlq', chunk.map(pointedEntry));
       for (let j = 0; j < got.length; j++) {
         const it = got[j];
         if (it) out.push({ entry: await this.toEntry(it), cursor: (chunk[j] as Item).sk });
@@ -245,17 +252,17 @@ export class DlqService {
    * before queue deletion existed carry no incarnation and always count.
    */
   private async liveIn(queue: string): Promise<(queueId: Json | undefined) => boolean> {
-    const q = await this.log.getQueue(queue);
+    const q = await this.deps.queues.getQueue(queue);
     return (queueId) => queueId === undefined || queueId === q?.queueId;
   }
 
   /** The rows filed for (partitionId, transactionId), every group's or one group's. */
   async lookup(partitionId: string, transactionId: string, group?: string): Promise<Item[]> {
-    const page = await this.storage.items.query('dlq', entryPk(partitionId, transactionId), { limit: 1000 });
+    const page = await this.deps.storage.items.query('dlq', entryPk(partitionId, transactionId), { limit: 1000 });
     const rows = page.items.filter((it) => group === undefined || it.sk === group);
     const first = rows[0];
     if (!first) return rows;
-    const live = await this.liveIn((first.attrs as unknown as EntryAttrs).queue);
+    const live = await this.liveIn(decodeEntry(first).queue);
     return rows.filter((it) => live(it.attrs.queueId));
   }
 
@@ -267,7 +274,7 @@ export class DlqService {
     check?: QueueCheck,
   ): Promise<{ removed: number }> {
     const rows = await this.lookup(partitionId, transactionId, group);
-    if (rows[0]) check?.((rows[0].attrs as unknown as EntryAttrs).queue);
+    if (rows[0]) check?.(decodeEntry(rows[0]).queue);
     if (rows.length === 0)
       throw notFound(`no dead-letter row for transactionId ${transactionId} in partition ${partitionId}`);
     for (const r of rows) await this.removeRow(r);
@@ -288,9 +295,9 @@ export class DlqService {
     const rows = await this.lookup(partitionId, transactionId, group);
     const first = rows[0];
     if (!first) throw notFound(`no dead-letter row for transactionId ${transactionId} in partition ${partitionId}`);
-    check?.((first.attrs as unknown as EntryAttrs).queue);
+    check?.(decodeEntry(first).queue);
     const entry = await this.toEntry(first);
-    const [push] = await this.log.push([
+    const [push] = await this.deps.pushes.push([
       { queue: entry.queue, partition: entry.partition, payload: entry.payload, traceId: entry.traceId },
     ]);
     if (!push || push.status !== 'queued')
@@ -352,7 +359,7 @@ export class DlqService {
     const errors: string[] = [];
     for (const idx of byPartition.values()) {
       try {
-        const got = await this.log.push(
+        const got = await this.deps.pushes.push(
           idx.map((i) => {
             const e = (groups[i] as DlqEntry[])[0] as DlqEntry;
             return { queue: e.queue, partition: e.partition, payload: e.payload, traceId: e.traceId };
@@ -384,7 +391,7 @@ export class DlqService {
   }
 
   private async removeRow(row: Item): Promise<void> {
-    const a = row.attrs as unknown as EntryAttrs;
+    const a = decodeEntry(row);
     const ops: WriteOp[] = [
       { op: 'delete', table: 'dlq', key: { pk: row.pk, sk: row.sk }, cond: { kind: 'version', ver: row.ver } },
       { op: 'delete', table: 'dlq', key: dlqKeys.byQueue(a.queue, a.listSk) },
@@ -395,14 +402,14 @@ export class DlqService {
     const guarded = a.blob ? parseDlqBlobKey(a.blob) : undefined;
     if (guarded) ops.push({ op: 'delete', table: 'dlq', key: dlqKeys.blobMarker(guarded.partitionId, guarded.blobId) });
     try {
-      await this.storage.items.transact(ops);
+      await this.deps.storage.items.transact(ops);
     } catch (e) {
       if (e instanceof ConditionFailedError) return; // removed (or replaced) meanwhile
       throw e;
     }
     if (!a.blob) return;
     try {
-      await this.storage.blobs.delete(a.blob);
+      await this.deps.storage.blobs.delete(a.blob);
     } catch (e) {
       // The row is gone, which is what the caller asked for. A guarded blob is collected by the
       // sweep (its marker went with the rows); a blob from before markers is logged here.
@@ -419,11 +426,11 @@ export class DlqService {
   }
 
   private async toEntry(it: Item): Promise<DlqEntry> {
-    const a = it.attrs as unknown as EntryAttrs;
+    const a = decodeEntry(it);
     let payload = it.bin;
-    if (a.blob) payload = await this.storage.blobs.get(a.blob);
+    if (a.blob) payload = await this.deps.storage.blobs.get(a.blob);
     if (!payload) throw new SluiceError('unavailable', `dead-letter payload of ${a.transactionId} is missing`);
-    const plain = await this.log.openPayload({ payload, sealed: a.sealed });
+    const plain = await openPayload(this.deps.cipher, { payload, sealed: a.sealed });
     return {
       id: a.id,
       transactionId: a.transactionId,
@@ -452,12 +459,9 @@ export class DlqService {
     after: string | undefined,
     limit = 100,
   ): Promise<{ removed: number; next?: string | undefined }> {
-    const page = await this.storage.items.query('dlq', dlqKeys.listPk(q.queue), { after, limit });
+    const page = await this.deps.storage.items.query('dlq', dlqKeys.listPk(q.queue), { after, limit });
     if (page.items.length === 0) return { removed: 0 };
-    const rows = await this.storage.items.getMany(
-      'dlq',
-      page.items.map((p) => ({ pk: p.attrs.entryPk as string, sk: p.attrs.entrySk as string })),
-    );
+    const rows = await this.deps.storage.items.getMany('dlq', page.items.map(pointedEntry));
     const dead = (queueId: Json | undefined, failedAt: number): boolean =>
       queueId === undefined ? failedAt <= q.deletedAt : queueId === q.queueId;
     let removed = 0;
@@ -465,15 +469,15 @@ export class DlqService {
       page.items.map(async (ptr, i) => {
         const row = rows[i];
         if (row) {
-          const a = row.attrs as unknown as EntryAttrs;
+          const a = decodeEntry(row);
           if (!dead(a.queueId, a.failedAt)) return;
           await this.removeRow(row);
           removed++;
-        } else if (dead(ptr.attrs.queueId, ptr.attrs.failedAt as number)) {
+        } else if (dead(ptr.attrs.queueId, decodePointer(ptr).failedAt)) {
           // A pointer whose entry is gone: remove it and its per-group twin.
-          await this.storage.items.writeEach([
+          await this.deps.storage.items.writeEach([
             { op: 'delete', table: 'dlq', key: { pk: ptr.pk, sk: ptr.sk } },
-            { op: 'delete', table: 'dlq', key: dlqKeys.byGroup(q.queue, ptr.attrs.entrySk as string, ptr.sk) },
+            { op: 'delete', table: 'dlq', key: dlqKeys.byGroup(q.queue, decodePointer(ptr).entrySk, ptr.sk) },
           ]);
           removed++;
         }

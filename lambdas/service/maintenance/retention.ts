@@ -1,5 +1,5 @@
 /**
- * Retention (seed 004), run by `runMaintenance`: for every queue with `retentionEnabled`,
+ * Retention (docs/LEASES.md, "Retention"), run by `runMaintenance`: for every queue with `retentionEnabled`,
  * whole segments (their blobs and commit markers too) are deleted oldest first by the rules
  * in `core/retention.ts`, and partitions that hold nothing deliverable and have been idle for
  * 30 days are retired (their data then removed through a tombstone, see `queue-deletion.ts`).
@@ -19,7 +19,7 @@
  *    only if it is still removable and its last offset has not moved, with one transaction
  *    guarded by the version of the name item it read (so still marked).
  * Why no acknowledged message can land in a retired partition: a push either read the name
- * item from storage after the mark — then it cleared the mark (`LogService.ensurePartition`),
+ * item from storage after the mark — then it cleared the mark (`QueueDirectory.ensurePartition`),
  * which changes the item's version and fails the retirement — or it found the partition before
  * the mark: from storage, or from a cache entry that only a read which saw no mark fills (a
  * consumer's lookup of a marked partition does not count) and that is only trusted for
@@ -28,7 +28,7 @@
  * that commits after step 2 would have to have been running for the whole grace period, the
  * same bound the orphan-blob sweeper relies on for a push that is merely slow.
  */
-import { QUEUE_MODE_GROUP } from '../core/names.js';
+import { QUEUE_MODE_GROUP } from '../../core/names.js';
 import {
   consumedFloor,
   deletableSegments,
@@ -37,21 +37,23 @@ import {
   partitionRemovable,
   retentionWindows,
   unreadKeepFrom,
-} from '../core/retention.js';
-import type { SluiceConfig } from '../config.js';
-import { ConditionFailedError, ContentionError, type Json, type WriteOp } from '../storage/port.js';
-import type { ClaimService } from './claim-service.js';
-import type { GroupRecord, GroupRegistry } from './groups.js';
-import { keys } from './keys.js';
-import { decodeCursor } from './lease-service.js';
+} from '../../core/retention.js';
+import type { SluiceConfig } from '../../config.js';
+import { ConditionFailedError, ContentionError, type Json, type Storage, type WriteOp } from '../../storage/port.js';
+import type { ClaimService } from '../claims/claim-service.js';
+import type { GroupRegistry } from '../groups/group-registry.js';
+import type { GroupRecord } from '../groups/group-store.js';
+import { partitionCursors } from '../leases/lease-store.js';
 import {
+  logKeys,
   partitionRefOf,
-  retireOps,
-  type LogService,
+  retiringMarkOf,
   type PartitionRef,
   type QueueRecord,
   type RetiringMark,
-} from './log-service.js';
+} from '../log/log-store.js';
+import { retireOps, type QueueDirectory } from '../log/queue-directory.js';
+import type { SegmentReader } from '../log/segments.js';
 
 export interface RetentionReport {
   queues: number;
@@ -63,27 +65,25 @@ export interface RetentionReport {
 }
 
 export interface RetentionDeps {
-  log: LogService;
+  storage: Storage;
+  queues: QueueDirectory;
+  segments: SegmentReader;
   groups: GroupRegistry;
   claims: ClaimService;
   config: SluiceConfig;
   clock: () => number;
 }
 
+/**
+ * Retention passes (see the module doc), run by `runMaintenance`.
+ *
+ * @example
+ * ```ts
+ * const report = await retention.run(); // segments deleted, idle partitions marked or retired
+ * ```
+ */
 export class RetentionService {
-  private readonly log: LogService;
-  private readonly groups: GroupRegistry;
-  private readonly claims: ClaimService;
-  private readonly config: SluiceConfig;
-  private readonly clock: () => number;
-
-  constructor(deps: RetentionDeps) {
-    this.log = deps.log;
-    this.groups = deps.groups;
-    this.claims = deps.claims;
-    this.config = deps.config;
-    this.clock = deps.clock;
-  }
+  constructor(private readonly deps: RetentionDeps) {}
 
   /** One pass over every queue with retention enabled. */
   async run(): Promise<RetentionReport> {
@@ -96,14 +96,14 @@ export class RetentionService {
     };
     let after: string | undefined;
     do {
-      const page = await this.log.storage.items.query('meta', keys.queueIndex('').pk, { after, limit: 100 });
-      for (const it of page.items) {
-        const q = await this.log.getQueue(it.sk, { fresh: true });
+      const page = await this.deps.queues.queueNames(after, 100);
+      for (const name of page.names) {
+        const q = await this.deps.queues.getQueue(name, { fresh: true });
         if (!q || !q.options.retentionEnabled) continue;
         report.queues++;
         const groups =
-          q.options.completedRetentionSeconds > 0 ? (await this.groups.list(q.name, { fresh: true })).groups : [];
-        for (const part of await this.log.listPartitions(q.name)) {
+          q.options.completedRetentionSeconds > 0 ? (await this.deps.groups.list(q.name, { fresh: true })).groups : [];
+        for (const part of await this.deps.queues.listPartitions(q.name)) {
           report.partitions++;
           const r = await this.partition(q, part, groups);
           report.segmentsDeleted += r.segmentsDeleted;
@@ -122,23 +122,23 @@ export class RetentionService {
     part: PartitionRef,
     groups?: readonly GroupRecord[],
   ): Promise<{ segmentsDeleted: number; removed: boolean; idle?: 'mark' | 'retire' }> {
-    const storage = this.log.storage;
-    const now = this.clock();
+    const storage = this.deps.storage;
+    const now = this.deps.clock();
     const w = retentionWindows(q.options, now);
-    const rows = await storage.items.query('leases', part.id, { limit: 1000 });
+    const cursors = await partitionCursors(storage, part.id);
     const registered =
-      groups ?? (w.completedRetentionMs > 0 ? (await this.groups.list(q.name, { fresh: true })).groups : []);
+      groups ?? (w.completedRetentionMs > 0 ? (await this.deps.groups.list(q.name, { fresh: true })).groups : []);
     // Record-claim groups hold the floor too: what they have not finished stays.
     const claimGroups =
       w.completedRetentionMs > 0 ? registered.filter((g) => g.kind === 'claim').map((g) => g.group) : [];
     const claims =
-      claimGroups.length > 0 ? await this.claims.retentionNeeds(part.id, claimGroups) : { needs: [], unread: 0 };
+      claimGroups.length > 0 ? await this.deps.claims.retentionNeeds(part.id, claimGroups) : { needs: [], unread: 0 };
     const floor = consumedFloor(
-      rows.items.map((r) => decodeCursor(r).committed),
+      cursors.map((c) => c.state.committed),
       claims.needs,
     );
     // Groups registered on the queue without a position here have passed nothing yet.
-    const withRow = new Set(rows.items.map((r) => r.sk));
+    const withRow = new Set(cursors.map((c) => c.group));
     const unread = registered
       .filter((g) => g.kind === 'lease' && !withRow.has(g.group))
       .map((g) => (g.group === QUEUE_MODE_GROUP ? { mode: 'all' as const, from: null } : g.subscription));
@@ -147,21 +147,21 @@ export class RetentionService {
     const keepFrom = unreadKeepFrom(unread);
     let deleted = 0;
     for (let guard = 0; guard < 10_000; guard++) {
-      const page = await this.log.segmentPage(part.id, 0, 100);
+      const page = await this.deps.segments.segmentPage(part.id, 0, 100);
       const n = deletableSegments(page.segs, w, floor, !page.more, keepFrom);
       const gone = page.segs.slice(0, n);
       for (const s of gone) if (s.blob) await storage.blobs.delete(s.blob);
       const ops: WriteOp[] = gone.flatMap((s) => [
-        { op: 'delete' as const, table: 'log' as const, key: keys.segment(part.id, s.base) },
-        { op: 'delete' as const, table: 'log' as const, key: keys.marker(part.id, s.push) },
+        { op: 'delete' as const, table: 'log' as const, key: logKeys.segment(part.id, s.base) },
+        { op: 'delete' as const, table: 'log' as const, key: logKeys.marker(part.id, s.push) },
       ]);
       if (ops.length > 0) await storage.items.writeEach(ops);
       deleted += n;
       if (n < page.segs.length || !page.more) break;
     }
-    if (deleted > 0) this.log.forgetSegments(part.id);
+    if (deleted > 0) this.deps.segments.forgetSegments(part.id);
 
-    const tail = await this.log.segmentAt(part.id, Number.MAX_SAFE_INTEGER);
+    const tail = await this.deps.segments.segmentAt(part.id, Number.MAX_SAFE_INTEGER);
     const live =
       tail !== undefined &&
       !expiredByRetention(tail.at, w) &&
@@ -186,11 +186,11 @@ export class RetentionService {
    * data then goes through the partition's tombstone; DLQ rows stay.
    */
   private async retireIdle(part: PartitionRef, end: number, now: number): Promise<'mark' | 'retire' | undefined> {
-    const storage = this.log.storage;
-    const item = await storage.items.get('meta', keys.partition(part.queue, part.name));
+    const storage = this.deps.storage;
+    const item = await storage.items.get('meta', logKeys.partition(part.queue, part.name));
     if (!item || partitionRefOf(item).id !== part.id) return undefined; // retired or replaced meanwhile
-    const mark = item.attrs.retiring as unknown as RetiringMark | undefined;
-    const step = idleStep({ removable: true, mark, end }, now, this.config.sweepGraceMs);
+    const mark = retiringMarkOf(item);
+    const step = idleStep({ removable: true, mark, end }, now, this.deps.config.sweepGraceMs);
     try {
       if (step === 'mark') {
         const retiring: RetiringMark = { at: now, end };
@@ -216,8 +216,8 @@ export class RetentionService {
       if (e instanceof ConditionFailedError || e instanceof ContentionError) return undefined; // a push got there first
       throw e;
     }
-    this.log.forgetPartition(part);
-    this.log.forgetSegments(part.id);
+    this.deps.queues.forgetPartition(part);
+    this.deps.segments.forgetSegments(part.id);
     return 'retire';
   }
 }

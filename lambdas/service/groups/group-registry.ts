@@ -1,42 +1,15 @@
-import { SluiceError } from '../core/errors.js';
-import { assertName } from '../core/names.js';
-import { ConditionFailedError, type Item, type Json, type Storage } from '../storage/port.js';
-
-/**
- * How a group consumes: `lease` (Queen's partition leases) or `claim` (Felix's record
- * claims). Fixed on first use; using a group the other way is refused with 409.
- */
-export type GroupKind = 'lease' | 'claim';
-
-/** Where a lease group starts on a partition it has never read (seed 004). */
-export interface Subscription {
-  mode: 'all' | 'new' | 'from';
-  /** Epoch ms: for `new`, the registration time; for `from`, the given instant. */
-  from: number | null;
-}
-
-export interface GroupRecord {
-  queue: string;
-  group: string;
-  kind: GroupKind;
-  subscription: Subscription;
-  createdAt: number;
-}
-
-/** Keys of the group registry (table `meta`). */
-export const groupKeys = {
-  /** A group's registration on a queue; the pk lists a queue's groups. */
-  registration: (queue: string, group: string) => ({ pk: `GRP#${queue}`, sk: group }),
-  /** The queues a group is registered on. */
-  byGroup: (group: string, queue: string) => ({ pk: `GROUP#${group}`, sk: queue }),
-  /** Directory of every group name. */
-  directory: (group: string) => ({ pk: 'GROUPS', sk: group }),
-  /**
-   * Bumped whenever a queue gains or loses a group. A commit that writes per-group entries
-   * checks it in the same transaction, so it can never miss a group registered meanwhile.
-   */
-  version: (queue: string) => ({ pk: `GRPVER#${queue}`, sk: 'v' }),
-};
+import { SluiceError } from '../../core/errors.js';
+import { assertName } from '../../core/names.js';
+import { ConditionFailedError, type Storage } from '../../storage/port.js';
+import {
+  decodeRegistration,
+  groupKeys,
+  registrationAttrs,
+  versionBump,
+  type GroupKind,
+  type GroupRecord,
+  type Subscription,
+} from './group-store.js';
 
 /**
  * The registry of consumer groups per queue: a group exists by being named; its kind and
@@ -72,7 +45,7 @@ export class GroupRegistry {
       this.cache.delete(ck);
       return undefined;
     }
-    const rec = item.attrs as unknown as GroupRecord;
+    const rec = decodeRegistration(item);
     this.cache.set(ck, { at: this.clock(), rec });
     return rec;
   }
@@ -87,7 +60,7 @@ export class GroupRegistry {
     if (!rec) {
       const now = this.clock();
       const fresh: GroupRecord = { queue, group, kind, subscription, createdAt: now };
-      const attrs = fresh as unknown as Record<string, Json>;
+      const attrs = registrationAttrs(fresh);
       for (let attempt = 0; attempt < 20 && !rec; attempt++) {
         const ver = await this.storage.items.get('meta', groupKeys.version(queue));
         try {
@@ -151,13 +124,18 @@ export class GroupRegistry {
           after,
           limit: 500,
         });
-        for (const it of page.items) groups.push(it.attrs as unknown as GroupRecord);
+        for (const it of page.items) groups.push(decodeRegistration(it));
         after = page.next;
       } while (after);
     }
     const out = { at: now, ver: verItem?.ver ?? 0, groups };
     this.listCache.set(queue, out);
     return out;
+  }
+
+  /** The queue's group-list version as stored now (0: no group was ever registered), uncached. */
+  async listVersion(queue: string): Promise<number> {
+    return (await this.storage.items.get('meta', groupKeys.version(queue)))?.ver ?? 0;
   }
 
   /** Queues on which `group` is registered. */
@@ -177,7 +155,7 @@ export class GroupRegistry {
     const out: string[] = [];
     let after: string | undefined;
     do {
-      const page = await this.storage.items.query('meta', 'GROUPS', { after, limit: 500 });
+      const page = await this.storage.items.query('meta', groupKeys.directory('').pk, { after, limit: 500 });
       for (const it of page.items) out.push(it.sk);
       after = page.next;
     } while (after);
@@ -224,11 +202,11 @@ export class GroupRegistry {
     for (let attempt = 0; attempt < 20; attempt++) {
       const item = await this.storage.items.get('meta', groupKeys.registration(queue, group));
       if (!item) return false;
-      const rec = { ...(item.attrs as unknown as GroupRecord), subscription };
+      const rec = { ...decodeRegistration(item), subscription };
       try {
         await this.storage.items.put(
           'meta',
-          { ...item, ver: item.ver + 1, attrs: rec as unknown as Record<string, Json> },
+          { ...item, ver: item.ver + 1, attrs: registrationAttrs(rec) },
           { kind: 'version', ver: item.ver },
         );
         this.cache.set(`${queue}\u0000${group}`, { at: this.clock(), rec });
@@ -246,13 +224,4 @@ export class GroupRegistry {
     this.cache.delete(`${queue}\u0000${group}`);
     this.listCache.delete(queue);
   }
-}
-
-function versionBump(queue: string, cur: Item | undefined) {
-  return {
-    op: 'put' as const,
-    table: 'meta' as const,
-    item: { ...groupKeys.version(queue), ver: (cur?.ver ?? 0) + 1, attrs: {} },
-    cond: cur ? { kind: 'version' as const, ver: cur.ver } : { kind: 'absent' as const },
-  };
 }

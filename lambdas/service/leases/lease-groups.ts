@@ -1,18 +1,23 @@
 /**
- * Consumer-group administration for lease groups (seed 004, reference §2.10): lag views,
+ * Lease-group administration (docs/LEASES.md, "Consumer groups and subscriptions"): lag views,
  * delete (cursors, READY entries, scan watermark and optionally the registration), the
  * subscription start time, seeks, and per-message group progress.
  *
  * These are admin paths: they walk a queue's partitions (O(partitions) requests), unlike
  * pop and ack.
  */
-import { SluiceError, conflict, notFound } from '../core/errors.js';
-import { isLive, laneLag, messageProgress } from '../core/leases.js';
-import type { Item, Storage } from '../storage/port.js';
-import type { GroupRecord, GroupRegistry } from './groups.js';
-import { leaseKeys } from './lease-keys.js';
-import { decodeCursor, type LeaseService } from './lease-service.js';
-import type { LogService, PartitionRef } from './log-service.js';
+import { SluiceError, conflict, notFound } from '../../core/errors.js';
+import { emptyCursor, isLive, laneLag, messageProgress, type CursorState } from '../../core/leases.js';
+import type { Item, Storage } from '../../storage/port.js';
+import type { GroupRegistry } from '../groups/group-registry.js';
+import type { GroupRecord } from '../groups/group-store.js';
+import { cursorRows, decodeCursor, leaseKeys, putCursor } from './lease-store.js';
+import type { ReadyIndex } from './ready-index.js';
+import { lastBefore } from './start-position.js';
+import type { PartitionRef } from '../log/log-store.js';
+import type { QueueDirectory } from '../log/queue-directory.js';
+import type { SegmentReader } from '../log/segments.js';
+import type { Notifier } from '../notifier.js';
 
 export interface PartitionLag {
   partition: string;
@@ -62,20 +67,34 @@ async function pool<T, R>(xs: readonly T[], n: number, fn: (x: T) => Promise<R>)
   return out;
 }
 
-export class ConsumerGroupsService {
-  constructor(
-    private readonly storage: Storage,
-    private readonly log: LogService,
-    private readonly groups: GroupRegistry,
-    private readonly leases: LeaseService,
-    private readonly clock: () => number,
-  ) {}
+export interface LeaseGroupAdminDeps {
+  storage: Storage;
+  queues: QueueDirectory;
+  segments: SegmentReader;
+  groups: GroupRegistry;
+  ready: ReadyIndex;
+  notifier: Notifier;
+  clock: () => number;
+}
+
+/**
+ * Lease-group administration: lag views, delete, subscription, seek and per-message progress.
+ *
+ * @example
+ * ```ts
+ * const view = await leaseGroups.describe('billing'); // lag per queue, with per-partition detail
+ * await leaseGroups.seek('billing', 'orders', { toEnd: true });
+ * ```
+ */
+export class LeaseGroupAdmin {
+  constructor(private readonly deps: LeaseGroupAdminDeps) {}
 
   /** Lag of one lease group on one queue. */
   async lagOf(reg: GroupRecord, withDetail: boolean): Promise<QueueLag> {
-    const now = this.clock();
-    const parts = await this.log.listPartitions(reg.queue);
-    const rows = await this.leases.cursorRows(
+    const now = this.deps.clock();
+    const parts = await this.deps.queues.listPartitions(reg.queue);
+    const rows = await cursorRows(
+      this.deps.storage,
       parts.map((p) => p.id),
       reg.group,
     );
@@ -83,17 +102,17 @@ export class ConsumerGroupsService {
       const i = parts.indexOf(p);
       const row = rows[i];
       const st = row ? decodeCursor(row) : undefined;
-      const tail = await this.log.readTail(p.id);
+      const tail = await this.deps.segments.readTail(p.id);
       // A lane never read: `all` owes everything retained; `new`/`from` count from the tail (approximate).
       const committed = st ? st.committed : reg.subscription.mode === 'all' ? -1 : tail.next - 1;
       let oldest: { base: number; at: number } | undefined;
       if (tail.next - 1 > committed) {
         // The segment holding the next wanted offset, or (retention removed it) the first one after.
-        const holding = await this.log.segmentAt(p.id, committed + 1);
+        const holding = await this.deps.segments.segmentAt(p.id, committed + 1);
         oldest =
           holding && holding.end >= committed + 1
             ? holding
-            : (await this.log.segmentPage(p.id, committed + 1, 1)).segs[0];
+            : (await this.deps.segments.segmentPage(p.id, committed + 1, 1)).segs[0];
       }
       const { lagMessages, lagSeconds } = laneLag({ committed, next: tail.next, oldest, now });
       return {
@@ -122,8 +141,8 @@ export class ConsumerGroupsService {
   /** The lease registrations of a group (claim groups are left to their own routes). */
   private async registrations(group: string): Promise<GroupRecord[]> {
     const out: GroupRecord[] = [];
-    for (const q of await this.groups.queuesOf(group)) {
-      const reg = await this.groups.get(q, group);
+    for (const q of await this.deps.groups.queuesOf(group)) {
+      const reg = await this.deps.groups.get(q, group);
       if (reg?.kind === 'lease') out.push(reg);
     }
     return out;
@@ -144,7 +163,7 @@ export class ConsumerGroupsService {
 
   /** Every lease group with its per-queue lag. */
   async list(): Promise<GroupView[]> {
-    const names = await this.groups.allGroups();
+    const names = await this.deps.groups.allGroups();
     const views = await pool(names, 4, async (g) => {
       try {
         return await this.describe(g, false);
@@ -170,11 +189,11 @@ export class ConsumerGroupsService {
     group: string,
     opts: { queue?: string | undefined; deleteMetadata: boolean },
   ): Promise<{ deletedPartitions: number; metadataDeleted: boolean }> {
-    const queues = opts.queue !== undefined ? [opts.queue] : await this.groups.queuesOf(group);
+    const queues = opts.queue !== undefined ? [opts.queue] : await this.deps.groups.queuesOf(group);
     let deletedPartitions = 0;
     let metadataDeleted = false;
     for (const q of queues) {
-      const reg = await this.groups.get(q, group);
+      const reg = await this.deps.groups.get(q, group);
       if (reg?.kind === 'claim') {
         if (opts.queue !== undefined)
           throw conflict(
@@ -182,26 +201,27 @@ export class ConsumerGroupsService {
           );
         continue;
       }
-      const parts = await this.log.listPartitions(q);
-      const rows = await this.leases.cursorRows(
+      const parts = await this.deps.queues.listPartitions(q);
+      const rows = await cursorRows(
+        this.deps.storage,
         parts.map((p) => p.id),
         group,
       );
       const present = parts.filter((_, i) => rows[i] !== undefined);
       for (let i = 0; i < present.length; i += 25) {
-        await this.storage.items.writeEach(
+        await this.deps.storage.items.writeEach(
           present
             .slice(i, i + 25)
             .map((p) => ({ op: 'delete' as const, table: 'leases' as const, key: leaseKeys.cursor(p.id, group) })),
         );
       }
       deletedPartitions += present.length;
-      await this.leases.ready.purge(q, group);
-      if (opts.deleteMetadata && reg && (await this.groups.remove(q, group))) metadataDeleted = true;
+      await this.deps.ready.purge(q, group);
+      if (opts.deleteMetadata && reg && (await this.deps.groups.remove(q, group))) metadataDeleted = true;
       // Kept registration: the group starts over from its stored subscription, so the
       // partitions holding data must be found again by its wildcard pops.
-      else if (reg && !opts.deleteMetadata) await this.leases.ready.requestRescan(reg);
-      this.groups.forget(q, group);
+      else if (reg && !opts.deleteMetadata) await this.deps.ready.requestRescan(reg);
+      this.deps.groups.forget(q, group);
     }
     return { deletedPartitions, metadataDeleted };
   }
@@ -213,11 +233,11 @@ export class ConsumerGroupsService {
   async updateSubscription(group: string, at: number): Promise<number> {
     let n = 0;
     for (const reg of await this.registrations(group)) {
-      if (await this.groups.updateSubscription(reg.queue, group, { mode: 'from', from: at })) {
+      if (await this.deps.groups.updateSubscription(reg.queue, group, { mode: 'from', from: at })) {
         n++;
         // Partitions with messages after `at` must be findable by wildcard pops: re-run the scan.
-        await this.storage.items.delete('leases', leaseKeys.scan(reg.queue, group));
-        this.leases.ready.forget(reg.queue, group);
+        await this.deps.storage.items.delete('leases', leaseKeys.scan(reg.queue, group));
+        this.deps.ready.forget(reg.queue, group);
       }
     }
     return n;
@@ -229,21 +249,50 @@ export class ConsumerGroupsService {
    * leases there; acks for them are refused afterwards.
    */
   async seek(group: string, queue: string, to: { toEnd: true } | { timestamp: number }): Promise<number> {
-    const q = await this.log.getQueue(queue);
+    const q = await this.deps.queues.getQueue(queue);
     if (!q) throw notFound(`no queue ${JSON.stringify(queue)}`);
-    await this.groups.register(queue, group, 'lease', { mode: 'all', from: null });
-    const parts = await this.log.listPartitions(queue);
+    await this.deps.groups.register(queue, group, 'lease', { mode: 'all', from: null });
+    const parts = await this.deps.queues.listPartitions(queue);
     const done = await pool(parts, 8, async (p: PartitionRef) => {
-      const tail = await this.log.readTail(p.id);
-      const target = 'toEnd' in to ? tail.next - 1 : await this.leases.lastBefore(p.id, to.timestamp, true);
-      await this.leases.setCursor(p, group, target, tail.next);
+      const tail = await this.deps.segments.readTail(p.id);
+      const target = 'toEnd' in to ? tail.next - 1 : await lastBefore(this.deps.segments, p.id, to.timestamp, true);
+      await this.setCursor(p, group, target, tail.next);
       return 1;
     });
     return done.length;
   }
 
   /**
-   * Per-group progress of one message (seed 004): for every lease group of its queue,
+   * Moves a group's cursor on one partition (seek): the lease goes, the next delivery is
+   * `committed + 1`. The partition is marked READY when it has messages after the cursor.
+   */
+  private async setCursor(part: PartitionRef, group: string, committed: number, tailNext: number): Promise<void> {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const row = await this.deps.storage.items.get('leases', leaseKeys.cursor(part.id, group));
+      const state = row ? decodeCursor(row) : emptyCursor();
+      const next: CursorState = {
+        ...state,
+        committed,
+        lease: null,
+        retry: 0,
+        redeliveries: 0,
+        lastStart: null,
+        hint: null,
+      };
+      if (await putCursor(this.deps.storage, part, group, next, row)) {
+        if (committed < tailNext - 1) await this.deps.ready.markAtLeast(part.queue, group, part.id, tailNext - 1);
+        this.deps.notifier.notify(part.queue, part.id);
+        return;
+      }
+    }
+    throw new SluiceError(
+      'unavailable',
+      `could not move ${group}'s cursor on ${part.queue}/${part.name}: too contended; retry`,
+    );
+  }
+
+  /**
+   * Per-group progress of one message (`GET /api/v1/messages/{p}/{t}`): for every lease group of its queue,
    * whether its cursor has passed the message and when a lease on it lapses. `completed` once
    * every group has passed it.
    */
@@ -254,13 +303,13 @@ export class ConsumerGroupsService {
     consumerGroups: { name: string; consumed: boolean; leaseExpiresAt: string | null }[];
     status: 'completed' | 'processing' | 'pending';
   }> {
-    const now = this.clock();
-    const { groups } = await this.groups.list(part.queue);
+    const now = this.deps.clock();
+    const { groups } = await this.deps.groups.list(part.queue);
     const lease = groups.filter((g) => g.kind === 'lease');
     const rows =
       lease.length === 0
         ? []
-        : await this.storage.items.getMany(
+        : await this.deps.storage.items.getMany(
             'leases',
             lease.map((g) => leaseKeys.cursor(part.id, g.group)),
           );

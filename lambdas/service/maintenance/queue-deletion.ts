@@ -34,9 +34,9 @@
  *
  * Idle-partition retention retires partitions through the same partition tombstones.
  */
-import type { SluiceConfig } from '../config.js';
-import { SluiceError } from '../core/errors.js';
-import { assertName } from '../core/names.js';
+import type { SluiceConfig } from '../../config.js';
+import { SluiceError } from '../../core/errors.js';
+import { assertName } from '../../core/names.js';
 import {
   ConditionFailedError,
   ContentionError,
@@ -45,22 +45,24 @@ import {
   type Storage,
   type TableName,
   type WriteOp,
-} from '../storage/port.js';
-import { claimKeys } from './claim-service.js';
-import type { DlqService } from './dlq-service.js';
-import type { GroupRecord, GroupRegistry } from './groups.js';
-import { PARTITION_PREFIX, SEGMENT_BLOB_PREFIX, SEGMENT_PREFIX, TOMBSTONE_PK, keys } from './keys.js';
-import { leaseKeys } from './lease-keys.js';
+} from '../../storage/port.js';
+import { claimKeys } from '../claims/claim-store.js';
+import type { DlqService } from '../leases/dlq-service.js';
+import type { GroupRegistry } from '../groups/group-registry.js';
+import type { GroupRecord } from '../groups/group-store.js';
+import { leaseKeys } from '../leases/lease-store.js';
 import {
-  belongsTo,
+  PARTITION_PREFIX,
+  SEGMENT_BLOB_PREFIX,
+  SEGMENT_PREFIX,
+  TOMBSTONE_PK,
+  decodeQueue,
+  logKeys,
   partitionRefOf,
-  retireOps,
-  type LogService,
   type PartitionRef,
-  type QueueRecord,
-  type RetireReason,
-} from './log-service.js';
-import type { ReadyIndex } from './ready-index.js';
+} from '../log/log-store.js';
+import { belongsTo, retireOps, type QueueDirectory, type RetireReason } from '../log/queue-directory.js';
+import type { ReadyIndex } from '../leases/ready-index.js';
 
 /** Most partitions a delete request retires itself; maintenance retires the rest. */
 export const SYNC_RETIRE_PARTITIONS = 500;
@@ -130,7 +132,7 @@ interface RunContext {
 
 export interface QueueDeletionDeps {
   storage: Storage;
-  log: LogService;
+  queues: QueueDirectory;
   groups: GroupRegistry;
   ready: ReadyIndex;
   dlq: DlqService;
@@ -144,24 +146,18 @@ function ofIncarnation(ref: PartitionRef, t: { queueId: string; deletedAt: numbe
   return ref.queueId !== undefined ? ref.queueId === t.queueId : ref.createdAt <= t.deletedAt;
 }
 
+/**
+ * Deletes queues and, in maintenance passes, the data they and retired partitions left (see
+ * the module doc).
+ *
+ * @example
+ * ```ts
+ * await deletion.deleteQueue('orders'); // { existed: true }; the name is free at once
+ * const report = await deletion.run(); // a bounded share of the tombstones' work
+ * ```
+ */
 export class QueueDeletion {
-  private readonly storage: Storage;
-  private readonly log: LogService;
-  private readonly groups: GroupRegistry;
-  private readonly ready: ReadyIndex;
-  private readonly dlq: DlqService;
-  private readonly config: SluiceConfig;
-  private readonly clock: () => number;
-
-  constructor(deps: QueueDeletionDeps) {
-    this.storage = deps.storage;
-    this.log = deps.log;
-    this.groups = deps.groups;
-    this.ready = deps.ready;
-    this.dlq = deps.dlq;
-    this.config = deps.config;
-    this.clock = deps.clock;
-  }
+  constructor(private readonly deps: QueueDeletionDeps) {}
 
   // ------------------------------------------------------------------ delete
 
@@ -172,37 +168,37 @@ export class QueueDeletion {
   async deleteQueue(queue: string): Promise<{ existed: boolean }> {
     assertName(queue, 'queue');
     for (let attempt = 0; attempt < 20; attempt++) {
-      const cur = await this.storage.items.get('meta', keys.queue(queue));
+      const cur = await this.deps.storage.items.get('meta', logKeys.queue(queue));
       if (!cur) {
-        this.log.invalidateQueue(queue);
+        this.deps.queues.invalidateQueue(queue);
         return { existed: false };
       }
-      const rec = cur.attrs as unknown as QueueRecord;
-      const now = this.clock();
+      const rec = decodeQueue(cur);
+      const now = this.deps.clock();
       const tomb: QueueTombstone = { kind: 'queue', queue, queueId: rec.queueId, deletedAt: now };
       try {
-        await this.storage.items.transact([
-          { op: 'delete', table: 'meta', key: keys.queue(queue), cond: { kind: 'version', ver: cur.ver } },
-          { op: 'delete', table: 'meta', key: keys.queueIndex(queue) },
+        await this.deps.storage.items.transact([
+          { op: 'delete', table: 'meta', key: logKeys.queue(queue), cond: { kind: 'version', ver: cur.ver } },
+          { op: 'delete', table: 'meta', key: logKeys.queueIndex(queue) },
           {
             op: 'put',
             table: 'meta',
-            item: { ...keys.queueTombstone(rec.queueId), ver: 1, attrs: tomb as unknown as Record<string, Json> },
+            item: { ...logKeys.queueTombstone(rec.queueId), ver: 1, attrs: tomb as unknown as Record<string, Json> },
           },
         ]);
       } catch (e) {
         if (e instanceof ConditionFailedError || e instanceof ContentionError) continue; // reconfigured meanwhile: read again
         throw e;
       }
-      this.log.invalidateQueue(queue);
-      const { groups } = await this.groups.list(queue, { fresh: true });
+      this.deps.queues.invalidateQueue(queue);
+      const { groups } = await this.deps.groups.list(queue, { fresh: true });
       for (const g of groups) {
-        this.groups.forget(queue, g.group);
-        this.ready.forget(queue, g.group);
+        this.deps.groups.forget(queue, g.group);
+        this.deps.ready.forget(queue, g.group);
       }
       const lease = groups.filter((g) => g.kind === 'lease');
       for (let i = 0; i < lease.length; i += PAGE) {
-        await this.storage.items.writeEach(
+        await this.deps.storage.items.writeEach(
           lease
             .slice(i, i + PAGE)
             .map((g) => ({ op: 'delete' as const, table: 'leases' as const, key: leaseKeys.scan(queue, g.group) })),
@@ -226,27 +222,27 @@ export class QueueDeletion {
     budget: Budget,
   ): Promise<{ found: number; next?: string | undefined }> {
     budget.left--;
-    const page = await this.storage.items.query('meta', keys.queue(t.queue).pk, {
+    const page = await this.deps.storage.items.query('meta', logKeys.queue(t.queue).pk, {
       prefix: PARTITION_PREFIX,
       after: cursor,
       limit: RETIRE_PAGE,
     });
-    const now = this.clock();
+    const now = this.deps.clock();
     // A partition written before queue deletion existed (no queueId) that the queue's current
     // incarnation counts as its own (`belongsTo`) is not this tombstone's to retire.
     const current = page.items.some((it) => partitionRefOf(it).queueId === undefined)
-      ? await this.log.getQueue(t.queue, { fresh: true })
+      ? await this.deps.queues.getQueue(t.queue, { fresh: true })
       : undefined;
     const retired = await Promise.all(
       page.items.map(async (it) => {
         const ref = partitionRefOf(it);
         if (!ofIncarnation(ref, t) || (current && belongsTo(ref, current))) return 0;
         try {
-          await this.storage.items.transact([
+          await this.deps.storage.items.transact([
             { op: 'delete', table: 'meta', key: { pk: it.pk, sk: it.sk }, cond: { kind: 'version', ver: it.ver } },
             ...retireOps(ref, now, 'deleted'),
           ]);
-          this.log.forgetPartition(ref);
+          this.deps.queues.forgetPartition(ref);
           return 1;
         } catch (e) {
           // Replaced or retired meanwhile (by a push of a new incarnation, or another pass).
@@ -275,7 +271,7 @@ export class QueueDeletion {
         break;
       }
       budget.left--;
-      const page = await this.storage.items.query('meta', TOMBSTONE_PK, { after, limit: PAGE });
+      const page = await this.deps.storage.items.query('meta', TOMBSTONE_PK, { after, limit: PAGE });
       for (const it of page.items) {
         if (budget.left <= 0) {
           report.pending = true;
@@ -291,8 +287,8 @@ export class QueueDeletion {
   /** Works on one tombstone: continues its sweep, and removes it once a sweep begun after the grace period found nothing. */
   private async process(item: Item, budget: Budget, ctx: RunContext, report: DeletionReport): Promise<void> {
     const t = item.attrs as unknown as Tombstone;
-    const now = this.clock();
-    const graceEnd = t.deletedAt + this.config.sweepGraceMs;
+    const now = this.deps.clock();
+    const graceEnd = t.deletedAt + this.deps.config.sweepGraceMs;
     if (t.cleanedAt !== undefined && now < graceEnd) return;
     report.tombstones++;
     const stages = (t.kind === 'queue' ? this.queueStages : this.partitionStages) as Stage<Tombstone>[];
@@ -316,7 +312,7 @@ export class QueueDeletion {
     }
     if (found === 0 && sweepFrom >= graceEnd) {
       try {
-        await this.storage.items.delete('meta', { pk: item.pk, sk: item.sk }, { kind: 'version', ver: item.ver });
+        await this.deps.storage.items.delete('meta', { pk: item.pk, sk: item.sk }, { kind: 'version', ver: item.ver });
         report.finished++;
       } catch (e) {
         if (!(e instanceof ConditionFailedError)) throw e; // another pass moved it on: it decides
@@ -329,7 +325,7 @@ export class QueueDeletion {
 
   private async save(item: Item, t: Tombstone): Promise<void> {
     try {
-      await this.storage.items.put(
+      await this.deps.storage.items.put(
         'meta',
         { pk: item.pk, sk: item.sk, ver: item.ver + 1, attrs: t as unknown as Record<string, Json> },
         { kind: 'version', ver: item.ver },
@@ -344,7 +340,7 @@ export class QueueDeletion {
     (t, cursor, budget) => this.retirePage(t, cursor, budget),
     async (t, cursor, budget) => {
       budget.left--;
-      const r = await this.dlq.purgeIncarnation(t, cursor, PAGE);
+      const r = await this.deps.dlq.purgeIncarnation(t, cursor, PAGE);
       return { found: r.removed, next: r.next };
     },
   ];
@@ -356,7 +352,7 @@ export class QueueDeletion {
       this.drain('log', t.partitionId, budget, async (items) => {
         for (const it of items)
           if (it.sk.startsWith(SEGMENT_PREFIX) && typeof it.attrs.blob === 'string')
-            await this.storage.blobs.delete(it.attrs.blob);
+            await this.deps.storage.blobs.delete(it.attrs.blob);
         return [];
       }),
     // Blobs no segment referenced (a push that crashed, or one that raced the delete).
@@ -364,8 +360,8 @@ export class QueueDeletion {
       let found = 0;
       while (budget.left > 0) {
         budget.left--;
-        const page = await this.storage.blobs.list(`${SEGMENT_BLOB_PREFIX}${t.partitionId}/`, { limit: PAGE });
-        for (const b of page.blobs) await this.storage.blobs.delete(b.key);
+        const page = await this.deps.storage.blobs.list(`${SEGMENT_BLOB_PREFIX}${t.partitionId}/`, { limit: PAGE });
+        for (const b of page.blobs) await this.deps.storage.blobs.delete(b.key);
         found += page.blobs.length;
         if (page.next === undefined || page.blobs.length === 0) return { found };
       }
@@ -383,7 +379,7 @@ export class QueueDeletion {
       if (groups.length === 0) return { found: 0 };
       budget.left--;
       const chunk = groups.slice(0, PAGE);
-      await this.storage.items.writeEach(
+      await this.deps.storage.items.writeEach(
         chunk.map((g) => ({
           op: 'delete' as const,
           table: 'leases' as const,
@@ -421,7 +417,7 @@ export class QueueDeletion {
     let groups = ctx.groups.get(queue);
     if (!groups) {
       budget.left--;
-      groups = [...(await this.groups.list(queue, { fresh: true })).groups].sort((a, b) =>
+      groups = [...(await this.deps.groups.list(queue, { fresh: true })).groups].sort((a, b) =>
         a.group < b.group ? -1 : a.group > b.group ? 1 : 0,
       );
       ctx.groups.set(queue, groups);
@@ -442,10 +438,10 @@ export class QueueDeletion {
     let found = 0;
     while (budget.left > 0) {
       budget.left--;
-      const page = await this.storage.items.query(table, pk, { limit: PAGE });
+      const page = await this.deps.storage.items.query(table, pk, { limit: PAGE });
       if (page.items.length === 0) return { found };
       const more = extra ? await extra(page.items) : [];
-      await this.storage.items.writeEach([
+      await this.deps.storage.items.writeEach([
         ...page.items.map((it): WriteOp => ({ op: 'delete', table, key: { pk: it.pk, sk: it.sk } })),
         ...more,
       ]);

@@ -1,0 +1,130 @@
+/**
+ * Where partition leases live and how their rows are encoded (table `leases`; layout table in
+ * docs/LEASES.md, "Storage layout"): a lane's cursor row, the READY index, and a group's
+ * registration scan. Partition ids are UUIDs and queue and group names cannot contain `#`,
+ * so the prefixes below never collide with cursor rows.
+ *
+ * @example
+ * ```ts
+ * const row = await storage.items.get('leases', leaseKeys.cursor(partitionId, 'billing'));
+ * const state = row ? decodeCursor(row) : emptyCursor();
+ * ```
+ */
+import { emptyCursor, type CursorState } from '../../core/leases.js';
+import { ConditionFailedError, type Item, type ItemKey, type Json, type Storage } from '../../storage/port.js';
+import type { PartitionRef } from '../log/log-store.js';
+
+export const leaseKeys = {
+  /** leases: a (partition, group) cursor and lease row. A partition's rows share the pk. */
+  cursor: (partitionId: string, group: string): ItemKey => ({ pk: partitionId, sk: group }),
+  /**
+   * leases: the READY index — partitions of a queue that may have work for a lease group;
+   * `ver` is the partition's last offset when it was marked.
+   */
+  ready: (queue: string, group: string, partitionId: string): ItemKey => ({
+    pk: readyPk(queue, group),
+    sk: partitionId,
+  }),
+  /** leases: progress of marking a newly registered group's existing partitions READY. */
+  scan: (queue: string, group: string): ItemKey => ({ pk: `SCAN#${queue}#${group}`, sk: 'state' }),
+};
+
+export const readyPk = (queue: string, group: string): string => `READY#${queue}#${group}`;
+
+// ------------------------------------------------------------ cursor rows
+
+/** Cursor row attributes: the core state plus names for admin views. */
+type CursorAttrs = CursorState & { queue: string; partition: string };
+
+export function decodeCursor(item: Item): CursorState {
+  const a = item.attrs as unknown as Partial<CursorAttrs>;
+  return { ...emptyCursor(), ...a } as CursorState;
+}
+
+export function cursorItem(part: PartitionRef, group: string, s: CursorState, ver: number): Item {
+  const attrs: CursorAttrs = { ...s, queue: part.queue, partition: part.name };
+  return { ...leaseKeys.cursor(part.id, group), ver, attrs: attrs as unknown as Record<string, Json> };
+}
+
+/** A read row with a new state, keeping the names it carries (for a write guarded by its version). */
+export function replacedCursor(row: Item, next: CursorState): Item {
+  const a = row.attrs as unknown as CursorAttrs;
+  return {
+    ...row,
+    ver: row.ver + 1,
+    attrs: { ...next, queue: a.queue, partition: a.partition } as unknown as Record<string, Json>,
+  };
+}
+
+/** Writes a row guarded by the version it was read at; false when another write won. */
+export async function putCursor(
+  storage: Storage,
+  part: PartitionRef,
+  group: string,
+  next: CursorState,
+  prev: Item | undefined,
+): Promise<boolean> {
+  try {
+    await storage.items.put(
+      'leases',
+      cursorItem(part, group, next, (prev?.ver ?? 0) + 1),
+      prev ? { kind: 'version', ver: prev.ver } : { kind: 'absent' },
+    );
+    return true;
+  } catch (e) {
+    if (e instanceof ConditionFailedError) return false;
+    throw e;
+  }
+}
+
+/** The cursor rows of one group on the given partitions (getMany in pages of 100). */
+export async function cursorRows(
+  storage: Storage,
+  pids: readonly string[],
+  group: string,
+): Promise<(Item | undefined)[]> {
+  const out: (Item | undefined)[] = [];
+  for (let i = 0; i < pids.length; i += 100)
+    out.push(
+      ...(await storage.items.getMany(
+        'leases',
+        pids.slice(i, i + 100).map((p) => leaseKeys.cursor(p, group)),
+      )),
+    );
+  return out;
+}
+
+/** Every lease group's cursor on one partition (one query: a partition's rows share the pk). */
+export async function partitionCursors(
+  storage: Storage,
+  partitionId: string,
+): Promise<{ group: string; state: CursorState }[]> {
+  const rows = await storage.items.query('leases', partitionId, { limit: 1000 });
+  return rows.items.map((r) => ({ group: r.sk, state: decodeCursor(r) }));
+}
+
+// ------------------------------------------------------------ READY index
+
+/** A READY mark: the partition may have work for the group up to offset `end`. */
+export const readyItem = (queue: string, group: string, partitionId: string, end: number): Item => ({
+  ...leaseKeys.ready(queue, group, partitionId),
+  ver: end,
+  attrs: {},
+});
+
+/** Progress of marking a group's existing partitions READY (see `ready-index.ts`). */
+export interface ScanState {
+  /** The registration it is for (its `createdAt`). */
+  regAt: number;
+  /** The last partition name item examined (null: from the first). */
+  after: string | null;
+  done: boolean;
+}
+
+export const decodeScanState = (item: Item): ScanState => item.attrs as unknown as ScanState;
+
+export const scanStateItem = (queue: string, group: string, ver: number, s: ScanState): Item => ({
+  ...leaseKeys.scan(queue, group),
+  ver,
+  attrs: { regAt: s.regAt, after: s.after, done: s.done },
+});

@@ -1,0 +1,37 @@
+import { SluiceError } from '../../core/errors.js';
+import type { Storage } from '../../storage/port.js';
+import type { PushGuard } from '../log/push.js';
+import type { SegmentReader } from '../log/segments.js';
+import { partitionCursors } from './lease-store.js';
+
+/**
+ * The `maxSize` queue option as a push guard (when > 0): refuses a push that would leave more
+ * unconsumed messages in the partition than the limit — unconsumed meaning after the slowest
+ * lease group's cursor, or everything retained when no group has read it. Two reads per push
+ * on such queues; two concurrent pushes can both pass (a soft limit).
+ *
+ * @example
+ * ```ts
+ * pushes.addPushGuard(maxSizeGuard({ storage, segments }));
+ * ```
+ */
+export function maxSizeGuard(deps: { storage: Storage; segments: SegmentReader }): PushGuard {
+  return async ({ queue, partition: part, count }) => {
+    const max = queue.options.maxSize;
+    if (!max || max <= 0) return;
+    const [tail, cursors] = await Promise.all([
+      deps.segments.readTail(part.id),
+      partitionCursors(deps.storage, part.id),
+    ]);
+    const floors = cursors.map((c) => c.state.committed + 1);
+    const floor = floors.length > 0 ? Math.min(...floors) : await deps.segments.readHead(part.id);
+    const pending = Math.max(0, tail.next - floor);
+    if (pending + count > max) {
+      throw new SluiceError(
+        'queue_full',
+        `queue ${queue.name} partition ${part.name} holds ${pending} unconsumed messages; maxSize is ${max}, so ${count} more do not fit`,
+        { maxSize: max, pending },
+      );
+    }
+  };
+}

@@ -1,0 +1,383 @@
+import type { SluiceConfig } from '../../config.js';
+import { SluiceError } from '../../core/errors.js';
+import { uuidv7 } from '../../core/ids.js';
+import { DEFAULT_PARTITION, assertName } from '../../core/names.js';
+import { IMPLICIT_QUEUE_OPTIONS, type QueueOptions } from '../../core/queue-options.js';
+import {
+  ConditionFailedError,
+  ContentionError,
+  type Item,
+  type Json,
+  type Storage,
+  type WriteOp,
+} from '../../storage/port.js';
+import {
+  PARTITION_PREFIX,
+  decodeQueue,
+  logKeys,
+  partitionAttrs,
+  partitionRefOf,
+  queueIndexItem,
+  queueItem,
+  type PartitionRef,
+  type QueueRecord,
+} from './log-store.js';
+import type { TailHints } from './tail-hints.js';
+
+/**
+ * How much older than its queue record a partition written before queue deletion existed (no
+ * `queueId`) may be and still belong to it: clocks of different processes differ a little,
+ * and a queue is always created before its partitions.
+ */
+const LEGACY_PARTITION_SKEW_MS = 5 * 60_000;
+
+/**
+ * Whether a partition record belongs to the queue incarnation `q`. A partition without
+ * `queueId` (written before queue deletion existed) belongs to the incarnation it is not older
+ * than: one created before the queue record is a deleted incarnation's.
+ */
+export function belongsTo(ref: PartitionRef, q: QueueRecord): boolean {
+  if (ref.queue !== q.name) return false;
+  return ref.queueId === undefined
+    ? ref.createdAt >= q.createdAt - LEGACY_PARTITION_SKEW_MS
+    : ref.queueId === q.queueId;
+}
+
+/** Why a partition was retired: its queue was deleted, it sat idle, or a new incarnation of its queue took its name. */
+export type RetireReason = 'deleted' | 'idle' | 'replaced';
+
+/**
+ * The ops that retire a partition, besides removing its name item (which the caller deletes
+ * or replaces, guarded by the version it read): a tombstone that maintenance turns into the
+ * removal of its data, and the removal of its by-id item. Written in one transaction with the
+ * name item's change, so a partition is never unreachable without a tombstone.
+ */
+export function retireOps(ref: PartitionRef, now: number, reason: RetireReason): WriteOp[] {
+  const attrs: Record<string, Json> = {
+    kind: 'partition',
+    queue: ref.queue,
+    partition: ref.name,
+    partitionId: ref.id,
+    deletedAt: now,
+    reason,
+  };
+  if (ref.queueId !== undefined) attrs.queueId = ref.queueId;
+  return [
+    { op: 'put', table: 'meta', item: { ...logKeys.partitionTombstone(ref.id), ver: 1, attrs } },
+    { op: 'delete', table: 'meta', key: logKeys.partitionById(ref.id) },
+  ];
+}
+
+export interface QueueDirectoryDeps {
+  storage: Storage;
+  config: Pick<SluiceConfig, 'queueCacheMs'>;
+  /** Epoch ms; injected so tests can move time. */
+  clock: () => number;
+  /** A new partition starts at offset 0; a retired one's hint goes. */
+  tails: TailHints;
+  /** A retired partition's remembered segment index goes with it. */
+  segments: { forgetIndex(partitionId: string): void };
+  /** Whether payloads can be sealed here: `/configure` refuses `encryptionEnabled` without a key. */
+  canSeal: boolean;
+}
+
+/**
+ * Queues and their partitions: lookups (cached per process for `queueCacheMs`), creation on
+ * first push, `/configure`, and what a retired partition leaves cached. A queue deleted and
+ * created again is a new incarnation (`queueId`); lookups only return partitions of the
+ * current one (docs/STORAGE.md, "Deleting a queue").
+ *
+ * @example
+ * ```ts
+ * const queue = await queues.ensureQueue('orders');
+ * const part = await queues.ensurePartition(queue, 'Default');
+ * ```
+ */
+export class QueueDirectory {
+  private readonly queueCache = new Map<string, { at: number; rec: QueueRecord }>();
+  /**
+   * Partitions by (queue, name) and by id, each entry trusted for `queueCacheMs` and only
+   * while the queue's (equally briefly cached) record has the partition's `queueId`: a queue
+   * deleted (or a partition retired) in another process is noticed within that time.
+   */
+  private readonly partitionCache = new Map<string, { at: number; ref: PartitionRef; unmarked: boolean }>();
+  private readonly partitionByIdCache = new Map<string, { at: number; ref: PartitionRef }>();
+
+  constructor(private readonly deps: QueueDirectoryDeps) {}
+
+  // ---------------------------------------------------------------- queues
+
+  async getQueue(name: string, opts: { fresh?: boolean } = {}): Promise<QueueRecord | undefined> {
+    const cached = this.queueCache.get(name);
+    const now = this.deps.clock();
+    if (!opts.fresh && cached && now - cached.at < this.deps.config.queueCacheMs) return cached.rec;
+    const item = await this.deps.storage.items.get('meta', logKeys.queue(name));
+    if (!item) {
+      this.queueCache.delete(name);
+      return undefined;
+    }
+    const rec = decodeQueue(item);
+    this.queueCache.set(name, { at: now, rec });
+    return rec;
+  }
+
+  /** Forgets cached configuration and partitions (after `/configure` or a delete in this process). */
+  invalidateQueue(name: string): void {
+    this.queueCache.delete(name);
+    for (const [k, p] of this.partitionCache) if (p.ref.queue === name) this.partitionCache.delete(k);
+    for (const [k, p] of this.partitionByIdCache) if (p.ref.queue === name) this.partitionByIdCache.delete(k);
+  }
+
+  /** The queue, created with implicit options when it does not exist. */
+  async ensureQueue(name: string): Promise<QueueRecord> {
+    assertName(name, 'queue');
+    const existing = await this.getQueue(name);
+    if (existing) return existing;
+    const now = this.deps.clock();
+    const rec: QueueRecord = {
+      name,
+      queueId: uuidv7(now),
+      namespace: '',
+      task: '',
+      createdAt: now,
+      configured: false,
+      options: { ...IMPLICIT_QUEUE_OPTIONS },
+    };
+    try {
+      await this.deps.storage.items.transact([
+        { op: 'put', table: 'meta', item: queueItem(rec, 1), cond: { kind: 'absent' } },
+        { op: 'put', table: 'meta', item: queueIndexItem(name, now) },
+      ]);
+    } catch (e) {
+      if (!(e instanceof ConditionFailedError)) throw e;
+      // Someone created it first: theirs stands.
+    }
+    const rec2 = await this.getQueue(name, { fresh: true });
+    if (!rec2) throw new Error(`queue ${name} vanished while being created`);
+    return rec2;
+  }
+
+  /**
+   * Creates or replaces a queue's configuration (an upsert of the whole option set) and makes
+   * sure its `Default` partition exists.
+   */
+  async configure(input: {
+    queue: string;
+    namespace?: string | null;
+    task?: string | null;
+    options: QueueOptions;
+  }): Promise<{ queue: QueueRecord; defaultPartition: PartitionRef }> {
+    assertName(input.queue, 'queue');
+    if (input.options.encryptionEnabled && !this.deps.canSeal) {
+      throw new SluiceError(
+        'invalid_request',
+        'options.encryptionEnabled needs an encryption key on the server: set SLUICE_ENCRYPTION_KEY (base64 of 32 bytes, e.g. `openssl rand -base64 32`) or, on AWS, SLUICE_KMS_KEY_ID',
+        { field: 'options.encryptionEnabled' },
+      );
+    }
+    for (let attempt = 0; ; attempt++) {
+      const now = this.deps.clock();
+      const cur = await this.deps.storage.items.get('meta', logKeys.queue(input.queue));
+      const prev = cur ? decodeQueue(cur) : undefined;
+      const rec: QueueRecord = {
+        name: input.queue,
+        queueId: prev?.queueId ?? uuidv7(now),
+        namespace: input.namespace ?? '',
+        task: input.task ?? '',
+        createdAt: prev?.createdAt ?? now,
+        configured: true,
+        options: input.options,
+      };
+      try {
+        await this.deps.storage.items.transact([
+          {
+            op: 'put',
+            table: 'meta',
+            item: queueItem(rec, (cur?.ver ?? 0) + 1),
+            cond: cur ? { kind: 'version', ver: cur.ver } : { kind: 'absent' },
+          },
+          { op: 'put', table: 'meta', item: queueIndexItem(input.queue, rec.createdAt) },
+        ]);
+      } catch (e) {
+        if (e instanceof ConditionFailedError && attempt < 20) continue;
+        throw e;
+      }
+      this.invalidateQueue(input.queue);
+      this.queueCache.set(input.queue, { at: now, rec });
+      const defaultPartition = await this.ensurePartition(rec, DEFAULT_PARTITION);
+      return { queue: rec, defaultPartition };
+    }
+  }
+
+  /** One page of the queue directory, names in order: for passes over every queue. */
+  async queueNames(after: string | undefined, limit: number): Promise<{ names: string[]; next?: string | undefined }> {
+    const page = await this.deps.storage.items.query('meta', logKeys.queueIndex('').pk, { after, limit });
+    return { names: page.items.map((it) => it.sk), next: page.next };
+  }
+
+  // ------------------------------------------------------------ partitions
+
+  private fresh(at: number): boolean {
+    return this.deps.clock() - at < this.deps.config.queueCacheMs;
+  }
+
+  /** The partition of the queue's current incarnation, if it exists. */
+  async getPartition(queue: string, name: string): Promise<PartitionRef | undefined> {
+    const q = await this.getQueue(queue);
+    if (!q) return undefined;
+    return (await this.lookupPartition(q, name)).ref;
+  }
+
+  /**
+   * The partition named `name` in `q`: `ref` when it belongs to `q` (or to the incarnation a
+   * fresh read of the queue record finds: `q` may be a stale cached copy), `stale` when the name
+   * item is a leftover of a deleted incarnation that its delete has not retired yet. `item` is
+   * the name item as read (absent on a cache hit).
+   */
+  private async lookupPartition(
+    q: QueueRecord,
+    name: string,
+    forPush = false,
+  ): Promise<{ ref?: PartitionRef; item?: Item; stale?: boolean }> {
+    const ck = `${q.name}\u0000${name}`;
+    const hit = this.partitionCache.get(ck);
+    // A push may only trust an entry whose read saw no retiring mark (see ensurePartition).
+    if (hit && this.fresh(hit.at) && belongsTo(hit.ref, q) && (!forPush || hit.unmarked)) return { ref: hit.ref };
+    const item = await this.deps.storage.items.get('meta', logKeys.partition(q.name, name));
+    if (!item) {
+      this.partitionCache.delete(ck);
+      return {};
+    }
+    const ref = partitionRefOf(item);
+    if (!belongsTo(ref, q)) {
+      const now = await this.getQueue(q.name, { fresh: true });
+      if (!now || !belongsTo(ref, now)) {
+        this.partitionCache.delete(ck);
+        return { item, stale: true };
+      }
+    }
+    this.cachePartition(ref, item.attrs.retiring === undefined);
+    return { ref, item };
+  }
+
+  /** The partition with this id, while it belongs to its queue's current incarnation. */
+  async partitionById(id: string): Promise<PartitionRef | undefined> {
+    const hit = this.partitionByIdCache.get(id);
+    let ref = hit && this.fresh(hit.at) ? hit.ref : undefined;
+    const cached = ref !== undefined;
+    if (!ref) {
+      const item = await this.deps.storage.items.get('meta', logKeys.partitionById(id));
+      if (!item) {
+        this.partitionByIdCache.delete(id);
+        return undefined;
+      }
+      ref = partitionRefOf(item);
+    }
+    let q = await this.getQueue(ref.queue);
+    // A mismatch may only mean this process's copy of the queue record is stale.
+    if (!q || !belongsTo(ref, q)) q = await this.getQueue(ref.queue, { fresh: true });
+    if (!q || !belongsTo(ref, q)) {
+      this.partitionByIdCache.delete(id);
+      return undefined;
+    }
+    // Only the by-id entry: this read says nothing about a retiring mark on the name item.
+    if (!cached) this.partitionByIdCache.set(id, { at: this.deps.clock(), ref });
+    return ref;
+  }
+
+  /** Every partition of the queue's current incarnation, in name order. */
+  async listPartitions(queue: string): Promise<PartitionRef[]> {
+    const q = await this.getQueue(queue);
+    if (!q) return [];
+    const out: PartitionRef[] = [];
+    let after: string | undefined;
+    do {
+      const page = await this.deps.storage.items.query('meta', logKeys.queue(queue).pk, {
+        prefix: PARTITION_PREFIX,
+        after,
+        limit: 500,
+      });
+      for (const it of page.items) {
+        const ref = partitionRefOf(it);
+        if (belongsTo(ref, q)) out.push(ref);
+      }
+      after = page.next;
+    } while (after);
+    return out;
+  }
+
+  /** Forgets a cached partition (after it was retired in this process). */
+  forgetPartition(ref: PartitionRef): void {
+    const ck = `${ref.queue}\u0000${ref.name}`;
+    if (this.partitionCache.get(ck)?.ref.id === ref.id) this.partitionCache.delete(ck);
+    this.partitionByIdCache.delete(ref.id);
+    this.deps.tails.forget(ref.id);
+    this.deps.segments.forgetIndex(ref.id);
+  }
+
+  /** `unmarked`: the name item was read (or written) without a retiring mark just now. */
+  private cachePartition(ref: PartitionRef, unmarked: boolean): void {
+    const at = this.deps.clock();
+    this.partitionCache.set(`${ref.queue}\u0000${ref.name}`, { at, ref, unmarked });
+    this.partitionByIdCache.set(ref.id, { at, ref });
+  }
+
+  /**
+   * The partition, created (with a fresh id) when it does not exist yet. A name item left by a
+   * deleted incarnation of the queue is replaced (its partition retired: a tombstone for
+   * maintenance, in the same transaction); a retiring mark left by idle-partition retention is
+   * cleared, so retention will not retire a partition pushes are using.
+   */
+  async ensurePartition(queue: QueueRecord, name: string): Promise<PartitionRef> {
+    assertName(name, 'partition');
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const found = await this.lookupPartition(queue, name, true);
+      if (found.ref) {
+        const item = found.item;
+        if (item?.attrs.retiring === undefined) return found.ref;
+        const { retiring: _mark, ...attrs } = item.attrs;
+        try {
+          await this.deps.storage.items.put(
+            'meta',
+            { ...item, ver: item.ver + 1, attrs },
+            { kind: 'version', ver: item.ver },
+          );
+          this.cachePartition(found.ref, true);
+          return found.ref;
+        } catch (e) {
+          if (!(e instanceof ConditionFailedError)) throw e;
+          this.forgetPartition(found.ref);
+          continue; // retired or revived meanwhile: look again
+        }
+      }
+      const now = this.deps.clock();
+      const ref: PartitionRef = { queue: queue.name, name, id: uuidv7(now), createdAt: now, queueId: queue.queueId };
+      const attrs = partitionAttrs(ref);
+      const ops: WriteOp[] = [
+        {
+          op: 'put',
+          table: 'meta',
+          item: { ...logKeys.partition(queue.name, name), ver: (found.item?.ver ?? 0) + 1, attrs },
+          cond: found.item ? { kind: 'version', ver: found.item.ver } : { kind: 'absent' },
+        },
+        {
+          op: 'put',
+          table: 'meta',
+          item: { ...logKeys.partitionById(ref.id), ver: 1, attrs },
+          cond: { kind: 'absent' },
+        },
+      ];
+      if (found.stale && found.item) ops.push(...retireOps(partitionRefOf(found.item), now, 'replaced'));
+      try {
+        await this.deps.storage.items.transact(ops);
+        this.cachePartition(ref, true);
+        this.deps.tails.set(ref.id, 0);
+        return ref;
+      } catch (e) {
+        if (!(e instanceof ConditionFailedError) && !(e instanceof ContentionError)) throw e;
+        // Someone created (or replaced) it first: theirs stands; look again.
+      }
+    }
+    throw new SluiceError('unavailable', `partition ${queue.name}/${name} is too contended to create; retry`);
+  }
+}
