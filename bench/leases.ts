@@ -363,8 +363,8 @@ async function awsCounts(): Promise<string[]> {
         rru += meter.readUnits;
         for (const [k, v] of meter.requests) ackMeter.set(k, (ackMeter.get(k) ?? 0) + v);
       }
-      pop.detail = by({ ...meter, requests: popMeter } as AwsMeter);
-      ack.detail = by({ ...meter, requests: ackMeter } as AwsMeter);
+      pop.detail = by({ ...meter, requests: popMeter });
+      ack.detail = by({ ...meter, requests: ackMeter });
       rows.push(
         `| ${label} | ${fx(pop.n / 10)} | ${pop.detail} | ${fx(ack.n / 10)} | ${ack.detail} | ${fmt((wru / delivered) * 1000)} | ${fmt((rru / delivered) * 1000)} |`,
       );

@@ -219,13 +219,15 @@ export class Sluice {
     transactionId: string,
     opts: { consumerGroup?: string; signal?: AbortSignal } = {},
   ): Promise<Record<string, unknown>> {
-    return ((await this.http.json({
-      method: 'DELETE',
-      path: `/api/v1/messages/${seg(partitionId)}/${seg(transactionId)}`,
-      query: { consumerGroup: opts.consumerGroup },
-      retry: 'idempotent',
-      signal: opts.signal,
-    })) ?? {}) as Record<string, unknown>;
+    return (
+      (await this.http.json({
+        method: 'DELETE',
+        path: `/api/v1/messages/${seg(partitionId)}/${seg(transactionId)}`,
+        query: { consumerGroup: opts.consumerGroup },
+        retry: 'idempotent',
+        signal: opts.signal,
+      })) ?? {}
+    );
   }
 
   /** One message by partition id and transactionId (with per-group progress where the server has it). */

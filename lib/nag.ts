@@ -43,7 +43,7 @@ export function acknowledgeNagFindings(
         return;
       }
       if (!(node instanceof CfnPolicy || node instanceof CfnManagedPolicy)) return;
-      const findings = rules.iam.IAMNoWildcardPermissions(node as CfnResource);
+      const findings = rules.iam.IAMNoWildcardPermissions(node);
       if (!Array.isArray(findings)) return;
       const api = `<${opts.apiLogicalId()}>`;
       for (const finding of findings) {

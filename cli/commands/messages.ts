@@ -48,7 +48,7 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
           await new Promise<void>((resolve, reject) => {
             (input as ReturnType<typeof createReadStream>)
               .once('open', () => resolve())
-              .once('error', (e) => reject(new UsageError(`cannot read ${o.file}: ${(e as Error).message}`)));
+              .once('error', (e) => reject(new UsageError(`cannot read ${o.file}: ${e.message}`)));
           });
         }
         const totals = { lines: 0, queued: 0, duplicate: 0, failed: 0 };
@@ -71,7 +71,7 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
                 throw new UsageError(
                   `line ${line}: --envelope lines must be objects like {"data": …, "transactionId": "…"}`,
                 );
-              item = value as PushItem;
+              item = value;
               if (!('data' in item) && !('payload' in item)) item = { ...item, data: null };
             } else {
               item = { data: value };

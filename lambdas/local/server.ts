@@ -109,7 +109,7 @@ export function toEvent(req: IncomingMessage, body: Buffer, requestId: string): 
       time: new Date(now).toISOString(),
       timeEpoch: now,
     },
-  } as HttpEvent;
+  };
 }
 
 function send(res: ServerResponse, out: HttpResponse): void {

@@ -55,7 +55,7 @@ function recording(inner: Storage, uses: Set<Use>, badKeys: string[]): Storage {
     ...('sweepExpired' in inner
       ? { sweepExpired: (inner as unknown as { sweepExpired: (n: number) => number }).sweepExpired.bind(inner) }
       : {}),
-  } as Storage;
+  };
 }
 
 /** Which group API Gateway sends a method and path to (literal segments beat parameters). */

@@ -117,11 +117,11 @@ beforeAll(async () => {
   });
 
   // EMF lines (one per request) would drown the test output; the operations test reads them.
-  process.stdout.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+  process.stdout.write = (chunk: string | Uint8Array, ...rest: unknown[]) => {
     emfTap?.(String(chunk));
     if (String(chunk).startsWith('{"_aws"')) return true;
     return (stdoutWrite as (c: unknown, ...r: unknown[]) => boolean)(chunk, ...rest);
-  }) as typeof process.stdout.write;
+  };
 
   // 4. Load every bundle and serve them behind the template's routes.
   for (const fn of functions.values()) handlers.set(fn.logicalId, await loadBundle(fn));

@@ -275,7 +275,7 @@ describe('cdk: functions', () => {
           actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
           resources: [
             JSON.stringify({
-              'Fn::GetAtt': [logicalId(stack.service.functions[name].logGroup as never as IConstruct), 'Arn'],
+              'Fn::GetAtt': [logicalId(stack.service.functions[name].logGroup), 'Arn'],
             }),
           ],
         },

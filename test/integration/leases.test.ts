@@ -211,7 +211,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
       ...inner,
       blobs: { ...inner.blobs, delete: async () => Promise.reject(new Error('simulated crash')) },
     };
-    const removal = testServices(blobless as Storage);
+    const removal = testServices(blobless);
     expect(await removal.dlq.delete(m.partitionId, m.transactionId)).toEqual({ removed: 1 });
     expect(
       await inner.items.get('dlq', dlqKeys.blobMarker(m.partitionId, parseDlqBlobKey(filed!)!.blobId)),

@@ -217,7 +217,7 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     expect(await a.queues.partitionById(oldId)).toBeUndefined();
     const part = (await b.queues.getPartition('del-x', 'Default'))!;
     expect((await b.segments.read(part.id, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"fresh"']);
-    await maintainUntilClean(b as Services & { testClock: TestClock });
+    await maintainUntilClean(b);
     expect((await storage.items.query('log', oldId)).items).toEqual([]);
   });
 

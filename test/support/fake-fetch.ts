@@ -43,7 +43,7 @@ export function fakeFetch(answers: Answer[] | ((req: Recorded) => Response | Pro
     if (typeof a === 'function') return a(rec);
     return a.clone();
   };
-  return { fetch: f as typeof fetch, calls };
+  return { fetch: f, calls };
 }
 
 /** A network failure shaped like undici's: TypeError('fetch failed') with an errno cause. */

@@ -140,7 +140,7 @@ export function simulatedGateway(
         ...event.requestContext,
         routeKey: `${best.route.method} ${best.route.path}`,
         ...(authorizer ? { authorizer } : {}),
-      } as HttpEvent['requestContext'],
+      },
     };
     const handler = handlers.get(best.route.functionId);
     if (!handler) throw new Error(`no bundle loaded for ${best.route.functionId}`);

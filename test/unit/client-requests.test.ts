@@ -187,7 +187,7 @@ describe('client: pop, ack, renew', () => {
       ],
     });
     expect((calls[2]?.body as { consumerGroup: string }).consumerGroup).toBe('h');
-    await expect(sluice.ack([{ id: 'x' } as unknown as Message])).rejects.toThrow(/transactionId and partitionId/);
+    await expect(sluice.ack([{ id: 'x' } as Message])).rejects.toThrow(/transactionId and partitionId/);
   });
 
   it('renews each distinct lease once', async () => {

@@ -1,4 +1,3 @@
-import type { Context } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
 import packageJson from '../../package.json' with { type: 'json' };
 import { ALL_ROUTES } from '../../lambdas/http/routes.js';
@@ -53,21 +52,21 @@ describe('unit: GET /health', () => {
         }) as unknown as Services,
     });
   it('answers 200 healthy while storage answers, 503 (naming no internals) when it does not', async () => {
-    const ok = await handlerOver(async () => undefined)(event('/health'), {} as Context);
+    const ok = await handlerOver(async () => undefined)(event('/health'), {});
     expect(ok.statusCode).toBe(200);
     expect(JSON.parse(ok.body as string)).toMatchObject({ status: 'healthy', backend: 'aws' });
     const down = await handlerOver(() =>
       Promise.reject(
         Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:443 table secret-prod'), { name: 'TimeoutError' }),
       ),
-    )(event('/health'), {} as Context);
+    )(event('/health'), {});
     expect(down.statusCode).toBe(503);
     expect(JSON.parse(down.body as string)).toMatchObject({ status: 'unhealthy' });
     expect(down.body).not.toContain('secret');
     expect(down.body).not.toContain('10.0.0.7');
   });
   it('answers the version package.json names (one place, inlined into the bundles)', async () => {
-    const ok = await handlerOver(async () => undefined)(event('/health'), {} as Context);
+    const ok = await handlerOver(async () => undefined)(event('/health'), {});
     expect(JSON.parse(ok.body as string)).toMatchObject({ version: packageJson.version });
   });
 });
@@ -102,14 +101,14 @@ describe('unit: callers behind the JWT authorizer', () => {
 
   it('acts as the token subject: granted, refused for another subject, anonymous without claims', async () => {
     expect(principalOf(event('user-42'))).toBe('user-42');
-    const ok = await handler(event('user-42'), {} as Context);
+    const ok = await handler(event('user-42'), {});
     expect(ok.statusCode).toBe(200);
     expect(deleted).toEqual(['orders']);
-    const other = await handler(event('user-7'), {} as Context);
+    const other = await handler(event('user-7'), {});
     expect(other.statusCode).toBe(403);
     expect(JSON.parse(other.body as string)).toMatchObject({ code: 'forbidden' });
     expect(principalOf(event(undefined))).toBe('anonymous');
-    expect((await handler(event(undefined), {} as Context)).statusCode).toBe(403);
+    expect((await handler(event(undefined), {})).statusCode).toBe(403);
     expect(deleted).toEqual(['orders']);
   });
 });

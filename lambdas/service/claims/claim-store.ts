@@ -243,7 +243,7 @@ export function changeOps(
     item: {
       ...claimKeys.state(pid, g),
       ver: (view.stateVer ?? 0) + 1,
-      attrs: { ...ch.state, fp: fingerprint(live) } as unknown as Record<string, Json>,
+      attrs: { ...ch.state, fp: fingerprint(live) },
     },
     cond: view.stateVer === undefined ? { kind: 'absent' } : { kind: 'version', ver: view.stateVer },
   });
@@ -302,7 +302,7 @@ export function changeOps(
       item: {
         ...extra.memberKey,
         ver: (ver ?? 0) + 1,
-        attrs: attrs as unknown as Record<string, Json>,
+        attrs,
         expiresAt: extra.memberTtlS,
       },
       cond: ver === undefined ? { kind: 'absent' } : { kind: 'version', ver },

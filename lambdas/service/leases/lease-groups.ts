@@ -8,7 +8,7 @@
  */
 import { SluiceError, conflict, notFound } from '../../core/errors.js';
 import { emptyCursor, isLive, laneLag, messageProgress, type CursorState } from '../../core/leases.js';
-import type { Item, Storage } from '../../storage/port.js';
+import type { Storage } from '../../storage/port.js';
 import type { GroupRegistry } from '../groups/group-registry.js';
 import type { GroupRecord } from '../groups/group-store.js';
 import { cursorRows, decodeCursor, leaseKeys, putCursor } from './lease-store.js';
@@ -314,7 +314,7 @@ export class LeaseGroupAdmin {
             lease.map((g) => leaseKeys.cursor(part.id, g.group)),
           );
     const p = messageProgress(
-      lease.map((g, i) => ({ group: g.group, state: rows[i] ? decodeCursor(rows[i] as Item) : undefined })),
+      lease.map((g, i) => ({ group: g.group, state: rows[i] ? decodeCursor(rows[i]) : undefined })),
       offset,
       now,
     );

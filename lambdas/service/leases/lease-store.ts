@@ -38,7 +38,7 @@ type CursorAttrs = CursorState & { queue: string; partition: string };
 
 export function decodeCursor(item: Item): CursorState {
   const a = item.attrs as unknown as Partial<CursorAttrs>;
-  return { ...emptyCursor(), ...a } as CursorState;
+  return { ...emptyCursor(), ...a };
 }
 
 export function cursorItem(part: PartitionRef, group: string, s: CursorState, ver: number): Item {

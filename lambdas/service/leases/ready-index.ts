@@ -168,7 +168,7 @@ export class ReadyIndex {
       );
       const free: ReadyCandidate[] = [];
       next.forEach((it, i) => {
-        const st = rows[i] ? decodeCursor(rows[i] as Item) : undefined;
+        const st = rows[i] ? decodeCursor(rows[i]) : undefined;
         if (st && (isLive(st.lease, now) || st.committed >= it.ver)) return;
         free.push({ partitionId: it.sk, ver: it.ver, row: rows[i] });
       });

@@ -8,10 +8,7 @@ import {
   DescribeTimeToLiveCommand,
   UpdateTimeToLiveCommand,
   waitUntilTableExists,
-  type BillingMode,
   type DynamoDBClient,
-  type KeyType,
-  type ScalarAttributeType,
 } from '@aws-sdk/client-dynamodb';
 import {
   CreateBucketCommand,
@@ -41,14 +38,14 @@ export async function ensureTables(client: DynamoDBClient, tables: Record<TableN
           new CreateTableCommand({
             TableName,
             AttributeDefinitions: [
-              { AttributeName: s.partitionKey.name, AttributeType: s.partitionKey.type as ScalarAttributeType },
-              { AttributeName: s.sortKey.name, AttributeType: s.sortKey.type as ScalarAttributeType },
+              { AttributeName: s.partitionKey.name, AttributeType: s.partitionKey.type },
+              { AttributeName: s.sortKey.name, AttributeType: s.sortKey.type },
             ],
             KeySchema: [
-              { AttributeName: s.partitionKey.name, KeyType: 'HASH' as KeyType },
-              { AttributeName: s.sortKey.name, KeyType: 'RANGE' as KeyType },
+              { AttributeName: s.partitionKey.name, KeyType: 'HASH' },
+              { AttributeName: s.sortKey.name, KeyType: 'RANGE' },
             ],
-            BillingMode: s.billingMode as BillingMode,
+            BillingMode: s.billingMode,
           }),
         );
       } catch (err) {

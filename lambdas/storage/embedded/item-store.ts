@@ -44,7 +44,7 @@ function toItem(row: Row): Item {
   return item;
 }
 
-const OK: WriteResult = Object.freeze({ ok: true }) as WriteResult;
+const OK: WriteResult = Object.freeze({ ok: true });
 
 /** Thrown inside a savepoint to roll back a multi-row insert that met an existing row. */
 const SOME_EXIST = new Error('some rows exist');
