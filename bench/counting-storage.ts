@@ -19,8 +19,8 @@ export interface PortCounts {
 export function countingStorage(inner: Storage): {
   storage: Storage;
   counts: PortCounts;
-  reset(): void;
-  total(): number;
+  reset: () => void;
+  total: () => number;
 } {
   const counts: PortCounts = {};
   const bump = (k: string, n = 1): void => {

@@ -49,9 +49,9 @@ export interface RouteInput<B, Q, P> {
    * `queue`. For routes that learn their queue only while running (their `access.queues` does
    * not name it), call this before acting on or revealing anything of that queue.
    */
-  authorize(queue: string, action?: Action): void;
+  authorize: (queue: string, action?: Action) => void;
   /** Whether the caller may do `action` (default: the route's) on `queue`: to filter listings. */
-  allowed(queue: string, action?: Action): boolean;
+  allowed: (queue: string, action?: Action) => boolean;
 }
 
 /**

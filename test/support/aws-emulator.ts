@@ -198,7 +198,7 @@ const uniqueSuffix = (): string => `${Date.now().toString(36)}-${randomBytes(4).
  */
 export async function newAwsTestStorage(
   endpoints: AwsEndpoints,
-): Promise<{ storage: Storage; cleanup(): Promise<void> }> {
+): Promise<{ storage: Storage; cleanup: () => Promise<void> }> {
   const suffix = uniqueSuffix();
   const tables = Object.fromEntries(TABLES.map((t) => [t, `sluice-test-${suffix}-${t}`])) as Record<TableName, string>;
   const bucket = `sluice-test-${suffix}`;

@@ -32,7 +32,7 @@ import { awsEndpoints } from './aws-endpoints.js';
 
 export interface TestBackend {
   name: 'embedded' | 'aws';
-  newStorage(): Promise<{ storage: Storage; cleanup(): Promise<void> }>;
+  newStorage(): Promise<{ storage: Storage; cleanup: () => Promise<void> }>;
 }
 
 const ALL: TestBackend['name'][] = ['embedded', 'aws'];
@@ -61,7 +61,7 @@ function selectedBackends(): TestBackend['name'][] {
  * describe.each(backends)('$name', (backend) => { ... });
  * ```
  */
-export function testBackends(): { backends: TestBackend[]; setup(): Promise<void>; teardown(): Promise<void> } {
+export function testBackends(): { backends: TestBackend[]; setup: () => void; teardown: () => void } {
   const names = selectedBackends();
 
   const embedded: TestBackend = {
@@ -97,9 +97,9 @@ export function testBackends(): { backends: TestBackend[]; setup(): Promise<void
   return {
     backends,
     // The emulators outlive the file: setup only checks the run has them, teardown has nothing to do.
-    async setup() {
+    setup: () => {
       if (names.includes('aws')) awsEndpoints();
     },
-    async teardown() {},
+    teardown: () => {},
   };
 }
