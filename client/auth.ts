@@ -50,8 +50,8 @@ class NodeSha256 {
   update(data: string | ArrayBuffer | ArrayBufferView): void {
     this.h.update(toBuffer(data));
   }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.h.digest());
+  digest(): Promise<Uint8Array> {
+    return Promise.resolve(new Uint8Array(this.h.digest()));
   }
   reset(): void {
     throw new Error('NodeSha256.reset is not supported');
@@ -88,7 +88,7 @@ export function authenticator(
   endpoint: URL,
   opts: { now?: () => Date; env?: Record<string, string | undefined> } = {},
 ): Authenticator {
-  if (auth.type === 'none') return async (req) => req.headers;
+  if (auth.type === 'none') return (req) => Promise.resolve(req.headers);
   if (auth.type === 'bearer') {
     const t = auth.token;
     return async (req) => ({ ...req.headers, authorization: `Bearer ${typeof t === 'function' ? await t() : t}` });

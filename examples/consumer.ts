@@ -26,7 +26,7 @@ const stats = await sluice
   .group(process.env.GROUP ?? 'billing')
   .batch(10)
   .consume<Order>(
-    async (messages: Message<Order>[]) => {
+    (messages: Message<Order>[]) => {
       for (const m of messages) revenue += m.data.amount;
     },
     {

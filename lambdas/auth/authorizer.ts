@@ -35,7 +35,7 @@ export function bearerToken(header: string | undefined): string | undefined {
 }
 
 export function makeTokenAuthorizer(
-  store: () => Promise<TokenStore>,
+  store: () => TokenStore | Promise<TokenStore>,
 ): (event: TokenAuthorizerEvent) => Promise<TokenAuthorizerResult> {
   return async (event) => {
     const header = event.headers?.['authorization'] ?? event.identitySource?.[0];

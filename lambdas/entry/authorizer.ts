@@ -9,7 +9,7 @@ let store: TokenStore | undefined;
  * HTTP API REQUEST authorizer with simple responses). Reads the token items from the `meta`
  * table named in the environment; it is granted nothing but GetItem on that table.
  */
-export const handler = makeTokenAuthorizer(async () => {
+export const handler = makeTokenAuthorizer(() => {
   if (store) return store;
   const config = awsStorageConfigFromEnv();
   if (!config) throw new Error('SLUICE_TABLE_* and SLUICE_BUCKET are not set: the authorizer has no token table');

@@ -283,7 +283,7 @@ export function makeHandler(routes: RouteDef[], options: { services?: () => Prom
     }
   };
   return middy<HttpEvent, HttpResponse>(base, { timeoutEarlyInMillis: 1000 }).use({
-    onError: async (request) => {
+    onError: (request) => {
       request.response = serialise(errorResponse(request.error, jsonLog));
     },
   });

@@ -31,16 +31,18 @@ export class LocalKeyProvider implements KeyProvider {
   constructor(private readonly key: Uint8Array) {
     this.id = localKeyId(key);
   }
-  async current(): Promise<{ id: string; key: Uint8Array }> {
-    return { id: this.id, key: this.key };
+  current(): Promise<{ id: string; key: Uint8Array }> {
+    return Promise.resolve({ id: this.id, key: this.key });
   }
-  async byId(id: string): Promise<Uint8Array> {
+  byId(id: string): Promise<Uint8Array> {
     if (id !== this.id)
-      throw new SluiceError(
-        'unavailable',
-        `payload was sealed with key ${id}, but this server's SLUICE_ENCRYPTION_KEY is ${this.id}`,
+      return Promise.reject(
+        new SluiceError(
+          'unavailable',
+          `payload was sealed with key ${id}, but this server's SLUICE_ENCRYPTION_KEY is ${this.id}`,
+        ),
       );
-    return this.key;
+    return Promise.resolve(this.key);
   }
 }
 

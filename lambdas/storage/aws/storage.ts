@@ -44,12 +44,14 @@ export function createAwsStorage(opts: AwsStorageOptions): Storage {
     kind: 'aws',
     items: new DynamoItemStore(ddb, opts.tables, opts.writeConcurrency ?? DEFAULT_WRITE_CONCURRENCY),
     blobs: new S3BlobStore(s3, opts.bucket),
-    async close() {
-      if (closed) return;
-      closed = true;
-      // Requests are awaited by their callers, so nothing is pending here; just free sockets.
-      if (ownDynamo) ddb.destroy();
-      if (ownS3) s3.destroy();
+    close() {
+      if (!closed) {
+        closed = true;
+        // Requests are awaited by their callers, so nothing is pending here; just free sockets.
+        if (ownDynamo) ddb.destroy();
+        if (ownS3) s3.destroy();
+      }
+      return Promise.resolve();
     },
   };
 }
