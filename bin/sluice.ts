@@ -24,6 +24,7 @@ import { SluiceStack } from '../lib/sluice-stack.js';
 const app = new App();
 const ctx = (key: string): string | undefined => {
   const v: unknown = app.node.tryGetContext(key);
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- cdk.json may give an array (jwtAudience): String() joins it into the comma list read here
   return v === undefined || v === null || v === '' ? undefined : String(v);
 };
 

@@ -432,7 +432,7 @@ class ClaimConsumer<T> {
   private abandonResolve!: () => void;
   private readonly abandoned = new Promise<void>((r) => (this.abandonResolve = r));
   private readonly acks: AckBatcher;
-  private fatal: unknown;
+  private fatal: SluiceApiError | undefined;
   private readonly concurrency: number;
   private readonly visibilityMs: number;
   private readonly extendMs: number;

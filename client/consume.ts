@@ -94,7 +94,7 @@ export async function consumeLeases<T>(
 
   // `stopping` ends polling; `abandon` fires stopTimeoutMs later and gives up on handlers.
   const stopping = new AbortController();
-  let fatal: unknown;
+  let fatal: SluiceApiError | undefined;
   let abandonTimer: NodeJS.Timeout | undefined;
   let abandonResolve!: () => void;
   const abandoned = new Promise<void>((r) => (abandonResolve = r));

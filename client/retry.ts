@@ -85,8 +85,10 @@ export function parseRetryAfter(value: string | null | undefined, now: number = 
 /** An abortable sleep; rejects with the signal's reason when aborted. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the signal's own reason, as node:timers/promises rejects
+    const abort = (): void => reject(signal?.reason);
     if (signal?.aborted) {
-      reject(signal.reason);
+      abort();
       return;
     }
     const t = setTimeout(() => {
@@ -95,7 +97,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }, ms);
     const onAbort = (): void => {
       clearTimeout(t);
-      reject(signal?.reason);
+      abort();
     };
     signal?.addEventListener('abort', onAbort, { once: true });
   });

@@ -376,10 +376,11 @@ export class QueueRef {
 
   /**
    * Pushes items in order, split into requests under the server's limits (item count and
-   * body size). Items without a transactionId get a UUIDv7, so retrying a push (which the
-   * client does on 429, 5xx and network errors) never duplicates a message.
+   * body size). Each item is a {@link PushItem} or a bare payload. Items without a
+   * transactionId get a UUIDv7, so retrying a push (which the client does on 429, 5xx and
+   * network errors) never duplicates a message.
    */
-  async push(items: readonly (PushItem | unknown)[], opts: PushOptions = {}): Promise<PushResult[]> {
+  async push(items: readonly unknown[], opts: PushOptions = {}): Promise<PushResult[]> {
     const prepared = items.map((it) => this.toWire(it));
     const results: PushResult[] = [];
     let chunk: typeof prepared = [];

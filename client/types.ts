@@ -147,6 +147,8 @@ export interface DlqPage<T = unknown> {
 export interface RetryMessageResult {
   replayed: boolean;
   dlqRowRemoved: boolean;
+  /** The replay's new transactionId. */
+  transactionId?: string;
   [extra: string]: unknown;
 }
 

@@ -73,7 +73,7 @@ export function stackOptionsFromContext(ctx: ContextReader): { stackName: string
 
   const days = ctx('logRetentionDays');
   if (days !== undefined) {
-    const retention = Object.values(RetentionDays).find((v) => v === Number(days));
+    const retention = Object.values(RetentionDays).find((v) => Number(v) === Number(days));
     if (retention === undefined)
       throw new Error(`logRetentionDays must be one CloudWatch accepts (1, 3, 5, 7, 14, 30, 60, 90, ...); got ${days}`);
     props.logRetention = retention as RetentionDays;

@@ -58,7 +58,7 @@ export function dlqCommands(program: Command, ctx: CommandContext): void {
       const r = await client(cmd).retryMessage(partitionId, transactionId, o.group ? { consumerGroup: o.group } : {});
       if (json(cmd)) return printJson(r);
       out(
-        `replayed ${transactionId} as ${String(r['transactionId'] ?? '?')}${r.dlqRowRemoved ? '' : ' (the dead-letter row could not be removed; it is listed still)'}\n`,
+        `replayed ${transactionId} as ${r.transactionId ?? '?'}${r.dlqRowRemoved ? '' : ' (the dead-letter row could not be removed; it is listed still)'}\n`,
       );
     });
   dlq

@@ -67,11 +67,21 @@ export function principalProblem(principal: string): string | undefined {
   return undefined;
 }
 
-const infoOf = (attrs: Item['attrs'], id: string): TokenInfo => ({
+/** Both items' attributes as `create` writes them: the token item adds `id`, the listing item `hash`. */
+interface TokenAttrs {
+  principal: string;
+  createdAt: number;
+  description?: string;
+  id?: string;
+  hash?: string;
+}
+const tokenAttrs = (item: Item): TokenAttrs => item.attrs as unknown as TokenAttrs;
+
+const infoOf = (attrs: TokenAttrs, id: string): TokenInfo => ({
   id,
-  principal: String(attrs['principal']),
-  createdAt: Number(attrs['createdAt']),
-  ...(typeof attrs['description'] === 'string' ? { description: attrs['description'] } : {}),
+  principal: attrs.principal,
+  createdAt: attrs.createdAt,
+  ...(typeof attrs.description === 'string' ? { description: attrs.description } : {}),
 });
 
 export class TokenStore {
@@ -142,7 +152,7 @@ export class TokenStore {
     if (!entry) return false;
     try {
       await this.items.transact([
-        { op: 'delete', table: 'meta', key: { pk: `${TOKEN_PK_PREFIX}${String(entry.attrs['hash'])}`, sk: TOKEN_SK } },
+        { op: 'delete', table: 'meta', key: { pk: `${TOKEN_PK_PREFIX}${tokenAttrs(entry).hash}`, sk: TOKEN_SK } },
         { op: 'delete', table: 'meta', key: { pk: TOKEN_INDEX_PK, sk: id }, cond: { kind: 'version', ver: entry.ver } },
       ]);
       return true;
@@ -159,7 +169,7 @@ export class TokenStore {
     let after: string | undefined;
     do {
       const page = await this.items.query('meta', TOKEN_INDEX_PK, { after, limit: 100 });
-      for (const it of page.items) out.push(infoOf(it.attrs, it.sk));
+      for (const it of page.items) out.push(infoOf(tokenAttrs(it), it.sk));
       after = page.next;
     } while (after !== undefined);
     return out;
@@ -169,6 +179,8 @@ export class TokenStore {
   async verify(token: string): Promise<TokenInfo | undefined> {
     if (token.length === 0 || token.length > MAX_TOKEN_LENGTH) return undefined;
     const it = await this.items.get('meta', { pk: `${TOKEN_PK_PREFIX}${hashToken(token)}`, sk: TOKEN_SK });
-    return it ? infoOf(it.attrs, String(it.attrs['id'])) : undefined;
+    if (!it) return undefined;
+    const attrs = tokenAttrs(it);
+    return infoOf(attrs, String(attrs.id));
   }
 }

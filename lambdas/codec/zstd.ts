@@ -25,8 +25,8 @@ async function load(): Promise<Zstd> {
   const z = zlib as ZlibWithZstd;
   if (typeof z.zstdCompress === 'function' && typeof z.zstdDecompress === 'function') {
     const level = z.constants.ZSTD_c_compressionLevel;
-    const c = promisify(z.zstdCompress) as (b: Uint8Array, o: object) => Promise<Buffer>;
-    const d = promisify(z.zstdDecompress) as (b: Uint8Array) => Promise<Buffer>;
+    const c = promisify<Uint8Array, object, Buffer>(z.zstdCompress);
+    const d = promisify<Uint8Array, Buffer>(z.zstdDecompress);
     const opts = level === undefined ? {} : { params: { [level]: ZSTD_LEVEL } };
     return { impl: 'node:zlib', compress: (b) => c(b, opts), decompress: (b) => d(b) };
   }
