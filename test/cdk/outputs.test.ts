@@ -45,7 +45,7 @@ describe('deploy: endpoint discovery from stack outputs', () => {
 });
 
 describe('deploy: the black-box target from the environment', () => {
-  it('from a recorded outputs file on LocalStack: the rewritten URL, signed with SigV4 (AuthMode iam)', async () => {
+  it('from a recorded outputs file on LocalStack: the rewritten URL, signed with SigV4 (AuthMode iam)', () => {
     const d = deployedTarget({
       SLUICE_OUTPUTS_FILE: FIXTURE,
       LOCALSTACK_ENDPOINT: 'http://localhost:4566',

@@ -54,7 +54,7 @@ function slowPost(
     });
     sock.on('error', (e: NodeJS.ErrnoException) => (error ??= e.code ?? e.message));
     sock.on('close', () => resolve({ response, closedBeforeSent, ...(error ? { error } : {}) }));
-    sock.on('connect', async () => {
+    const send = async (): Promise<void> => {
       const head = [
         'POST /api/v1/push HTTP/1.1',
         'host: local',
@@ -77,7 +77,9 @@ function slowPost(
       }
       if (contentLength === undefined && !sock.destroyed) sock.write('0\r\n\r\n');
       sent = true;
-    });
+    };
+    // Fire and forget: 'close' settles the promise; a throw while sending fails the test as an unhandled rejection.
+    sock.on('connect', () => void send());
   });
 }
 

@@ -154,7 +154,7 @@ describe('embedded storage: schema versions', () => {
       ]);
       // Guards and the TTL index work on the migrated table.
       await expect(s.items.put('dedup', item('tx-a'), { kind: 'absent' })).rejects.toBeInstanceOf(ConditionFailedError);
-      expect(await s.sweepExpired(1_000)).toBe(1);
+      expect(s.sweepExpired(1_000)).toBe(1);
     } finally {
       await s.close();
     }

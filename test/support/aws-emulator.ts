@@ -68,7 +68,9 @@ export async function startAwsEmulators(): Promise<AwsEmulator> {
 
   const [dynamodb, moto] = await Promise.allSettled([withFreePort(startDynamoDbLocal), withFreePort(startMoto)]);
   if (dynamodb.status === 'rejected' || moto.status === 'rejected') {
-    await Promise.all([dynamodb, moto].map((r) => (r.status === 'fulfilled' ? r.value.process.stop() : undefined)));
+    await Promise.all(
+      [dynamodb, moto].map((r) => (r.status === 'fulfilled' ? r.value.process.stop() : Promise.resolve())),
+    );
     throw dynamodb.status === 'rejected' ? dynamodb.reason : (moto as PromiseRejectedResult).reason;
   }
   return {

@@ -24,7 +24,7 @@ export function fakeFetch(answers: Answer[] | ((req: Recorded) => Response | Pro
   const calls: Recorded[] = [];
   let i = 0;
   const f = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const url = new URL(String(input));
+    const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries((init?.headers ?? {}) as Record<string, string>)) headers[k.toLowerCase()] = v;
     const raw = init?.body;

@@ -72,7 +72,12 @@ export function readAssembly(
     const functionId = ref(integration?.Properties['IntegrationUri']);
     if (!functionId || !functions.has(functionId))
       throw new Error(`route ${method} ${path} does not integrate with a function of the stack`);
-    routes.push({ method, path, authorization: String(r.Properties['AuthorizationType'] ?? 'NONE'), functionId });
+    routes.push({
+      method,
+      path,
+      authorization: (r.Properties['AuthorizationType'] as string | undefined) ?? 'NONE',
+      functionId,
+    });
   }
   return { template, functions, routes };
 }

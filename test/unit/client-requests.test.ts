@@ -187,7 +187,8 @@ describe('client: pop, ack, renew', () => {
       ],
     });
     expect((calls[2]?.body as { consumerGroup: string }).consumerGroup).toBe('h');
-    await expect(sluice.ack([{ id: 'x' } as Message])).rejects.toThrow(/transactionId and partitionId/);
+    const notAMessage = { id: 'x' } as Message;
+    await expect(sluice.ack([notAMessage])).rejects.toThrow(/transactionId and partitionId/);
   });
 
   it('renews each distinct lease once', async () => {

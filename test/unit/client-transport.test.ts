@@ -131,6 +131,7 @@ describe('client: transport', () => {
   it('times a request out with SluiceTimeoutError', async () => {
     const hanging = ((_url: string | URL, init?: RequestInit) =>
       new Promise<Response>((_, reject) =>
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rejects with the signal's reason, as fetch does
         init?.signal?.addEventListener('abort', () => reject(init.signal?.reason)),
       )) as typeof fetch;
     const t = new Transport({ endpoint: 'http://sluice.test', retry: { attempts: 1 }, fetch: hanging });
