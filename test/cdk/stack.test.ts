@@ -448,6 +448,7 @@ describe('cdk: options', () => {
       JwtConfiguration: { Issuer: 'https://issuer.example.com/', Audience: ['sluice'] },
     });
     for (const r of Object.values(resourcesOf(t, 'AWS::ApiGatewayV2::Route')))
+      // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- vitest types its asymmetric matchers as any
       expect(r.Properties).toMatchObject({ AuthorizationType: 'JWT', AuthorizerId: expect.anything() });
     t.resourceCountIs('AWS::IAM::ManagedPolicy', 0);
     Annotations.fromStack(jwt).hasWarning('*', Match.stringLikeRegexp('JWT auth with the default grants'));

@@ -9,6 +9,7 @@ import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { call, type HttpReply } from '../support/http.js';
+import type { ErrorReply, PollReply } from '../support/replies.js';
 import { TestClock, testServices } from '../support/services.js';
 import { withItems } from '../support/storage.js';
 
@@ -115,9 +116,8 @@ describe.each(backends)('http: record claims on $name', (backend) => {
       maxBodyBytes: services.config.maxBodyBytes,
     });
   };
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- loosely typed JSON replies
-  const http = (method: string, path: string, body?: unknown, who: Who = 'alice'): Promise<HttpReply<any>> =>
-    call(server.url, method, path, body, { authorization: `Bearer ${TOKENS[who]}` });
+  const http = <T = unknown>(method: string, path: string, body?: unknown, who: Who = 'alice'): Promise<HttpReply<T>> =>
+    call<T>(server.url, method, path, body, { authorization: `Bearer ${TOKENS[who]}` });
   const ok = async (
     method: string,
     path: string,
@@ -161,7 +161,7 @@ describe.each(backends)('http: record claims on $name', (backend) => {
     code: string,
     who: Who = 'alice',
   ): Promise<void> => {
-    const r = await http(method, path, body, who);
+    const r = await http<ErrorReply>(method, path, body, who);
     expect(r.status, `${method} ${path}: ${JSON.stringify(r.body)}`).toBe(status);
     expect(r.body.code).toBe(code);
     expect(typeof r.body.error).toBe('string');
@@ -259,14 +259,14 @@ describe.each(backends)('http: record claims on $name', (backend) => {
     // Restart: a new server over new services (no memory kept), same storage.
     const second = await serverOver(testServices(storage, { clock }));
     try {
-      const r = await call(
+      const r = await call<PollReply>(
         second.url,
         'POST',
         `${G('s-restart')}/poll`,
         { max: 1 },
         { authorization: `Bearer ${TOKENS.alice}` },
       );
-      expect(r.body.records.map((x: Rec) => [x.offset, x.attempts])).toEqual([[0, 1]]);
+      expect(r.body.records.map((x) => [x.offset, x.attempts])).toEqual([[0, 1]]);
       const list = await call(second.url, 'GET', `${G('s-restart')}/dead-letters`, undefined, {
         authorization: `Bearer ${TOKENS.alice}`,
       });
@@ -391,7 +391,7 @@ describe.each(backends)('http: record claims on $name', (backend) => {
     const other = await serverOver(testServices(storage, { clock }));
     try {
       const held = hooks.holdNextTransact();
-      const settling = http('POST', `${G('s-race')}/ack`, { offsets: [0, 1, 2] });
+      const settling = http<ErrorReply>('POST', `${G('s-race')}/ack`, { offsets: [0, 1, 2] });
       await held.arrived;
       let seek: HttpReply<Record<string, unknown>>;
       try {
@@ -639,7 +639,7 @@ describe.each(backends)('http: record claims on $name', (backend) => {
   it('pop (partition leases) refuses a claim group with 409, and a claim poll refuses a lease group', async () => {
     await push('m-pop', 2);
     await poll('m-pop', {}, 'alice', 'claimers');
-    const pop = await http('GET', '/api/v1/pop/queue/m-pop/partition/Default?consumerGroup=claimers');
+    const pop = await http<ErrorReply>('GET', '/api/v1/pop/queue/m-pop/partition/Default?consumerGroup=claimers');
     expect(pop.status).toBe(409);
     expect(pop.body.code).toBe('conflict');
     const leased = await http('GET', '/api/v1/pop/queue/m-pop/partition/Default?consumerGroup=leasers&batch=1');

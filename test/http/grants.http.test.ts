@@ -12,6 +12,7 @@ import { serverCommand } from '../support/process.js';
 import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 import { call } from '../support/http.js';
+import type { ErrorReply } from '../support/replies.js';
 import { testServices } from '../support/services.js';
 import { defineGrantsSuite, grantsFor, type Role } from './suites/grants.suite.js';
 
@@ -56,7 +57,7 @@ describe('http: grants on the local server (bearer tokens)', () => {
       { authorization: 'Bearer not-a-known-token-at-all' },
     ];
     for (const headers of attempts) {
-      const r = await call(server.url, 'GET', '/health', undefined, headers);
+      const r = await call<ErrorReply>(server.url, 'GET', '/health', undefined, headers);
       expect(r.status).toBe(401);
       expect(r.body.code).toBe('unauthorized');
       expect(r.headers.get('www-authenticate')).toBe('Bearer');

@@ -10,6 +10,14 @@ import type { Services } from '../../lambdas/service/runtime.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
+import type {
+  AckReply,
+  ConfigureReply,
+  ConsumerGroupReply,
+  ConsumerGroupsReply,
+  DlqPageReply,
+  MessageReply,
+} from '../support/replies.js';
 import { testServices, type TestClock } from '../support/services.js';
 
 const { backends, setup, teardown } = testBackends();
@@ -52,7 +60,7 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     payloads: unknown[],
     partition?: string,
   ): Promise<{ transaction_id: string; partition_id: string }[]> => {
-    const r = await call(url, 'POST', '/api/v1/push', {
+    const r = await call<{ transaction_id: string; partition_id: string }[]>(url, 'POST', '/api/v1/push', {
       items: payloads.map((payload) => ({ queue, partition, payload })),
     });
     expect(r.status).toBe(201);
@@ -68,7 +76,7 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
       if (r.status === 204) return out;
       expect(r.status).toBe(200);
       out.push(...r.body.messages.map((m) => m.data));
-      const ack = await call(url, 'POST', '/api/v1/ack/batch', {
+      const ack = await call<AckReply>(url, 'POST', '/api/v1/ack/batch', {
         consumerGroup: group,
         acknowledgments: r.body.messages.map((m) => ({
           transactionId: m.transactionId,
@@ -77,7 +85,7 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
           status: 'completed',
         })),
       });
-      expect(ack.body.every((a: { success: boolean }) => a.success)).toBe(true);
+      expect(ack.body.every((a) => a.success)).toBe(true);
     }
   };
 
@@ -148,24 +156,27 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
       partitionId: slow.body.messages[0]!.partitionId,
     });
     clock.advance(600_000);
-    const list = await call(url, 'GET', '/api/v1/consumer-groups');
+    const list = await call<ConsumerGroupsReply>(url, 'GET', '/api/v1/consumer-groups');
     expect(list.status).toBe(200);
     const lagOf = (name: string) =>
-      list.body.consumerGroups
-        .find((g: { name: string }) => g.name === name)
-        ?.queues.find((q: { queue: string }) => q.queue === 'lag');
+      list.body.consumerGroups.find((g) => g.name === name)?.queues.find((q) => q.queue === 'lag');
     expect(lagOf('fast')).toMatchObject({ lagMessages: 0 });
     expect(lagOf('slow')).toMatchObject({ lagMessages: 2, lagSeconds: 600 });
-    const one = await call(url, 'GET', '/api/v1/consumer-groups/slow');
-    expect(one.body.queues[0].detail[0]).toMatchObject({ partition: 'Default', committed: 0, next: 3, lagMessages: 2 });
+    const one = await call<ConsumerGroupReply>(url, 'GET', '/api/v1/consumer-groups/slow');
+    expect(one.body.queues[0]!.detail[0]).toMatchObject({
+      partition: 'Default',
+      committed: 0,
+      next: 3,
+      lagMessages: 2,
+    });
     expect(
-      (await call(url, 'GET', '/api/v1/consumer-groups/lagging')).body.consumerGroups.map(
-        (g: { name: string }) => g.name,
+      (await call<ConsumerGroupsReply>(url, 'GET', '/api/v1/consumer-groups/lagging')).body.consumerGroups.map(
+        (g) => g.name,
       ),
     ).not.toContain('slow');
-    const lagging = await call(url, 'GET', '/api/v1/consumer-groups/lagging?minLagSeconds=300');
-    expect(lagging.body.consumerGroups.map((g: { name: string }) => g.name)).toContain('slow');
-    expect(lagging.body.consumerGroups.map((g: { name: string }) => g.name)).not.toContain('fast');
+    const lagging = await call<ConsumerGroupsReply>(url, 'GET', '/api/v1/consumer-groups/lagging?minLagSeconds=300');
+    expect(lagging.body.consumerGroups.map((g) => g.name)).toContain('slow');
+    expect(lagging.body.consumerGroups.map((g) => g.name)).not.toContain('fast');
     expect((await call(url, 'GET', '/api/v1/consumer-groups/nobody')).status).toBe(404);
   });
 
@@ -174,7 +185,7 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     const path = `/api/v1/messages/${r!.partition_id}/${r!.transaction_id}`;
     await drain('progress', 'one');
     const held = await pop('progress', 'consumerGroup=two');
-    let m = await call(url, 'GET', path);
+    let m = await call<MessageReply>(url, 'GET', path);
     expect(m.body.status).toBe('processing');
     expect(m.body.consumerGroups).toEqual(
       expect.arrayContaining([
@@ -187,7 +198,7 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
       transactionId: held.body.messages[0]!.transactionId,
       partitionId: r!.partition_id,
     });
-    m = await call(url, 'GET', path);
+    m = await call<MessageReply>(url, 'GET', path);
     expect(m.body.status).toBe('completed');
     expect(m.body.data).toBe('m');
   });
@@ -280,9 +291,9 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     const pid = slow.body.messages[0]!.partitionId;
     expect(await svc.storage.items.get('log', keys.segment(pid, 0))).toBeUndefined();
     expect(await drain('keep', 'slow')).toEqual(['k2', 'k3']);
-    expect(
-      (await call(url, 'GET', '/api/v1/dlq?queue=keep')).body.messages.map((m: { data: string }) => m.data),
-    ).toEqual(['k1']);
+    expect((await call<DlqPageReply>(url, 'GET', '/api/v1/dlq?queue=keep')).body.messages.map((m) => m.data)).toEqual([
+      'k1',
+    ]);
 
     await call(url, 'POST', '/api/v1/configure', {
       queue: 'age',
@@ -375,7 +386,10 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
   });
 
   it('encryptionEnabled: payloads are sealed at rest and come back as plaintext', async () => {
-    const cfg = await call(url, 'POST', '/api/v1/configure', { queue: 'secret', options: { encryptionEnabled: true } });
+    const cfg = await call<ConfigureReply>(url, 'POST', '/api/v1/configure', {
+      queue: 'secret',
+      options: { encryptionEnabled: true },
+    });
     expect(cfg.body.options.encryptionEnabled).toBe(true);
     const [r] = await push('secret', [{ card: '4111-1111' }]);
     const seg = await svc.storage.items.get('log', keys.segment(r!.partition_id, 0));
@@ -384,7 +398,7 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     expect(Buffer.from(frame!.payload).includes('4111')).toBe(false);
     const p = await pop('secret');
     expect(p.body.messages[0]!.data).toEqual({ card: '4111-1111' });
-    const one = await call(url, 'GET', `/api/v1/messages/${r!.partition_id}/${r!.transaction_id}`);
+    const one = await call<MessageReply>(url, 'GET', `/api/v1/messages/${r!.partition_id}/${r!.transaction_id}`);
     expect(one.body.data).toEqual({ card: '4111-1111' });
   });
 });

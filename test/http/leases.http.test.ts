@@ -6,6 +6,15 @@ import type { LocalServer } from '../../lambdas/local/server.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
+import type {
+  AckReply,
+  ConsumerGroupReply,
+  DlqPageReply,
+  ErrorReply,
+  ExtendReply,
+  RedriveReply,
+  TransactionReply,
+} from '../support/replies.js';
 import { testServices, type TestClock } from '../support/services.js';
 
 const { backends, setup, teardown } = testBackends();
@@ -47,7 +56,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     payloads: unknown[],
     partition?: string,
   ): Promise<{ transaction_id: string; partition_id: string }[]> => {
-    const r = await call(url, 'POST', '/api/v1/push', {
+    const r = await call<{ transaction_id: string; partition_id: string }[]>(url, 'POST', '/api/v1/push', {
       items: payloads.map((payload) => ({ queue, partition, payload })),
     });
     expect(r.status).toBe(201);
@@ -72,7 +81,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     extra: Record<string, unknown> = {},
     group?: string,
   ) =>
-    call(url, 'POST', '/api/v1/ack/batch', {
+    call<AckReply>(url, 'POST', '/api/v1/ack/batch', {
       consumerGroup: group ?? null,
       acknowledgments: msgs.map((m, i) => ({
         transactionId: m.transactionId,
@@ -153,7 +162,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
   it('002.5 effective lease time: ?leaseSeconds > 0, else the stored leaseTime (300 after /configure), else 60 s', async () => {
     const expiry = async (leaseId: string): Promise<number> => {
       // An extend never shortens: extending by 1 s reports the current expiry.
-      const r = await call(url, 'POST', `/api/v1/lease/${leaseId}/extend`, { seconds: 1 });
+      const r = await call<ExtendReply>(url, 'POST', `/api/v1/lease/${leaseId}/extend`, { seconds: 1 });
       return Date.parse(r.body.newExpiresAt) - clock.t;
     };
     await push('implicit', [1]);
@@ -170,14 +179,14 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     const p = await popped('ext', 'partitions=2&batch=10');
     expect(p.messages).toHaveLength(2);
     clock.advance(30_000);
-    const r = await call(url, 'POST', `/api/v1/lease/${p.leaseId}/extend`, {});
+    const r = await call<ExtendReply>(url, 'POST', `/api/v1/lease/${p.leaseId}/extend`, {});
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ leaseId: p.leaseId, success: true, renewed: 2 });
     expect(Date.parse(r.body.newExpiresAt)).toBe(clock.t + 60_000);
     expect(r.body.expiresAt).toBe(r.body.newExpiresAt);
     expect(r.body.lease_expires_at).toBe(r.body.newExpiresAt);
     clock.advance(60_000);
-    const late = await call(url, 'POST', `/api/v1/lease/${p.leaseId}/extend`, { seconds: 60 });
+    const late = await call<ExtendReply>(url, 'POST', `/api/v1/lease/${p.leaseId}/extend`, { seconds: 60 });
     expect(late.body).toMatchObject({ success: false, renewed: 0 });
     expect((await call(url, 'POST', '/api/v1/lease/unknown/extend')).body).toMatchObject({
       success: false,
@@ -196,8 +205,8 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     clock.advance(300_000);
     expect(data((await popped('exp', 'batch=3')).messages)).toEqual([2, 3]);
     // Still no budget spent: a failed now charges (retryLimit 0 files at once only when spent).
-    const g = await call(url, 'GET', '/api/v1/consumer-groups/__QUEUE_MODE__');
-    const part = g.body.queues.find((q: { queue: string }) => q.queue === 'exp').detail[0];
+    const g = await call<ConsumerGroupReply>(url, 'GET', '/api/v1/consumer-groups/__QUEUE_MODE__');
+    const part = g.body.queues.find((q) => q.queue === 'exp')!.detail[0];
     expect(part).toMatchObject({ committed: 0, retryCount: 0, redeliveries: 1 });
   });
 
@@ -205,7 +214,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     await push('commit', [1, 2, 3, 4]);
     const p = await popped('commit', 'batch=3');
     const partial = await ackBatch(p.messages.slice(0, 2), 'completed');
-    expect(partial.body.map((x: { leaseReleased: boolean }) => x.leaseReleased)).toEqual([false, false]);
+    expect(partial.body.map((x) => x.leaseReleased)).toEqual([false, false]);
     expect((await pop('commit')).status).toBe(204);
     const rest = await call(url, 'POST', '/api/v1/ack', {
       transactionId: p.messages[2]!.transactionId,
@@ -233,7 +242,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     await push('mixed', [1, 2, 3, 4]);
     const p = await popped('mixed', 'batch=4');
     const r = await ackBatch(p.messages, ['completed', 'failed', 'completed', 'retry']);
-    expect(r.body.every((x: { success: boolean; leaseReleased: boolean }) => x.success && x.leaseReleased)).toBe(true);
+    expect(r.body.every((x) => x.success && x.leaseReleased)).toBe(true);
     expect(data((await popped('mixed', 'batch=4')).messages)).toEqual([2, 3, 4]);
   });
 
@@ -245,7 +254,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     clock.advance(61_000);
     const late = await ackBatch(p.messages, 'completed');
     expect(late.body[0]).toMatchObject({ success: false, error: 'Invalid or expired lease' });
-    const unknown = await call(url, 'POST', '/api/v1/ack', {
+    const unknown = await call<AckReply>(url, 'POST', '/api/v1/ack', {
       transactionId: 'nope',
       partitionId: p.messages[0]!.partitionId,
     });
@@ -269,7 +278,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     const filed = await ackBatch(p.messages, 'failed', { error: 'bad payload' });
     expect(filed.body[0]).toMatchObject({ success: true, dlq: true, leaseReleased: true });
     expect(data((await popped('budget')).messages)).toEqual(['next']);
-    const dlq = await call(url, 'GET', '/api/v1/dlq?queue=budget');
+    const dlq = await call<DlqPageReply>(url, 'GET', '/api/v1/dlq?queue=budget');
     expect(dlq.body.messages).toHaveLength(1);
     expect(dlq.body.messages[0]).toMatchObject({
       errorMessage: 'bad payload',
@@ -285,7 +294,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     for (let i = 0; i < 3; i++) await ackBatch((await popped('retry')).messages, 'retry');
     const p = await popped('retry');
     expect(data(p.messages)).toEqual(['r']);
-    expect((await ackBatch(p.messages, 'failed')).body[0].dlq).toBe(true);
+    expect((await ackBatch(p.messages, 'failed')).body[0]!.dlq).toBe(true);
   });
 
   it('002.13 with retryLimit 3, a batch that fails twice and then succeeds is delivered 3 times and filed nowhere', async () => {
@@ -303,7 +312,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     }
     expect(deliveries).toBe(3);
     expect((await pop('thrice')).status).toBe(204);
-    expect((await call(url, 'GET', '/api/v1/dlq?queue=thrice')).body.total).toBe(0);
+    expect((await call<DlqPageReply>(url, 'GET', '/api/v1/dlq?queue=thrice')).body.total).toBe(0);
   });
 
   it('002.14 dlq files the message at once whatever budget is left; the error falls back to “Retries exhausted”', async () => {
@@ -312,7 +321,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     const r = await ackBatch(p.messages, ['dlq', 'completed']);
     expect(r.body[0]).toMatchObject({ dlq: true });
     expect(data((await popped('direct')).messages)).toEqual(['y']);
-    const dlq = await call(url, 'GET', '/api/v1/dlq?queue=direct');
+    const dlq = await call<DlqPageReply>(url, 'GET', '/api/v1/dlq?queue=direct');
     expect(dlq.body.messages[0]).toMatchObject({ errorMessage: 'Retries exhausted', data: 'x' });
   });
 
@@ -326,7 +335,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
       leaseReleased: true,
     });
     expect(data((await popped('drop')).messages)).toEqual(['kept']);
-    expect((await call(url, 'GET', '/api/v1/dlq?queue=drop')).body.total).toBe(0);
+    expect((await call<DlqPageReply>(url, 'GET', '/api/v1/dlq?queue=drop')).body.total).toBe(0);
   });
 
   it('002.16 a nack releases the lease and wakes a parked long poll at once', async () => {
@@ -350,12 +359,12 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
       clock.advance(1000);
       await ackBatch((await popped('list', 'consumerGroup=lg')).messages, 'dlq', { error: `e${i}` }, 'lg');
     }
-    const all = await call(url, 'GET', '/api/v1/dlq?queue=list&consumerGroup=lg&limit=2&offset=0');
+    const all = await call<DlqPageReply>(url, 'GET', '/api/v1/dlq?queue=list&consumerGroup=lg&limit=2&offset=0');
     expect(all.status).toBe(200);
     expect(all.body.total).toBe(2);
     expect(all.body.pagination).toEqual({ limit: 2, offset: 0 });
-    expect(all.body.messages.map((m: { errorMessage: string }) => m.errorMessage)).toEqual(['e2', 'e1']);
-    const e = all.body.messages[0];
+    expect(all.body.messages.map((m) => m.errorMessage)).toEqual(['e2', 'e1']);
+    const e = all.body.messages[0]!;
     expect(Object.keys(e).sort()).toEqual(
       [
         'consumerGroup',
@@ -381,9 +390,9 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
       retryCount: 0,
     });
     expect(e.createdAt).toBe(e.failedAt);
-    const page2 = await call(url, 'GET', '/api/v1/dlq?queue=list&consumerGroup=lg&limit=2&offset=2');
-    expect(page2.body.messages.map((m: { errorMessage: string }) => m.errorMessage)).toEqual(['e0']);
-    expect((await call(url, 'GET', '/api/v1/dlq?queue=list&consumerGroup=other')).body.total).toBe(0);
+    const page2 = await call<DlqPageReply>(url, 'GET', '/api/v1/dlq?queue=list&consumerGroup=lg&limit=2&offset=2');
+    expect(page2.body.messages.map((m) => m.errorMessage)).toEqual(['e0']);
+    expect((await call<DlqPageReply>(url, 'GET', '/api/v1/dlq?queue=list&consumerGroup=other')).body.total).toBe(0);
   });
 
   it('002.18 POST /messages/:p/:t/retry re-pushes under a fresh transactionId, then removes the row', async () => {
@@ -391,14 +400,18 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     const p = await popped('replay');
     await ackBatch(p.messages, 'dlq');
     const m = p.messages[0]!;
-    const r = await call(url, 'POST', `/api/v1/messages/${m.partitionId}/${m.transactionId}/retry`);
+    const r = await call<{ transactionId: string }>(
+      url,
+      'POST',
+      `/api/v1/messages/${m.partitionId}/${m.transactionId}/retry`,
+    );
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ replayed: true, dlqRowRemoved: true, partitionId: m.partitionId });
     expect(r.body.transactionId).not.toBe(m.transactionId);
     const again = await popped('replay');
     expect(data(again.messages)).toEqual([{ v: 1 }]);
     expect(again.messages[0]!.transactionId).toBe(r.body.transactionId);
-    expect((await call(url, 'GET', '/api/v1/dlq?queue=replay')).body.total).toBe(0);
+    expect((await call<DlqPageReply>(url, 'GET', '/api/v1/dlq?queue=replay')).body.total).toBe(0);
     expect((await call(url, 'POST', `/api/v1/messages/${m.partitionId}/${m.transactionId}/retry`)).status).toBe(404);
   });
 
@@ -408,10 +421,10 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     const m = p.messages[0]!;
     expect((await call(url, 'DELETE', `/api/v1/messages/${m.partitionId}/${m.transactionId}`)).status).toBe(404);
     await ackBatch(p.messages, 'dlq');
-    const r = await call(url, 'DELETE', `/api/v1/messages/${m.partitionId}/${m.transactionId}`);
+    const r = await call<{ deleted: boolean }>(url, 'DELETE', `/api/v1/messages/${m.partitionId}/${m.transactionId}`);
     expect(r.status).toBe(200);
     expect(r.body.deleted).toBe(true);
-    expect((await call(url, 'GET', '/api/v1/dlq?queue=del')).body.total).toBe(0);
+    expect((await call<DlqPageReply>(url, 'GET', '/api/v1/dlq?queue=del')).body.total).toBe(0);
     expect((await call(url, 'DELETE', `/api/v1/messages/${m.partitionId}/${m.transactionId}`)).status).toBe(404);
   });
 
@@ -436,7 +449,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     await ackBatch((await popped('bulkfull', '', 'p1')).messages, 'dlq');
     await ackBatch((await popped('bulkfull', '', 'p2')).messages, 'dlq');
     await push('bulkfull', ['c'], 'p1'); // p1 is full again: the oldest dead letter cannot go back yet
-    const bad = await call(url, 'POST', '/api/v1/dlq/retry', { queue: 'bulkfull', partition: 'p1' });
+    const bad = await call<ErrorReply>(url, 'POST', '/api/v1/dlq/retry', { queue: 'bulkfull', partition: 'p1' });
     expect(bad.status).toBe(400);
     expect(bad.body.code).toBe('invalid_request');
     // One row per call, each call going on after the last (the two rows may share a timestamp,
@@ -444,7 +457,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     const steps: { moved: number; failed: number; more: boolean }[] = [];
     let after: string | undefined;
     for (let more = true; more && steps.length < 5;) {
-      const r = await call(url, 'POST', '/api/v1/dlq/retry', {
+      const r = await call<RedriveReply>(url, 'POST', '/api/v1/dlq/retry', {
         queue: 'bulkfull',
         limit: 1,
         ...(after ? { after } : {}),
@@ -459,7 +472,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     expect(data((await popped('bulkfull', 'batch=10', 'p2')).messages)).toEqual(['b']);
     // The refused row stays listed until its partition has room.
     expect(
-      (await call(url, 'GET', '/api/v1/dlq?queue=bulkfull')).body.messages.map((m: { data: unknown }) => m.data),
+      (await call<DlqPageReply>(url, 'GET', '/api/v1/dlq?queue=bulkfull')).body.messages.map((m) => m.data),
     ).toEqual(['a']);
   });
 
@@ -496,7 +509,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     expect(new Set(r.messages.map((m) => m.leaseId))).toEqual(new Set([r.leaseId]));
     expect(new Set(r.messages.map((m) => m.partition)).size).toBe(3);
     const ack = await ackBatch(r.messages, 'completed');
-    expect(ack.body.every((a: { success: boolean }) => a.success)).toBe(true);
+    expect(ack.body.every((a) => a.success)).toBe(true);
   });
 
   it('partitions=N: a partition claimed in a later round (an earlier candidate had nothing to deliver) is renewed by the pop’s one lease id', async () => {
@@ -515,11 +528,11 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     expect(data(p.messages).sort()).toEqual(['a-new', 'c-new']);
     expect(new Set(p.messages.map((m) => m.leaseId))).toEqual(new Set([p.leaseId]));
     clock.advance(30_000);
-    const r = await call(url, 'POST', `/api/v1/lease/${p.leaseId}/extend`, { seconds: 120 });
+    const r = await call<ExtendReply>(url, 'POST', `/api/v1/lease/${p.leaseId}/extend`, { seconds: 120 });
     expect(r.body).toMatchObject({ success: true, renewed: 2 });
     clock.advance(60_000); // past the original expiry: both lanes are still leased
     expect((await pop('rounds', 'partitions=2')).status).toBe(204);
-    expect((await ackBatch(p.messages, 'completed')).body.every((a: { success: boolean }) => a.success)).toBe(true);
+    expect((await ackBatch(p.messages, 'completed')).body.every((a) => a.success)).toBe(true);
   });
 
   it('a pop answers at most ~5 MB of JSON, counting the lease id every message repeats (Lambda answers at most 6 MB)', async () => {
@@ -548,8 +561,8 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     const m = p.messages[0]!;
     const r = await call(url, 'POST', `/api/v1/messages/${m.partitionId}/${m.transactionId}/retry`);
     expect(r.status).toBe(429);
-    const dlq = await call(url, 'GET', '/api/v1/dlq?queue=full-replay');
-    expect(dlq.body.messages.map((x: { data: unknown }) => x.data)).toEqual(['a']);
+    const dlq = await call<DlqPageReply>(url, 'GET', '/api/v1/dlq?queue=full-replay');
+    expect(dlq.body.messages.map((x) => x.data)).toEqual(['a']);
   });
 
   it('delayedProcessing hides a message until that many seconds after it was pushed', async () => {
@@ -605,7 +618,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
   it('maxSize refuses a push that would overfill a partition (429 queue_full); consuming makes room', async () => {
     await configure('small', { maxSize: 3 });
     await push('small', [1, 2]);
-    const full = await call(url, 'POST', '/api/v1/push', {
+    const full = await call<ErrorReply>(url, 'POST', '/api/v1/push', {
       items: [2, 3].map((payload) => ({ queue: 'small', payload })),
     });
     expect(full.status).toBe(429);
@@ -623,7 +636,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     await push('tx-src', ['job']);
     const p = await popped('tx-src', 'consumerGroup=tx');
     const m = p.messages[0]!;
-    const bad = await call(url, 'POST', '/api/v1/transaction', {
+    const bad = await call<ErrorReply>(url, 'POST', '/api/v1/transaction', {
       operations: [
         { type: 'push', items: [{ queue: 'tx-dst', payload: { never: true } }] },
         { type: 'ack', transactionId: 'unknown', partitionId: m.partitionId, status: 'completed', consumerGroup: 'tx' },
@@ -633,7 +646,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     expect(bad.body).toMatchObject({ success: false });
     expect(bad.body.error).toMatch(/^ACK operation failed: /);
     expect((await pop('tx-dst')).status).toBe(204);
-    const ok = await call(url, 'POST', '/api/v1/transaction', {
+    const ok = await call<TransactionReply>(url, 'POST', '/api/v1/transaction', {
       operations: [
         {
           type: 'push',
@@ -676,13 +689,13 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
   it('a transactional failed files the message at once; an empty operations list is a 400', async () => {
     await push('tx-fail', ['f']);
     const m = (await popped('tx-fail')).messages[0]!;
-    const r = await call(url, 'POST', '/api/v1/transaction', {
+    const r = await call<TransactionReply>(url, 'POST', '/api/v1/transaction', {
       operations: [{ type: 'ack', transactionId: m.transactionId, partitionId: m.partitionId, status: 'failed' }],
     });
     expect(r.body.results[0]).toMatchObject({ success: true, dlq: true });
-    expect((await call(url, 'GET', '/api/v1/dlq?queue=tx-fail')).body.total).toBe(1);
+    expect((await call<DlqPageReply>(url, 'GET', '/api/v1/dlq?queue=tx-fail')).body.total).toBe(1);
     expect((await call(url, 'POST', '/api/v1/transaction', { operations: [] })).status).toBe(400);
-    const boolStatus = await call(url, 'POST', '/api/v1/transaction', {
+    const boolStatus = await call<TransactionReply>(url, 'POST', '/api/v1/transaction', {
       operations: [{ type: 'ack', transactionId: 'x', partitionId: m.partitionId, status: true }],
     });
     expect(boolStatus.body.success).toBe(false);

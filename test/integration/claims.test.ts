@@ -45,7 +45,7 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
     await queueWith(a, 'durable', 5);
     const got = await a.claims.poll('durable', P, 'g', { max: 3, principal: 'p' });
     expect(offsetsOf(got)).toEqual([0, 1, 2]);
-    expect(got.records.map((r) => JSON.parse(text(r.message.payload)).n)).toEqual([0, 1, 2]);
+    expect(got.records.map((r) => (JSON.parse(text(r.message.payload)) as { n: number }).n)).toEqual([0, 1, 2]);
     // A second process over the same storage: nothing of the claims is lost or handed out twice.
     const b = testServices(storage, { clock });
     expect(offsetsOf(await b.claims.poll('durable', P, 'g', { max: 5, principal: 'p' }))).toEqual([3, 4]);

@@ -17,6 +17,7 @@ import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
 import { loadConfig } from '../../lambdas/config.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
+import type { ErrorReply } from '../support/replies.js';
 import { newAwsTestStorage, TEST_REGION } from '../support/aws-emulator.js';
 import { awsEndpoints } from '../support/aws-endpoints.js';
 import { json, TestClock, testServices, text } from '../support/services.js';
@@ -583,7 +584,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     );
     const server = await startTestServer(svc);
     try {
-      const r = await call(server.url, 'POST', '/api/v1/transaction', {
+      const r = await call<ErrorReply>(server.url, 'POST', '/api/v1/transaction', {
         operations: [
           { type: 'push', items: [{ queue: 'tx-stall', payload: { big: randomBytes(300).toString('base64') } }] },
           {

@@ -167,7 +167,7 @@ describe.each(backends)('integration: the log on $name', (backend) => {
     expect(mixed.map((r) => r.offset)).toEqual([undefined, 3, undefined, 4, undefined, 5]);
     const part = await svc.queues.getPartition('dup', 'Default');
     const all = await svc.segments.read(part!.id, 0, { maxCount: 100 });
-    expect(all.map((m) => JSON.parse(text(m.payload)))).toEqual(['a1', 'b1', 'c1', 'd1', 'e1', 'f1']);
+    expect(all.map((m): unknown => JSON.parse(text(m.payload)))).toEqual(['a1', 'b1', 'c1', 'd1', 'e1', 'f1']);
     for (const r of mixed.filter((x) => x.status === 'queued')) expect(all[r.offset!]!.id).toBe(r.messageId);
     const found = await svc.messageLookup.findByTransactionId(part!.id, 'b');
     expect(found && text(found.payload)).toBe('"b1"');
@@ -265,7 +265,7 @@ describe.each(backends)('integration: the log on $name', (backend) => {
     expect(rep.deleted).toBe(1);
     expect(await storage.blobs.get(orphanKey)).toBeUndefined();
     const [back] = await svc.segments.read(r!.partitionId, 0, { maxCount: 1 });
-    expect(JSON.parse(text(back!.payload)).big).toHaveLength(5000);
+    expect((JSON.parse(text(back!.payload)) as { big: string }).big).toHaveLength(5000);
     // The committed segment really is a blob, and the sweep left it in place.
     const [seg] = await svc.segments.segmentsFrom(r!.partitionId, 0, 1);
     expect(seg?.blob).toBeDefined();

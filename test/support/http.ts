@@ -20,8 +20,7 @@ export interface HttpReply<T = unknown> {
 }
 
 /** A tiny JSON client for black-box tests. `body` may be a raw string (sent as is). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- black-box tests read loosely typed JSON replies
-export async function call<T = any>(
+export async function call<T = unknown>(
   base: string,
   method: string,
   path: string,
@@ -63,8 +62,7 @@ export interface HttpTarget {
  * const r = await callTarget({ url: server.url }, 'POST', '/api/v1/push', { items: [] });
  * ```
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- black-box tests read loosely typed JSON replies
-export async function callTarget<T = any>(
+export async function callTarget<T = unknown>(
   target: HttpTarget,
   method: string,
   path: string,

@@ -16,7 +16,7 @@ describe('unit: payloadSpans', () => {
     const t = '{"items":[{"payload":"a]}\\"\\\\{","queue":"q"},{"payload":{"s":"}]\\u00e9✓"}}]}';
     expect(slices(t)).toEqual(['"a]}\\"\\\\{"', '{"s":"}]\\u00e9✓"}']);
     const parsed = JSON.parse(t) as { items: { payload: unknown }[] };
-    expect(slices(t)?.map((s) => JSON.parse(s as string))).toEqual(parsed.items.map((i) => i.payload));
+    expect(slices(t)?.map((s): unknown => JSON.parse(s as string))).toEqual(parsed.items.map((i) => i.payload));
   });
   it('handles whitespace, other keys, data as an alias, and items without a payload', () => {
     const t =

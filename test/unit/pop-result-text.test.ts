@@ -69,7 +69,10 @@ describe('unit: pop answers as JSON text', () => {
       const messages = shape.messages as Record<string, unknown>[];
       const withMarks = { ...shape, messages: messages.map((m, i) => ({ ...m, data: `@@splice-${i}@@` })) };
       expect(text).toBe(stringifyWithSplices(withMarks, texts));
-      const parsed = { ...shape, messages: messages.map((m, i) => ({ ...m, data: JSON.parse(texts[i] as string) })) };
+      const parsed = {
+        ...shape,
+        messages: messages.map((m, i) => ({ ...m, data: JSON.parse(texts[i] as string) as unknown })),
+      };
       expect(JSON.parse(text)).toEqual(parsed);
     }
   });

@@ -8,6 +8,7 @@
 import { expect, it } from 'vitest';
 import type { GrantsConfig } from '../../../lambdas/http/grants.js';
 import { callTarget, type HttpTarget } from '../../support/http.js';
+import type { ErrorReply, PopReply, PushReply, TransactionReply } from '../../support/replies.js';
 
 export type Role = 'producer' | 'reader' | 'admin' | 'stranger';
 
@@ -26,8 +27,8 @@ export interface GrantsSuiteOptions {
 }
 
 export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, opts: GrantsSuiteOptions): void {
-  const http = (role: Role | 'anonymous', method: string, path: string, body?: unknown) =>
-    callTarget(as(role), method, path, body);
+  const http = <T = unknown>(role: Role | 'anonymous', method: string, path: string, body?: unknown) =>
+    callTarget<T>(as(role), method, path, body);
 
   it('a request without credentials is refused before any handler runs', async () => {
     const r = await http('anonymous', 'POST', '/api/v1/push', { items: [{ queue: 'orders-a', payload: 1 }] });
@@ -43,7 +44,7 @@ export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, 
     expect(
       (await http('producer', 'POST', '/api/v1/push', { items: [{ queue: 'orders-a', payload: 1 }] })).status,
     ).toBe(201);
-    const denied = await http('producer', 'POST', '/api/v1/push', {
+    const denied = await http<ErrorReply>('producer', 'POST', '/api/v1/push', {
       items: [
         { queue: 'orders-b', payload: 1 },
         { queue: 'billing', payload: 2 },
@@ -58,7 +59,9 @@ export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, 
   });
 
   it('a producer may not configure or read; a reader may not push', async () => {
-    expect((await http('producer', 'POST', '/api/v1/configure', { queue: 'orders-a' })).body.code).toBe('forbidden');
+    expect((await http<ErrorReply>('producer', 'POST', '/api/v1/configure', { queue: 'orders-a' })).body.code).toBe(
+      'forbidden',
+    );
     expect((await http('producer', 'GET', '/api/v1/queues/orders-a/partitions/Default/messages')).status).toBe(403);
     expect((await http('reader', 'POST', '/api/v1/push', { items: [{ queue: 'orders-a', payload: 1 }] })).status).toBe(
       403,
@@ -67,15 +70,15 @@ export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, 
   });
 
   it('a reader reads its queues; a lookup by partition id checks the queue it resolves to', async () => {
-    const mine = await http('admin', 'POST', '/api/v1/push', {
+    const mine = await http<PushReply>('admin', 'POST', '/api/v1/push', {
       items: [{ queue: 'orders-c', payload: { n: 1 }, transactionId: 'tx-c' }],
     });
-    const theirs = await http('admin', 'POST', '/api/v1/push', {
+    const theirs = await http<PushReply>('admin', 'POST', '/api/v1/push', {
       items: [{ queue: 'payroll', payload: { n: 2 }, transactionId: 'tx-p' }],
     });
     expect((await http('reader', 'GET', '/api/v1/queues/orders-c/partitions/Default/messages')).status).toBe(200);
-    expect((await http('reader', 'GET', `/api/v1/messages/${mine.body[0].partition_id}/tx-c`)).status).toBe(200);
-    const denied = await http('reader', 'GET', `/api/v1/messages/${theirs.body[0].partition_id}/tx-p`);
+    expect((await http('reader', 'GET', `/api/v1/messages/${mine.body[0]!.partition_id}/tx-c`)).status).toBe(200);
+    const denied = await http('reader', 'GET', `/api/v1/messages/${theirs.body[0]!.partition_id}/tx-p`);
     expect(denied.status).toBe(403);
     expect(denied.body).toMatchObject({ code: 'forbidden', queue: 'payroll' });
     expect(JSON.stringify(denied.body)).not.toContain('"n":2');
@@ -88,11 +91,7 @@ export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, 
         { queue: 'payroll-tx', payload: { n: 2 } },
       ],
     });
-    const [m] = (await http('reader', 'GET', '/api/v1/pop/queue/orders-tx?batch=1&wait=false')).body.messages as {
-      transactionId: string;
-      partitionId: string;
-      leaseId: string;
-    }[];
+    const [m] = (await http<PopReply>('reader', 'GET', '/api/v1/pop/queue/orders-tx?batch=1&wait=false')).body.messages;
     const ackOp = { type: 'ack', transactionId: m!.transactionId, partitionId: m!.partitionId, status: 'completed' };
     const pushOp = (queue: string) => ({ type: 'push', items: [{ queue, payload: { out: true } }] });
     // Refused: a producer acking, a reader pushing, anyone acking a queue they may not consume.
@@ -104,20 +103,19 @@ export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, 
       (await http('reader', 'POST', '/api/v1/transaction', { operations: [pushOp('orders-tx'), ackOp] })).status,
     ).toBe(403);
     expect((await http('stranger', 'POST', '/api/v1/transaction', { operations: [ackOp] })).status).toBe(403);
-    const [p] = (await http('admin', 'GET', '/api/v1/pop/queue/payroll-tx?batch=1&wait=false')).body.messages as {
-      transactionId: string;
-      partitionId: string;
-    }[];
+    const [p] = (await http<PopReply>('admin', 'GET', '/api/v1/pop/queue/payroll-tx?batch=1&wait=false')).body.messages;
     const theirs = await http('reader', 'POST', '/api/v1/transaction', {
       operations: [{ type: 'ack', transactionId: p!.transactionId, partitionId: p!.partitionId, status: 'completed' }],
     });
     expect(theirs.status).toBe(403);
     expect(theirs.body).toMatchObject({ code: 'forbidden', queue: 'payroll-tx' });
     // Allowed: a reader's ack-only transaction (no push grant needed), a producer's push-only one.
-    const acked = await http('reader', 'POST', '/api/v1/transaction', { operations: [ackOp] });
+    const acked = await http<TransactionReply>('reader', 'POST', '/api/v1/transaction', { operations: [ackOp] });
     expect(acked.status).toBe(200);
     expect(acked.body.success).toBe(true);
-    const pushed = await http('producer', 'POST', '/api/v1/transaction', { operations: [pushOp('orders-tx-out')] });
+    const pushed = await http<TransactionReply>('producer', 'POST', '/api/v1/transaction', {
+      operations: [pushOp('orders-tx-out')],
+    });
     expect(pushed.status).toBe(200);
     expect(pushed.body.success).toBe(true);
     expect((await http('reader', 'GET', '/api/v1/pop/queue/orders-tx?batch=1&wait=false')).status).toBe(204);
@@ -126,7 +124,9 @@ export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, 
   it('deleting a queue needs manage on it', async () => {
     await http('admin', 'POST', '/api/v1/push', { items: [{ queue: 'orders-del', payload: 1 }] });
     expect((await http('producer', 'DELETE', '/api/v1/resources/queues/orders-del')).status).toBe(403);
-    expect((await http('reader', 'DELETE', '/api/v1/resources/queues/orders-del')).body.code).toBe('forbidden');
+    expect((await http<ErrorReply>('reader', 'DELETE', '/api/v1/resources/queues/orders-del')).body.code).toBe(
+      'forbidden',
+    );
     expect((await http('reader', 'GET', '/api/v1/queues/orders-del/partitions/Default/messages')).status).toBe(200);
     expect((await http('admin', 'DELETE', '/api/v1/resources/queues/orders-del')).body).toEqual({
       deleted: true,

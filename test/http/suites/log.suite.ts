@@ -8,6 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { callTarget, type HttpTarget } from '../../support/http.js';
+import type { ConfigureReply, ErrorReply, LogPageReply, MessageReply, PushReply } from '../../support/replies.js';
 
 export interface LogSuiteOptions {
   /** The `backend` /health reports, when known. */
@@ -44,7 +45,8 @@ export interface LogSuiteOptions {
 export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOptions): void {
   const p = opts.prefix ?? '';
   const q = (name: string): string => `${p}${name}`;
-  const http = (method: string, path: string, body?: unknown) => callTarget(target(), method, path, body);
+  const http = <T = unknown>(method: string, path: string, body?: unknown) =>
+    callTarget<T>(target(), method, path, body);
   /** A queue that was never created reads as 404 (what "nothing was written" looks like from outside). */
   const absent = async (queue: string): Promise<void> => {
     const r = await http('GET', `/api/v1/queues/${encodeURIComponent(queue)}/partitions/Default/messages`);
@@ -71,7 +73,12 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
       retryDelay: 500,
       deadLetterQueue: false,
     };
-    const r = await http('POST', '/api/v1/configure', { queue: q('cfg'), namespace: null, task: null, options });
+    const r = await http<ConfigureReply>('POST', '/api/v1/configure', {
+      queue: q('cfg'),
+      namespace: null,
+      task: null,
+      options,
+    });
     expect(r.status).toBe(200);
     expect(r.body.configured).toBe(true);
     expect(typeof r.body.queueId).toBe('string');
@@ -80,14 +87,17 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
     expect(r.body.options.dlqAfterMaxRetries).toBe(true);
     expect(r.body.options.ttl).toBe(3600);
     // An upsert replaces the whole set: what is left out goes back to its default.
-    const again = await http('POST', '/api/v1/configure', { queue: q('cfg'), options: { leaseTime: 10 } });
+    const again = await http<ConfigureReply>('POST', '/api/v1/configure', {
+      queue: q('cfg'),
+      options: { leaseTime: 10 },
+    });
     expect(again.body.options).toMatchObject({ leaseTime: 10, retryDelay: 1000, deadLetterQueue: true });
     expect(again.body.queueId).toBe(r.body.queueId);
   });
 
   it('POST /api/v1/push answers 201 with Queen-shaped results, in order', async () => {
     const shop = q('shop');
-    const r = await http('POST', '/api/v1/push', {
+    const r = await http<PushReply>('POST', '/api/v1/push', {
       items: [
         { queue: shop, partition: 'Default', payload: { order: 1 }, transactionId: 'tx-1' },
         { queue: shop, payload: null, transactionId: 'tx-1' },
@@ -103,24 +113,24 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
       trace_id: null,
       queueName: shop,
     });
-    expect(typeof r.body[0].message_id).toBe('string');
-    expect(typeof r.body[0].partition_id).toBe('string');
+    expect(typeof r.body[0]!.message_id).toBe('string');
+    expect(typeof r.body[0]!.partition_id).toBe('string');
     expect(r.body[1]).toMatchObject({
       index: 1,
       status: 'duplicate',
       transaction_id: 'tx-1',
-      message_id: r.body[0].message_id,
+      message_id: r.body[0]!.message_id,
       queueName: shop,
     });
     expect(r.body[2]).toMatchObject({ index: 2, status: 'queued', trace_id: '0190b6a0-0000-7000-8000-000000000000' });
-    expect(r.body[2].partition_id).not.toBe(r.body[0].partition_id);
+    expect(r.body[2]!.partition_id).not.toBe(r.body[0]!.partition_id);
     const empty = await http('POST', '/api/v1/push', { items: [] });
     expect(empty).toMatchObject({ status: 201, body: [] });
   });
 
   it("POST /api/v1/push answers 201 when every item is a duplicate; Queen's defaults fill what an item leaves out", async () => {
     const defaults = q('defaults');
-    const first = await http('POST', '/api/v1/push', {
+    const first = await http<PushReply>('POST', '/api/v1/push', {
       items: [
         { queue: defaults, transactionId: 'd-1' },
         { queue: defaults, data: { via: 'data' }, transactionId: 'd-2' },
@@ -129,9 +139,9 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
     });
     expect(first.status).toBe(201);
     // No partition: Default. No payload: {}. `data` stands in for `payload`. No transactionId: one is made.
-    expect(first.body.map((r: { status: string }) => r.status)).toEqual(['queued', 'queued', 'queued']);
-    expect(typeof first.body[2].transaction_id).toBe('string');
-    expect(first.body[2].transaction_id.length).toBeGreaterThan(0);
+    expect(first.body.map((r) => r.status)).toEqual(['queued', 'queued', 'queued']);
+    expect(typeof first.body[2]!.transaction_id).toBe('string');
+    expect(first.body[2]!.transaction_id.length).toBeGreaterThan(0);
     const again = await http('POST', '/api/v1/push', {
       items: [
         { queue: defaults, payload: 'x', transactionId: 'd-2' },
@@ -144,28 +154,31 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
         index: 0,
         status: 'duplicate',
         transaction_id: 'd-2',
-        message_id: first.body[1].message_id,
+        message_id: first.body[1]!.message_id,
         queueName: defaults,
       },
       {
         index: 1,
         status: 'duplicate',
         transaction_id: 'd-1',
-        message_id: first.body[0].message_id,
+        message_id: first.body[0]!.message_id,
         queueName: defaults,
       },
     ]);
-    const read = await http('GET', `/api/v1/queues/${encodeURIComponent(defaults)}/partitions/Default/messages`);
-    expect(read.body.messages.map((m: { data: unknown }) => m.data)).toEqual([{}, { via: 'data' }, {}]);
+    const read = await http<LogPageReply>(
+      'GET',
+      `/api/v1/queues/${encodeURIComponent(defaults)}/partitions/Default/messages`,
+    );
+    expect(read.body.messages.map((m) => m.data)).toEqual([{}, { via: 'data' }, {}]);
   });
 
   it('GET /api/v1/messages/:partitionId/:transactionId returns the message, 404 when unknown', async () => {
     const look = q('look');
-    const pushed = await http('POST', '/api/v1/push', {
+    const pushed = await http<PushReply>('POST', '/api/v1/push', {
       items: [{ queue: look, payload: { hello: 'world' }, transactionId: 'find-me' }],
     });
-    const pid = pushed.body[0].partition_id as string;
-    const r = await http('GET', `/api/v1/messages/${pid}/find-me`);
+    const pid = pushed.body[0]!.partition_id;
+    const r = await http<MessageReply>('GET', `/api/v1/messages/${pid}/find-me`);
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({
       transactionId: 'find-me',
@@ -177,15 +190,15 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
     });
     expect(r.body.createdAt).toMatch(/^\d{4}-\d\d-\d\dT/);
     expect((await http('GET', `/api/v1/messages/${pid}/nope`)).status).toBe(404);
-    expect((await http('GET', '/api/v1/messages/unknown-partition/x')).body.code).toBe('not_found');
+    expect((await http<ErrorReply>('GET', '/api/v1/messages/unknown-partition/x')).body.code).toBe('not_found');
   });
 
   it('replays a partition in offset order', async () => {
     const replay = q('replay');
     await http('POST', '/api/v1/push', { items: [1, 2, 3].map((n) => ({ queue: replay, payload: n })) });
-    const r = await http('GET', `/api/v1/queues/${replay}/partitions/Default/messages?from=1&limit=5`);
+    const r = await http<LogPageReply>('GET', `/api/v1/queues/${replay}/partitions/Default/messages?from=1&limit=5`);
     expect(r.status).toBe(200);
-    expect(r.body.messages.map((m: { offset: number; data: number }) => [m.offset, m.data])).toEqual([
+    expect(r.body.messages.map((m) => [m.offset, m.data])).toEqual([
       [1, 2],
       [2, 3],
     ]);
@@ -195,7 +208,7 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
   it('DELETE /api/v1/resources/queues/:queue deletes a queue; a push after it starts a new queue from offset 0', async () => {
     const gone = q('gone');
     const path = `/api/v1/resources/queues/${encodeURIComponent(gone)}`;
-    const first = await http('POST', '/api/v1/push', {
+    const first = await http<PushReply>('POST', '/api/v1/push', {
       items: [
         { queue: gone, payload: { v: 1 }, transactionId: 'g-1' },
         { queue: gone, partition: 'eu', payload: { v: 2 } },
@@ -207,7 +220,7 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
     expect(del.body).toEqual({ deleted: true, queue: gone, existed: true });
     await absent(gone);
     expect((await http('GET', `/api/v1/queues/${encodeURIComponent(gone)}/partitions/eu/messages`)).status).toBe(404);
-    expect((await http('GET', `/api/v1/messages/${first.body[0].partition_id}/g-1`)).status).toBe(404);
+    expect((await http('GET', `/api/v1/messages/${first.body[0]!.partition_id}/g-1`)).status).toBe(404);
     // Again, or for a queue that never existed: still deleted (Queen's client checks `deleted`).
     expect((await http('DELETE', path)).body).toEqual({ deleted: true, queue: gone, existed: false });
     expect((await http('DELETE', `/api/v1/resources/queues/${encodeURIComponent(q('never-was'))}`)).body).toEqual({
@@ -216,13 +229,16 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
       existed: false,
     });
     // The name is free at once: a new queue, new partition ids, and the old transactionId is new again.
-    const again = await http('POST', '/api/v1/push', {
+    const again = await http<PushReply>('POST', '/api/v1/push', {
       items: [{ queue: gone, payload: { v: 3 }, transactionId: 'g-1' }],
     });
     expect(again.body[0]).toMatchObject({ status: 'queued', offset: 0 });
-    expect(again.body[0].partition_id).not.toBe(first.body[0].partition_id);
-    const read = await http('GET', `/api/v1/queues/${encodeURIComponent(gone)}/partitions/Default/messages`);
-    expect(read.body.messages.map((m: { data: unknown }) => m.data)).toEqual([{ v: 3 }]);
+    expect(again.body[0]!.partition_id).not.toBe(first.body[0]!.partition_id);
+    const read = await http<LogPageReply>(
+      'GET',
+      `/api/v1/queues/${encodeURIComponent(gone)}/partitions/Default/messages`,
+    );
+    expect(read.body.messages.map((m) => m.data)).toEqual([{ v: 3 }]);
     expect((await http('GET', `/api/v1/queues/${encodeURIComponent(gone)}/partitions/eu/messages`)).status).toBe(404);
   });
 
@@ -332,7 +348,7 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
       ]);
     it.each(cases)('%s', async (_name, body, status, code) => {
       const before = await opts.storeFingerprint?.();
-      const r = await http('POST', '/api/v1/push', body);
+      const r = await http<ErrorReply>('POST', '/api/v1/push', body);
       expect(r.status).toBe(status);
       expect(r.body.code).toBe(code);
       expect(typeof r.body.error).toBe('string');
@@ -371,11 +387,14 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
       ];
       for (const body of rejected)
         expect((await http('POST', '/api/v1/push', body)).status).toBeGreaterThanOrEqual(400);
-      const read = await http('GET', `/api/v1/queues/${encodeURIComponent(existing)}/partitions/Default/messages`);
-      expect(read.body.messages.map((m: { data: number }) => m.data)).toEqual([0]);
+      const read = await http<LogPageReply>(
+        'GET',
+        `/api/v1/queues/${encodeURIComponent(existing)}/partitions/Default/messages`,
+      );
+      expect(read.body.messages.map((m) => m.data)).toEqual([0]);
       expect(await opts.storeFingerprint?.(), 'the store changed').toBe(before);
       // The transactionId of a rejected push was not reserved: it is queued now.
-      const now = await http('POST', '/api/v1/push', {
+      const now = await http<PushReply>('POST', '/api/v1/push', {
         items: [{ queue: existing, payload: 1, transactionId: 'new' }],
       });
       expect(now.body[0]).toMatchObject({ status: 'queued', offset: 1 });
@@ -383,24 +402,24 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
 
     it('configure without a string queue says so', async () => {
       const before = await opts.storeFingerprint?.();
-      const r = await http('POST', '/api/v1/configure', { options: {} });
+      const r = await http<ErrorReply>('POST', '/api/v1/configure', { options: {} });
       expect(r.status).toBe(400);
       expect(r.body.error).toContain('queue is required');
       expect((await http('POST', '/api/v1/configure', { queue: bad, options: { leaseTime: 'long' } })).status).toBe(
         400,
       );
-      expect((await http('POST', '/api/v1/configure', { queue: bad, options: { nonsense: 1 } })).body.code).toBe(
-        'invalid_request',
-      );
+      expect(
+        (await http<ErrorReply>('POST', '/api/v1/configure', { queue: bad, options: { nonsense: 1 } })).body.code,
+      ).toBe('invalid_request');
       expect((await http('POST', '/api/v1/configure', { queue: 'a/b', options: {} })).status).toBe(400);
-      expect((await http('POST', '/api/v1/configure', '{"queue":')).body.code).toBe('invalid_json');
+      expect((await http<ErrorReply>('POST', '/api/v1/configure', '{"queue":')).body.code).toBe('invalid_json');
       await absent(bad);
       expect(await opts.storeFingerprint?.(), 'the store changed').toBe(before);
     });
 
     it('deleting a queue by a name no queue can have is a 400', async () => {
       const before = await opts.storeFingerprint?.();
-      const r = await http('DELETE', `/api/v1/resources/queues/${encodeURIComponent('a#b')}`);
+      const r = await http<ErrorReply>('DELETE', `/api/v1/resources/queues/${encodeURIComponent('a#b')}`);
       expect(r.status).toBe(400);
       expect(r.body.code).toBe('invalid_request');
       expect(await opts.storeFingerprint?.(), 'the store changed').toBe(before);
@@ -409,8 +428,8 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
     it('unknown routes are 404 and wrong methods 405, as JSON', async () => {
       // Behind API Gateway, unrouted method/path pairs are answered by the gateway itself:
       // 404 {"message":"Not Found"} for both.
-      const nothing = await http('GET', '/api/v1/nothing');
-      const wrongMethod = await http('GET', '/api/v1/push');
+      const nothing = await http<ErrorReply | null>('GET', '/api/v1/nothing');
+      const wrongMethod = await http<ErrorReply | null>('GET', '/api/v1/push');
       expect([nothing.status, wrongMethod.status]).toEqual(opts.behindGateway ? [404, 404] : [404, 405]);
       expect([nothing.body?.code, wrongMethod.body?.code]).toEqual(
         opts.behindGateway ? [undefined, undefined] : ['not_found', 'method_not_allowed'],

@@ -9,13 +9,26 @@ import { expect, it } from 'vitest';
 import type { Method } from '../../../lambdas/http/route.js';
 import { ALL_ROUTES } from '../../../lambdas/http/routes.js';
 import { callTarget, type HttpTarget } from '../../support/http.js';
+import type {
+  AckReply,
+  AckResultReply,
+  ConsumerGroupReply,
+  ConsumerGroupsReply,
+  DlqPageReply,
+  LogPageReply,
+  PollReply,
+  PopReply,
+  PushReply,
+  TransactionReply,
+} from '../../support/replies.js';
 
 export const hasRoute = (method: Method, path: string): boolean =>
   ALL_ROUTES.some((r) => r.method === method && r.path === path);
 
 export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?: string } = {}): void {
   const q = (name: string): string => `${opts.prefix ?? ''}${name}`;
-  const http = (method: string, path: string, body?: unknown) => callTarget(target(), method, path, body);
+  const http = <T = unknown>(method: string, path: string, body?: unknown) =>
+    callTarget<T>(target(), method, path, body);
 
   it('smoke: a push is readable back, large payloads included', async () => {
     const queue = q('smoke-read');
@@ -28,9 +41,9 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
       ],
     });
     expect(pushed.status).toBe(201);
-    const read = await http('GET', `/api/v1/queues/${queue}/partitions/Default/messages?from=0&limit=10`);
+    const read = await http<LogPageReply>('GET', `/api/v1/queues/${queue}/partitions/Default/messages?from=0&limit=10`);
     expect(read.status).toBe(200);
-    expect(read.body.messages.map((m: { data: unknown }) => m.data)).toEqual([{ n: 1 }, { big }]);
+    expect(read.body.messages.map((m) => m.data)).toEqual([{ n: 1 }, { big }]);
   });
 
   if (hasRoute('GET', '/api/v1/pop/queue/{queue}') && hasRoute('POST', '/api/v1/ack')) {
@@ -39,17 +52,12 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
       expect(
         (await http('POST', '/api/v1/push', { items: [1, 2, 3].map((n) => ({ queue, payload: { n } })) })).status,
       ).toBe(201);
-      const popped = await http('GET', `/api/v1/pop/queue/${queue}?batch=10&wait=false`);
+      const popped = await http<PopReply<{ n: number }>>('GET', `/api/v1/pop/queue/${queue}?batch=10&wait=false`);
       expect(popped.status).toBe(200);
-      const messages = popped.body.messages as {
-        data: { n: number };
-        transactionId: string;
-        partitionId: string;
-        leaseId: string;
-      }[];
+      const messages = popped.body.messages;
       expect(messages.map((m) => m.data.n)).toEqual([1, 2, 3]);
       for (const m of messages) {
-        const acked = await http('POST', '/api/v1/ack', {
+        const acked = await http<AckReply>('POST', '/api/v1/ack', {
           transactionId: m.transactionId,
           partitionId: m.partitionId,
           status: 'completed',
@@ -66,12 +74,8 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
     it('smoke: a message acked to the dead-letter queue is listed there', async () => {
       const queue = q('smoke-dlq');
       await http('POST', '/api/v1/push', { items: [{ queue, payload: { poison: true }, transactionId: 'poison-1' }] });
-      const [m] = (await http('GET', `/api/v1/pop/queue/${queue}?batch=1&wait=false`)).body.messages as {
-        transactionId: string;
-        partitionId: string;
-        leaseId: string;
-      }[];
-      const acked = await http('POST', '/api/v1/ack', {
+      const [m] = (await http<PopReply>('GET', `/api/v1/pop/queue/${queue}?batch=1&wait=false`)).body.messages;
+      const acked = await http<AckReply>('POST', '/api/v1/ack', {
         transactionId: m!.transactionId,
         partitionId: m!.partitionId,
         status: 'dlq',
@@ -84,7 +88,7 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
 
     if (hasRoute('GET', '/api/v1/dlq')) {
       it('smoke: the dead-letter queue lists it', async () => {
-        const dlq = await http('GET', `/api/v1/dlq?queue=${q('smoke-dlq')}&limit=10&offset=0`);
+        const dlq = await http<DlqPageReply>('GET', `/api/v1/dlq?queue=${q('smoke-dlq')}&limit=10&offset=0`);
         expect(dlq.status).toBe(200);
         expect(dlq.body.messages).toMatchObject([
           { transactionId: 'poison-1', errorMessage: 'cannot parse', data: { poison: true } },
@@ -98,12 +102,8 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
       const from = q('smoke-tx-in');
       const to = q('smoke-tx-out');
       await http('POST', '/api/v1/push', { items: [{ queue: from, payload: { step: 1 } }] });
-      const [m] = (await http('GET', `/api/v1/pop/queue/${from}?batch=1&wait=false`)).body.messages as {
-        transactionId: string;
-        partitionId: string;
-        leaseId: string;
-      }[];
-      const tx = await http('POST', '/api/v1/transaction', {
+      const [m] = (await http<PopReply>('GET', `/api/v1/pop/queue/${from}?batch=1&wait=false`)).body.messages;
+      const tx = await http<TransactionReply>('POST', '/api/v1/transaction', {
         operations: [
           { type: 'push', items: [{ queue: to, payload: { step: 2 } }] },
           { type: 'ack', transactionId: m!.transactionId, partitionId: m!.partitionId, status: 'completed' },
@@ -112,8 +112,8 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
       });
       expect(tx.status).toBe(200);
       expect(tx.body.success).toBe(true);
-      const next = await http('GET', `/api/v1/pop/queue/${to}?batch=1&wait=false`);
-      expect(next.body.messages.map((x: { data: unknown }) => x.data)).toEqual([{ step: 2 }]);
+      const next = await http<PopReply>('GET', `/api/v1/pop/queue/${to}?batch=1&wait=false`);
+      expect(next.body.messages.map((x) => x.data)).toEqual([{ step: 2 }]);
     });
   }
 
@@ -139,17 +139,16 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
       await http('POST', '/api/v1/push', {
         items: ['a1', 'a2', 'a3', 'a4'].map((t, n) => ({ queue, partition: 'p1', payload: { n }, transactionId: t })),
       });
-      type Msg = { transactionId: string; partitionId: string; leaseId: string };
       // One message per pop (a batch ack acts on its lowest failure only): a1 completes, a2..a4
       // go to the dead-letter queue.
       let pid = '';
       for (const [i, t] of ['a1', 'a2', 'a3', 'a4'].entries()) {
-        const popped = await http(
+        const popped = await http<PopReply>(
           'GET',
           `/api/v1/pop/queue/${queue}/partition/p1?consumerGroup=${group}&batch=1&wait=false`,
         );
         expect(popped.status).toBe(200);
-        const [m] = popped.body.messages as Msg[];
+        const [m] = popped.body.messages;
         expect(m!.transactionId).toBe(t);
         pid = m!.partitionId;
         const ext =
@@ -157,7 +156,7 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
             ? (await http('POST', `/api/v1/lease/${encodeURIComponent(m!.leaseId)}/extend`, { seconds: 120 })).body
             : { success: true };
         expect(ext).toMatchObject({ success: true });
-        const acked = await http('POST', '/api/v1/ack/batch', {
+        const acked = await http<AckReply | { results?: AckResultReply[] }>('POST', '/api/v1/ack/batch', {
           consumerGroup: group,
           acknowledgments: [
             {
@@ -169,18 +168,22 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
             },
           ],
         });
-        expect(acked.body[0] ?? acked.body.results?.[0]).toMatchObject({ success: true });
+        const result = Array.isArray(acked.body) ? acked.body[0] : acked.body.results?.[0];
+        expect(result).toMatchObject({ success: true });
       }
       const replay = await http('POST', `/api/v1/messages/${pid}/a2/retry?consumerGroup=${group}`, {});
       expect(replay.body).toMatchObject({ replayed: true, dlqRowRemoved: true });
       expect((await http('DELETE', `/api/v1/messages/${pid}/a3?consumerGroup=${group}`)).status).toBe(200);
       const bulk = await http('POST', '/api/v1/dlq/retry', { queue, consumerGroup: group });
       expect(bulk.body).toMatchObject({ moved: 1, failed: 0, more: false });
-      expect((await http('GET', `/api/v1/dlq?queue=${queue}&consumerGroup=${group}`)).body.messages).toEqual([]);
+      expect(
+        (await http<DlqPageReply>('GET', `/api/v1/dlq?queue=${queue}&consumerGroup=${group}`)).body.messages,
+      ).toEqual([]);
 
-      const groups = await http('GET', '/api/v1/consumer-groups');
+      const groups = await http<ConsumerGroupsReply | ConsumerGroupReply[]>('GET', '/api/v1/consumer-groups');
       expect(groups.status).toBe(200);
-      expect((groups.body.consumerGroups ?? groups.body).some((g: { name: string }) => g.name === group)).toBe(true);
+      const listed = Array.isArray(groups.body) ? groups.body : groups.body.consumerGroups;
+      expect(listed.some((g) => g.name === group)).toBe(true);
       expect((await http('GET', `/api/v1/consumer-groups/${group}`)).status).toBe(200);
       expect((await http('GET', '/api/v1/consumer-groups/lagging?minLagSeconds=0')).status).toBe(200);
       expect(
@@ -209,18 +212,18 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
       expect(
         (await http('POST', '/api/v1/push', { items: [1, 2, 3].map((n) => ({ queue, payload: { n } })) })).status,
       ).toBe(201);
-      const first = await http('POST', `${group}/poll`, { max: 2, waitMs: 0 });
+      const first = await http<PollReply<{ n: number }>>('POST', `${group}/poll`, { max: 2, waitMs: 0 });
       expect(first.status).toBe(200);
-      expect(first.body.records.map((r: { offset: number; data: { n: number } }) => [r.offset, r.data.n])).toEqual([
+      expect(first.body.records.map((r) => [r.offset, r.data.n])).toEqual([
         [0, 1],
         [1, 2],
       ]);
-      const second = await http('POST', `${group}/poll`, { max: 10, waitMs: 0 });
-      expect(second.body.records.map((r: { offset: number }) => r.offset)).toEqual([2]);
-      const acked = await http('POST', `${group}/ack`, { offsets: [0, 1, 2] });
+      const second = await http<PollReply>('POST', `${group}/poll`, { max: 10, waitMs: 0 });
+      expect(second.body.records.map((r) => r.offset)).toEqual([2]);
+      const acked = await http<{ committed: number }>('POST', `${group}/ack`, { offsets: [0, 1, 2] });
       expect(acked.status).toBe(200);
       expect(acked.body.committed).toBe(3);
-      expect((await http('POST', `${group}/poll`, { max: 10, waitMs: 0 })).body.records).toEqual([]);
+      expect((await http<PollReply>('POST', `${group}/poll`, { max: 10, waitMs: 0 })).body.records).toEqual([]);
     });
   }
 
@@ -233,18 +236,15 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
       const queue = q('smoke-claims-dl');
       const group = `${G.replace('{queue}', queue).replace('{partition}', 'Default').replace('{group}', 'workers')}`;
       await http('POST', '/api/v1/push', { items: [{ queue, payload: { bad: true } }] });
-      const [r] = (await http('POST', `${group}/poll`, { max: 1, waitMs: 0 })).body.records as {
-        offset: number;
-        attempts: number;
-      }[];
+      const [r] = (await http<PollReply>('POST', `${group}/poll`, { max: 1, waitMs: 0 })).body.records;
       expect((await http('POST', `${group}/dead-letter`, { offset: r!.offset, attempts: r!.attempts })).status).toBe(
         200,
       );
-      const listed = await http('GET', `${group}/dead-letters`);
+      const listed = await http<{ offsets: number[] }>('GET', `${group}/dead-letters`);
       expect(listed.body.offsets).toEqual([r!.offset]);
       expect((await http('POST', `${group}/dead-letters/${r!.offset}/redrive`, {})).status).toBe(200);
-      const again = await http('POST', `${group}/poll`, { max: 1, waitMs: 0 });
-      expect(again.body.records.map((x: { offset: number }) => x.offset)).toEqual([r!.offset]);
+      const again = await http<PollReply>('POST', `${group}/poll`, { max: 1, waitMs: 0 });
+      expect(again.body.records.map((x) => x.offset)).toEqual([r!.offset]);
     });
   }
 
@@ -258,10 +258,7 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
       const group = `${G.replace('{queue}', queue).replace('{partition}', 'Default').replace('{group}', 'admins')}`;
       await http('POST', '/api/v1/push', { items: [1, 2, 3].map((n) => ({ queue, payload: { n } })) });
       expect((await http('PUT', group, { start: 'earliest' })).body).toMatchObject({ offset: 0 });
-      const [r0, r1, r2] = (await http('POST', `${group}/poll`, { max: 3, waitMs: 0 })).body.records as {
-        offset: number;
-        attempts: number;
-      }[];
+      const [r0, r1, r2] = (await http<PollReply>('POST', `${group}/poll`, { max: 3, waitMs: 0 })).body.records;
       expect((await http('POST', `${group}/nack`, { offset: r0!.offset, attempts: r0!.attempts })).status).toBe(200);
       expect(
         (await http('POST', `${group}/extend`, { offset: r1!.offset, attempts: r1!.attempts, extendMs: 60_000 })).body,
@@ -292,8 +289,8 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
         ],
       });
       // A dead letter, a lease cursor, and a claim group's state.
-      const [m] = (await http('GET', `/api/v1/pop/queue/${enc}?consumerGroup=audit&batch=1&wait=false`)).body
-        .messages as { transactionId: string; partitionId: string; leaseId: string }[];
+      const [m] = (await http<PopReply>('GET', `/api/v1/pop/queue/${enc}?consumerGroup=audit&batch=1&wait=false`)).body
+        .messages;
       await http('POST', '/api/v1/ack', {
         transactionId: m!.transactionId,
         partitionId: m!.partitionId,
@@ -303,28 +300,28 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
         leaseId: m!.leaseId,
       });
       const claims = `${G.replace('{queue}', enc).replace('{partition}', 'Default').replace('{group}', 'workers')}`;
-      expect((await http('POST', `${claims}/poll`, { max: 1, waitMs: 0 })).body.records).toHaveLength(1);
+      expect((await http<PollReply>('POST', `${claims}/poll`, { max: 1, waitMs: 0 })).body.records).toHaveLength(1);
 
       const del = await http('DELETE', `/api/v1/resources/queues/${enc}`);
       expect(del.status).toBe(200);
       expect(del.body).toEqual({ deleted: true, queue, existed: true });
       expect((await http('GET', `/api/v1/pop/queue/${enc}?consumerGroup=audit&batch=10&wait=false`)).status).toBe(204);
-      expect((await http('GET', `/api/v1/dlq?queue=${enc}&consumerGroup=audit`)).body.messages).toEqual([]);
+      expect((await http<DlqPageReply>('GET', `/api/v1/dlq?queue=${enc}&consumerGroup=audit`)).body.messages).toEqual(
+        [],
+      );
 
       // Pushed again: a new queue. The same transactionIds are new messages, `audit` (still
       // registered) gets only the new one, and nothing of the old queue shows.
-      const again = await http('POST', '/api/v1/push', {
+      const again = await http<PushReply>('POST', '/api/v1/push', {
         items: [{ queue, payload: { n: 3 }, transactionId: 'del-1' }],
       });
       expect(again.body[0]).toMatchObject({ status: 'queued', offset: 0 });
-      expect(again.body[0].partition_id).not.toBe(m!.partitionId);
-      const popped = await http('GET', `/api/v1/pop/queue/${enc}?consumerGroup=audit&batch=10&wait=false`);
-      expect(popped.body.messages.map((x: { data: unknown }) => x.data)).toEqual([{ n: 3 }]);
-      expect((await http('GET', `/api/v1/dlq?queue=${enc}`)).body.messages).toEqual([]);
-      const polled = await http('POST', `${claims}/poll`, { max: 10, waitMs: 0 });
-      expect(polled.body.records.map((r: { offset: number; data: unknown }) => [r.offset, r.data])).toEqual([
-        [0, { n: 3 }],
-      ]);
+      expect(again.body[0]!.partition_id).not.toBe(m!.partitionId);
+      const popped = await http<PopReply>('GET', `/api/v1/pop/queue/${enc}?consumerGroup=audit&batch=10&wait=false`);
+      expect(popped.body.messages.map((x) => x.data)).toEqual([{ n: 3 }]);
+      expect((await http<DlqPageReply>('GET', `/api/v1/dlq?queue=${enc}`)).body.messages).toEqual([]);
+      const polled = await http<PollReply>('POST', `${claims}/poll`, { max: 10, waitMs: 0 });
+      expect(polled.body.records.map((r) => [r.offset, r.data])).toEqual([[0, { n: 3 }]]);
     });
   }
 }
