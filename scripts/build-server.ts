@@ -4,8 +4,8 @@
  * Unlike the Lambda bundles, packages are left to Node's resolver (they are installed here),
  * and there is no source map (stack traces name lines of the built files, which are
  * unminified). Running built JavaScript instead of TypeScript through a loader keeps the
- * loader's thread and transform caches out of the server (measured here: 100 -> 67 MiB
- * idle, and ~30 MiB less at the push bench's peak). Lazy imports stay lazy (split chunks):
+ * loader's thread and transform caches out of the server, which then needs less memory
+ * (docs/BENCHMARKS.md, Local server and build). Lazy imports stay lazy (split chunks):
  * the AWS SDK is only loaded when the AWS backend is configured.
  *
  * @example

@@ -12,7 +12,7 @@ export interface Zstd {
   decompress(data: Uint8Array): Promise<Uint8Array>;
 }
 
-/** Level 3 is zstd's default: ~500 MB/s here with a ratio near 9 on JSON lines. */
+/** Level 3, zstd's default: fast, with a good ratio on JSON lines (docs/BENCHMARKS.md, Segment codec). */
 export const ZSTD_LEVEL = 3;
 
 type ZlibWithZstd = typeof zlib & {

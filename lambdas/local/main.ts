@@ -20,12 +20,8 @@ import type { Storage } from '../storage/port.js';
 import { assertSafeBind, withBearerTokens } from './auth.js';
 import { startLocalServer, type LambdaHttpHandler } from './server.js';
 
-// V8 lets the old generation grow to up to 4x the live data before a full collection. The
-// server's live heap is small (~25 MB) and most of what it allocates dies young, so capping
-// growth at 2x keeps ~20 MB less resident under push load (peak ~180 -> ~160 MiB over the
-// push bench's batch-100 runs) with as many full collections as before (measured: 20-22 per
-// 430,000 messages either way; 1.5x tripled them). Read at each collection, so setting it
-// here takes effect.
+// Old-generation growth capped at 2x the live data (V8 allows 4x): less memory resident for as
+// many full collections (docs/BENCHMARKS.md, Local server and build). V8 reads it at each collection.
 setFlagsFromString('--heap-growing-percent=100');
 
 const { values } = parseArgs({
@@ -68,7 +64,7 @@ async function main(): Promise<void> {
   } else {
     handler = makeHandler(ALL_ROUTES, { grants: Grants.open() });
   }
-  // The AWS SDK costs ~30 MB of memory to load: only when the AWS backend is configured.
+  // The AWS SDK is heavy to load (docs/BENCHMARKS.md, Local server and build): only for the AWS backend.
   const wantsAws = Object.keys(env).some((k) => (k.startsWith('SLUICE_TABLE_') || k === 'SLUICE_BUCKET') && env[k]);
   const awsModule = wantsAws ? await import('../storage/aws/index.js') : undefined;
   const aws = awsModule?.awsStorageConfigFromEnv(env);
