@@ -209,7 +209,9 @@ export async function claimsBench(): Promise<string> {
     '',
     '### Embedded backend: poll + ack throughput',
     '',
-    'In-process services over SQLite (no HTTP), 50,000 records of 1 KiB pushed in segments of 1,000, drained by consumers that each loop `poll(max 100)` then `ack(list)`. Every poll and every ack is one guarded transaction. Target: at least 20,000 msgs/s at batch 100.',
+    'In-process services over SQLite (no HTTP), 50,000 records of 1 KiB pushed in segments of ' +
+      '1,000, drained by consumers that each loop `poll(max 100)` then `ack(list)`. Every poll and ' +
+      'every ack is one guarded transaction. Target: at least 20,000 msgs/s at batch 100.',
     '',
     '| SLUICE_SYNC | batch | consumers | records | msgs/s | poll+ack cycles/s |',
     '|---|---:|---:|---:|---:|---:|',
@@ -217,7 +219,10 @@ export async function claimsBench(): Promise<string> {
     '',
     '### Storage requests per poll and per batch ack (embedded, counted at the storage port)',
     '',
-    'Averaged over 5 cycles per batch size, each in its own queue pushed in segments of 1,000 records, after the group was created (process caches warm). A poll reads the group (one query), the records (the log index query and the segment) and writes one transaction; an ack reads the group and writes one transaction. Constant in the batch size.',
+    'Averaged over 5 cycles per batch size, each in its own queue pushed in segments of 1,000 ' +
+      'records, after the group was created (process caches warm). A poll reads the group (one ' +
+      'query), the records (the log index query and the segment) and writes one transaction; an ack ' +
+      'reads the group and writes one transaction. Constant in the batch size.',
     '',
     '| batch | requests per poll | requests per ack | poll (last cycle) | ack (last cycle) |',
     '|---:|---:|---:|---|---|',
@@ -225,13 +230,15 @@ export async function claimsBench(): Promise<string> {
     '',
     '### Storage requests per poll and per batch ack (AWS backend on moto, counted at the SDK)',
     '',
-    'Same procedure, 3 cycles per batch size. A segment of 1,000 records of 1 KiB is an S3 object, so the record read is one S3 GET. Target: at most 4 per poll and per ack.',
+    'Same procedure, 3 cycles per batch size. A segment of 1,000 records of 1 KiB is an S3 object, ' +
+      'so the record read is one S3 GET. Target: at most 4 per poll and per ack.',
     '',
     '| batch | requests per poll | requests per ack | poll (last cycle) | ack (last cycle) |',
     '|---:|---:|---:|---|---|',
     ...aws.rows,
     '',
-    'DynamoDB units per 1,000 records for a steady poll+ack cycle (write units as billed: 1 KB per unit per item, twice inside a transaction; strongly consistent reads, 4 KB per unit):',
+    'DynamoDB units per 1,000 records for a steady poll+ack cycle (write units as billed: 1 KB per ' +
+      'unit per item, twice inside a transaction; strongly consistent reads, 4 KB per unit):',
     '',
     '| batch | write units per 1,000 msgs | read units per 1,000 msgs | requests per 1,000 msgs |',
     '|---:|---:|---:|---:|',

@@ -366,7 +366,8 @@ async function awsCounts(): Promise<string[]> {
       pop.detail = by({ ...meter, requests: popMeter });
       ack.detail = by({ ...meter, requests: ackMeter });
       rows.push(
-        `| ${label} | ${fx(pop.n / 10)} | ${pop.detail} | ${fx(ack.n / 10)} | ${ack.detail} | ${fmt((wru / delivered) * 1000)} | ${fmt((rru / delivered) * 1000)} |`,
+        `| ${label} | ${fx(pop.n / 10)} | ${pop.detail} | ${fx(ack.n / 10)} | ${ack.detail} | ` +
+          `${fmt((wru / delivered) * 1000)} | ${fmt((rru / delivered) * 1000)} |`,
       );
     };
     const small = (n: number): Buffer => Buffer.from(payload(n));
@@ -442,7 +443,17 @@ export async function leasesBench(): Promise<string> {
     '',
     '### Embedded backend, through HTTP',
     '',
-    'The local server (`npm start`) in its own process, on the same two cores as the load generator (which reads the ids from each pop answer with a regex rather than parsing it, to leave the CPU to the server). 100,000 messages of 256 B pushed first into 8 partitions (100 per push); then keep-alive workers loop on a long-polling wildcard pop (`batch=100&wait=true`, as Queen clients poll) and one `/ack/batch` of everything they got, timed until the last ack. G = 3 runs three groups at once over the same messages (4 workers each); the rate counts every acked delivery. `SLUICE_SYNC=normal` fsyncs SQLite at checkpoints (survives a process crash); `full` fsyncs every commit (the default, survives power loss) — each pop and each ack is one SQLite commit. The in-process rows run the same workload through the service API in one process (no HTTP, no load generator): the broker’s own cost. Other work on the machine moves these numbers by ±15 %.',
+    'The local server (`npm start`) in its own process, on the same two cores as the load generator ' +
+      '(which reads the ids from each pop answer with a regex rather than parsing it, to leave the ' +
+      'CPU to the server). 100,000 messages of 256 B pushed first into 8 partitions (100 per push); ' +
+      'then keep-alive workers loop on a long-polling wildcard pop (`batch=100&wait=true`, as Queen ' +
+      'clients poll) and one `/ack/batch` of everything they got, timed until the last ack. G = 3 ' +
+      'runs three groups at once over the same messages (4 workers each); the rate counts every acked ' +
+      'delivery. `SLUICE_SYNC=normal` fsyncs SQLite at checkpoints (survives a process crash); `full` ' +
+      'fsyncs every commit (the default, survives power loss) — each pop and each ack is one SQLite ' +
+      'commit. The in-process rows run the same workload through the service API in one process (no ' +
+      'HTTP, no load generator): the broker’s own cost. Other work on the machine moves these numbers ' +
+      'by ±15 %.',
     '',
     '| path, SLUICE_SYNC | G | deliveries | workers | msgs/s (pop+ack) | pop+ack pairs/s |',
     '|---|---:|---:|---:|---:|---:|',
@@ -450,7 +461,11 @@ export async function leasesBench(): Promise<string> {
     '',
     '### Storage requests per pop and per ack (embedded, counted at the storage port)',
     '',
-    'Each port call counted as the AWS adapter would issue it (a `getMany` of up to 100 keys is one request). Average over 5 pop+ack cycles of batch 100, after one warm-up cycle. A partition pop reads the row, one page of segments from the row’s segment hint and writes the lease; a wildcard pop reads the READY index and the candidates’ rows instead of the row; an ack reads the row and writes it.',
+    'Each port call counted as the AWS adapter would issue it (a `getMany` of up to 100 keys is one ' +
+      'request). Average over 5 pop+ack cycles of batch 100, after one warm-up cycle. A partition pop ' +
+      'reads the row, one page of segments from the row’s segment hint and writes the lease; a ' +
+      'wildcard pop reads the READY index and the candidates’ rows instead of the row; an ack reads ' +
+      'the row and writes it.',
     '',
     '| case | requests per pop | requests per ack |',
     '|---|---:|---:|',
@@ -458,9 +473,15 @@ export async function leasesBench(): Promise<string> {
     '',
     '### AWS backend (DynamoDB + S3 on moto): SDK requests per pop and per ack',
     '',
-    '1,200 messages (6,000 in the deep-backlog row) pushed by one process; popped (batch 100) and acked by another (separate caches, as separate Lambda functions), so every S3 segment costs the consumer one GetObject (the segment index query is skipped when index entries an earlier query returned cover the batch). Segments up to 4 KiB compressed are stored inline (their bytes come with the query). Average over 10 cycles after a warm-up cycle; a wildcard pop reuses the READY page it read within the last 250 ms. Targets: ≤ 4 per pop, ≤ 2 per ack call.',
+    '1,200 messages (6,000 in the deep-backlog row) pushed by one process; popped (batch 100) and ' +
+      'acked by another (separate caches, as separate Lambda functions), so every S3 segment costs ' +
+      'the consumer one GetObject (the segment index query is skipped when index entries an earlier ' +
+      'query returned cover the batch). Segments up to 4 KiB compressed are stored inline (their ' +
+      'bytes come with the query). Average over 10 cycles after a warm-up cycle; a wildcard pop ' +
+      'reuses the READY page it read within the last 250 ms. Targets: ≤ 4 per pop, ≤ 2 per ack call.',
     '',
-    '| case | requests per pop | pop requests by kind | requests per ack | ack requests by kind | write units per 1,000 msgs (pop+ack) | read units per 1,000 msgs |',
+    '| case | requests per pop | pop requests by kind | requests per ack | ack requests by kind | ' +
+      'write units per 1,000 msgs (pop+ack) | read units per 1,000 msgs |',
     '|---|---:|---|---:|---|---:|---:|',
     ...aws,
   ].join('\n');

@@ -155,7 +155,10 @@ async function embeddedHttp(
       const runs = repeats > 1 ? rates.map(fmt).join(' · ') : '';
       const perMsg = (us: number): string => (us / (msgs * repeats)).toFixed(1);
       rows.push(
-        `| ${sync} | ${batch} | ${connections} | ${fmt(msgs)} | ${fmt(rate)} | ${(((bytes / msgs) * rate) / 2 ** 20).toFixed(1)} | ${fmt(rate / batch)} | ${runs} | ${perMsg(mainCpu)} | ${Math.round((100 * mainCpu) / wallUs)} % | ${perMsg(allCpu)} | ${rss.now} | ${rss.peak} |`,
+        `| ${sync} | ${batch} | ${connections} | ${fmt(msgs)} | ${fmt(rate)} | ` +
+          `${(((bytes / msgs) * rate) / 2 ** 20).toFixed(1)} | ${fmt(rate / batch)} | ${runs} | ` +
+          `${perMsg(mainCpu)} | ${Math.round((100 * mainCpu) / wallUs)} % | ${perMsg(allCpu)} | ` +
+          `${rss.now} | ${rss.peak} |`,
       );
     }
   } finally {
@@ -195,7 +198,9 @@ async function awsCounts(): Promise<string[]> {
       }
       const msgs = pushes * batch;
       rows.push(
-        `| ${label} | ${(meter.totalRequests() / pushes).toFixed(2)} | ${fmt((meter.dynamoRequests() / msgs) * 1000)} | ${fmt((meter.writeUnits / msgs) * 1000)} | ${(meter.writeUnits / msgs).toFixed(2)} | ${fmt((meter.s3Puts / msgs) * 1000)} |`,
+        `| ${label} | ${(meter.totalRequests() / pushes).toFixed(2)} | ` +
+          `${fmt((meter.dynamoRequests() / msgs) * 1000)} | ${fmt((meter.writeUnits / msgs) * 1000)} | ` +
+          `${(meter.writeUnits / msgs).toFixed(2)} | ${fmt((meter.s3Puts / msgs) * 1000)} |`,
       );
     }
     await storage.close();
@@ -225,17 +230,37 @@ export async function pushBench(): Promise<string> {
     '',
     '### Embedded backend, through HTTP',
     '',
-    'The local server (`npm start`) in its own process, on the same two cores as the load generator; keep-alive connections, each pushing to its own partition, one push at a time; 1 KiB JSON messages, each with a transactionId (dedup on). Request bodies are built before the clock starts, so the load generator only sends; each server process first takes 10,400 untimed messages into another queue (warm-up). `SLUICE_SYNC=full` (the default) fsyncs every SQLite commit; `normal` survives a process crash but not a power loss. The batch-100 row at 8 connections is run 5 times (1,000,000 messages) and shows the median, with every run: the spread between runs on these VMs is ±20 % (fsync latency and neighbours), more than most changes being measured. The server CPU columns are CPU time per message over the timed runs, from /proc: its main thread (JavaScript, HTTP and SQLite, which all run there) and the whole process (adding zstd and file writes on the thread pool, and the GC helpers). They explain a row (the main thread is the bottleneck: its busy share is its CPU time over the wall time of the timed runs) but move with the host too: on one day the same code took 13.5 to 19.7 µs per message on the main thread at batch 100, and 44,856 to 63,590 msgs/s. Compare changes by interleaving runs of both. RSS is read from /proc after each row (rows run in order in one server process).',
+    'The local server (`npm start`) in its own process, on the same two cores as the load ' +
+      'generator; keep-alive connections, each pushing to its own partition, one push at a time; 1 ' +
+      'KiB JSON messages, each with a transactionId (dedup on). Request bodies are built before the ' +
+      'clock starts, so the load generator only sends; each server process first takes 10,400 untimed ' +
+      'messages into another queue (warm-up). `SLUICE_SYNC=full` (the default) fsyncs every SQLite ' +
+      'commit; `normal` survives a process crash but not a power loss. The batch-100 row at 8 ' +
+      'connections is run 5 times (1,000,000 messages) and shows the median, with every run: the ' +
+      'spread between runs on these VMs is ±20 % (fsync latency and neighbours), more than most ' +
+      'changes being measured. The server CPU columns are CPU time per message over the timed runs, ' +
+      'from /proc: its main thread (JavaScript, HTTP and SQLite, which all run there) and the whole ' +
+      'process (adding zstd and file writes on the thread pool, and the GC helpers). They explain a ' +
+      'row (the main thread is the bottleneck: its busy share is its CPU time over the wall time of ' +
+      'the timed runs) but move with the host too: on one day the same code took 13.5 to 19.7 µs per ' +
+      'message on the main thread at batch 100, and 44,856 to 63,590 msgs/s. Compare changes by ' +
+      'interleaving runs of both. RSS is read from /proc after each row (rows run in order in one ' +
+      'server process).',
     '',
-    '| SLUICE_SYNC | batch | connections | messages per run | msgs/s (median) | MB/s (payload) | pushes/s | each run, msgs/s | server CPU µs/msg, main thread | main thread busy | server CPU µs/msg, all threads | server RSS after, MiB | peak so far, MiB |',
+    '| SLUICE_SYNC | batch | connections | messages per run | msgs/s (median) | MB/s (payload) | ' +
+      'pushes/s | each run, msgs/s | server CPU µs/msg, main thread | main thread busy | server CPU ' +
+      'µs/msg, all threads | server RSS after, MiB | peak so far, MiB |',
     '|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|',
     ...emb,
     '',
     '### AWS backend (DynamoDB + S3 on moto): requests and units per push',
     '',
-    '1,000 messages of 1 KiB per case from a warm process (queue, partition and tail cached). Write units are computed from the items sent, the way DynamoDB bills them (1 KB per unit per item, twice inside a transaction, failed conditions included).',
+    '1,000 messages of 1 KiB per case from a warm process (queue, partition and tail cached). Write ' +
+      'units are computed from the items sent, the way DynamoDB bills them (1 KB per unit per item, ' +
+      'twice inside a transaction, failed conditions included).',
     '',
-    '| batch, dedup | storage requests per push | DynamoDB requests per 1,000 msgs | DynamoDB write units per 1,000 msgs | write units per message | S3 PUTs per 1,000 msgs |',
+    '| batch, dedup | storage requests per push | DynamoDB requests per 1,000 msgs | DynamoDB write ' +
+      'units per 1,000 msgs | write units per message | S3 PUTs per 1,000 msgs |',
     '|---|---:|---:|---:|---:|---:|',
     ...aws,
   ].join('\n');

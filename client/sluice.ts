@@ -412,7 +412,9 @@ export class QueueRef {
       throw new SluiceApiError(
         201,
         'operation_failed',
-        `${failed.length} of ${results.length} pushed items failed; first: ${failed[0]?.error ?? 'unknown error'} (items without a failure were stored; pushing all again is safe, duplicates are skipped)`,
+        `${failed.length} of ${results.length} pushed items failed; first: ` +
+          `${failed[0]?.error ?? 'unknown error'} (items without a failure were stored; pushing all again ` +
+          `is safe, duplicates are skipped)`,
         failed,
         'POST /api/v1/push',
       );

@@ -61,7 +61,9 @@ export const DEFAULT_THROTTLE = { rateLimit: 1000, burstLimit: 500 } as const;
 export function checkBodyLimit(bytes: number, what = 'maxBodyBytes'): void {
   if (!Number.isInteger(bytes) || bytes < 1024 || bytes > AWS_MAX_BODY_BYTES)
     throw new Error(
-      `${what} must be a whole number of bytes from 1024 to ${AWS_MAX_BODY_BYTES} (got ${bytes}): the largest body that can reach a function, since Lambda refuses events of ${LAMBDA_MAX_EVENT_BYTES} bytes or more`,
+      `${what} must be a whole number of bytes from 1024 to ${AWS_MAX_BODY_BYTES} (got ${bytes}): the ` +
+        `largest body that can reach a function, since Lambda refuses events of ` +
+        `${LAMBDA_MAX_EVENT_BYTES} bytes or more`,
     );
 }
 

@@ -15,13 +15,23 @@ import { BLOB_PREFIXES } from './access.js';
 
 /** Why each accepted kind of finding is fine, keyed by what it applies to. */
 export const NAG_REASONS = {
-  blobObjects: `Blob keys are minted at run time under fixed prefixes (${BLOB_PREFIXES.join(', ')}: segments/<partitionId>/<pushId>.zst, dlq/<partitionId>/<blobId>.bin), so object permissions are scoped to those prefixes of this one bucket (the narrowest fixed scope), with only the object actions the function uses.`,
+  blobObjects:
+    `Blob keys are minted at run time under fixed prefixes (${BLOB_PREFIXES.join(', ')}: ` +
+    `segments/<partitionId>/<pushId>.zst, dlq/<partitionId>/<blobId>.bin), so object permissions ` +
+    `are scoped to those prefixes of this one bucket (the narrowest fixed scope), with only the ` +
+    `object actions the function uses.`,
   invokeRoutes:
-    'execute-api:Invoke on this API only, one resource per route of the role: "*" stands for the stage and for path parameters (queue, partition, group, ids), which are chosen by callers at run time. Per-queue limits are the grants, enforced in the handlers.',
+    'execute-api:Invoke on this API only, one resource per route of the role: "*" stands for the ' +
+    'stage and for path parameters (queue, partition, group, ids), which are chosen by callers at ' +
+    'run time. Per-queue limits are the grants, enforced in the handlers.',
   runtime:
-    'nodejs22.x is the runtime Sluice is built and tested for (zstd in node:zlib since 22.15, bundles targeting node22); move to a newer runtime deliberately, together with the bundle target and the tests.',
+    'nodejs22.x is the runtime Sluice is built and tested for (zstd in node:zlib since 22.15, ' +
+    'bundles targeting node22); move to a newer runtime deliberately, together with the bundle ' +
+    'target and the tests.',
   accessLogs:
-    "Only Sluice functions touch this bucket, through their own least-privilege roles; requests are traceable in the functions' structured logs and API access logs. Pass `accessLogsBucket` to add S3 server access logs (or enable CloudTrail S3 data events).",
+    'Only Sluice functions touch this bucket, through their own least-privilege roles; requests are ' +
+    "traceable in the functions' structured logs and API access logs. Pass `accessLogsBucket` to " +
+    'add S3 server access logs (or enable CloudTrail S3 data events).',
 } as const;
 
 const IAM5 = 'AwsSolutions-IAM5';
@@ -55,16 +65,19 @@ export function acknowledgeNagFindings(
   Aspects.of(service).add(aspect);
 }
 
+// A route of an API in this stack: Resource::arn:<AWS::Partition>:execute-api:<region>:<account>:<ApiXXXX>/*/METHOD/path
+const API_ROUTE_RESOURCE = new RegExp(
+  String.raw`^Resource::arn:<AWS::Partition>:execute-api:(?:<AWS::Region>|[a-z0-9-]+):(?:<AWS::AccountId>|\d{12}):` +
+    String.raw`(<[A-Za-z0-9]+>)\/\*\/(GET|POST|PUT|DELETE)\/[A-Za-z0-9/_*.-]*$`,
+);
+
 /** The reason a wildcard finding is accepted, or undefined when it is not. */
 export function wildcardReason(finding: string, apiRef: string): string | undefined {
   // Objects under a blob prefix of a bucket in this stack: Resource::<BucketXXXX.Arn>/segments/*
   const objects = /^Resource::<[A-Za-z0-9]+\.Arn>\/(.+)\*$/.exec(finding);
   if (objects && BLOB_PREFIXES.includes(objects[1] as string)) return NAG_REASONS.blobObjects;
-  // Routes of this API: Resource::arn:<AWS::Partition>:execute-api:<region>:<account>:<ApiXXXX>/*/METHOD/path
-  const m =
-    /^Resource::arn:<AWS::Partition>:execute-api:(?:<AWS::Region>|[a-z0-9-]+):(?:<AWS::AccountId>|\d{12}):(<[A-Za-z0-9]+>)\/\*\/(GET|POST|PUT|DELETE)\/[A-Za-z0-9/_*.-]*$/.exec(
-      finding,
-    );
+  // Routes of this API.
+  const m = API_ROUTE_RESOURCE.exec(finding);
   if (m && m[1] === apiRef) return NAG_REASONS.invokeRoutes;
   return undefined;
 }

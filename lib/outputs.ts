@@ -38,7 +38,8 @@ export function sluiceStackOutputs(
   );
   if (candidates.length !== 1) {
     throw new Error(
-      `expected exactly one stack with an ApiUrl output, found ${candidates.length} (${candidates.map(([k]) => k).join(', ') || 'none'}): name one with SLUICE_STACK`,
+      `expected exactly one stack with an ApiUrl output, found ${candidates.length} ` +
+        `(${candidates.map(([k]) => k).join(', ') || 'none'}): name one with SLUICE_STACK`,
     );
   }
   const [stack, values] = candidates[0] as [string, Record<string, string>];

@@ -122,7 +122,9 @@ export function checkLongPollBudget(
   ] as const) {
     if (ms > budget) {
       throw new Error(
-        `${key} is ${ms} ms, but the API functions time out after ${timeoutMs} ms and need ${LONG_POLL_HEADROOM.toMilliseconds()} ms of that to answer: set it to at most ${budget} ms (API Gateway ends every request at 30 s)`,
+        `${key} is ${ms} ms, but the API functions time out after ${timeoutMs} ms and need ` +
+          `${LONG_POLL_HEADROOM.toMilliseconds()} ms of that to answer: set it to at most ${budget} ms ` +
+          `(API Gateway ends every request at 30 s)`,
       );
     }
   }
@@ -331,7 +333,8 @@ export class SluiceService extends Construct {
     const grantsJson = JSON.stringify({ grants });
     if (Buffer.byteLength(grantsJson) > MAX_GRANTS_ENV_BYTES) {
       throw new Error(
-        `${this.node.path}: the grants are ${Buffer.byteLength(grantsJson)} bytes as JSON; at most ${MAX_GRANTS_ENV_BYTES} fit in the functions' environment. Use wider patterns.`,
+        `${this.node.path}: the grants are ${Buffer.byteLength(grantsJson)} bytes as JSON; at most ` +
+          `${MAX_GRANTS_ENV_BYTES} fit in the functions' environment. Use wider patterns.`,
       );
     }
     if (auth.type === 'jwt' && props.grants === undefined) {
@@ -501,7 +504,8 @@ export class SluiceService extends Construct {
     if (props.maintenanceReservedConcurrency === 1)
       Annotations.of(this).addWarningV2(
         'sluice:maintenanceReservation1',
-        'maintenanceReservedConcurrency=1: a lag report that starts while a maintenance pass runs is throttled (Lambda retries it later) and counts in the Lambda throttles alarm. Reserve 2.',
+        'maintenanceReservedConcurrency=1: a lag report that starts while a maintenance pass runs is ' +
+          'throttled (Lambda retries it later) and counts in the Lambda throttles alarm. Reserve 2.',
       );
 
     // --------------------------------------------------------------------- API

@@ -99,7 +99,9 @@ export function dlqCommands(program: Command, ctx: CommandContext): void {
             });
           else
             out(
-              `redrove ${p.moved} dead letters of ${queue}${p.failed ? `; ${p.failed} failed and stay listed` : ''}${p.more ? ' (stopped early: run again to continue)' : ''}\n`,
+              `redrove ${p.moved} dead letters of ${queue}` +
+                `${p.failed ? `; ${p.failed} failed and stay listed` : ''}` +
+                `${p.more ? ' (stopped early: run again to continue)' : ''}\n`,
             );
           if (p.failed > 0) setExit(EXIT.api);
         } finally {

@@ -90,7 +90,9 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
           await flush();
         } catch (e) {
           if (e instanceof UsageError && totals.lines > 0)
-            e.message += ` (${totals.queued + totals.duplicate} earlier lines were pushed; pushing the file again is safe only with --id-field or --envelope transactionIds)`;
+            e.message +=
+              ` (${totals.queued + totals.duplicate} earlier lines were pushed; pushing the file again is ` +
+              `safe only with --id-field or --envelope transactionIds)`;
           throw e;
         }
         if (json(cmd)) printJson({ queue, partition: o.partition, ...totals });

@@ -193,7 +193,8 @@ export class TransactionService {
       }
       if (writes.length > MAX_TRANSACT_OPS) {
         throw invalid(
-          `this transaction needs ${writes.length} storage writes; the limit is ${MAX_TRANSACT_OPS} (DynamoDB TransactWriteItems): split it, or push to fewer partitions per transaction`,
+          `this transaction needs ${writes.length} storage writes; the limit is ${MAX_TRANSACT_OPS} ` +
+            `(DynamoDB TransactWriteItems): split it, or push to fewer partitions per transaction`,
           { limit: MAX_TRANSACT_OPS },
         );
       }

@@ -57,7 +57,9 @@ export function seek(
   if (superseded.length > maxSuperseded) {
     throw new SluiceError(
       'conflict',
-      `${superseded.length} redriven records at or above offset ${offset} are still owed; a seek back over them replaces at most ${maxSuperseded} at once. Let the group finish some of them, or seek to a higher offset first`,
+      `${superseded.length} redriven records at or above offset ${offset} are still owed; a seek back ` +
+        `over them replaces at most ${maxSuperseded} at once. Let the group finish some of them, or ` +
+        `seek to a higher offset first`,
       { redriven: superseded.length, limit: maxSuperseded },
     );
   }

@@ -142,6 +142,8 @@ export const staleSeek = (offset: number): SluiceError =>
 
 export const neverHandedOut = (offset: number): SluiceError =>
   invalid(
-    `offset ${offset} has never been handed out to this group (it is at or past the group's frontier, or past the partition's tail); acknowledging a record that was not delivered would skip it`,
+    `offset ${offset} has never been handed out to this group (it is at or past the group's ` +
+      `frontier, or past the partition's tail); acknowledging a record that was not delivered would ` +
+      `skip it`,
     { offset },
   );

@@ -38,7 +38,10 @@ export function ack(view: GroupView, offsets: readonly number[], now: number): A
   if (stale.length > 0) {
     throw new SluiceError(
       'stale_claim',
-      `offset${stale.length > 1 ? 's' : ''} ${stale.slice(0, 10).join(', ')}${stale.length > 10 ? ', ...' : ''} ${stale.length > 1 ? 'were' : 'was'} handed out before a seek voided the claim; the group owes ${stale.length > 1 ? 'them' : 'it'} again. Nothing in this call was acknowledged`,
+      `offset${stale.length > 1 ? 's' : ''} ` +
+        `${stale.slice(0, 10).join(', ')}${stale.length > 10 ? ', ...' : ''} ` +
+        `${stale.length > 1 ? 'were' : 'was'} handed out before a seek voided the claim; the group owes ` +
+        `${stale.length > 1 ? 'them' : 'it'} again. Nothing in this call was acknowledged`,
       { stale },
     );
   }
@@ -98,7 +101,8 @@ function named(
     const cur = live[0]?.record.attempts;
     throw new SluiceError(
       'stale_claim',
-      `offset ${offset}: the delivery with attempts=${attempts} is no longer current (the record is on attempt ${cur}: its claim lapsed and it went out again), so it cannot be ${what}`,
+      `offset ${offset}: the delivery with attempts=${attempts} is no longer current (the record is ` +
+        `on attempt ${cur}: its claim lapsed and it went out again), so it cannot be ${what}`,
       { offset, attempts: cur },
     );
   }

@@ -140,9 +140,16 @@ export function popResultText(pop: PopResult): string {
       names.get(message.partitionId) ??
       `,"partitionId":${jsonString(message.partitionId)},"partition":${jsonString(message.partition)}`;
     parts[i] =
-      `{"id":${jsonString(message.id)},"transactionId":${jsonString(message.transactionId)},"traceId":${jsonStringOrNull(message.traceId)},"data":${data},"producerSub":null,"createdAt":"${lastIso}"${where}${tail}${jsonNumber(message.offset)}}`;
+      `{"id":${jsonString(message.id)},"transactionId":${jsonString(message.transactionId)}` +
+      `,"traceId":${jsonStringOrNull(message.traceId)},"data":${data},"producerSub":null` +
+      `,"createdAt":"${lastIso}"${where}${tail}${jsonNumber(message.offset)}}`;
   }
-  return `{"success":true,"queue":${jsonString(pop.queue)},"partition":${jsonStringOrNull(first?.name ?? null)},"partitionId":${jsonStringOrNull(first?.id ?? null)},"leaseId":${jsonString(pop.leaseId)},"consumerGroup":${jsonString(pop.group)},"partitionsClaimed":${jsonNumber(pop.partitions.length)},"messages":[${parts.join(',')}]}`;
+  return (
+    `{"success":true,"queue":${jsonString(pop.queue)},"partition":${jsonStringOrNull(first?.name ?? null)}` +
+    `,"partitionId":${jsonStringOrNull(first?.id ?? null)},"leaseId":${jsonString(pop.leaseId)}` +
+    `,"consumerGroup":${jsonString(pop.group)},"partitionsClaimed":${jsonNumber(pop.partitions.length)}` +
+    `,"messages":[${parts.join(',')}]}`
+  );
 }
 
 async function runPop(

@@ -138,7 +138,8 @@ export function pushResultsText(results: readonly PushResult[]): string {
       `${i === 0 ? '' : ','}{"index":${jsonNumber(result.index)},"status":${jsonString(result.status)},"transaction_id":${jsonString(result.transactionId)}` +
       `,"message_id":${jsonString(result.messageId)},"partition_id":${partitionIdText},"trace_id":${jsonStringOrNull(result.traceId)}` +
       `,"queueName":${queueText},"partition":${partitionText}` +
-      `${result.offset === undefined ? '' : `,"offset":${jsonNumber(result.offset)}`}${result.error === undefined ? '' : `,"error":${jsonString(result.error)}`}}`;
+      `${result.offset === undefined ? '' : `,"offset":${jsonNumber(result.offset)}`}` +
+      `${result.error === undefined ? '' : `,"error":${jsonString(result.error)}`}}`;
   }
   return `${out}]`;
 }
@@ -188,7 +189,9 @@ export const getMessage = defineRoute({
     const message = await services.messageLookup.findByTransactionId(partition.id, params.transactionId);
     if (!message)
       throw notFound(
-        `no message with transactionId ${params.transactionId} in partition ${partition.queue}/${partition.name} (lookups by transactionId cover the queue's dedup window and its newest segments)`,
+        `no message with transactionId ${params.transactionId} in partition ` +
+          `${partition.queue}/${partition.name} (lookups by transactionId cover the queue's dedup window ` +
+          `and its newest segments)`,
       );
     return {
       statusCode: 200,

@@ -143,7 +143,8 @@ export class ClaimService {
       if (reg && reg.kind !== 'claim') {
         throw new SluiceError(
           'conflict',
-          `consumer group ${JSON.stringify(group)} on queue ${JSON.stringify(queue)} already consumes by partition leases (pop/ack); a group's mode is fixed on first use, so use another group name`,
+          `consumer group ${JSON.stringify(group)} on queue ${JSON.stringify(queue)} already consumes by ` +
+            `partition leases (pop/ack); a group's mode is fixed on first use, so use another group name`,
           { kind: reg.kind },
         );
       }
@@ -475,7 +476,9 @@ export class ClaimService {
         ]);
         if (offset < head) {
           throw notFound(
-            `offset ${offset} is a dead letter of this group, but retention has removed its record from the log (the partition now starts at offset ${head}), so there is nothing to redrive; discard the dead letter (DELETE .../dead-letters/${offset})`,
+            `offset ${offset} is a dead letter of this group, but retention has removed its record from the ` +
+              `log (the partition now starts at offset ${head}), so there is nothing to redrive; discard the ` +
+              `dead letter (DELETE .../dead-letters/${offset})`,
           );
         }
         const res = core.redrive(view, offset, this.deps.clock());

@@ -94,7 +94,8 @@ export class GroupRegistry {
       const other = rec.kind === 'lease' ? 'partition leases (pop/ack)' : 'record claims (poll/ack under /groups/)';
       throw new SluiceError(
         'conflict',
-        `consumer group ${JSON.stringify(group)} on queue ${JSON.stringify(queue)} already consumes by ${other}; a group's mode is fixed on first use, so use another group name`,
+        `consumer group ${JSON.stringify(group)} on queue ${JSON.stringify(queue)} already consumes by ` +
+          `${other}; a group's mode is fixed on first use, so use another group name`,
         { kind: rec.kind },
       );
     }

@@ -171,7 +171,8 @@ export class QueueDirectory {
     if (input.options.encryptionEnabled && !this.deps.canSeal) {
       throw new SluiceError(
         'invalid_request',
-        'options.encryptionEnabled needs an encryption key on the server: set SLUICE_ENCRYPTION_KEY (base64 of 32 bytes, e.g. `openssl rand -base64 32`) or, on AWS, SLUICE_KMS_KEY_ID',
+        'options.encryptionEnabled needs an encryption key on the server: set SLUICE_ENCRYPTION_KEY ' +
+          '(base64 of 32 bytes, e.g. `openssl rand -base64 32`) or, on AWS, SLUICE_KMS_KEY_ID',
         { field: 'options.encryptionEnabled' },
       );
     }

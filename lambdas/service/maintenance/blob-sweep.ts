@@ -32,7 +32,14 @@ const ABORTED_MARKER_TTL_S = 7 * 86400;
  *
  * @example
  * ```ts
- * await sweepBlobPage(storage, { prefix: 'segments/', cursor: { pk: 'MAINT', sk: 'blob-sweep' }, now: Date.now(), graceMs: 900_000, limit: 1000, orphaned: async (key) => false });
+ * await sweepBlobPage(storage, {
+ *   prefix: 'segments/',
+ *   cursor: { pk: 'MAINT', sk: 'blob-sweep' },
+ *   now: Date.now(),
+ *   graceMs: 900_000,
+ *   limit: 1000,
+ *   orphaned: async (key) => false,
+ * });
  * ```
  */
 export async function sweepBlobPage(
