@@ -229,17 +229,21 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     });
   });
 
-  it('004.7 DELETE with deleteMetadata=false keeps the subscription: a `new` group re-consumes what was pushed after its start, through wildcard pops', async () => {
-    await push('keepsub', ['before']);
-    clock.advance(1);
-    expect((await pop('keepsub', 'consumerGroup=nw&subscriptionMode=new')).status).toBe(204);
-    clock.advance(1);
-    await push('keepsub', ['n1', 'n2']);
-    expect(await drain('keepsub', 'nw')).toEqual(['n1', 'n2']);
-    const del = await call(url, 'DELETE', '/api/v1/consumer-groups/nw/queues/keepsub?deleteMetadata=false');
-    expect(del.body).toMatchObject({ success: true, deletedPartitions: 1, metadataDeleted: false });
-    expect(await drain('keepsub', 'nw')).toEqual(['n1', 'n2']);
-  });
+  it(
+    '004.7 DELETE with deleteMetadata=false keeps the subscription: a `new` group re-consumes what ' +
+      'was pushed after its start, through wildcard pops',
+    async () => {
+      await push('keepsub', ['before']);
+      clock.advance(1);
+      expect((await pop('keepsub', 'consumerGroup=nw&subscriptionMode=new')).status).toBe(204);
+      clock.advance(1);
+      await push('keepsub', ['n1', 'n2']);
+      expect(await drain('keepsub', 'nw')).toEqual(['n1', 'n2']);
+      const del = await call(url, 'DELETE', '/api/v1/consumer-groups/nw/queues/keepsub?deleteMetadata=false');
+      expect(del.body).toMatchObject({ success: true, deletedPartitions: 1, metadataDeleted: false });
+      expect(await drain('keepsub', 'nw')).toEqual(['n1', 'n2']);
+    },
+  );
 
   it('004.8 seek to the end or to a timestamp moves the group; the subscription route sets the stored start time', async () => {
     await push('seek', ['s1']);

@@ -332,116 +332,125 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
   // 2,000 records on both backends (~15 s on DynamoDB Local with the whole suite sharing two
   // cores); CLAIMS_RANDOM_TOTAL sets another size.
   const total = Number(process.env['CLAIMS_RANDOM_TOTAL'] ?? 2000);
-  it(`4 consumers, ${total.toLocaleString('en-US')} records, random ack / nack / delayed nack / abandon / extend / dead-letter: every offset finishes exactly once`, async () => {
-    const clock = new TestClock();
-    // Own tables, so the other tests' items are not in its way.
-    const own = await backend.newStorage();
-    const storage = own.storage;
-    // Queue configuration cached as in production (the default is 1 s), not re-read per call.
-    const config = { queueCacheMs: 3_600_000 };
-    const svc = testServices(storage, { clock, config });
-    await queueWith(svc, 'random', total, { visibilityTimeoutMs: 30_000, maxAttempts: 4 });
-    let seed = backend.name === 'aws' ? 7 : 11;
-    const rnd = (): number => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed / 2 ** 31;
-    };
-    const acked = new Map<number, number>();
-    const consumerDead = new Set<number>();
-    // Deliveries per offset (attempts must count them, this one included) and who holds a
-    // standing claim: a record is held by one consumer at a time.
-    const deliveries = new Map<number, number>();
-    const holder = new Map<number, string>();
-    // Each consumer is its own process (own services, own caches) over the same storage.
-    const consumers = Array.from({ length: 4 }, (_, i) => ({
-      name: `c${i}`,
-      svc: testServices(storage, { clock, config }),
-      extended: [] as { offset: number; attempts: number }[],
-    }));
-    let rounds = 0;
-    for (;;) {
-      rounds++;
-      expect(rounds).toBeLessThan(400);
-      await Promise.all(
-        consumers.map(async (c) => {
-          const got = await c.svc.claims.poll('random', P, 'g', {
-            max: 40,
-            principal: 'p',
-            consumer: c.name,
-            session: 's',
-          });
-          const toAck: number[] = [];
-          // What this consumer extended last round is finished now.
-          for (const e of c.extended) toAck.push(e.offset);
-          c.extended = [];
-          for (const r of got.records) {
-            expect(
-              holder.get(r.offset),
-              `offset ${r.offset} handed to ${c.name} while another consumer's claim stands`,
-            ).toBeUndefined();
-            const n = (deliveries.get(r.offset) ?? 0) + 1;
-            deliveries.set(r.offset, n);
-            expect(r.attempts).toBe(n);
-            expect(acked.has(r.offset) || consumerDead.has(r.offset)).toBe(false);
-            holder.set(r.offset, c.name);
-          }
-          for (const r of got.records) {
-            const x = rnd();
-            if (x < 0.55) toAck.push(r.offset);
-            else if (x < 0.65) {
-              holder.delete(r.offset);
-              await c.svc.claims.nack('random', P, 'g', { offset: r.offset, attempts: r.attempts });
-            } else if (x < 0.72) {
-              holder.delete(r.offset);
-              await c.svc.claims.nack('random', P, 'g', { offset: r.offset, attempts: r.attempts, delayMs: 20_000 });
-            } else if (x < 0.8) {
-              await c.svc.claims.extend('random', P, 'g', { offset: r.offset, attempts: r.attempts, extendMs: 90_000 });
-              c.extended.push({ offset: r.offset, attempts: r.attempts });
-            } else if (x < 0.82) {
-              holder.delete(r.offset);
-              await c.svc.claims.deadLetter('random', P, 'g', { offset: r.offset, attempts: r.attempts });
-              consumerDead.add(r.offset);
+  it(
+    `4 consumers, ${total.toLocaleString('en-US')} records, random ack / nack / delayed nack / ` +
+      `abandon / extend / dead-letter: every offset finishes exactly once`,
+    async () => {
+      const clock = new TestClock();
+      // Own tables, so the other tests' items are not in its way.
+      const own = await backend.newStorage();
+      const storage = own.storage;
+      // Queue configuration cached as in production (the default is 1 s), not re-read per call.
+      const config = { queueCacheMs: 3_600_000 };
+      const svc = testServices(storage, { clock, config });
+      await queueWith(svc, 'random', total, { visibilityTimeoutMs: 30_000, maxAttempts: 4 });
+      let seed = backend.name === 'aws' ? 7 : 11;
+      const rnd = (): number => {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31;
+        return seed / 2 ** 31;
+      };
+      const acked = new Map<number, number>();
+      const consumerDead = new Set<number>();
+      // Deliveries per offset (attempts must count them, this one included) and who holds a
+      // standing claim: a record is held by one consumer at a time.
+      const deliveries = new Map<number, number>();
+      const holder = new Map<number, string>();
+      // Each consumer is its own process (own services, own caches) over the same storage.
+      const consumers = Array.from({ length: 4 }, (_, i) => ({
+        name: `c${i}`,
+        svc: testServices(storage, { clock, config }),
+        extended: [] as { offset: number; attempts: number }[],
+      }));
+      let rounds = 0;
+      for (;;) {
+        rounds++;
+        expect(rounds).toBeLessThan(400);
+        await Promise.all(
+          consumers.map(async (c) => {
+            const got = await c.svc.claims.poll('random', P, 'g', {
+              max: 40,
+              principal: 'p',
+              consumer: c.name,
+              session: 's',
+            });
+            const toAck: number[] = [];
+            // What this consumer extended last round is finished now.
+            for (const e of c.extended) toAck.push(e.offset);
+            c.extended = [];
+            for (const r of got.records) {
+              expect(
+                holder.get(r.offset),
+                `offset ${r.offset} handed to ${c.name} while another consumer's claim stands`,
+              ).toBeUndefined();
+              const n = (deliveries.get(r.offset) ?? 0) + 1;
+              deliveries.set(r.offset, n);
+              expect(r.attempts).toBe(n);
+              expect(acked.has(r.offset) || consumerDead.has(r.offset)).toBe(false);
+              holder.set(r.offset, c.name);
             }
-            // else: abandoned, its claim lapses
-          }
-          if (toAck.length > 0) {
-            await c.svc.claims.ack('random', P, 'g', toAck);
-            for (const o of toAck) acked.set(o, (acked.get(o) ?? 0) + 1);
-          }
-        }),
-      );
-      // Acked claims are settled; what was not extended lapses now (extended ones are acked next round).
-      holder.clear();
-      for (const c of consumers) for (const e of c.extended) holder.set(e.offset, c.name);
-      clock.advance(31_000); // everything not extended or acked lapses; delays pass
-      const d = await svc.claims.describe('random', P, 'g');
-      if (d.committed === total && d.inFlight === 0 && d.owed === 0) break;
-    }
-    const dead: number[] = [];
-    for (let after: number | undefined; ;) {
-      const page = await svc.claims.listDeadLetters('random', P, 'g', { after, limit: 500 });
-      dead.push(...page.offsets);
-      if (page.next === undefined) break;
-      after = page.next;
-    }
-    // Every offset is finished exactly once: acknowledged (once) or dead-lettered, never both.
-    expect([...acked.values()].every((n) => n === 1)).toBe(true);
-    for (const o of dead) expect(acked.has(o)).toBe(false);
-    for (const o of consumerDead) expect(dead).toContain(o);
-    expect(acked.size + dead.length).toBe(total);
-    // Never more deliveries than the attempt bound (4); every offset was delivered at least once.
-    expect(deliveries.size).toBe(total);
-    expect(Math.max(...deliveries.values())).toBeLessThanOrEqual(4);
-    expect(new Set([...acked.keys(), ...dead]).size).toBe(total);
-    expect(await svc.claims.describe('random', P, 'g')).toMatchObject({
-      committed: total,
-      tail: total,
-      lag: 0,
-      inFlight: 0,
-      owed: 0,
-      deadLetters: dead.length,
-    });
-    await own.cleanup();
-    // Alone it takes ~30-40 s on moto; with the whole suite sharing two cores, longer.
-  }, 240_000);
+            for (const r of got.records) {
+              const x = rnd();
+              if (x < 0.55) toAck.push(r.offset);
+              else if (x < 0.65) {
+                holder.delete(r.offset);
+                await c.svc.claims.nack('random', P, 'g', { offset: r.offset, attempts: r.attempts });
+              } else if (x < 0.72) {
+                holder.delete(r.offset);
+                await c.svc.claims.nack('random', P, 'g', { offset: r.offset, attempts: r.attempts, delayMs: 20_000 });
+              } else if (x < 0.8) {
+                await c.svc.claims.extend('random', P, 'g', {
+                  offset: r.offset,
+                  attempts: r.attempts,
+                  extendMs: 90_000,
+                });
+                c.extended.push({ offset: r.offset, attempts: r.attempts });
+              } else if (x < 0.82) {
+                holder.delete(r.offset);
+                await c.svc.claims.deadLetter('random', P, 'g', { offset: r.offset, attempts: r.attempts });
+                consumerDead.add(r.offset);
+              }
+              // else: abandoned, its claim lapses
+            }
+            if (toAck.length > 0) {
+              await c.svc.claims.ack('random', P, 'g', toAck);
+              for (const o of toAck) acked.set(o, (acked.get(o) ?? 0) + 1);
+            }
+          }),
+        );
+        // Acked claims are settled; what was not extended lapses now (extended ones are acked next round).
+        holder.clear();
+        for (const c of consumers) for (const e of c.extended) holder.set(e.offset, c.name);
+        clock.advance(31_000); // everything not extended or acked lapses; delays pass
+        const d = await svc.claims.describe('random', P, 'g');
+        if (d.committed === total && d.inFlight === 0 && d.owed === 0) break;
+      }
+      const dead: number[] = [];
+      for (let after: number | undefined; ;) {
+        const page = await svc.claims.listDeadLetters('random', P, 'g', { after, limit: 500 });
+        dead.push(...page.offsets);
+        if (page.next === undefined) break;
+        after = page.next;
+      }
+      // Every offset is finished exactly once: acknowledged (once) or dead-lettered, never both.
+      expect([...acked.values()].every((n) => n === 1)).toBe(true);
+      for (const o of dead) expect(acked.has(o)).toBe(false);
+      for (const o of consumerDead) expect(dead).toContain(o);
+      expect(acked.size + dead.length).toBe(total);
+      // Never more deliveries than the attempt bound (4); every offset was delivered at least once.
+      expect(deliveries.size).toBe(total);
+      expect(Math.max(...deliveries.values())).toBeLessThanOrEqual(4);
+      expect(new Set([...acked.keys(), ...dead]).size).toBe(total);
+      expect(await svc.claims.describe('random', P, 'g')).toMatchObject({
+        committed: total,
+        tail: total,
+        lag: 0,
+        inFlight: 0,
+        owed: 0,
+        deadLetters: dead.length,
+      });
+      await own.cleanup();
+      // Alone it takes ~30-40 s on moto; with the whole suite sharing two cores, longer.
+    },
+    240_000,
+  );
 });

@@ -122,10 +122,11 @@ it('close commits item writes still waiting for the next group commit', async ()
 
 describe('embedded storage: schema versions', () => {
   // The version-1 layout exactly as earlier releases created it.
-  const V1 = `
-    CREATE TABLE items (tbl TEXT NOT NULL, pk TEXT NOT NULL, sk TEXT NOT NULL, ver INTEGER NOT NULL, attrs TEXT NOT NULL, bin BLOB, expires_at INTEGER, PRIMARY KEY (tbl, pk, sk)) WITHOUT ROWID;
-    CREATE INDEX items_expires_at ON items (expires_at) WHERE expires_at IS NOT NULL;
-    PRAGMA user_version = 1;`;
+  const V1 =
+    '\n    CREATE TABLE items (tbl TEXT NOT NULL, pk TEXT NOT NULL, sk TEXT NOT NULL, ver INTEGER NOT NULL,' +
+    ' attrs TEXT NOT NULL, bin BLOB, expires_at INTEGER, PRIMARY KEY (tbl, pk, sk)) WITHOUT ROWID;' +
+    '\n    CREATE INDEX items_expires_at ON items (expires_at) WHERE expires_at IS NOT NULL;' +
+    '\n    PRAGMA user_version = 1;';
   const sqlite = async (file: string) => new (await import('better-sqlite3')).default(file);
 
   it('migrates a version-1 data directory to the rowid table, keeping every item', async () => {

@@ -360,51 +360,55 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     expect(counts).toEqual([3, 2, 3, 2, 3, 2]);
   });
 
-  it('a pop whose batch segments an earlier query returned already cover skips the index query; a segment removed since is found out and read past', async () => {
-    const queries: string[] = [];
-    const spy = withItems(inner, { query: (t, pk, o) => (queries.push(t), inner.items.query(t, pk, o)) });
-    // Every segment a blob: an index entry alone says where its bytes are.
-    const svc = testServices(spy, { config: { queueCacheMs: 60_000, inlineMaxBytes: 1 } });
-    for (let b = 0; b < 4; b++)
-      await svc.pushes.push(Array.from({ length: 10 }, (_, k) => ({ queue: 'idx', payload: json(b * 10 + k) })));
-    const pid = (await svc.queues.getPartition('idx', 'Default'))!.id;
-    // A replay of the whole partition reads (and remembers) the four segments' index entries.
-    expect((await svc.segments.read(pid, 0, { maxCount: 40 })).map((m) => m.offset)).toEqual(
-      Array.from({ length: 40 }, (_, k) => k),
-    );
-    const offsets: number[] = [];
-    for (let k = 0; k < 4; k++) {
+  it(
+    'a pop whose batch segments an earlier query returned already cover skips the index query; a ' +
+      'segment removed since is found out and read past',
+    async () => {
+      const queries: string[] = [];
+      const spy = withItems(inner, { query: (t, pk, o) => (queries.push(t), inner.items.query(t, pk, o)) });
+      // Every segment a blob: an index entry alone says where its bytes are.
+      const svc = testServices(spy, { config: { queueCacheMs: 60_000, inlineMaxBytes: 1 } });
+      for (let b = 0; b < 4; b++)
+        await svc.pushes.push(Array.from({ length: 10 }, (_, k) => ({ queue: 'idx', payload: json(b * 10 + k) })));
+      const pid = (await svc.queues.getPartition('idx', 'Default'))!.id;
+      // A replay of the whole partition reads (and remembers) the four segments' index entries.
+      expect((await svc.segments.read(pid, 0, { maxCount: 40 })).map((m) => m.offset)).toEqual(
+        Array.from({ length: 40 }, (_, k) => k),
+      );
+      const offsets: number[] = [];
+      for (let k = 0; k < 4; k++) {
+        queries.length = 0;
+        const r = await svc.leasePops.pop(req('idx', { partition: 'Default', batch: 10 }));
+        expect(queries.filter((t) => t === 'log')).toEqual([]);
+        offsets.push(...r!.messages.map((m) => m.offset));
+        await ackAll(svc, r!);
+      }
+      expect(offsets).toEqual(Array.from({ length: 40 }, (_, k) => k));
+
+      // A long page keeps its first entries (what its reader needs next), not its last.
+      for (let b = 0; b < 40; b++) await svc.pushes.push([{ queue: 'idx-long', payload: json(b) }]);
+      const longPid = (await svc.queues.getPartition('idx-long', 'Default'))!.id;
+      expect(await svc.segments.read(longPid, 0, { maxCount: 40, indexCache: true })).toHaveLength(40);
       queries.length = 0;
-      const r = await svc.leasePops.pop(req('idx', { partition: 'Default', batch: 10 }));
+      expect((await svc.segments.read(longPid, 0, { maxCount: 10, indexCache: true })).map((m) => m.offset)).toEqual(
+        Array.from({ length: 10 }, (_, k) => k),
+      );
       expect(queries.filter((t) => t === 'log')).toEqual([]);
-      offsets.push(...r!.messages.map((m) => m.offset));
-      await ackAll(svc, r!);
-    }
-    expect(offsets).toEqual(Array.from({ length: 40 }, (_, k) => k));
 
-    // A long page keeps its first entries (what its reader needs next), not its last.
-    for (let b = 0; b < 40; b++) await svc.pushes.push([{ queue: 'idx-long', payload: json(b) }]);
-    const longPid = (await svc.queues.getPartition('idx-long', 'Default'))!.id;
-    expect(await svc.segments.read(longPid, 0, { maxCount: 40, indexCache: true })).toHaveLength(40);
-    queries.length = 0;
-    expect((await svc.segments.read(longPid, 0, { maxCount: 10, indexCache: true })).map((m) => m.offset)).toEqual(
-      Array.from({ length: 10 }, (_, k) => k),
-    );
-    expect(queries.filter((t) => t === 'log')).toEqual([]);
-
-    // Another process knows the index entries but not the bytes; retention (simulated) removes
-    // the segment at 10 meanwhile: the read finds out and answers what the query answers.
-    const other = testServices(inner);
-    const segs = await other.segments.segmentsFrom(pid, 0, 40);
-    expect(segs.map((g) => typeof g.blob)).toEqual(['string', 'string', 'string', 'string']);
-    await inner.items.delete('log', keys.segment(pid, 10));
-    await inner.blobs.delete(segs[1]!.blob!);
-    const fresh = await testServices(inner).segments.read(pid, 10, { maxCount: 10 });
-    expect(fresh.map((m) => m.offset)).toEqual(Array.from({ length: 10 }, (_, k) => 20 + k));
-    expect((await other.segments.read(pid, 10, { maxCount: 10, indexCache: true })).map((m) => m.offset)).toEqual(
-      fresh.map((m) => m.offset),
-    );
-  });
+      // Another process knows the index entries but not the bytes; retention (simulated) removes
+      // the segment at 10 meanwhile: the read finds out and answers what the query answers.
+      const other = testServices(inner);
+      const segs = await other.segments.segmentsFrom(pid, 0, 40);
+      expect(segs.map((g) => typeof g.blob)).toEqual(['string', 'string', 'string', 'string']);
+      await inner.items.delete('log', keys.segment(pid, 10));
+      await inner.blobs.delete(segs[1]!.blob!);
+      const fresh = await testServices(inner).segments.read(pid, 10, { maxCount: 10 });
+      expect(fresh.map((m) => m.offset)).toEqual(Array.from({ length: 10 }, (_, k) => 20 + k));
+      expect((await other.segments.read(pid, 10, { maxCount: 10, indexCache: true })).map((m) => m.offset)).toEqual(
+        fresh.map((m) => m.offset),
+      );
+    },
+  );
 
   it('a group registered after the data exists finds every partition through the bounded registration scan', async () => {
     const svc = testServices(inner);

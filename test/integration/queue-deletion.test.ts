@@ -148,56 +148,65 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     expect(await svc.claims.describe(Q, 'b', 'w')).toMatchObject({ committed: 0, tail: 1, deadLetters: 0 });
   });
 
-  it('a delete cut short anywhere is finished later: the next push replaces a name it did not retire, and maintenance, in bounded passes, the rest', async () => {
-    const clock = new TestClock();
-    const Q = 'del-crash';
-    const setupSvc = testServices(storage, { clock });
-    for (const p of ['p1', 'p2', 'p3'])
-      await setupSvc.pushes.push([{ queue: Q, partition: p, payload: json(p), transactionId: `${p}-tx` }]);
-    const old = await setupSvc.queues.listPartitions(Q);
-    expect(old).toHaveLength(3);
-    // The request dies right after the queue record went, before it retired any partition.
-    const crash = testServices(
-      crashing(storage, (ops) =>
-        ops.some((o) => o.op === 'put' && o.item.sk.startsWith('P#') && o.item.pk === TOMBSTONE_PK),
-      ),
-      { clock },
-    );
-    await expect(crash.deletion.deleteQueue(Q)).rejects.toThrow('simulated crash');
-    const svc = testServices(storage, { clock });
-    expect(await svc.queues.getQueue(Q)).toBeUndefined();
-    // The names p1..p3 still point at the old partitions, but they are not this queue's any more.
-    const [p1] = await svc.pushes.push([{ queue: Q, partition: 'p1', payload: json('fresh'), transactionId: 'p1-tx' }]);
-    expect(p1).toMatchObject({ status: 'queued', offset: 0 });
-    expect(old.map((p) => p.id)).not.toContain(p1!.partitionId);
-    expect(await svc.queues.getPartition(Q, 'p2')).toBeUndefined();
-    expect((await svc.queues.listPartitions(Q)).map((p) => p.name)).toEqual(['p1']);
+  it(
+    'a delete cut short anywhere is finished later: the next push replaces a name it did not ' +
+      'retire, and maintenance, in bounded passes, the rest',
+    async () => {
+      const clock = new TestClock();
+      const Q = 'del-crash';
+      const setupSvc = testServices(storage, { clock });
+      for (const p of ['p1', 'p2', 'p3'])
+        await setupSvc.pushes.push([{ queue: Q, partition: p, payload: json(p), transactionId: `${p}-tx` }]);
+      const old = await setupSvc.queues.listPartitions(Q);
+      expect(old).toHaveLength(3);
+      // The request dies right after the queue record went, before it retired any partition.
+      const crash = testServices(
+        crashing(storage, (ops) =>
+          ops.some((o) => o.op === 'put' && o.item.sk.startsWith('P#') && o.item.pk === TOMBSTONE_PK),
+        ),
+        { clock },
+      );
+      await expect(crash.deletion.deleteQueue(Q)).rejects.toThrow('simulated crash');
+      const svc = testServices(storage, { clock });
+      expect(await svc.queues.getQueue(Q)).toBeUndefined();
+      // The names p1..p3 still point at the old partitions, but they are not this queue's any more.
+      const [p1] = await svc.pushes.push([
+        { queue: Q, partition: 'p1', payload: json('fresh'), transactionId: 'p1-tx' },
+      ]);
+      expect(p1).toMatchObject({ status: 'queued', offset: 0 });
+      expect(old.map((p) => p.id)).not.toContain(p1!.partitionId);
+      expect(await svc.queues.getPartition(Q, 'p2')).toBeUndefined();
+      expect((await svc.queues.listPartitions(Q)).map((p) => p.name)).toEqual(['p1']);
 
-    // Maintenance in small steps (2 pages per pass), one of them crashing half-way.
-    let crashes = 1;
-    const flaky = testServices(
-      crashing(storage, (ops) => ops.some((o) => o.op === 'delete' && o.table === 'log') && crashes-- > 0),
-      { clock },
-    );
-    let passes = 0;
-    const crashed: string[] = [];
-    for (; passes < 100; passes++) {
-      clock.advance(flaky.config.sweepGraceMs);
-      const r = await flaky.deletion.run({ pages: 2 }).catch((e: unknown) => String(e));
-      if (typeof r === 'string') crashed.push(r);
-      else if (!r.pending && (await storage.items.query('meta', TOMBSTONE_PK)).items.length === 0) break;
-    }
-    expect(crashed).toEqual(['Error: simulated crash']);
-    expect(passes).toBeGreaterThan(3);
-    expect(passes).toBeLessThan(100);
-    const groups = { lease: [], claim: [] };
-    for (const p of old)
-      expect(await leftovers(storage, p.id, Q, groups)).toEqual(nothing(await leftovers(storage, p.id, Q, groups)));
-    expect((await storage.items.query('meta', keys.queue(Q).pk)).items.map((it) => it.sk)).toEqual(['P#p1', 'config']);
-    expect((await svc.segments.read(p1!.partitionId, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual([
-      '"fresh"',
-    ]);
-  });
+      // Maintenance in small steps (2 pages per pass), one of them crashing half-way.
+      let crashes = 1;
+      const flaky = testServices(
+        crashing(storage, (ops) => ops.some((o) => o.op === 'delete' && o.table === 'log') && crashes-- > 0),
+        { clock },
+      );
+      let passes = 0;
+      const crashed: string[] = [];
+      for (; passes < 100; passes++) {
+        clock.advance(flaky.config.sweepGraceMs);
+        const r = await flaky.deletion.run({ pages: 2 }).catch((e: unknown) => String(e));
+        if (typeof r === 'string') crashed.push(r);
+        else if (!r.pending && (await storage.items.query('meta', TOMBSTONE_PK)).items.length === 0) break;
+      }
+      expect(crashed).toEqual(['Error: simulated crash']);
+      expect(passes).toBeGreaterThan(3);
+      expect(passes).toBeLessThan(100);
+      const groups = { lease: [], claim: [] };
+      for (const p of old)
+        expect(await leftovers(storage, p.id, Q, groups)).toEqual(nothing(await leftovers(storage, p.id, Q, groups)));
+      expect((await storage.items.query('meta', keys.queue(Q).pk)).items.map((it) => it.sk)).toEqual([
+        'P#p1',
+        'config',
+      ]);
+      expect((await svc.segments.read(p1!.partitionId, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual([
+        '"fresh"',
+      ]);
+    },
+  );
 
   it('another process notices a delete within SLUICE_QUEUE_CACHE_MS; what it pushed meanwhile goes with the deleted queue', async () => {
     const clock = new TestClock();
@@ -292,35 +301,39 @@ describe.each(backends)('integration: queue deletion on $name', (backend) => {
     expect((await maint.segments.read(cur.id, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"acked"']);
   });
 
-  it('a partition written before queue deletion existed (no queueId) is not adopted by a queue created later under the name, nor is the new data removed', async () => {
-    const clock = new TestClock();
-    const svc = testServices(storage, { clock });
-    const [r0] = await svc.pushes.push([{ queue: 'legacy', payload: json('old') }]);
-    const pid = r0!.partitionId;
-    for (const k of [keys.partition('legacy', 'Default'), keys.partitionById(pid)]) {
-      const it = (await storage.items.get('meta', k))!;
-      const { queueId: _q, ...attrs } = it.attrs;
-      await storage.items.put('meta', { ...it, ver: it.ver + 1, attrs });
-    }
-    // The delete dies right after its first transaction: the partition's name item stays.
-    const crash = testServices(
-      crashing(storage, (ops) =>
-        ops.some((o) => o.op === 'put' && o.item.pk === TOMBSTONE_PK && o.item.sk.startsWith('P#')),
-      ),
-      { clock },
-    );
-    await expect(crash.deletion.deleteQueue('legacy')).rejects.toThrow('simulated crash');
-    clock.advance(10 * 60_000);
-    const fresh = testServices(storage, { clock });
-    const [r1] = await fresh.pushes.push([{ queue: 'legacy', payload: json('new') }]);
-    expect(r1).toMatchObject({ status: 'queued', offset: 0 });
-    expect(r1!.partitionId).not.toBe(pid);
-    await maintainUntilClean(fresh);
-    const cur = (await fresh.queues.getPartition('legacy', 'Default'))!;
-    expect(cur.id).toBe(r1!.partitionId);
-    expect((await fresh.segments.read(cur.id, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"new"']);
-    expect((await storage.items.query('log', pid)).items).toEqual([]);
-  });
+  it(
+    'a partition written before queue deletion existed (no queueId) is not adopted by a queue ' +
+      'created later under the name, nor is the new data removed',
+    async () => {
+      const clock = new TestClock();
+      const svc = testServices(storage, { clock });
+      const [r0] = await svc.pushes.push([{ queue: 'legacy', payload: json('old') }]);
+      const pid = r0!.partitionId;
+      for (const k of [keys.partition('legacy', 'Default'), keys.partitionById(pid)]) {
+        const it = (await storage.items.get('meta', k))!;
+        const { queueId: _q, ...attrs } = it.attrs;
+        await storage.items.put('meta', { ...it, ver: it.ver + 1, attrs });
+      }
+      // The delete dies right after its first transaction: the partition's name item stays.
+      const crash = testServices(
+        crashing(storage, (ops) =>
+          ops.some((o) => o.op === 'put' && o.item.pk === TOMBSTONE_PK && o.item.sk.startsWith('P#')),
+        ),
+        { clock },
+      );
+      await expect(crash.deletion.deleteQueue('legacy')).rejects.toThrow('simulated crash');
+      clock.advance(10 * 60_000);
+      const fresh = testServices(storage, { clock });
+      const [r1] = await fresh.pushes.push([{ queue: 'legacy', payload: json('new') }]);
+      expect(r1).toMatchObject({ status: 'queued', offset: 0 });
+      expect(r1!.partitionId).not.toBe(pid);
+      await maintainUntilClean(fresh);
+      const cur = (await fresh.queues.getPartition('legacy', 'Default'))!;
+      expect(cur.id).toBe(r1!.partitionId);
+      expect((await fresh.segments.read(cur.id, 0, { maxCount: 10 })).map((m) => text(m.payload))).toEqual(['"new"']);
+      expect((await storage.items.query('log', pid)).items).toEqual([]);
+    },
+  );
 
   it('a process that read segments before retention deleted them (in another process) does not hand them to a claim group again', async () => {
     const clock = new TestClock();
