@@ -28,13 +28,13 @@ function payload(n: number): string {
   return `${head}${'lorem ipsum dolor sit amet '.repeat(10).slice(0, 256 - head.length - 2)}"}`;
 }
 
-interface Http {
+export interface Http {
   agent: Agent;
   call(method: string, path: string, body?: string): Promise<{ status: number; body: string }>;
 }
 
 /** Keep-alive HTTP client (fetch's overhead would cap the numbers on two cores). */
-function http(baseUrl: string, sockets: number): Http {
+export function http(baseUrl: string, sockets: number): Http {
   const u = new URL(baseUrl);
   const agent = new Agent({ keepAlive: true, maxSockets: sockets });
   return {

@@ -54,5 +54,6 @@ const stats = await workers.consume<Job>(
 );
 const state = await workers.describe();
 console.log(
-  `done: ${stats.acked} acked, ${stats.nacked} retried, ${stats.deadLettered} dead-lettered; group at ${state.committed} of ${state.tail}, ${state.deadLetters} dead letters`,
+  `done: ${stats.acked} acked, ${stats.nacked} retried, ${stats.deadLettered} dead-lettered; ` +
+    `group at ${state.committed} of ${state.tail}, ${state.deadLetters} dead letters`,
 );

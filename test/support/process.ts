@@ -41,10 +41,12 @@ export interface ServerProcess {
 export async function startServerProcess(
   env: Record<string, string>,
   args: string[] = [],
-  opts: { healthHeaders?: Record<string, string> } = {},
+  opts: { healthHeaders?: Record<string, string>; entry?: string } = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...serverCommand(), '--port', String(port), ...args], {
+  // `entry`: another build of the server (the A/B bench runs two revisions side by side).
+  const command = opts.entry ? [opts.entry] : serverCommand();
+  const child = spawn(process.execPath, [...command, '--port', String(port), ...args], {
     env: { ...process.env, SLUICE_MAINTENANCE_INTERVAL_MS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
