@@ -19,11 +19,19 @@ import { dlqCommands } from './commands/dlq.js';
 import { groupCommands } from './commands/groups.js';
 import { messageCommands } from './commands/messages.js';
 import { queueCommands } from './commands/queues.js';
+import { tokenCommands } from './commands/tokens.js';
 import { describeFailure, EXIT } from './errors.js';
 import { globalOptions, type GlobalOpts } from './options.js';
 
 /** The command groups, in the order `sluice --help` lists them. A new group is a cli/commands/ module plus a line here. */
-const GROUPS: readonly CommandGroup[] = [messageCommands, groupCommands, queueCommands, dlqCommands, claimCommands];
+const GROUPS: readonly CommandGroup[] = [
+  messageCommands,
+  groupCommands,
+  queueCommands,
+  dlqCommands,
+  claimCommands,
+  tokenCommands,
+];
 
 /** The whole program; `run` parses and maps failures to exit codes. */
 export function buildProgram(io: Io, setExit: (code: number) => void): Command {
