@@ -13,6 +13,7 @@ export default defineConfig(
       '.sluice-data/**',
       '.sluice-build/**',
       'coverage/**',
+      '.bench/**',
       '**/*.js',
       '**/*.mjs',
     ],
