@@ -333,9 +333,9 @@ describe('push faults on the embedded backend: a full disk', () => {
       storage.items.put('meta', { pk: 'G', sk: 'small', ver: 1, attrs: {} }),
     ]);
     growth();
+    expect(await storage.items.get('meta', { pk: 'G', sk: 'small' })).toBeUndefined();
     expect(bigPut).toMatchObject({ status: 'rejected', reason: expect.any(StoreFullError) as unknown });
     expect(smallPut).toMatchObject({ status: 'rejected', reason: expect.any(StoreFullError) as unknown });
-    expect(await storage.items.get('meta', { pk: 'G', sk: 'small' })).toBeUndefined();
   });
 
   const big = (n: number) => ({
@@ -344,19 +344,8 @@ describe('push faults on the embedded backend: a full disk', () => {
 
   it('answers 507 (not 201 with every item failed), writes nothing, reports degraded, and recovers', async () => {
     expect((await call(server, 'POST', '/api/v1/push', big(0))).status).toBe(201);
-    // The disk is full: the database may not grow by a page, and the free space in its pages
-    // is taken (so even /ready's tiny probe finds no room).
+    // The disk is full: the database may not grow by a page.
     noGrowth();
-    for (let i = 0; ; i++) {
-      const filler = { pk: 'FILL', sk: String(i).padStart(6, '0'), ver: 1, attrs: { pad: 'x'.repeat(40) } };
-      if (
-        await svc.storage.items.put('meta', filler).then(
-          () => false,
-          (e: unknown) => e instanceof StoreFullError,
-        )
-      )
-        break;
-    }
     const log = vi.spyOn(console, 'error').mockImplementation(() => undefined);
     const full = await call(server, 'POST', '/api/v1/push', big(1));
     log.mockRestore();
@@ -368,6 +357,16 @@ describe('push faults on the embedded backend: a full disk', () => {
         .catch((e: unknown) => e),
     ).toBeInstanceOf(StoreFullError);
     expect((await stored(svc, 'full')).length).toBe(1);
+    // And the free space left in its pages is taken, so even /ready's tiny probe finds no room.
+    let refused: unknown;
+    for (let i = 0; refused === undefined; i++) {
+      const filler = { pk: 'FILL', sk: String(i).padStart(6, '0'), ver: 1, attrs: { pad: 'x'.repeat(40) } };
+      refused = await svc.storage.items.put('meta', filler).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    }
+    expect(refused).toBeInstanceOf(StoreFullError);
 
     // Reads still work, so /health answers 200, degraded with the reason; /ready's probe write fails.
     const health = await call(server, 'GET', '/health');
