@@ -21,6 +21,7 @@ import { QueueDeletion } from './maintenance/queue-deletion.js';
 import { RetentionService } from './maintenance/retention.js';
 import { SegmentBlobSweep } from './maintenance/segment-blob-sweep.js';
 import { Notifier } from './notifier.js';
+import { watchWrites, WriteHealth } from './storage-health.js';
 import { MemoryTelemetry, type Telemetry } from './telemetry.js';
 import { TransactionService } from './transaction-service.js';
 
@@ -61,6 +62,8 @@ export interface Services {
   /** The orphan segment-blob sweep (run by maintenance). */
   segmentBlobs: SegmentBlobSweep;
   telemetry: Telemetry;
+  /** This process's recent failed storage writes (`/health`, `/ready`); `storage` feeds it. */
+  storageHealth: WriteHealth;
   /** Aborted when the process is shutting down: long polls answer early. */
   shutdown: AbortSignal;
 }
@@ -83,9 +86,11 @@ export interface BuildOptions {
  * await svc.pushes.push([{ queue: 'q', payload: Buffer.from('{}') }]);
  * ```
  */
-export function buildServices(storage: Storage, cfg: SluiceConfig, opts: BuildOptions = {}): Services {
-  const config: SluiceConfig = { ...cfg, inlineMaxBytes: cfg.inlineMaxBytes ?? defaultInlineMaxBytes(storage.kind) };
+export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOptions = {}): Services {
+  const config: SluiceConfig = { ...cfg, inlineMaxBytes: cfg.inlineMaxBytes ?? defaultInlineMaxBytes(adapter.kind) };
   const clock = opts.clock ?? Date.now;
+  const storageHealth = new WriteHealth(clock);
+  const storage = watchWrites(adapter, storageHealth);
   const notifier = opts.notifier ?? new Notifier();
   const telemetry = opts.telemetry ?? new MemoryTelemetry();
   const keys = opts.keyProvider ?? keyProviderFromConfig(config, storage, clock);
@@ -140,6 +145,7 @@ export function buildServices(storage: Storage, cfg: SluiceConfig, opts: BuildOp
     deletion,
     segmentBlobs,
     telemetry,
+    storageHealth,
     shutdown: opts.shutdown ?? new AbortController().signal,
   };
 }

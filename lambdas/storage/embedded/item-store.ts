@@ -20,6 +20,7 @@ import {
   type WriteResult,
 } from '../port.js';
 import { assertItemSize, attrsJson } from '../size.js';
+import { storeError } from './errors.js';
 
 interface Row {
   pk: string;
@@ -218,7 +219,10 @@ export class SqliteItemStore implements ItemStore {
           job.value =
             job.kind === 'all' ? (applyAll(job.ops, job.jsons), undefined) : writeEachFast(job.ops, job.jsons);
         } catch (e) {
-          job.error = e;
+          // SQLite rolls the whole transaction back on some errors (a full disk, an I/O error):
+          // then no later call may run outside it, in autocommit, so the group fails as one.
+          if (!db.inTransaction) throw e;
+          job.error = storeError(e);
         }
       }
     });
@@ -321,7 +325,8 @@ export class SqliteItemStore implements ItemStore {
       this.txGroup.immediate(jobs);
     } catch (e) {
       // The commit itself failed (disk full, I/O error): nothing of the group is durable.
-      for (const j of jobs) j.reject(e);
+      const err = storeError(e);
+      for (const j of jobs) j.reject(err);
       return;
     }
     for (const j of jobs) {
