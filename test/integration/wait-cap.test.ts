@@ -6,10 +6,15 @@
  * here stands for one Lambda instance: they share nothing but storage.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lambdas/config.js';
 import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
+import { Grants } from '../../lambdas/http/grants.js';
+import { makeHandler } from '../../lambdas/http/route.js';
+import { ALL_ROUTES } from '../../lambdas/http/routes.js';
+import { startLocalServer } from '../../lambdas/local/server.js';
 import { CAPPED_HOLD_MS } from '../../lambdas/service/leases/long-poll.js';
 import type { PopRequest } from '../../lambdas/service/leases/pop.js';
-import type { Services } from '../../lambdas/service/runtime.js';
+import { buildServices, type Services } from '../../lambdas/service/runtime.js';
 import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
 import { SLOT_MARGIN_MS, WAIT_SLOTS_PK } from '../../lambdas/service/wait-slots.js';
 import type { Storage } from '../../lambdas/storage/port.js';
@@ -175,5 +180,85 @@ describe.each(backends)('integration: the wait cap on $name', (backend) => {
     const svc = testServices(storage, { clock: freshClock(), config: { maxWaiters: 0 } });
     expect(svc.waitSlots).toBeUndefined();
     expect(await svc.leasePops.pop(waitingPop('uncapped', 200))).toBeNull();
+  });
+});
+
+describe.each(backends.filter((b) => b.name === 'aws'))('integration: the wait cap over HTTP on $name', (backend) => {
+  let storage: Storage;
+  let cleanup: () => Promise<void>;
+  beforeAll(async () => ({ storage, cleanup } = await backend.newStorage()));
+  afterAll(() => cleanup());
+
+  it('a Queen-style consumer past the cap gets 204s about once a second at most, while pushes get 201', async () => {
+    const clock = freshClock();
+    const svc = testServices(storage, { clock, config: { maxWaiters: 1 } });
+    const server = await startLocalServer({
+      handler: makeHandler(ALL_ROUTES, { services: () => Promise.resolve(svc), grants: Grants.open() }),
+      host: '127.0.0.1',
+      port: 0,
+      maxBodyBytes: 1 << 20,
+    });
+    try {
+      const pop = (queue: string) => fetch(`${server.url}/api/v1/pop/queue/${queue}?batch=1&wait=true&timeout=30000`);
+      const push = (queue: string, n: number) =>
+        fetch(`${server.url}/api/v1/push`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ items: [{ queue, partition: 'Default', payload: { n } }] }),
+        });
+      // One consumer takes the only slot.
+      const waiting = pop('hq');
+      await until(async () => (await heldSlots(storage, clock.t)) === 1, 'the first consumer holding the slot');
+
+      // Queen's consume loop: after a 204 to wait=true it asks again at once.
+      const statuses: number[] = [];
+      const t0 = performance.now();
+      const loop = (async () => {
+        while (performance.now() - t0 < 4000) {
+          const r = await pop('hq');
+          statuses.push(r.status);
+          await r.arrayBuffer();
+        }
+      })();
+      const pushes: number[] = [];
+      while (performance.now() - t0 < 3500) {
+        pushes.push((await push('elsewhere', pushes.length)).status);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      await loop;
+      const seconds = (performance.now() - t0) / 1000;
+      expect(new Set(statuses)).toEqual(new Set([204]));
+      expect(statuses.length / seconds).toBeLessThanOrEqual(1);
+      expect(statuses.length).toBeGreaterThanOrEqual(2);
+      expect(pushes.length).toBeGreaterThanOrEqual(10);
+      expect(new Set(pushes)).toEqual(new Set([201]));
+      // The consumer holding the slot still gets what is pushed to its queue, and frees the slot.
+      expect((await push('hq', 99)).status).toBe(201);
+      const got = await waiting;
+      expect(got.status).toBe(200);
+      expect(((await got.json()) as { messages: { data: unknown }[] }).messages.map((m) => m.data)).toEqual([
+        { n: 99 },
+      ]);
+      expect(await heldSlots(storage, clock.t)).toBe(0);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('SLUICE_MAX_WAITERS=auto takes its share of the unreserved concurrency the process reads once', async () => {
+    const clock = freshClock();
+    let asked = 0;
+    const svc = buildServices(
+      storage,
+      { ...loadConfig({ SLUICE_MAX_WAITERS: 'auto' }), queueCacheMs: 0 },
+      { clock: clock.now, unreservedConcurrency: async () => (asked++, 5) },
+    );
+    const first = await svc.waitSlots!.take(1000);
+    const second = await svc.waitSlots!.take(1000);
+    expect([first.admitted, second.admitted]).toEqual([true, true]);
+    expect((await svc.waitSlots!.take(1000)).admitted).toBe(false);
+    expect(asked).toBe(1);
+    for (const a of [first, second]) if (a.admitted) await a.release();
+    expect(await heldSlots(storage, clock.t)).toBe(0);
   });
 });
