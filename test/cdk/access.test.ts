@@ -87,11 +87,12 @@ describe('cdk: the IAM map covers what each function does', () => {
     storage = await openEmbeddedStorage({ dataDir: dir, sync: 'normal' });
     // One services instance per function, like one Lambda container each: no shared caches.
     // Maintenance runs a day ahead, so the sweeper sees every blob as past its grace period.
+    // Waits take wait slots, as they do on AWS (the stack caps them by default).
     for (const f of FUNCTIONS)
       servicesOf.set(
         f,
         testServices(recording(storage, uses.get(f)!, badKeys), {
-          config: { ...limits, inlineMaxBytes: 1024 },
+          config: { ...limits, inlineMaxBytes: 1024, maxWaiters: 50 },
           clock: new TestClock(Date.now() + (f === 'maintenance' ? 86_400_000 : 0)),
         }),
       );
