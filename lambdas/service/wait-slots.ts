@@ -47,7 +47,7 @@ function decodeSlot(item: Item): StoredSlot {
   return {
     index: Number(item.sk),
     ver: item.ver,
-    hold: { holder: String(a.holder ?? ''), until: typeof a.until === 'number' ? a.until : 0 },
+    hold: { holder: typeof a.holder === 'string' ? a.holder : '', until: typeof a.until === 'number' ? a.until : 0 },
   };
 }
 

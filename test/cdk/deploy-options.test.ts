@@ -87,7 +87,7 @@ describe('cdk: the wait cap (docs/DEPLOYING.md#quotas)', () => {
     statementsOf(s, name).filter((st) => JSON.stringify(st.Action).includes('lambda:'));
 
   it('by default the API functions cap waits at a share of the account concurrency, which only the waiting ones may read', () => {
-    for (const f of API) expect(envOf(dflt, f)['SLUICE_MAX_WAITERS'], f).toBe('auto');
+    for (const f of API) expect(envOf(dflt, f)['SLUICE_MAX_WAITERS'], `${f}`).toBe('auto');
     for (const f of API)
       expect(loadConfig({ SLUICE_MAX_WAITERS: String(envOf(dflt, f)['SLUICE_MAX_WAITERS']) }).maxWaiters).toBe('auto');
     for (const f of FUNCTIONS) {

@@ -25,7 +25,7 @@ describe('config: SLUICE_MAX_WAITERS', () => {
 
   it('refuses anything else, naming the setting', () => {
     for (const bad of ['-1', '1.5', 'lots', '1000000', 'AUTO'])
-      expect(() => loadConfig({ SLUICE_MAX_WAITERS: bad }), bad).toThrow(
+      expect(() => loadConfig({ SLUICE_MAX_WAITERS: bad }), `${bad}`).toThrow(
         /SLUICE_MAX_WAITERS must be "auto" or a whole/,
       );
   });

@@ -29,7 +29,7 @@ export const maintenanceLeaseKeys = {
 
 function decodeLease(item: Item): Hold {
   const a = item.attrs as { holder?: unknown; until?: unknown };
-  return { holder: String(a.holder ?? ''), until: typeof a.until === 'number' ? a.until : 0 };
+  return { holder: typeof a.holder === 'string' ? a.holder : '', until: typeof a.until === 'number' ? a.until : 0 };
 }
 
 /**
