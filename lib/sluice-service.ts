@@ -51,6 +51,7 @@ import { GRANT_ACTIONS, parseGrants, type Grant } from '../lambdas/http/grants.j
 import type { RouteDef } from '../lambdas/http/route.js';
 import { ALL_ROUTES } from '../lambdas/http/routes.js';
 import { SEGMENT_BLOB_PREFIX } from '../lambdas/service/log/log-store.js';
+import { MAX_WAITERS } from '../lambdas/service/wait-slots.js';
 import { BUCKET_ENV, ITEM_TABLE_SCHEMA, TABLE_ENV } from '../lambdas/storage/aws/schema.js';
 import { TABLES, type TableName } from '../lambdas/storage/port.js';
 import {
@@ -135,8 +136,8 @@ export function checkLongPollBudget(
 /** What the default wait cap (`SLUICE_MAX_WAITERS=auto`) needs: the account's unreserved concurrency. */
 export const ACCOUNT_CONCURRENCY_ACTION = 'lambda:GetAccountSettings';
 
-/** Largest `maxWaiters` (SLUICE_MAX_WAITERS) the wait slots' keys express. */
-export const MAX_WAITERS_OPTION = 999_999;
+/** Largest `maxWaiters` (SLUICE_MAX_WAITERS): what the wait slots' keys express. */
+export const MAX_WAITERS_OPTION = MAX_WAITERS;
 
 /**
  * Throws unless `n` is `auto` or a whole number of waiters from 0 (no cap) to

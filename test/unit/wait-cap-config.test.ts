@@ -8,7 +8,7 @@ import { loadConfig } from '../../lambdas/config.js';
 import { defaultMaxWaiters, FALLBACK_MAX_WAITERS } from '../../lambdas/core/holds.js';
 import { ACCOUNT_SETTINGS_PATH, unreservedConcurrency } from '../../lambdas/service/adapters/lambda-account.js';
 import { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
-import { WaitSlots } from '../../lambdas/service/wait-slots.js';
+import { MAX_WAITERS, WaitSlots } from '../../lambdas/service/wait-slots.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 import { fakeFetch, jsonResponse } from '../support/fake-fetch.js';
 
@@ -21,6 +21,9 @@ describe('config: SLUICE_MAX_WAITERS', () => {
     expect(loadConfig({ SLUICE_MAX_WAITERS: '' }).maxWaiters).toBe(0);
     expect(loadConfig({ SLUICE_MAX_WAITERS: '12' }).maxWaiters).toBe(12);
     expect(loadConfig({ SLUICE_MAX_WAITERS: ' auto ' }).maxWaiters).toBe('auto');
+    // As many as the slots' keys express, and no more.
+    expect(loadConfig({ SLUICE_MAX_WAITERS: String(MAX_WAITERS) }).maxWaiters).toBe(MAX_WAITERS);
+    expect(() => loadConfig({ SLUICE_MAX_WAITERS: String(MAX_WAITERS + 1) })).toThrow(/SLUICE_MAX_WAITERS/);
   });
 
   it('refuses anything else, naming the setting', () => {
