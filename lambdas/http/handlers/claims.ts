@@ -55,6 +55,13 @@ const PollBody = z
     reclaim: z.boolean({ error: 'reclaim must be true or false' }).optional(),
   })
   .strict()
+  // Checked here as well as by the service: a poll registers its group, and a refusal must come first.
+  .refine((b) => b.session === undefined || b.consumer !== undefined, {
+    message: 'session needs a consumer name: a session belongs to a named member',
+  })
+  .refine((b) => !b.reclaim || b.session !== undefined, {
+    message: 'reclaim needs a session token: only a new session takes back what the name held under older ones',
+  })
   .default({});
 
 /** A claimed record on the wire: its payload spliced in verbatim. */

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { invalid } from '../../core/errors.js';
 import type { GroupView } from '../../service/leases/lease-groups.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { boundedQueryInteger, iso, nameSchema } from './schemas.js';
+import { boundedQueryInteger, instant, iso, nameSchema } from './schemas.js';
 
 function viewJson(view: GroupView, allowed: (queue: string) => boolean): Record<string, unknown> {
   const queues = view.queues.filter((q) => allowed(q.queue));
@@ -125,16 +125,6 @@ export const deleteGroupOnQueue = defineRoute({
       },
     };
   },
-});
-
-/** An ISO-8601 instant or epoch milliseconds. */
-const instant = z.union([z.string(), z.number()]).transform((v, ctx) => {
-  const epochMs = typeof v === 'number' ? v : Date.parse(v);
-  if (!Number.isFinite(epochMs)) {
-    ctx.addIssue({ code: 'custom', message: `not a timestamp: ${JSON.stringify(v)} (use ISO-8601)` });
-    return z.NEVER;
-  }
-  return epochMs;
 });
 
 export const setSubscription = defineRoute({

@@ -15,7 +15,7 @@ import type { TxOp } from '../../service/transaction-service.js';
 import type { Action } from '../route.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { preparePushItems } from './messages.js';
-import { iso, nameSchema } from './schemas.js';
+import { instantProblem, iso, nameSchema } from './schemas.js';
 
 /** Queen booleans: true only for `true` or `1`. */
 const queryBoolean = z
@@ -61,7 +61,7 @@ const PopQuery = z.object({
         v === undefined ||
         v.trim() === '' ||
         v.trim().toLowerCase() === 'now' ||
-        (/^\d{4}-\d\d-\d\d/.test(v.trim()) && Number.isFinite(Date.parse(v.trim()))),
+        (/^\d{4}-\d\d-\d\d/.test(v.trim()) && instantProblem(v.trim()) === undefined),
       {
         message: 'subscriptionFrom must be "now" or an ISO-8601 instant such as 2026-01-31T12:00:00Z',
       },
