@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { invalid } from '../../core/errors.js';
 import type { GroupView } from '../../service/leases/lease-groups.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { boundedQueryInteger, instant, iso, nameSchema } from './schemas.js';
+import { boundedQueryInteger, instant, iso, nameSchema, newNameSchema } from './schemas.js';
 
 function viewJson(view: GroupView, allowed: (queue: string) => boolean): Record<string, unknown> {
   const queues = view.queues.filter((q) => allowed(q.queue));
@@ -153,7 +153,8 @@ export const seekGroup = defineRoute({
   group: 'admin',
   summary:
     'Move a group on a queue to the end or to a timestamp (the next delivery is the first message after it); releases its leases there.',
-  params: z.object({ group: nameSchema('consumer group'), queue: nameSchema('queue') }),
+  // A seek registers the group on the queue: only a name a new group may have.
+  params: z.object({ group: newNameSchema('consumer group'), queue: nameSchema('queue') }),
   body: z.object({ timestamp: instant.optional(), toEnd: z.boolean().optional() }).nullish(),
   access: { action: 'manage', queues: ({ params }) => [params.queue] },
   async run({ params, body, services }) {

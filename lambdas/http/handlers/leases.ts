@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { jsonNumber, jsonString, jsonStringOrNull, rawPayload } from '../../codec/json-writer.js';
 import { SluiceError, invalid } from '../../core/errors.js';
 import { decodeLeaseId, parseAckStatus } from '../../core/leases.js';
-import { QUEUE_MODE_GROUP, nameProblem } from '../../core/names.js';
+import { QUEUE_MODE_GROUP, nameProblem, newNameProblem } from '../../core/names.js';
 import type { AckRequestItem, AckResult } from '../../service/leases/ack.js';
 import type { PopResult } from '../../service/leases/pop.js';
 import type { Services } from '../../service/runtime.js';
@@ -29,21 +29,26 @@ const queryInteger = (min: number, fallback: number) =>
     .min(min, { error: `must be at least ${min}` })
     .default(fallback);
 
-/** A consumer group, or queue mode when absent, null or empty. */
-const groupName = z
-  .string()
-  .nullish()
-  .superRefine((v, ctx) => {
-    if (v === null || v === undefined || v === '') return;
-    const p = nameProblem(v, 'consumer group');
-    if (p) ctx.addIssue({ code: 'custom', message: p });
-  })
-  .transform((v) => (v === null || v === undefined || v === '' ? QUEUE_MODE_GROUP : v));
+/**
+ * A consumer group, or queue mode when absent, null or empty. `problem` is the name rule: a
+ * pop registers the group it names, so it takes only names a new group may have.
+ */
+const groupNameBy = (problem: typeof nameProblem) =>
+  z
+    .string()
+    .nullish()
+    .superRefine((v, ctx) => {
+      if (v === null || v === undefined || v === '') return;
+      const p = problem(v, 'consumer group');
+      if (p) ctx.addIssue({ code: 'custom', message: p });
+    })
+    .transform((v) => (v === null || v === undefined || v === '' ? QUEUE_MODE_GROUP : v));
+const groupName = groupNameBy(nameProblem);
 
 // ---------------------------------------------------------------------- pop
 
 const PopQuery = z.object({
-  consumerGroup: groupName,
+  consumerGroup: groupNameBy(newNameProblem),
   batch: queryInteger(1, 1),
   wait: queryBoolean,
   timeout: queryInteger(0, 30_000),

@@ -4,7 +4,7 @@
  * message address, bounded query-string integers.
  */
 import { z } from 'zod';
-import { nameProblem, type NameKind } from '../../core/names.js';
+import { nameProblem, newNameProblem, type NameKind } from '../../core/names.js';
 
 /**
  * A queue, partition or group name: the schema carries the same rule as `core/names.ts`.
@@ -17,6 +17,22 @@ import { nameProblem, type NameKind } from '../../core/names.js';
 export const nameSchema = (kind: NameKind) =>
   z.string({ error: `${kind} is required and must be a string` }).superRefine((v, ctx) => {
     const problem = nameProblem(v, kind);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
+
+/**
+ * A name a request may create a queue, partition or group under: {@link nameSchema}'s rule and
+ * not `.` or `..` (`core/names.ts`, newNameProblem). For fields of routes that can create what
+ * they name; reads and deletes take {@link nameSchema}, so older such names stay reachable.
+ *
+ * @example
+ * ```ts
+ * const Params = z.object({ queue: nameSchema('queue'), group: newNameSchema('consumer group') });
+ * ```
+ */
+export const newNameSchema = (kind: NameKind) =>
+  z.string({ error: `${kind} is required and must be a string` }).superRefine((v, ctx) => {
+    const problem = newNameProblem(v, kind);
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   });
 
