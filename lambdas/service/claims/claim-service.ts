@@ -83,6 +83,8 @@ export interface ClaimServiceDeps {
 
 const MAX_ATTEMPTS = 60;
 const DAY_MS = 86_400_000;
+/** A claim group's registration: claim groups read everything retained (their start is their own). */
+const CLAIM_SUBSCRIPTION = { mode: 'all', from: null } as const;
 
 const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -137,7 +139,7 @@ export class ClaimService {
     if (!q) throw notFound(`queue ${JSON.stringify(queue)} does not exist`);
     const part = await this.deps.queues.getPartition(queue, partition);
     if (!part) throw notFound(`queue ${JSON.stringify(queue)} has no partition ${JSON.stringify(partition)}`);
-    if (use === 'register') await this.deps.groups.register(queue, group, 'claim', { mode: 'all', from: null });
+    if (use === 'register') await this.deps.groups.register(queue, group, 'claim', CLAIM_SUBSCRIPTION);
     else {
       const reg = await this.deps.groups.get(queue, group);
       if (reg && reg.kind !== 'claim') {
@@ -150,6 +152,11 @@ export class ClaimService {
       }
     }
     return { queue: q, part, group, limits: this.limitsFor(q) };
+  }
+
+  /** Records the group as a claim group on its queue (a no-op once it is). */
+  private async register(ctx: ResolvedGroup): Promise<void> {
+    await this.deps.groups.register(ctx.queue.name, ctx.group, 'claim', CLAIM_SUBSCRIPTION);
   }
 
   // ---------------------------------------------------------------- storage
@@ -554,12 +561,14 @@ export class ClaimService {
     group: string,
     start: Start,
   ): Promise<{ offset: number; moved: boolean }> {
-    const ctx = await this.resolve(queue, partition, group, 'register');
+    const ctx = await this.resolve(queue, partition, group, 'check');
     return this.inTurn(ctx, () =>
       this.retrying('create', async () => {
         const view = await this.loadView(ctx.part.id, group);
         if (view.state) return { offset: view.state.committed, moved: false };
         const offset = await this.resolveStartOffset(ctx.part.id, start);
+        // Registered only once the start is known good: a refused create leaves nothing behind.
+        await this.register(ctx);
         const res = core.create(view, offset, this.deps.clock(), { inc: randomInc() });
         if (res.changes) await this.write(ctx, view, res.changes);
         return { offset: res.offset, moved: res.moved };
@@ -574,12 +583,14 @@ export class ClaimService {
     group: string,
     start: Start,
   ): Promise<{ offset: number; moved: boolean }> {
-    const ctx = await this.resolve(queue, partition, group, 'register');
+    const ctx = await this.resolve(queue, partition, group, 'check');
     const offset = await this.resolveStartOffset(ctx.part.id, start);
     const r = await this.inTurn(ctx, () =>
       this.retrying('seek', async () => {
         const view = await this.loadView(ctx.part.id, group);
+        // Refuses a group that does not exist before anything is written (its registration included).
         const res = core.seek(view, offset, this.deps.clock());
+        await this.register(ctx);
         await this.write(ctx, view, res.changes);
         return res;
       }),
