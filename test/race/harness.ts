@@ -46,6 +46,8 @@ export interface RaceReport {
   violations: string[];
   /** Unexpected errors the roles noted (calls that threw, roles that died). */
   errors: string[];
+  /** How much of the race happened (see ScenarioResult). */
+  exercised: Record<string, number>;
   /** Wall time of the run (workers started to checks done). */
   ms: number;
   /** Kept when something failed. */
@@ -57,7 +59,10 @@ export function summaryLine(r: RaceReport): string {
   return (
     `${r.scenario.padEnd(8)} ops=${r.ops} processes=${r.procs} instances=${r.procs * r.instances} ` +
     `lost=${r.lost} duplicated=${r.duplicated} violations=${r.violations.length} 503s=${r.unavailable} ` +
-    `errors=${r.errors.length} time=${(r.ms / 1000).toFixed(1)}s`
+    `errors=${r.errors.length} time=${(r.ms / 1000).toFixed(1)}s ` +
+    Object.entries(r.exercised)
+      .map(([k, n]) => `${k}=${n}`)
+      .join(' ')
   );
 }
 
@@ -243,6 +248,7 @@ export async function runRace(
       unavailable: result.unavailable,
       violations,
       errors,
+      exercised: result.exercised,
       ms: Date.now() - started,
       ...(keep ? { logDir } : {}),
     };

@@ -25,10 +25,13 @@ function noteError(ctx: RoleContext, what: string, e: unknown): void {
   if (ctx.stats.errors.length < 20) ctx.stats.errors.push(`${what}: ${describeError(e)}`);
 }
 
+/** Every this many batches a producer's batch carries a large message. */
+const LARGE_EVERY = 8;
+
 /** A producer's transactionId for its n-th message. */
 export const txidOf = (producer: string, n: number): string => `${producer}-${n}`;
 
-/** One message's payload: small JSON, or now and then ~6 KB that does not compress (the segment goes to S3). */
+/** One message's payload: small JSON, or ~6 KB that does not compress (its segment goes to S3). */
 function payloadOf(producer: string, n: number, large: boolean): Buffer {
   const body: Record<string, unknown> = { p: producer, n };
   if (large) body['pad'] = randomBytes(4500).toString('base64');
@@ -43,8 +46,8 @@ export async function pushUntilAcknowledged(
   ctx: RoleContext,
   target: { queue: string; partition: string; producer: string },
   ns: readonly number[],
+  large = false,
 ): Promise<boolean> {
-  const large = Math.random() < 0.04;
   const items = ns.map((n, j) => ({ seq: n, txid: txidOf(target.producer, n), large: large && j === 0 }));
   for (let attempt = 0; attempt < 200; attempt++) {
     if (attempt > 0 && ctx.stopped()) return false;
@@ -106,10 +109,10 @@ export async function produce(
   maxBatch: number,
   pauseMs = 0,
 ): Promise<void> {
-  for (let n = 0; n < count && !ctx.stopped();) {
+  for (let n = 0, batch = 0; n < count && !ctx.stopped(); batch++) {
     const size = Math.min(count - n, between(1, maxBatch));
     const ns = Array.from({ length: size }, (_, j) => n + j);
-    if (!(await pushUntilAcknowledged(ctx, target, ns))) return;
+    if (!(await pushUntilAcknowledged(ctx, target, ns, batch % LARGE_EVERY === 2))) return;
     n += size;
     if (pauseMs > 0) await sleep(between(0, pauseMs));
   }
@@ -121,10 +124,10 @@ export async function produceUntilStopped(
   target: { queue: string; partition: string; producer: string },
   maxBatch: number,
 ): Promise<void> {
-  for (let n = 0; !ctx.stopped();) {
+  for (let n = 0, batch = 0; !ctx.stopped(); batch++) {
     const size = between(1, maxBatch);
     const ns = Array.from({ length: size }, (_, j) => n + j);
-    await pushUntilAcknowledged(ctx, target, ns);
+    await pushUntilAcknowledged(ctx, target, ns, batch % LARGE_EVERY === 2);
     n += size;
     await sleep(between(0, 10));
   }

@@ -7,6 +7,7 @@
  * its own SDK clients and caches). Where a scenario kills a process (`kill`), that process
  * holds consumers only, SIGKILLed mid-run: what it held must come back to the others.
  */
+import { ERR_LEASE } from '../../lambdas/core/leases.js';
 import { QUEUE_OPTION_DEFAULTS } from '../../lambdas/core/queue-options.js';
 import type { SluiceConfig } from '../../lambdas/config.js';
 import { leaseKeys } from '../../lambdas/service/leases/lease-store.js';
@@ -49,6 +50,8 @@ export interface ScenarioResult {
   ops: number;
   /** Pushes answered 503 (retried with the same transactionIds). */
   unavailable: number;
+  /** How much of the race happened (the test asserts each is above 0, so a race that degenerates fails). */
+  exercised: Record<string, number>;
 }
 
 type Params = Record<string, unknown>;
@@ -90,6 +93,21 @@ async function partitionId(svc: Services, queue: string): Promise<string> {
   return part.id;
 }
 
+/** How often consecutive stored messages come from different producers: the pushes did interleave. */
+const producerSwitches = (stored: readonly StoredView[]): number =>
+  stored.filter((m, i) => i > 0 && m.txid.split('-')[0] !== stored[i - 1]!.txid.split('-')[0]).length;
+
+async function blobCount(svc: Services, prefix: string): Promise<number> {
+  let n = 0;
+  let after: string | undefined;
+  do {
+    const page = await svc.storage.blobs.list(prefix, { after, limit: 1000 });
+    n += page.blobs.length;
+    after = page.next;
+  } while (after !== undefined);
+  return n;
+}
+
 const opsOf = (events: readonly RaceEvent[]): number =>
   events.filter((e) => e.k !== 'begin' && e.k !== 'w' && e.k !== 'stats').length;
 
@@ -124,21 +142,23 @@ const pushes: Scenario = {
     const q = p as { queues: string[]; perProducer: number };
     const all = eventsOf(events, 'push');
     const tally = emptyTally();
+    let interleavings = 0;
     for (const queue of q.queues) {
       const pid = await partitionId(svc, queue);
-      addTally(
-        tally,
-        checkPushes(
-          all.filter((e) => e.queue === queue),
-          pid,
-          await readAll(svc, pid),
-        ),
-      );
+      const stored = await readAll(svc, pid);
+      const mine = all.filter((e) => e.queue === queue);
+      addTally(tally, checkPushes(mine, pid, stored));
+      interleavings += producerSwitches(stored);
     }
     const acked = new Set(all.flatMap((e) => (e.outcome === 'ok' ? (e.results ?? []).map((r) => r.txid) : [])));
     const expected = 12 * q.perProducer;
     if (acked.size !== expected) tally.violations.push(`${acked.size} of ${expected} messages acknowledged`);
-    return { tally, ops: opsOf(events), unavailable: unavailableCount(all) };
+    return {
+      tally,
+      ops: opsOf(events),
+      unavailable: unavailableCount(all),
+      exercised: { interleaved: interleavings, blobSegments: await blobCount(svc, 'segments/') },
+    };
   },
 };
 
@@ -213,7 +233,19 @@ function leaseScenario(name: 'pops' | 'expiry', p: (scale: number) => LeaseParam
           killed,
         }),
       );
-      return { tally, ops: opsOf(events), unavailable: unavailableCount(all) };
+      const pops = eventsOf(events, 'pop');
+      const staleAcks = eventsOf(events, 'ack').filter((a) => a.results?.some((r) => r.error === ERR_LEASE)).length;
+      return {
+        tally,
+        ops: opsOf(events),
+        unavailable: unavailableCount(all),
+        exercised: {
+          leases: pops.length,
+          redelivered: pops.reduce((n, p) => n + p.msgs.length, 0) - stored.length,
+          ...(q.leaseSeconds <= 1 ? { staleAcksRefused: staleAcks } : {}),
+          ...(killed.size > 0 ? { killedInstances: killed.size } : {}),
+        },
+      };
     },
     ...extra,
   };
@@ -364,7 +396,19 @@ function claimScenario(
         const expected = poisonOf(q, total(q)).length * q.redrives;
         if (redriven !== expected) tally.violations.push(`${redriven} redrives, ${expected} planned`);
       }
-      return { tally, ops: opsOf(events), unavailable: unavailableCount(all) };
+      const records = eventsOf(events, 'poll').flatMap((e) => e.records);
+      return {
+        tally,
+        ops: opsOf(events),
+        unavailable: unavailableCount(all),
+        exercised: {
+          handedOut: records.length,
+          handedOutAgain: records.filter((r) => r.attempts > 1).length,
+          nacks: eventsOf(events, 'nack').filter((n) => n.ok).length,
+          ...(q.redrives > 0 ? { redrives: eventsOf(events, 'redrive').filter((r) => r.ok).length } : {}),
+          ...(killed.size > 0 ? { killedInstances: killed.size } : {}),
+        },
+      };
     },
     ...extra,
   };
@@ -457,7 +501,12 @@ const deleteRace: Scenario = {
     const storedBefore = new Map<string, StoredView[]>();
     for (const pid of pids) storedBefore.set(pid, await readAll(svc, pid));
     // Maintenance, with no grace period: everything of the deleted incarnations goes.
-    for (let pass = 0; pass < 30; pass++) if ((await svc.deletion.run()).tombstones === 0) break;
+    let removed = 0;
+    for (let pass = 0; pass < 30; pass++) {
+      const r = await svc.deletion.run();
+      removed += r.removed;
+      if (r.tombstones === 0) break;
+    }
     const leftovers: string[] = [];
     for (const pid of pids) {
       if (pid === finalPid) continue;
@@ -484,7 +533,16 @@ const deleteRace: Scenario = {
     const deletes = eventsOf(events, 'delete');
     if (deletes.filter((d) => d.existed).length !== q.deletes)
       tally.violations.push(`${deletes.filter((d) => d.existed).length} of ${q.deletes} deletes found the queue`);
-    return { tally, ops: opsOf(events), unavailable: unavailableCount(all) };
+    return {
+      tally,
+      ops: opsOf(events),
+      unavailable: unavailableCount(all),
+      exercised: {
+        incarnations: storedBefore.size,
+        popped: eventsOf(events, 'pop').reduce((n, p) => n + p.msgs.length, 0),
+        removedByMaintenance: removed,
+      },
+    };
   },
 };
 
