@@ -39,9 +39,19 @@ export function addTally(a: Tally, b: Tally): Tally {
   return a;
 }
 
-/** Keeps a report readable: the first few violations of a kind, then a count. */
-function cap(v: string[], max = 25): string[] {
-  return v.length <= max ? v : [...v.slice(0, max), `... and ${v.length - max} more`];
+/**
+ * Keeps a report readable: at most `max` violations of each kind (the same message but for its
+ * numbers and ids), then how many more of that kind.
+ */
+function cap(v: string[], max = 5): string[] {
+  const kinds = new Map<string, string[]>();
+  for (const msg of v) {
+    const kind = msg.replace(/[\w…-]*[\d…][\w…-]*/g, '#');
+    kinds.set(kind, [...(kinds.get(kind) ?? []), msg]);
+  }
+  return [...kinds.values()].flatMap((msgs) =>
+    msgs.length <= max ? msgs : [...msgs.slice(0, max), `... and ${msgs.length - max} more like the above`],
+  );
 }
 
 /** Events of one kind. */
@@ -189,11 +199,10 @@ export function checkLeases(c: LeaseCheckInput): Tally {
   if (gaps > c.killed.size)
     v.push(`cursor versions missing from the chain: ${gaps} (killed instances: ${c.killed.size})`);
 
-  const leaseIds = new Set<string>();
+  const leaseIds = new Set(writes.flatMap((w) => (w.lease ? [w.lease.id] : [])));
   for (const w of [...byVer.values()].sort((a, b) => a.ver - b.ver)) {
     const prev = byVer.get(w.ver - 1);
     const prevState = w.ver === 1 ? { committed: -1, lease: null } : prev;
-    if (w.lease) leaseIds.add(w.lease.id);
     if (!prevState) continue;
     const newLease = w.lease !== null && w.lease.id !== prevState.lease?.id;
     if (newLease && w.lease) {
@@ -484,6 +493,8 @@ export interface DeleteCheckInput {
   storedBefore: ReadonlyMap<string, readonly StoredView[]>;
   /** The incarnation that exists at the end. */
   finalPartitionId: string;
+  /** The queue incarnation (`queueId`) each partition was created in, where storage still tells. */
+  queueIdOf: ReadonlyMap<string, string>;
   /** What the final incarnation holds after maintenance. */
   finalAfter: readonly StoredView[];
   /** Items and blobs of deleted incarnations left after maintenance, as `table pk` lines. */
@@ -519,7 +530,10 @@ export function checkQueueDelete(c: DeleteCheckInput): Tally {
     for (const r of p.results ?? []) if (r.status !== 'failed') seen.push({ pid: r.partitionId, t1: p.t1 });
   for (const p of pops) for (const m of p.msgs) seen.push({ pid: m.partitionId, t1: p.t1 });
   const windowViolations = (d: DeleteEvent): void => {
+    // A deleted incarnation's partitions: seen before the delete began, or created in a queueId deleted by then.
+    const deleted = new Set(deletes.filter((x) => x.t0 <= d.t0).flatMap((x) => (x.queueId ? [x.queueId] : [])));
     const old = new Set(seen.filter((s) => s.t1 < d.t0).map((s) => s.pid));
+    for (const [pid, qid] of c.queueIdOf) if (deleted.has(qid)) old.add(pid);
     const after = d.t1 + c.queueCacheMs + 5;
     for (const p of pushes)
       if (p.t0 > after)

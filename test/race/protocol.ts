@@ -150,6 +150,8 @@ export interface DeleteEvent extends Timed {
   k: 'delete';
   queue: string;
   existed: boolean;
+  /** The incarnation it deleted (only the deleter deletes, so the one read just before). */
+  queueId?: string;
 }
 
 /** Per instance, at the end: what was not worth a line each. */

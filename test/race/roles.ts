@@ -471,10 +471,12 @@ export async function deleteRepeatedly(
   for (let i = 0; i < c.times && !ctx.stopped(); i++) {
     await sleep(between(c.everyMs / 2, c.everyMs));
     const seq = ctx.inst.next();
-    const t0 = Date.now();
     try {
+      const queueId = (await ctx.inst.svc.queues.getQueue(c.queue, { fresh: true }))?.queueId;
+      const t0 = Date.now();
       const r = await ctx.inst.svc.deletion.deleteQueue(c.queue);
-      ctx.inst.log({ k: 'delete', inst: ctx.inst.id, seq, t0, t1: Date.now(), queue: c.queue, existed: r.existed });
+      const t1 = Date.now();
+      ctx.inst.log({ k: 'delete', inst: ctx.inst.id, seq, t0, t1, queue: c.queue, existed: r.existed, queueId });
     } catch (e) {
       noteError(ctx, 'delete', e);
     }

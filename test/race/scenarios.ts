@@ -11,7 +11,7 @@ import { ERR_LEASE } from '../../lambdas/core/leases.js';
 import { QUEUE_OPTION_DEFAULTS } from '../../lambdas/core/queue-options.js';
 import type { SluiceConfig } from '../../lambdas/config.js';
 import { leaseKeys } from '../../lambdas/service/leases/lease-store.js';
-import { TOMBSTONE_PK } from '../../lambdas/service/log/log-store.js';
+import { TOMBSTONE_PK, logKeys } from '../../lambdas/service/log/log-store.js';
 import type { Services } from '../../lambdas/service/runtime.js';
 import {
   addTally,
@@ -146,8 +146,12 @@ const pushes: Scenario = {
     for (const queue of q.queues) {
       const pid = await partitionId(svc, queue);
       const stored = await readAll(svc, pid);
-      const mine = all.filter((e) => e.queue === queue);
-      addTally(tally, checkPushes(mine, pid, stored));
+      const r = checkPushes(
+        all.filter((e) => e.queue === queue),
+        pid,
+        stored,
+      );
+      addTally(tally, { ...r, violations: r.violations.map((x) => `${queue}: ${x}`) });
       interleavings += producerSwitches(stored);
     }
     const acked = new Set(all.flatMap((e) => (e.outcome === 'ok' ? (e.results ?? []).map((r) => r.txid) : [])));
@@ -499,7 +503,15 @@ const deleteRace: Scenario = {
     const finalPid = await partitionId(svc, q.queue);
     pids.add(finalPid);
     const storedBefore = new Map<string, StoredView[]>();
-    for (const pid of pids) storedBefore.set(pid, await readAll(svc, pid));
+    const queueIdOf = new Map<string, string>();
+    for (const pid of pids) {
+      storedBefore.set(pid, await readAll(svc, pid));
+      // The partition's record, or (once it is retired) its tombstone, names its incarnation.
+      const rec =
+        (await svc.storage.items.get('meta', logKeys.partitionById(pid))) ??
+        (await svc.storage.items.get('meta', logKeys.partitionTombstone(pid)));
+      if (typeof rec?.attrs['queueId'] === 'string') queueIdOf.set(pid, rec.attrs['queueId']);
+    }
     // Maintenance, with no grace period: everything of the deleted incarnations goes.
     let removed = 0;
     for (let pass = 0; pass < 30; pass++) {
@@ -526,6 +538,7 @@ const deleteRace: Scenario = {
       queueCacheMs: deleteRace.config?.queueCacheMs ?? 1000,
       storedBefore,
       finalPartitionId: finalPid,
+      queueIdOf,
       finalAfter: await readAll(svc, finalPid),
       leftovers,
       tombstonesLeft: tombs.items.length,
