@@ -569,7 +569,7 @@ export function checkQueueDelete(c: DeleteCheckInput): Tally {
     t.lost += Math.max(0, before.length - c.finalAfter.length);
     v.push(`maintenance changed the final incarnation: ${before.length} messages before, ${c.finalAfter.length} after`);
   }
-  if (c.leftovers.length > 0) v.push(`left after maintenance: ${c.leftovers.slice(0, 10).join('; ')}`);
+  for (const l of c.leftovers) v.push(`left after maintenance: ${l}`);
   if (c.tombstonesLeft > 0) v.push(`${c.tombstonesLeft} tombstones left after maintenance`);
   t.violations = cap(v);
   return t;

@@ -105,6 +105,21 @@ async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<
   }
 }
 
+/**
+ * Calls that failed unexpectedly. Expected: a push answered 503 (counted apart), and a nack
+ * refused as `stale_claim` (its claim lapsed and the record went out again).
+ */
+function callErrors(events: readonly RaceEvent[]): string[] {
+  const out: string[] = [];
+  for (const e of events) {
+    if (e.k === 'push' ? e.outcome !== 'error' : !('error' in e) || e.error === undefined) continue;
+    if (e.k === 'nack' && e.error === 'stale_claim') continue;
+    const error = 'error' in e ? e.error : undefined;
+    if (out.length < 20) out.push(`${e.inst}#${e.seq} ${e.k}: ${error}`);
+  }
+  return out;
+}
+
 /** Parses the workers' logs; a line a SIGKILL cut in half is dropped. */
 async function readEvents(paths: readonly string[]): Promise<RaceEvent[]> {
   const events: RaceEvent[] = [];
@@ -231,7 +246,10 @@ export async function runRace(
     const result = await scenario.check(events, svc, params, killed);
     const violations = [...result.tally.violations];
     if (!finished) violations.unshift(`did not finish within ${scenario.budgetMs * opts.scale} ms`);
-    const errors = events.flatMap((e) => (e.k === 'stats' ? e.errors.map((x) => `${e.inst} ${x}`) : []));
+    const errors = [
+      ...events.flatMap((e) => (e.k === 'stats' ? e.errors.map((x) => `${e.inst} ${x}`) : [])),
+      ...callErrors(events),
+    ];
     for (const w of workers) {
       const code = w.child.exitCode;
       if (code !== 0 && !killed.has(`p${w.proc}i0`)) errors.push(`worker ${w.proc} exited ${code}: ${w.stderr()}`);

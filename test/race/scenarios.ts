@@ -408,7 +408,7 @@ function claimScenario(
         exercised: {
           handedOut: records.length,
           handedOutAgain: records.filter((r) => r.attempts > 1).length,
-          nacks: eventsOf(events, 'nack').filter((n) => n.ok).length,
+          ...(q.redrives > 0 ? { nacks: eventsOf(events, 'nack').filter((n) => n.ok).length } : {}),
           ...(q.redrives > 0 ? { redrives: eventsOf(events, 'redrive').filter((r) => r.ok).length } : {}),
           ...(killed.size > 0 ? { killedInstances: killed.size } : {}),
         },
@@ -504,13 +504,21 @@ const deleteRace: Scenario = {
     pids.add(finalPid);
     const storedBefore = new Map<string, StoredView[]>();
     const queueIdOf = new Map<string, string>();
+    /** What each partition was before maintenance: told in a leftover's report. */
+    const before = new Map<string, string>();
+    const nameItem = await svc.storage.items.get('meta', logKeys.partition(q.queue, PARTITION));
     for (const pid of pids) {
       storedBefore.set(pid, await readAll(svc, pid));
       // The partition's record, or (once it is retired) its tombstone, names its incarnation.
-      const rec =
-        (await svc.storage.items.get('meta', logKeys.partitionById(pid))) ??
-        (await svc.storage.items.get('meta', logKeys.partitionTombstone(pid)));
-      if (typeof rec?.attrs['queueId'] === 'string') queueIdOf.set(pid, rec.attrs['queueId']);
+      const byId = await svc.storage.items.get('meta', logKeys.partitionById(pid));
+      const tomb = await svc.storage.items.get('meta', logKeys.partitionTombstone(pid));
+      const qid = (byId ?? tomb)?.attrs['queueId'];
+      if (typeof qid === 'string') queueIdOf.set(pid, qid);
+      const named = nameItem?.attrs['id'] === pid ? 'the name item' : 'not named';
+      before.set(
+        pid,
+        `queueId ${typeof qid === 'string' ? qid : '?'}, ${byId ? 'a record' : 'no record'}, ${tomb ? 'a tombstone' : 'no tombstone'}, ${named}`,
+      );
     }
     // Maintenance, with no grace period: everything of the deleted incarnations goes.
     let removed = 0;
@@ -522,15 +530,16 @@ const deleteRace: Scenario = {
     const leftovers: string[] = [];
     for (const pid of pids) {
       if (pid === finalPid) continue;
+      const left: string[] = [];
       for (const table of ['log', 'dedup', 'leases', 'claims'] as const) {
-        const page = await svc.storage.items.query(table, pid, { limit: 5 });
-        if (page.items.length > 0) leftovers.push(`${table} ${pid}: ${page.items.map((i) => i.sk).join(', ')}`);
+        const page = await svc.storage.items.query(table, pid, { limit: 100 });
+        if (page.items.length > 0) left.push(`${page.items.length} ${table} items`);
       }
-      const ready = await svc.storage.items.get('leases', leaseKeys.ready(q.queue, q.group, pid));
-      if (ready) leftovers.push(`READY entry of ${pid}`);
-      const blobs = await svc.storage.blobs.list(`segments/${pid}/`, { limit: 5 });
-      if (blobs.blobs.length > 0) leftovers.push(`blobs of ${pid}: ${blobs.blobs.map((b) => b.key).join(', ')}`);
-      if (await svc.queues.partitionById(pid)) leftovers.push(`partition ${pid} still resolves by id`);
+      if (await svc.storage.items.get('leases', leaseKeys.ready(q.queue, q.group, pid))) left.push('a READY entry');
+      const blobs = await svc.storage.blobs.list(`segments/${pid}/`, { limit: 100 });
+      if (blobs.blobs.length > 0) left.push(`${blobs.blobs.length} blobs`);
+      if (await svc.queues.partitionById(pid)) left.push('its record (it still resolves by id)');
+      if (left.length > 0) leftovers.push(`partition ${pid} (before: ${before.get(pid)}): ${left.join(', ')}`);
     }
     const tombs = await svc.storage.items.query('meta', TOMBSTONE_PK, { limit: 100 });
     const tally = checkQueueDelete({
