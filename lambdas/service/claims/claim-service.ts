@@ -316,7 +316,12 @@ export class ClaimService {
       const { knownDead, staleDead } = splitDead(deadSeen, plan.state.inc);
       const { changes, records } = core.completePoll(view, plan, reads, req, now, knownDead);
       if (changes)
-        await this.write(ctx, view, changes, { staleDead, memberKey, memberTtlS: this.memberTtlS(ctx.limits, now) });
+        await this.write(ctx, view, changes, {
+          staleDead,
+          listedDead: new Set(plan.deadLetter.map((x) => x.offset).filter((o) => knownDead.has(o))),
+          memberKey,
+          memberTtlS: this.memberTtlS(ctx.limits, now),
+        });
       return {
         records: records.map((r) => ({ ...r, message: messages.get(r.offset) as StoredMessage })),
         capped: plan.capped,
@@ -414,7 +419,10 @@ export class ClaimService {
         const view = await this.loadView(ctx.part.id, group);
         const { knownDead, staleDead } = splitDead(deadSeen, view.state?.inc ?? 0);
         const res = core.deadLetter(view, input, this.deps.clock(), knownDead);
-        await this.write(ctx, view, res.changes, { staleDead });
+        await this.write(ctx, view, res.changes, {
+          staleDead,
+          listedDead: knownDead.has(input.offset) ? new Set([input.offset]) : undefined,
+        });
         return res;
       }),
     );
@@ -668,7 +676,12 @@ class WriteConflict extends Error {
 
 /** Remembers the dead-letter pointers a lost write found already there. */
 function noteDeadConflicts(conflict: WriteConflict | undefined, seen: Map<number, Item>): void {
-  for (const f of conflict?.failed ?? []) if (f.kind.t === 'dead' && f.current) seen.set(f.kind.offset, f.current);
+  for (const f of conflict?.failed ?? []) {
+    if (f.kind.t !== 'dead') continue;
+    // A pointer gone since it was seen (redriven, discarded) is listed no more.
+    if (f.current) seen.set(f.kind.offset, f.current);
+    else seen.delete(f.kind.offset);
+  }
 }
 
 /**
