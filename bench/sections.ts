@@ -1,5 +1,6 @@
 import { claimsBench } from './claims.js';
 import { leasesBench } from './leases.js';
+import { limitsBench } from './limits.js';
 import { pushBench } from './push.js';
 
 /** A benchmark section: returns Markdown (a heading, the command, a table). */
@@ -12,4 +13,5 @@ export const SECTIONS: BenchSection[] = [
   { name: 'push', run: pushBench },
   { name: 'claims', run: claimsBench },
   { name: 'leases', run: leasesBench },
+  { name: 'limits', run: limitsBench },
 ];

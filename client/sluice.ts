@@ -440,7 +440,8 @@ export class QueueRef {
 
   /**
    * One pop: up to `batch` messages leased to the group, or `[]` when nothing is available
-   * (the server answered 204). Unlike Queen's client, errors are thrown, not swallowed.
+   * (the server answered 204; after the `Retry-After` it carries when the deployment's wait cap
+   * turned the wait away). Unlike Queen's client, errors are thrown, not swallowed.
    */
   async pop<T = unknown>(opts: { autoAck?: boolean; signal?: AbortSignal } = {}): Promise<Message<T>[]> {
     const s = this.spec;
@@ -471,6 +472,7 @@ export class QueueRef {
       retry: 'idempotent',
       timeoutMs: s.wait ? s.timeoutMs + LONG_POLL_MARGIN_MS : undefined,
       signal: opts.signal,
+      paced: true,
     });
     if (!r) return [];
     return (r.messages ?? []).map((m) => ({

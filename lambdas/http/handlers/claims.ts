@@ -88,7 +88,13 @@ export const claimPoll = defineRoute({
   access: { action: 'consume', ...onQueue },
   async run({ params, body, principal, services, signal }) {
     const r = await services.claims.poll(params.queue, params.partition, params.group, { ...body, principal }, signal);
-    return { statusCode: 200, raw: true, body: { records: r.records.map(recordJson), capped: r.capped } };
+    return {
+      statusCode: 200,
+      raw: true,
+      body: { records: r.records.map(recordJson), capped: r.capped },
+      // The wait cap turned the wait away: our client sleeps this long before polling again.
+      ...(r.retryAfterSeconds === undefined ? {} : { headers: { 'retry-after': String(r.retryAfterSeconds) } }),
+    };
   },
 });
 

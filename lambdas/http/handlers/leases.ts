@@ -164,7 +164,7 @@ async function runPop(
   partition: string | undefined,
   q: z.infer<typeof PopQuery>,
 ) {
-  const r = await services.leasePops.pop(
+  const { result: r, retryAfterSeconds } = await services.leasePops.answer(
     {
       queue,
       partition,
@@ -180,8 +180,12 @@ async function runPop(
     },
     signal,
   );
-  // 204 for every "nothing to deliver": empty, unknown, leased, held back, timed out.
-  if (!r) return { statusCode: 204 };
+  // 204 for every "nothing to deliver": empty, unknown, leased, held back, timed out; with
+  // `Retry-After` when the wait cap turned the wait away (our client sleeps that long).
+  if (!r)
+    return retryAfterSeconds === undefined
+      ? { statusCode: 204 }
+      : { statusCode: 204, headers: { 'retry-after': String(retryAfterSeconds) } };
   return { statusCode: 200, body: popResultText(r) };
 }
 

@@ -8,7 +8,7 @@ import { SluiceError, invalid, notFound } from '../../core/errors.js';
 import { assertName } from '../../core/names.js';
 import { ConditionFailedError, ContentionError, type Item, type Storage } from '../../storage/port.js';
 import type { GroupRegistry } from '../groups/group-registry.js';
-import type { LongPoll } from '../leases/long-poll.js';
+import { CAPPED_RETRY_AFTER_S, type LongPoll } from '../leases/long-poll.js';
 import { padOffset, type PartitionRef, type QueueRecord } from '../log/log-store.js';
 import type { QueueDirectory } from '../log/queue-directory.js';
 import type { SegmentReader, StoredMessage } from '../log/segments.js';
@@ -51,7 +51,10 @@ export interface ClaimedRecord {
 
 export interface PollResult {
   records: ClaimedRecord[];
+  /** The group's in-flight cap (`maxInFlight`) left no room for new records. */
   capped: boolean;
+  /** Set on an empty answer when the wait cap turned the wait away: ask again after this long. */
+  retryAfterSeconds?: number | undefined;
 }
 
 export interface GroupDescription extends core.GroupCounts {
@@ -261,7 +264,7 @@ export class ClaimService {
     const dims = { queue, group };
     this.deps.telemetry.count('ClaimPolls', 1, dims);
     let last: PollResult = { records: [], capped: false };
-    const found = await this.deps.longPoll.wait({
+    const { value: found, capped: waitCapped } = await this.deps.longPoll.wait({
       queue,
       budgetMs: Math.max(0, Math.min(input.waitMs ?? 0, this.deps.config.claimMaxWaitMs)),
       signal,
@@ -277,7 +280,7 @@ export class ClaimService {
     });
     const r = found ?? last;
     if (r.capped) this.deps.telemetry.count('ClaimPollsCapped', 1, dims);
-    return r;
+    return waitCapped && r.records.length === 0 ? { ...r, retryAfterSeconds: CAPPED_RETRY_AFTER_S } : r;
   }
 
   private async pollOnce(ctx: ResolvedGroup, req: PollRequest): Promise<PollResult & { deadLettered: number }> {

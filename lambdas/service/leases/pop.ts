@@ -36,7 +36,7 @@ import type { QueueDirectory } from '../log/queue-directory.js';
 import type { SegmentReader, StoredMessage } from '../log/segments.js';
 import type { Telemetry } from '../telemetry.js';
 import { decodeCursor, leaseKeys, putCursor } from './lease-store.js';
-import type { LongPoll } from './long-poll.js';
+import { CAPPED_RETRY_AFTER_S, type LongPoll } from './long-poll.js';
 import type { ReadyIndex } from './ready-index.js';
 import { startCursor } from './start-position.js';
 
@@ -79,6 +79,13 @@ export interface PopRequest {
   wait: boolean;
   /** Long-poll budget asked for (capped by configuration). */
   timeoutMs: number;
+}
+
+/** A pop as the route answers it: the result, and after an empty one when to ask again. */
+export interface PopAnswer {
+  result: PopResult | null;
+  /** Set when the wait cap turned the wait away: the client should wait this long before asking again. */
+  retryAfterSeconds?: number | undefined;
 }
 
 /** A delivered message: as stored, its payload opened (plaintext JSON text), with where it sits. */
@@ -160,9 +167,18 @@ export class PopService {
    * A pop, long-polling when asked: returns as soon as messages exist, else null (204) at the
    * capped timeout or when `signal` aborts (shutdown, Lambda deadline). Waiters wake on
    * pushes in this process and re-read storage every second for other processes (`long-poll.ts`).
+   * For callers in this process, which have no client to pace: the route answers {@link answer}.
    */
   async pop(req: PopRequest, signal?: AbortSignal): Promise<PopResult | null> {
-    const r = await this.deps.longPoll.wait({
+    return (await this.answer(req, signal)).result;
+  }
+
+  /**
+   * {@link pop}, with when the client should ask again after an empty answer: set when the
+   * deployment's wait cap turned the wait away (docs/DEPLOYING.md, "The wait cap").
+   */
+  async answer(req: PopRequest, signal?: AbortSignal): Promise<PopAnswer> {
+    const { value: r, capped } = await this.deps.longPoll.wait({
       queue: req.queue,
       budgetMs: req.wait ? Math.max(0, Math.min(req.timeoutMs, this.deps.config.maxPopWaitMs)) : 0,
       signal,
@@ -172,10 +188,10 @@ export class PopService {
     if (r) {
       this.deps.telemetry.count('Pops');
       this.deps.telemetry.count('MessagesDelivered', r.messages.length);
-      return r;
+      return { result: r };
     }
     this.deps.telemetry.count('EmptyPops');
-    return null;
+    return capped ? { result: null, retryAfterSeconds: CAPPED_RETRY_AFTER_S } : { result: null };
   }
 
   /** One attempt, no waiting. */
