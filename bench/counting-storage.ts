@@ -37,6 +37,21 @@ export function countingStorage(inner: Storage): {
       bump(ops.length === 1 && ops[0]?.op !== 'check' ? 'put' : 'transact'),
       inner.items.transact(ops)
     ),
+    // An UpdateItem, then (AWS) the writes it built as one more request.
+    take: (t, k, n, then) =>
+      inner.items
+        .take(
+          t,
+          k,
+          n,
+          then &&
+            ((taken) => {
+              const ops = then(taken);
+              if (ops.length > 0) bump(ops.length === 1 && ops[0]?.op !== 'check' ? 'put' : 'transact');
+              return ops;
+            }),
+        )
+        .finally(() => bump('take')),
   };
   const blobs: BlobStore = {
     put: (k, b, o) => (bump('blobPut'), inner.blobs.put(k, b, o)),

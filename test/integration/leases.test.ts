@@ -39,6 +39,20 @@ function counted(inner: Storage): { storage: Storage; n: () => number; reset: ()
     delete: (t, k, c) => (n++, i.delete(t, k, c)),
     writeEach: (ops) => ((n += ops.length), i.writeEach(ops)),
     transact: (ops) => (n++, i.transact(ops)),
+    take: (t, k, c, then) => (
+      n++,
+      i.take(
+        t,
+        k,
+        c,
+        then &&
+          ((taken) => {
+            const ops = then(taken);
+            if (ops.length > 0) n++;
+            return ops;
+          }),
+      )
+    ),
   };
   const storage: Storage = { kind: inner.kind, items, blobs: inner.blobs, close: () => inner.close() };
   return { storage, n: () => n, reset: () => (n = 0) };

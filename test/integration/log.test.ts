@@ -36,6 +36,7 @@ function interceptCommits(storage: Storage, beforeCommit: (ops: WriteOp[]) => Pr
         if (commitsSegment(ops)) await beforeCommit(ops);
         return inner.transact(ops);
       },
+      take: (t, k, n, then) => inner.take(t, k, n, then),
     },
   };
 }

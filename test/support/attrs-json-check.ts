@@ -45,6 +45,18 @@ export function checkingAttrsJson<S extends Storage>(inner: S): S {
     delete: (t, k, c) => i.delete(t, k, c),
     writeEach: async (ops) => (checkOps(ops), i.writeEach(ops)),
     transact: async (ops) => (checkOps(ops), i.transact(ops)),
+    take: (t, k, n, then) =>
+      i.take(
+        t,
+        k,
+        n,
+        then &&
+          ((taken) => {
+            const ops = then(taken);
+            checkOps(ops);
+            return ops;
+          }),
+      ),
   };
   return new Proxy(inner, {
     get(target, prop) {

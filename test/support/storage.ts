@@ -22,6 +22,7 @@ export function withItems(inner: Storage, over: Partial<ItemStore>): Storage {
     delete: (t, k, c) => i.delete(t, k, c),
     writeEach: (ops) => i.writeEach(ops),
     transact: (ops) => i.transact(ops),
+    take: (t, k, n, then) => i.take(t, k, n, then),
     ...over,
   };
   return { kind: inner.kind, blobs: inner.blobs, close: () => inner.close(), items };
@@ -38,6 +39,19 @@ export function crashing(inner: Storage, fail: (ops: WriteOp[]) => boolean): Sto
     delete: async (t, key, c) => (check([{ op: 'delete', table: t, key, cond: c }]), i.delete(t, key, c)),
     writeEach: async (ops) => (check(ops), i.writeEach(ops)),
     transact: async (ops) => (check(ops), i.transact(ops)),
+    // The writes a take builds crash when they are built (the take itself went through).
+    take: (t, k, n, then) =>
+      i.take(
+        t,
+        k,
+        n,
+        then &&
+          ((taken) => {
+            const ops = then(taken);
+            check(ops);
+            return ops;
+          }),
+      ),
   });
 }
 
