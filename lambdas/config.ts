@@ -34,6 +34,12 @@ export interface SluiceConfig {
   pushStallMs: number;
   /** Blobs younger than this are never swept (they may belong to a push still in flight). */
   sweepGraceMs: number;
+  /**
+   * How long readers wait at a range of offsets a push took and has not written before they
+   * close it with a skip (SLUICE_GAP_CLOSE_MS): longer than any push can run (30 s on AWS), so
+   * the writer of a range that old is gone (docs/STORAGE.md, "How a push commits").
+   */
+  gapCloseMs: number;
   /** How long a queue's configuration is cached per process. */
   queueCacheMs: number;
   /**
@@ -110,6 +116,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxPushItems: num(env, 'SLUICE_MAX_PUSH_ITEMS', 10_000, 1),
     pushStallMs: num(env, 'SLUICE_PUSH_STALL_MS', 30_000, 1),
     sweepGraceMs: num(env, 'SLUICE_SWEEP_GRACE_MS', 15 * 60_000, 0),
+    gapCloseMs: num(env, 'SLUICE_GAP_CLOSE_MS', 60_000, 0),
     queueCacheMs: num(env, 'SLUICE_QUEUE_CACHE_MS', 1000, 0),
     claimDefaults: loadClaimDefaults(env),
     claimMaxWaitMs: num(env, 'SLUICE_CLAIM_MAX_WAIT_MS', 25_000, 0),

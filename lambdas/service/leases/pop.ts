@@ -439,7 +439,8 @@ export class PopService {
     const items: { offset: number; frame: Frame; seg: SegmentMeta }[] = [];
     let segs = 0;
     let msgs = 0;
-    for (let pages = 0; pages < 4 && items.length < want; pages++) {
+    let expected = from;
+    pages: for (let pages = 0; pages < 4 && items.length < want; pages++) {
       const est = Math.ceil((want - items.length) / Math.max(1, segAvg)) + 1;
       const page = await this.deps.segments.segmentPage(pid, base, est);
       let lastEnd = -1;
@@ -447,7 +448,10 @@ export class PopService {
         segs++;
         msgs += seg.count;
         lastEnd = seg.end;
-        if (seg.end < from) continue;
+        if (seg.end < expected) continue;
+        // Never past offsets a push took and has not written (see SegmentReader.passGap).
+        if (seg.base > expected && !(await this.deps.segments.passGap(pid, expected, seg))) break pages;
+        expected = seg.end + 1;
         const frames = await this.deps.segments.loadSegment(pid, seg, seg.bin);
         for (let j = Math.max(0, from - seg.base); j < frames.length && items.length < want; j++)
           items.push({ offset: seg.base + j, frame: frames[j] as Frame, seg });
