@@ -60,6 +60,14 @@ export interface SluiceConfig {
    * answer, never a 504.
    */
   maxPopWaitMs: number;
+  /**
+   * Most long polls (waiting pops and claim polls) that wait at once across the deployment
+   * (SLUICE_MAX_WAITERS): a number, 0 for no cap (the default: the local server is one process,
+   * where waiting costs nothing), or `auto` for a share of the account's unreserved Lambda
+   * concurrency (what the CDK stack sets unless told a number; docs/DEPLOYING.md, "Quotas").
+   * A request turned away by the cap holds briefly and answers empty.
+   */
+  maxWaiters: number | 'auto';
   /** Base64 32-byte key sealing payloads of queues with `encryptionEnabled` (SLUICE_ENCRYPTION_KEY; local server). */
   encryptionKey: string | undefined;
   /** KMS key whose data keys seal payloads of queues with `encryptionEnabled` (SLUICE_KMS_KEY_ID; AWS). */
@@ -93,6 +101,18 @@ const num = (
   return n;
 };
 
+/** SLUICE_MAX_WAITERS: `auto`, or a whole number from 0 (no cap) to 999,999. */
+function maxWaitersOf(raw: string | undefined): number | 'auto' {
+  const v = raw?.trim() ?? '';
+  if (v === '') return 0;
+  if (v === 'auto') return 'auto';
+  if (!/^\d{1,6}$/.test(v))
+    throw new Error(
+      `SLUICE_MAX_WAITERS must be "auto" or a whole number from 0 (no cap) to 999999 (got ${JSON.stringify(raw)})`,
+    );
+  return Number(v);
+}
+
 /**
  * Largest inline segment: an inline segment's item (keys, index attributes, the bytes) must
  * stay under the 400 KB item limit both backends enforce, or every push that large would fail.
@@ -121,6 +141,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     claimDefaults: loadClaimDefaults(env),
     claimMaxWaitMs: num(env, 'SLUICE_CLAIM_MAX_WAIT_MS', 25_000, 0),
     maxPopWaitMs: num(env, 'SLUICE_MAX_POP_WAIT_MS', 25_000, 0),
+    maxWaiters: maxWaitersOf(env.SLUICE_MAX_WAITERS),
     encryptionKey: env.SLUICE_ENCRYPTION_KEY || undefined,
     kmsKeyId: env.SLUICE_KMS_KEY_ID || undefined,
   };

@@ -80,6 +80,13 @@ export const FUNCTION_ACCESS: Record<FunctionName, FunctionAccess> = {
   },
 };
 
+/**
+ * The functions whose routes long-poll (waiting pops; claim polls with `waitMs`): they take
+ * wait slots in `meta` (granted above) and, with the default cap (`SLUICE_MAX_WAITERS=auto`),
+ * read the account's Lambda concurrency once per process (`lambda:GetAccountSettings`).
+ */
+export const WAITING_FUNCTIONS: readonly FunctionName[] = ['leases', 'claims'];
+
 /** What a function does with payloads of queues with `encryptionEnabled`. */
 export type PayloadKeyUse = 'seal' | 'open';
 

@@ -13,6 +13,7 @@
  * | `throttleRps`, `throttleBurst` | 1000, 500 | API stage throttling: steady requests per second, burst |
  * | `maxBodyBytes` | 1000000 | largest request body (at most 6160383; above 1000000 some bodies get API Gateway's 413) |
  * | `maxPushItems` | 1000 | most messages per push (1 to 10000) |
+ * | `maxWaiters` | `auto` | most long polls waiting at once: `auto` (40% of the account's unreserved Lambda concurrency), or 0 (no cap) to 999999 |
  * | `alarmEmail` | none | address notified of alarms (a topic is created unless `alarmTopicArn` names one) |
  * | `alarmTopicArn` | none | existing SNS topic the alarms notify |
  * | `kmsKeyArn` | none | KMS key ARN sealing `encryptionEnabled` queues; or `kmsKey=create` for a new key |
@@ -28,7 +29,13 @@ import { RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { readGrantsFile } from '../lambdas/http/grants.js';
 import { AWS_MAX_BODY_BYTES, AWS_MAX_PUSH_ITEMS, checkThrottle, DEFAULT_THROTTLE } from './limits.js';
-import { checkAlarmOptions, checkKmsKeyArn, MAX_MAINTENANCE_RESERVATION, MEMORY_RANGE } from './sluice-service.js';
+import {
+  checkAlarmOptions,
+  checkKmsKeyArn,
+  MAX_MAINTENANCE_RESERVATION,
+  MAX_WAITERS_OPTION,
+  MEMORY_RANGE,
+} from './sluice-service.js';
 import type { SluiceStackProps } from './sluice-stack.js';
 
 /** Reads one context value; undefined when unset or empty. */
@@ -106,6 +113,14 @@ export function stackOptionsFromContext(ctx: ContextReader): { stackName: string
   if (maxBodyBytes !== undefined) props.maxBodyBytes = maxBodyBytes;
   const maxPushItems = wholeNumber(ctx, 'maxPushItems', 1, AWS_MAX_PUSH_ITEMS);
   if (maxPushItems !== undefined) props.maxPushItems = maxPushItems;
+  const waiters = ctx('maxWaiters')?.trim();
+  if (waiters !== undefined) {
+    if (waiters !== 'auto' && !(/^\d+$/.test(waiters) && Number(waiters) <= MAX_WAITERS_OPTION))
+      throw new Error(
+        `maxWaiters must be auto or a whole number from 0 (no cap) to ${MAX_WAITERS_OPTION} (got ${waiters})`,
+      );
+    props.maxWaiters = waiters === 'auto' ? 'auto' : Number(waiters);
+  }
 
   const email = ctx('alarmEmail');
   const topicArn = ctx('alarmTopicArn');

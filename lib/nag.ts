@@ -4,7 +4,7 @@
  * unacknowledged finding, and so does `npm run synth`.
  *
  * Wildcard resources (AwsSolutions-IAM5) are acknowledged finding by finding, and only when
- * they have one of the two shapes justified below; any other wildcard stays a finding.
+ * they have one of the shapes justified below; any other wildcard stays a finding.
  */
 import { Aspects, Stack, Validations, type CfnResource, type IAspect } from 'aws-cdk-lib';
 import { CfnManagedPolicy, CfnPolicy } from 'aws-cdk-lib/aws-iam';
@@ -28,6 +28,11 @@ export const NAG_REASONS = {
     'nodejs22.x is the runtime Sluice is built and tested for (zstd in node:zlib since 22.15, ' +
     'bundles targeting node22); move to a newer runtime deliberately, together with the bundle ' +
     'target and the tests.',
+  accountConcurrency:
+    'lambda:GetAccountSettings acts on no resource, so IAM accepts only "*" for it. It reads the ' +
+    "account's Lambda concurrency limits (no data, no function); the waiting functions size the " +
+    'default wait cap from it (SLUICE_MAX_WAITERS=auto, docs/DEPLOYING.md#quotas). Nothing else in ' +
+    'the policy has a "*" resource.',
   accessLogs:
     'Only Sluice functions touch this bucket, through their own least-privilege roles; requests are ' +
     "traceable in the functions' structured logs and API access logs. Pass `accessLogsBucket` to " +
@@ -56,8 +61,9 @@ export function acknowledgeNagFindings(
       const findings = rules.iam.IAMNoWildcardPermissions(node);
       if (!Array.isArray(findings)) return;
       const api = `<${opts.apiLogicalId()}>`;
+      const doc = Stack.of(node).resolve(node.policyDocument) as PolicyDocumentJson;
       for (const finding of findings) {
-        const reason = wildcardReason(finding, api);
+        const reason = wildcardReason(finding, api, doc);
         if (reason) Validations.of(node).acknowledge({ id: `${IAM5}[${finding}]`, reason });
       }
     },
@@ -71,8 +77,26 @@ const API_ROUTE_RESOURCE = new RegExp(
     String.raw`(<[A-Za-z0-9]+>)\/\*\/(GET|POST|PUT|DELETE)\/[A-Za-z0-9/_*.-]*$`,
 );
 
-/** The reason a wildcard finding is accepted, or undefined when it is not. */
-export function wildcardReason(finding: string, apiRef: string): string | undefined {
+/** A resolved IAM policy document, as far as the checks below read it. */
+interface PolicyDocumentJson {
+  Statement?: { Effect?: string; Action?: string | string[]; Resource?: unknown }[];
+}
+
+/** Actions that act on no resource (IAM accepts only "*" for them) and that a Sluice function may hold. */
+const RESOURCELESS_ACTIONS: readonly string[] = ['lambda:GetAccountSettings'];
+
+/**
+ * The reason a wildcard finding is accepted, or undefined when it is not. A bare `*` resource
+ * is accepted only when every statement of `policy` granting it holds nothing but
+ * {@link RESOURCELESS_ACTIONS}.
+ */
+export function wildcardReason(finding: string, apiRef: string, policy?: PolicyDocumentJson): string | undefined {
+  if (finding === 'Resource::*') {
+    const star = (policy?.Statement ?? []).filter((s) => [s.Resource].flat().includes('*'));
+    const ok =
+      star.length > 0 && star.every((s) => [s.Action ?? []].flat().every((a) => RESOURCELESS_ACTIONS.includes(a)));
+    return ok ? NAG_REASONS.accountConcurrency : undefined;
+  }
   // Objects under a blob prefix of a bucket in this stack: Resource::<BucketXXXX.Arn>/segments/*
   const objects = /^Resource::<[A-Za-z0-9]+\.Arn>\/(.+)\*$/.exec(finding);
   if (objects && BLOB_PREFIXES.includes(objects[1] as string)) return NAG_REASONS.blobObjects;

@@ -51,6 +51,7 @@ import { GRANT_ACTIONS, parseGrants, type Grant } from '../lambdas/http/grants.j
 import type { RouteDef } from '../lambdas/http/route.js';
 import { ALL_ROUTES } from '../lambdas/http/routes.js';
 import { SEGMENT_BLOB_PREFIX } from '../lambdas/service/log/log-store.js';
+import { MAX_WAITERS } from '../lambdas/service/wait-slots.js';
 import { BUCKET_ENV, ITEM_TABLE_SCHEMA, TABLE_ENV } from '../lambdas/storage/aws/schema.js';
 import { TABLES, type TableName } from '../lambdas/storage/port.js';
 import {
@@ -62,6 +63,7 @@ import {
   PAYLOAD_KEY_ACCESS,
   PAYLOAD_KEY_ACTIONS,
   TABLE_ACTIONS,
+  WAITING_FUNCTIONS,
   type FunctionName,
 } from './access.js';
 import { API_ROLES, routesForRole, type ApiRole } from './api-access.js';
@@ -129,6 +131,28 @@ export function checkLongPollBudget(
     }
   }
   return { maxPopWaitMs, claimMaxWaitMs };
+}
+
+/** What the default wait cap (`SLUICE_MAX_WAITERS=auto`) needs: the account's unreserved concurrency. */
+export const ACCOUNT_CONCURRENCY_ACTION = 'lambda:GetAccountSettings';
+
+/** Largest `maxWaiters` (SLUICE_MAX_WAITERS): what the wait slots' keys express. */
+export const MAX_WAITERS_OPTION = MAX_WAITERS;
+
+/**
+ * Throws unless `n` is `auto` or a whole number of waiters from 0 (no cap) to
+ * {@link MAX_WAITERS_OPTION}.
+ *
+ * @example
+ * ```ts
+ * checkMaxWaiters('maxWaiters', 4); // ok
+ * checkMaxWaiters('maxWaiters', -1); // throws
+ * ```
+ */
+export function checkMaxWaiters(what: string, n: number | 'auto' | undefined): void {
+  if (n === undefined || n === 'auto') return;
+  if (!Number.isInteger(n) || n < 0 || n > MAX_WAITERS_OPTION)
+    throw new Error(`${what} must be auto or a whole number from 0 (no cap) to ${MAX_WAITERS_OPTION} (got ${n})`);
 }
 
 /** Lambda's memory range (MB). */
@@ -274,6 +298,14 @@ export interface SluiceServiceProps {
   /** Most messages one push may carry (default {@link AWS_DEFAULT_MAX_PUSH_ITEMS}). */
   maxPushItems?: number;
   /**
+   * Most long polls (waiting pops, claim polls) that wait at once across the deployment
+   * (SLUICE_MAX_WAITERS; docs/DEPLOYING.md#quotas). Default `auto`: 40% of the account's
+   * unreserved Lambda concurrency, which the waiting functions read once per process (they are
+   * granted `lambda:GetAccountSettings` for it). A number sets the cap and grants nothing; 0
+   * turns it off. Requests past the cap hold 1.5 s and answer empty.
+   */
+  maxWaiters?: number | 'auto';
+  /**
    * Deletes segment blobs older than this, as a backstop for orphans the sweeper misses. Only
    * for deployments whose every queue keeps messages for less (default: never).
    */
@@ -410,12 +442,14 @@ export class SluiceService extends Construct {
       ...props.environment,
     };
     // What a request may carry on AWS (lib/limits.ts); `environment` may still set them.
+    checkMaxWaiters(`${this.node.path}: maxWaiters`, props.maxWaiters);
     const apiEnvironment: Record<string, string> = {
       SLUICE_MAX_BODY_BYTES: String(props.maxBodyBytes ?? AWS_DEFAULT_MAX_BODY_BYTES),
       SLUICE_MAX_PUSH_ITEMS: String(props.maxPushItems ?? AWS_DEFAULT_MAX_PUSH_ITEMS),
+      SLUICE_MAX_WAITERS: String(props.maxWaiters ?? 'auto'),
       ...environment,
     };
-    const { maxBodyBytes, maxPushItems } = loadConfig(apiEnvironment);
+    const { maxBodyBytes, maxPushItems, maxWaiters } = loadConfig(apiEnvironment);
     checkBodyLimit(maxBodyBytes, `${this.node.path}: maxBodyBytes (SLUICE_MAX_BODY_BYTES)`);
     checkPushItems(maxPushItems, `${this.node.path}: maxPushItems (SLUICE_MAX_PUSH_ITEMS)`);
     // Long polls must end (with an empty 204) before the function and API Gateway time out.
@@ -444,6 +478,15 @@ export class SluiceService extends Construct {
         }),
       );
       grantAccess(role, name, this.tables, this.bucket);
+      if (maxWaiters === 'auto' && WAITING_FUNCTIONS.includes(name))
+        role.addToPolicy(
+          new iam.PolicyStatement({
+            sid: 'ReadAccountConcurrency',
+            actions: [ACCOUNT_CONCURRENCY_ACTION],
+            // GetAccountSettings acts on no resource: IAM accepts only "*" for it.
+            resources: ['*'],
+          }),
+        );
       const keyUses = this.payloadKey ? PAYLOAD_KEY_ACCESS[name] : [];
       if (this.payloadKey && keyUses.length > 0)
         role.addToPolicy(
@@ -774,7 +817,7 @@ export class SluiceService extends Construct {
       ),
       graph(
         'Polls',
-        ['Pops', 'EmptyPops', 'ClaimPolls', 'ClaimPollsCapped', 'ClaimAcks'].map((m) =>
+        ['Pops', 'EmptyPops', 'ClaimPolls', 'ClaimPollsCapped', 'ClaimAcks', 'WaitsCapped'].map((m) =>
           this.metric(m, { statistic: 'Sum' }),
         ),
       ),

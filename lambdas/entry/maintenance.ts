@@ -1,21 +1,31 @@
 import { reportLag, type LagReport } from '../service/maintenance/lag-metrics.js';
-import { runMaintenance, type MaintenanceReport } from '../service/maintenance/maintenance.js';
+import { runMaintenance, type MaintenanceReport, type SkippedPass } from '../service/maintenance/maintenance.js';
 import { services, type Services } from '../service/runtime.js';
 import { isLagTask, type MaintenanceEvent } from './maintenance-event.js';
 
 /**
  * Lambda entry for scheduled maintenance (an EventBridge rate rule): one maintenance pass
  * (retention, orphan-blob sweep), then the consumer-lag metrics, logged and counted through
- * the services' telemetry. The event `{ "task": "lag" }` (a more frequent schedule) reports
- * lag only: see {@link lagOnly}.
+ * the services' telemetry. A pass is single-flight: while another holds the maintenance lease
+ * this one returns at once, reporting `skipped`. The event `{ "task": "lag" }` (a more
+ * frequent schedule) reports lag only and takes no lease: see {@link lagOnly}.
  */
 export async function handler(
   event?: MaintenanceEvent,
-): Promise<(MaintenanceReport & { lag?: LagReport }) | { lag: LagReport }> {
+): Promise<(MaintenanceReport & { lag?: LagReport }) | SkippedPass | { lag: LagReport }> {
   const svc = await services();
   if (isLagTask(event)) return lagOnly(svc);
   try {
-    const report: MaintenanceReport & { lag?: LagReport } = await runMaintenance(svc);
+    const outcome = await runMaintenance(svc);
+    if (outcome.skipped) {
+      svc.telemetry.info('maintenance pass skipped: another pass holds the lease', { skipped: outcome.skipped });
+      return outcome;
+    }
+    const report: MaintenanceReport & { lag?: LagReport } = outcome;
+    if (report.leaseLost)
+      svc.telemetry.warn('maintenance pass stopped early: it ran past its lease and another pass took it over', {
+        report,
+      });
     try {
       report.lag = await reportLag(svc);
     } catch (e) {

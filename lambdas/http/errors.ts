@@ -1,8 +1,9 @@
 import type { ZodError } from 'zod';
 import { SluiceError, type ErrorCode } from '../core/errors.js';
+import { ContentionError, StoreFullError, StoreUnavailableError } from '../storage/port.js';
 import type { HttpResult } from './types.js';
 
-/** The one place where domain errors become HTTP statuses. */
+/** The one place where domain errors become HTTP statuses (storage failures: {@link errorResponse}). */
 export const STATUS: Record<ErrorCode, number> = {
   invalid_request: 400,
   invalid_json: 400,
@@ -34,13 +35,78 @@ export interface ErrorLog {
   error(message: string, fields: Record<string, unknown>): void;
 }
 
-/** Error → response. Unknown errors become a 500 that says nothing about internals. */
+/** `Retry-After` on a 503 that does not suggest its own: contention and the like clear in moments. */
+export const DEFAULT_RETRY_AFTER_S = 1;
+
+/** The wire code of a 507: the store has no room (a full disk on the local server). */
+export const STORAGE_FULL = 'storage_full';
+
+const describe = (err: unknown): unknown =>
+  err instanceof Error
+    ? {
+        name: err.name,
+        message: err.message,
+        stack: err.stack,
+        ...(err.cause instanceof Error ? { cause: { name: err.cause.name, message: err.cause.message } } : {}),
+      }
+    : String(err);
+
+/**
+ * Error → response, for every route:
+ *
+ * | error | status | body `code` | `Retry-After` |
+ * |---|---|---|---|
+ * | `SluiceError` | by {@link STATUS} | its code | on a 503: {@link DEFAULT_RETRY_AFTER_S} |
+ * | `StoreUnavailableError` (throttled, unreachable, failing) | 503 | `unavailable` | the adapter's suggestion |
+ * | `ContentionError` (a transaction kept colliding) | 503 | `unavailable` | {@link DEFAULT_RETRY_AFTER_S} |
+ * | `StoreFullError` (a full disk) | 507 | `storage_full` | none: it takes an operator |
+ * | anything else | 500 | `internal` | none |
+ *
+ * Storage failures and unknown errors are logged; their bodies say nothing about internals.
+ *
+ * @example
+ * ```ts
+ * errorResponse(new StoreUnavailableError('throttled', 2, 'PutItem was throttled'));
+ * // { statusCode: 503, headers: { 'retry-after': '2' }, body: { error: 'storage is busy…', code: 'unavailable', retryAfterSeconds: 2 } }
+ * ```
+ */
 export function errorResponse(err: unknown, log?: ErrorLog): HttpResult {
   if (err instanceof SluiceError) {
-    return { statusCode: STATUS[err.code], body: { error: err.message, code: err.code, ...(err.details ?? {}) } };
+    const statusCode = STATUS[err.code];
+    const body = { error: err.message, code: err.code, ...(err.details ?? {}) };
+    return statusCode === 503 ? unavailableResponse(body, DEFAULT_RETRY_AFTER_S) : { statusCode, body };
   }
-  log?.error('unhandled error', {
-    error: err instanceof Error ? { name: err.name, message: err.message, stack: err.stack } : String(err),
-  });
+  if (err instanceof StoreUnavailableError) {
+    log?.error('storage unavailable', { reason: err.reason, error: describe(err) });
+    const error =
+      err.reason === 'throttled'
+        ? 'storage is busy (throttled); retry the request later'
+        : 'storage cannot be reached right now; retry the request later';
+    return unavailableResponse({ error, code: 'unavailable' }, err.retryAfterSeconds);
+  }
+  if (err instanceof ContentionError) {
+    const error = 'too many concurrent writes to the same items; retry the request';
+    return unavailableResponse({ error, code: 'unavailable' }, DEFAULT_RETRY_AFTER_S);
+  }
+  if (err instanceof StoreFullError) {
+    log?.error('storage full', { error: describe(err) });
+    return {
+      statusCode: 507,
+      body: {
+        error: 'storage is full; free space on the server, then retry',
+        code: STORAGE_FULL,
+      },
+    };
+  }
+  log?.error('unhandled error', { error: describe(err) });
   return { statusCode: 500, body: { error: 'internal error; the request may be retried', code: 'internal' } };
+}
+
+function unavailableResponse(body: Record<string, unknown>, retryAfterSeconds: number): HttpResult {
+  const seconds = Math.max(1, Math.ceil(retryAfterSeconds));
+  return {
+    statusCode: 503,
+    headers: { 'retry-after': String(seconds) },
+    body: { ...body, retryAfterSeconds: seconds },
+  };
 }

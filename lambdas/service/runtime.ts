@@ -1,7 +1,9 @@
 import { defaultInlineMaxBytes, loadConfig, type SluiceConfig } from '../config.js';
+import { defaultMaxWaiters } from '../core/holds.js';
 import { parseKey } from '../core/sealing.js';
 import type { Storage } from '../storage/port.js';
 import { KmsKeyProvider, lazyKmsClient } from './adapters/kms-key-provider.js';
+import { unreservedConcurrency } from './adapters/lambda-account.js';
 import { ClaimService } from './claims/claim-service.js';
 import { LocalKeyProvider, PayloadCipher, type KeyProvider } from './encryption.js';
 import { GroupRegistry } from './groups/group-registry.js';
@@ -20,8 +22,10 @@ import { QueueDeletion } from './maintenance/queue-deletion.js';
 import { RetentionService } from './maintenance/retention.js';
 import { SegmentBlobSweep } from './maintenance/segment-blob-sweep.js';
 import { Notifier } from './notifier.js';
+import { watchWrites, WriteHealth } from './storage-health.js';
 import { MemoryTelemetry, type Telemetry } from './telemetry.js';
 import { TransactionService } from './transaction-service.js';
+import { WaitSlots } from './wait-slots.js';
 
 /**
  * Everything a handler needs, built once per process (per Lambda container): storage
@@ -60,6 +64,10 @@ export interface Services {
   /** The orphan segment-blob sweep (run by maintenance). */
   segmentBlobs: SegmentBlobSweep;
   telemetry: Telemetry;
+  /** This process's recent failed storage writes (`/health`, `/ready`); `storage` feeds it. */
+  storageHealth: WriteHealth;
+  /** The deployment-wide cap on concurrent long-poll waits; undefined when there is none (SLUICE_MAX_WAITERS=0). */
+  waitSlots: WaitSlots | undefined;
   /** Aborted when the process is shutting down: long polls answer early. */
   shutdown: AbortSignal;
 }
@@ -71,6 +79,11 @@ export interface BuildOptions {
   telemetry?: Telemetry;
   /** Keys for `encryptionEnabled` queues; by default from SLUICE_ENCRYPTION_KEY or SLUICE_KMS_KEY_ID. */
   keyProvider?: KeyProvider;
+  /**
+   * With SLUICE_MAX_WAITERS=auto: the account's unreserved Lambda concurrency, read once per
+   * process on the first wait; by default `lambda:GetAccountSettings` in AWS_REGION.
+   */
+  unreservedConcurrency?: () => Promise<number>;
 }
 
 /**
@@ -82,9 +95,11 @@ export interface BuildOptions {
  * await svc.pushes.push([{ queue: 'q', payload: Buffer.from('{}') }]);
  * ```
  */
-export function buildServices(storage: Storage, cfg: SluiceConfig, opts: BuildOptions = {}): Services {
-  const config: SluiceConfig = { ...cfg, inlineMaxBytes: cfg.inlineMaxBytes ?? defaultInlineMaxBytes(storage.kind) };
+export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOptions = {}): Services {
+  const config: SluiceConfig = { ...cfg, inlineMaxBytes: cfg.inlineMaxBytes ?? defaultInlineMaxBytes(adapter.kind) };
   const clock = opts.clock ?? Date.now;
+  const storageHealth = new WriteHealth(clock);
+  const storage = watchWrites(adapter, storageHealth);
   const notifier = opts.notifier ?? new Notifier();
   const telemetry = opts.telemetry ?? new MemoryTelemetry();
   const keys = opts.keyProvider ?? keyProviderFromConfig(config, storage, clock);
@@ -94,7 +109,19 @@ export function buildServices(storage: Storage, cfg: SluiceConfig, opts: BuildOp
   const pushes = new PushService({ storage, config, notifier, queues, cipher, clock, telemetry });
   const messageLookup = new MessageLookup({ storage, segments, cipher });
   const groups = new GroupRegistry(storage, clock, config.queueCacheMs);
-  const longPoll = new LongPoll(notifier);
+  const waitSlots =
+    config.maxWaiters === 0
+      ? undefined
+      : new WaitSlots({
+          storage,
+          clock,
+          telemetry,
+          maxWaiters:
+            config.maxWaiters === 'auto'
+              ? async () => defaultMaxWaiters(await (opts.unreservedConcurrency ?? accountUnreservedConcurrency)())
+              : config.maxWaiters,
+        });
+  const longPoll = new LongPoll(notifier, waitSlots);
   const claims = new ClaimService({ storage, queues, segments, groups, notifier, longPoll, telemetry, config, clock });
   const dlq = new DlqService({ storage, queues, pushes, cipher });
   const ready = new ReadyIndex({ storage, queues, segments, groups, clock, recheckMs: config.queueCacheMs });
@@ -138,8 +165,17 @@ export function buildServices(storage: Storage, cfg: SluiceConfig, opts: BuildOp
     deletion,
     segmentBlobs,
     telemetry,
+    storageHealth,
+    waitSlots,
     shutdown: opts.shutdown ?? new AbortController().signal,
   };
+}
+
+/** The unreserved concurrency of the account this process runs in (its region from AWS_REGION). */
+function accountUnreservedConcurrency(): Promise<number> {
+  const region = process.env['AWS_REGION'] ?? process.env['AWS_DEFAULT_REGION'];
+  if (!region) return Promise.reject(new Error('AWS_REGION is not set'));
+  return unreservedConcurrency({ region });
 }
 
 /** SLUICE_ENCRYPTION_KEY (a local key) wins over SLUICE_KMS_KEY_ID (KMS data keys). */

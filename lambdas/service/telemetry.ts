@@ -23,6 +23,8 @@ export type MetricName =
   | 'ClaimPollsCapped'
   | 'ClaimAcks'
   | 'ClaimDeadLettered'
+  | 'WaitsCapped'
+  | 'MaintenanceSkipped'
   | 'ConsumerLag'
   | 'OldestUnconsumedAgeSeconds';
 

@@ -118,6 +118,59 @@ export class ContentionError extends Error {
   override readonly name = 'ContentionError';
 }
 
+/** Why a store could not take a request (see {@link StoreUnavailableError}). */
+export type UnavailableReason =
+  /** The store refused the request for now (throttling, S3 `SlowDown`): it was not applied. */
+  | 'throttled'
+  /** No answer came (a timeout, a refused or reset connection): a write may have been applied. */
+  | 'unreachable'
+  /** The store answered with its own failure (a 5xx, a disk I/O error): a write may have been applied. */
+  | 'failing';
+
+/**
+ * The store could not take the request now, after the adapter's own retries: throttled,
+ * unreachable or failing (`reason`). A `throttled` write was not applied; after the other
+ * reasons a write's outcome is unknown, as after a crash (its guard makes a repeat safe).
+ * `retryAfterSeconds` is the adapter's suggestion for when to try again.
+ *
+ * @example
+ * ```ts
+ * throw new StoreUnavailableError('throttled', 2, 'DynamoDB throttled PutItem past 7 attempts', { cause: err });
+ * ```
+ */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  constructor(
+    readonly reason: UnavailableReason,
+    readonly retryAfterSeconds: number,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * The store has no room for the write (a full disk on the embedded adapter: `SQLITE_FULL`,
+ * `ENOSPC`). The write was not applied; repeating it helps only once space is freed.
+ *
+ * @example
+ * ```ts
+ * throw new StoreFullError('the disk holding the data directory is full', { cause: err });
+ * ```
+ */
+export class StoreFullError extends Error {
+  override readonly name = 'StoreFullError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/**
+ * Every operation of the stores below may also reject with {@link StoreUnavailableError} or
+ * {@link StoreFullError} (writes only); anything else is a bug or a misconfiguration.
+ */
+
 /** What {@link ItemStore.take} answers. */
 export interface Taken {
   /** The first number taken: the counter's value before the take (0 for an absent counter). */

@@ -67,6 +67,13 @@ describe('cdk app: options from context (-c key=value)', () => {
     });
   });
 
+  it('the wait cap: auto (a share of the account concurrency), a number, or 0 for none', () => {
+    expect(from({}).props.maxWaiters).toBeUndefined();
+    expect(from({ maxWaiters: 'auto' }).props.maxWaiters).toBe('auto');
+    expect(from({ maxWaiters: '4' }).props.maxWaiters).toBe(4);
+    expect(from({ maxWaiters: '0' }).props.maxWaiters).toBe(0);
+  });
+
   it('auth=tokens: stored bearer tokens', () => {
     expect(from({ auth: 'tokens' }).props.auth).toEqual({ type: 'tokens' });
   });
@@ -119,6 +126,10 @@ describe('cdk app: options from context (-c key=value)', () => {
     for (const maintenanceReservedConcurrency of ['0', 'one', '1.5', '11'])
       expect(() => from({ maintenanceReservedConcurrency })).toThrow(
         /maintenanceReservedConcurrency must be a whole number from 1 to 10/,
+      );
+    for (const maxWaiters of ['-1', 'many', '2.5', '1000000', 'AUTO'])
+      expect(() => from({ maxWaiters }), `maxWaiters=${maxWaiters}`).toThrow(
+        /maxWaiters must be auto or a whole number from 0 \(no cap\) to 999999/,
       );
     expect(() => from({ kmsKeyArn: 'alias/sluice' })).toThrow(/kmsKeyArn must be a KMS key ARN/);
     expect(() => from({ kmsKey: 'yes' })).toThrow(/kmsKey must be create/);

@@ -1,14 +1,21 @@
 // Options that make a deployment work on a fresh account and reachable by its operators
 // (issue 14): concurrency reservations, payload keys, alarm notifications, request limits,
 // bearer-token auth. Each is checked on the synthesized template, default and opted in.
-import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
-import { Annotations, Match } from 'aws-cdk-lib/assertions';
+import { App, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isLagTask, LAG_TASK_EVENT } from '../../lambdas/entry/maintenance-event.js';
 import { loadConfig } from '../../lambdas/config.js';
 import { ALL_ROUTES } from '../../lambdas/http/routes.js';
-import { FUNCTIONS, PAYLOAD_KEY_ACCESS, PAYLOAD_KEY_ACTIONS, type FunctionName } from '../../lib/access.js';
+import {
+  FUNCTIONS,
+  PAYLOAD_KEY_ACCESS,
+  PAYLOAD_KEY_ACTIONS,
+  WAITING_FUNCTIONS,
+  type FunctionName,
+} from '../../lib/access.js';
 import {
   AWS_DEFAULT_MAX_BODY_BYTES,
   AWS_DEFAULT_MAX_PUSH_ITEMS,
@@ -18,7 +25,9 @@ import {
   WORST_CASE_ESCAPE_FACTOR,
   worstCaseEventBytes,
 } from '../../lib/limits.js';
-import { TOKEN_CACHE_TTL } from '../../lib/sluice-service.js';
+import { NAG_REASONS } from '../../lib/nag.js';
+import { ACCOUNT_CONCURRENCY_ACTION, TOKEN_CACHE_TTL } from '../../lib/sluice-service.js';
+import { SluiceStack } from '../../lib/sluice-stack.js';
 import { nagViolations, refId, resourcesOf, synthStack } from '../support/cdk.js';
 
 type Synth = ReturnType<typeof synthStack>;
@@ -71,6 +80,78 @@ const kmsStatements = (s: Synth, name: FunctionName) =>
   statementsOf(s, name).filter((st) => JSON.stringify(st.Action).includes('kms:'));
 const envOf = (s: Synth, name: FunctionName) =>
   (fnProps(s, name)['Environment'] as { Variables: Record<string, unknown> }).Variables;
+
+describe('cdk: the wait cap (docs/DEPLOYING.md#quotas)', () => {
+  const API = FUNCTIONS.filter((f) => f !== 'maintenance');
+  const lambdaStatements = (s: Synth, name: FunctionName) =>
+    statementsOf(s, name).filter((st) => JSON.stringify(st.Action).includes('lambda:'));
+
+  it('by default the API functions cap waits at a share of the account concurrency, which only the waiting ones may read', () => {
+    for (const f of API) expect(envOf(dflt, f)['SLUICE_MAX_WAITERS'], `${f}`).toBe('auto');
+    for (const f of API)
+      expect(loadConfig({ SLUICE_MAX_WAITERS: String(envOf(dflt, f)['SLUICE_MAX_WAITERS']) }).maxWaiters).toBe('auto');
+    for (const f of FUNCTIONS) {
+      const expected = WAITING_FUNCTIONS.includes(f)
+        ? [{ Sid: 'ReadAccountConcurrency', Effect: 'Allow', Action: ACCOUNT_CONCURRENCY_ACTION, Resource: '*' }]
+        : [];
+      expect({ f, statements: lambdaStatements(dflt, f) }).toEqual({ f, statements: expected });
+    }
+    expect(WAITING_FUNCTIONS).toEqual(['leases', 'claims']);
+  });
+
+  it('the "*" that GetAccountSettings needs is acknowledged with its reason, and nothing else', () => {
+    expect(nagViolations(dflt.stack)).toEqual([]);
+    const acks: [string, string, string][] = [];
+    const visit = (c: IConstruct): void => {
+      for (const m of c.node.metadata)
+        if (m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+          for (const [rule, reason] of Object.entries(m.data as Record<string, string>))
+            acks.push([c.node.path, rule, reason]);
+      c.node.children.forEach(visit);
+    };
+    visit(dflt.stack);
+    const star = acks.filter(([, rule]) => rule.endsWith('AwsSolutions-IAM5[Resource::*]'));
+    expect(star).toEqual(
+      ['Leases', 'Claims'].map((f) => [
+        `Sluice/Sluice/${f}Role/DefaultPolicy/Resource`,
+        'Annotation::AwsSolutions-IAM5[Resource::*]',
+        NAG_REASONS.accountConcurrency,
+      ]),
+    );
+    // Any other action on "*" in the same policy stays a finding.
+    const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+    const other = new SluiceStack(app, 'WideLeases', { env: { account: '111122223333', region: 'eu-west-1' } });
+    other.service.functions.leases.addToRolePolicy(
+      new PolicyStatement({ actions: ['s3:ListAllMyBuckets'], resources: ['*'] }),
+    );
+    Template.fromStack(other);
+    expect(nagViolations(other)).toEqual([
+      { rule: 'AwsSolutions-IAM5[Resource::*]', paths: ['WideLeases/Sluice/LeasesRole/DefaultPolicy/Resource'] },
+    ]);
+  });
+
+  it('a number (-c maxWaiters=N) is passed as it is and grants nothing; 0 turns the cap off', () => {
+    for (const [id, maxWaiters] of [
+      ['Four', 4],
+      ['None', 0],
+    ] as const) {
+      const s = synthStack({ maxWaiters }, `Waiters${id}`);
+      for (const f of API) expect(envOf(s, f)['SLUICE_MAX_WAITERS'], `${id} ${f}`).toBe(String(maxWaiters));
+      for (const f of FUNCTIONS) expect(lambdaStatements(s, f), `${id} ${f}`).toEqual([]);
+      expect(nagViolations(s.stack)).toEqual([]);
+    }
+    // `environment` wins, as for every SLUICE_* setting, and the grant follows it.
+    const env = synthStack({ environment: { SLUICE_MAX_WAITERS: '12' } }, 'WaitersEnv');
+    expect(envOf(env, 'leases')['SLUICE_MAX_WAITERS']).toBe('12');
+    expect(lambdaStatements(env, 'leases')).toEqual([]);
+    expect(() => synthStack({ maxWaiters: -1 }, 'WaitersBad')).toThrow(
+      /maxWaiters must be auto or a whole number from 0 \(no cap\) to 999999 \(got -1\)/,
+    );
+    expect(() => synthStack({ environment: { SLUICE_MAX_WAITERS: 'lots' } }, 'WaitersBadEnv')).toThrow(
+      /SLUICE_MAX_WAITERS must be "auto" or a whole number/,
+    );
+  });
+});
 
 describe('cdk: payload key (encryptionEnabled queues on AWS)', () => {
   const keyArn = 'arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab';

@@ -35,7 +35,7 @@ describe('cli: sluice token on an auth=tokens table', () => {
     const created = await sluiceCli(['token', 'create', 'billing-service', '-d', 'billing prod', '--table', name], {
       env,
     });
-    expect(created.code, created.stderr).toBe(0);
+    expect({ code: created.code, stderr: created.stderr }).toMatchObject({ code: 0 });
     const token = created.stdout.trim();
     expect(token).toMatch(/^sluice_[A-Za-z0-9_-]{43}$/);
     expect(created.stderr).toMatch(/shown once/);
@@ -43,13 +43,13 @@ describe('cli: sluice token on an auth=tokens table', () => {
     expect(info).toMatchObject({ principal: 'billing-service', description: 'billing prod' });
 
     const listed = await sluiceCli(['--json', 'token', 'list', '--table', name], { env });
-    expect(listed.code, listed.stderr).toBe(0);
+    expect({ code: listed.code, stderr: listed.stderr }).toMatchObject({ code: 0 });
     const rows = JSON.parse(listed.stdout) as { id: string; principal: string }[];
     expect(rows).toEqual([expect.objectContaining({ id: info?.id, principal: 'billing-service' })]);
     expect(listed.stdout).not.toContain(token);
 
     const revoked = await sluiceCli(['token', 'revoke', info?.id ?? '', '--table', name], { env });
-    expect(revoked.code, revoked.stderr).toBe(0);
+    expect({ code: revoked.code, stderr: revoked.stderr }).toMatchObject({ code: 0 });
     expect(await store.verify(token)).toBeUndefined();
     const again = await sluiceCli(['token', 'revoke', info?.id ?? '', '--table', name], { env });
     expect(again.code).toBe(3);
@@ -62,7 +62,7 @@ describe('cli: sluice token on an auth=tokens table', () => {
     writeFileSync(outputs, JSON.stringify({ Sluice: { ApiUrl: 'https://x.example/', TokenTableName: name } }));
     const secret = 'moved-from-the-local-grants-file';
     const r = await sluiceCli(['token', 'create', 'alice', '--secret', secret, '--outputs', outputs], { env });
-    expect(r.code, r.stderr).toBe(0);
+    expect({ code: r.code, stderr: r.stderr }).toMatchObject({ code: 0 });
     expect((await store.verify(secret))?.principal).toBe('alice');
   });
 

@@ -2,9 +2,13 @@ import { loadConfig, type SluiceConfig } from '../../lambdas/config.js';
 import { buildServices, type Services } from '../../lambdas/service/runtime.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 
-/** A clock tests move by hand: `now` is explicit, nothing sleeps. */
+/**
+ * A clock tests move by hand: `now` is explicit, nothing sleeps. It starts in the future:
+ * DynamoDB Local deletes items whose TTL has passed by the real clock, so items a test dates
+ * by this clock (reservations, markers) must not look expired to it.
+ */
 export class TestClock {
-  constructor(public t: number = Date.UTC(2026, 10, 1)) {}
+  constructor(public t: number = Date.UTC(2030, 0, 1)) {}
   now = (): number => this.t;
   advance(ms: number): void {
     this.t += ms;

@@ -9,6 +9,7 @@ import { queueRoutes } from '../../lambdas/http/handlers/queues.js';
 import { makeHandler, principalOf } from '../../lambdas/http/route.js';
 import type { HttpEvent } from '../../lambdas/http/types.js';
 import type { Services } from '../../lambdas/service/runtime.js';
+import { WriteHealth } from '../../lambdas/service/storage-health.js';
 
 describe('unit: error mapping', () => {
   it('maps domain errors to their status with code and message', () => {
@@ -46,6 +47,7 @@ describe('unit: GET /health', () => {
       services: async () =>
         ({
           storage: { kind: 'aws', items: { get } },
+          storageHealth: new WriteHealth(Date.now),
           config: {},
           telemetry: { count() {} },
           shutdown: new AbortController().signal,

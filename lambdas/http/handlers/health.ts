@@ -1,30 +1,99 @@
 /**
- * `GET /health`: liveness, and whether storage answers (200 healthy, 503 not); public.
+ * `GET /health` and `GET /ready`, both public.
+ *
+ * `/health` keeps Queen's `{"status": "healthy"}` while all is well (Queen's dashboard shows
+ * anything else as degraded); `"degraded"` (still 200, with a reason) while this process's
+ * writes are failing (a full disk, an unavailable store: `storageHealth`); 503 `"unhealthy"` only
+ * when storage cannot be read at all.
+ *
+ * `/ready` writes a tiny probe item (TTL collects it): 200 `"ready"` when storage takes it, 503
+ * `"not_ready"` when not. A failed probe is a failed write, so `/health` turns `degraded` with it:
+ * the two never disagree on a store that cannot be reached.
  */
 import { VERSION } from '../../version.js';
+import { StoreFullError, StoreUnavailableError, type ItemKey } from '../../storage/port.js';
+import { DEFAULT_RETRY_AFTER_S } from '../errors.js';
 import { defineRoute, type RouteDef } from '../route.js';
+import type { HttpResult } from '../types.js';
+
+/** The item `/health` reads: it need not exist, the read is the probe. */
+const HEALTH_PROBE: ItemKey = { pk: 'HEALTH', sk: 'probe' };
+/** The item `/ready` writes, one per deployment, overwritten by each probe. */
+const READY_PROBE: ItemKey = { pk: 'HEALTH', sk: 'ready' };
+/** The probe item's lifetime: TTL collects it after the probes stop. */
+const READY_PROBE_TTL_S = 3_600;
+
+/** Why a storage call failed, in words that name no internals. */
+function reasonOf(e: unknown): string {
+  if (e instanceof StoreFullError) return 'storage is full';
+  if (e instanceof StoreUnavailableError) {
+    return e.reason === 'throttled' ? 'storage is throttling requests' : 'storage cannot be reached';
+  }
+  return 'storage failed';
+}
+
+function notAnswering(status: string, backend: string, e: unknown): HttpResult {
+  const retryAfter = e instanceof StoreUnavailableError ? e.retryAfterSeconds : DEFAULT_RETRY_AFTER_S;
+  return {
+    statusCode: 503,
+    headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfter))) },
+    body: { status, backend, reason: reasonOf(e), error: e instanceof Error ? e.name : 'storage unreachable' },
+  };
+}
 
 export const health = defineRoute({
   method: 'GET',
   path: '/health',
   group: 'log',
-  summary: 'Liveness and storage reachability (200 healthy, 503 not).',
+  summary: 'Liveness: 200 healthy, 200 degraded while writes fail (with a reason), 503 when storage is unreachable.',
   access: { action: 'public' },
   async run({ services }) {
+    const backend = services.storage.kind;
     try {
-      await services.storage.items.get('meta', { pk: 'HEALTH', sk: 'probe' });
-      return { statusCode: 200, body: { status: 'healthy', backend: services.storage.kind, version: VERSION } };
+      await services.storage.items.get('meta', HEALTH_PROBE);
     } catch (e) {
-      return {
-        statusCode: 503,
-        body: {
-          status: 'unhealthy',
-          backend: services.storage.kind,
-          error: e instanceof Error ? e.name : 'storage unreachable',
-        },
-      };
+      return notAnswering('unhealthy', backend, e);
     }
+    const recent = services.storageHealth.recent();
+    if (recent.failures === 0) return { statusCode: 200, body: { status: 'healthy', backend, version: VERSION } };
+    const seconds = Math.round(services.storageHealth.windowMs / 1000);
+    return {
+      statusCode: 200,
+      body: {
+        status: 'degraded',
+        backend,
+        version: VERSION,
+        reason: recent.full
+          ? 'storage is full: writes are failing'
+          : `${recent.failures} storage write(s) failed in the last ${seconds} s`,
+        writeFailures: recent.failures,
+        lastWriteFailure: recent.last && { at: new Date(recent.last.at).toISOString(), kind: recent.last.kind },
+      },
+    };
   },
 });
 
-export const healthRoutes: RouteDef[] = [health];
+export const ready = defineRoute({
+  method: 'GET',
+  path: '/ready',
+  group: 'log',
+  summary: 'Readiness: a probe write; 200 when storage is reachable and writable, 503 when not.',
+  access: { action: 'public' },
+  async run({ services }) {
+    const backend = services.storage.kind;
+    const now = services.clock();
+    try {
+      await services.storage.items.put('meta', {
+        ...READY_PROBE,
+        ver: 1,
+        attrs: { at: now },
+        expiresAt: Math.floor(now / 1000) + READY_PROBE_TTL_S,
+      });
+    } catch (e) {
+      return notAnswering('not_ready', backend, e);
+    }
+    return { statusCode: 200, body: { status: 'ready', backend, version: VERSION } };
+  },
+});
+
+export const healthRoutes: RouteDef[] = [health, ready];

@@ -1,7 +1,20 @@
 import type { Notifier } from '../notifier.js';
+import type { WaitAdmission } from '../wait-slots.js';
 
 /** Long-poll re-read interval: what another process's push waits at most to be seen. */
 export const REPOLL_MS = 1000;
+/**
+ * How long a request that would wait holds when the wait cap is reached, before its last look
+ * and an empty answer. An immediate empty answer would make Queen's consume loop ask again at
+ * once (it re-polls at once after a 204 to `wait=true`): held, such a client asks about once a
+ * second at most.
+ */
+export const CAPPED_HOLD_MS = 1500;
+
+/** Admits waits against the deployment-wide cap (`WaitSlots`); without one every wait is admitted. */
+export interface WaitGate {
+  take(budgetMs: number): Promise<WaitAdmission>;
+}
 
 /** One long poll: see {@link LongPoll.wait}. */
 export interface WaitRequest<T> {
@@ -29,6 +42,10 @@ export interface WaitRequest<T> {
  * wake on pushes in this process; re-read storage every {@link REPOLL_MS} for other
  * processes' pushes (another Lambda instance's push wakes nobody here).
  *
+ * With a {@link WaitGate}, a request whose first look finds nothing takes a wait slot before
+ * it waits and releases it at the end; when the cap is reached it holds
+ * {@link CAPPED_HOLD_MS} instead (docs/DEPLOYING.md, "Quotas"), looks once more and answers.
+ *
  * @example
  * ```ts
  * const r = await longPoll.wait({ queue: 'orders', budgetMs: 20_000, signal, look: () => popOnce(req) });
@@ -40,12 +57,29 @@ export class LongPoll {
   /** Baton keys where a woken waiter was turned away while another was probing. */
   private readonly denied = new Set<string>();
 
-  constructor(private readonly notifier: Notifier) {}
+  constructor(
+    private readonly notifier: Notifier,
+    private readonly gate?: WaitGate | undefined,
+  ) {}
 
-  /** Looks until `look` finds something or the budget runs out (then null, or the last look with `lookAtEnd`). */
+  /**
+   * Looks until `look` finds something or the budget runs out (then null, or the last look
+   * with `lookAtEnd`). With the wait cap reached: a short hold, one more look, then that.
+   */
   async wait<T>(req: WaitRequest<T>): Promise<T | null> {
+    let admission: WaitAdmission | undefined;
+    try {
+      return await this.poll(req, async () => (admission = await this.gate?.take(req.budgetMs)));
+    } finally {
+      if (admission?.admitted) await admission.release();
+    }
+  }
+
+  /** The wait itself; `admit` runs once, when the first look found nothing and there is time to wait. */
+  private async poll<T>(req: WaitRequest<T>, admit: () => Promise<WaitAdmission | undefined>): Promise<T | null> {
     const { queue, signal, baton: key } = req;
-    const deadline = performance.now() + Math.max(0, req.budgetMs);
+    const started = performance.now();
+    const deadline = started + Math.max(0, req.budgetMs);
     for (let first = true; ; first = false) {
       // Listen before reading, so a push landing during the read is not missed.
       const remaining = deadline - performance.now();
@@ -77,6 +111,14 @@ export class LongPoll {
         if (r !== null) return r;
       }
       if (!woke) break;
+      if (first && (await admit())?.admitted === false) {
+        // Cap reached: hold (a push here still wakes it), look once more, answer.
+        const holdEnd = Math.min(deadline, started + CAPPED_HOLD_MS);
+        let woken = await woke;
+        while (!woken && !signal?.aborted && performance.now() < holdEnd)
+          woken = await this.notifier.wait(queue, holdEnd - performance.now(), signal);
+        return signal?.aborted && !req.lookAtEnd ? null : req.look();
+      }
       await woke;
       if (signal?.aborted || performance.now() >= deadline) return req.lookAtEnd ? req.look() : null;
     }

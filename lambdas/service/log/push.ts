@@ -3,7 +3,14 @@ import { firstOccurrences } from '../../core/dedup.js';
 import { SluiceError } from '../../core/errors.js';
 import { uuidv7 } from '../../core/ids.js';
 import { DEFAULT_PARTITION, assertName } from '../../core/names.js';
-import { ConditionFailedError, ContentionError, TakeWriteError, type Storage } from '../../storage/port.js';
+import {
+  ConditionFailedError,
+  ContentionError,
+  StoreFullError,
+  StoreUnavailableError,
+  TakeWriteError,
+  type Storage,
+} from '../../storage/port.js';
 import type { PayloadCipherLike } from '../encryption.js';
 import type { Notifier } from '../notifier.js';
 import type { Telemetry } from '../telemetry.js';
@@ -76,6 +83,8 @@ interface Waiter {
   resolve: (r: PushResult[]) => void;
   reject: (e: unknown) => void;
 }
+const isStorageFailure = (e: unknown): boolean =>
+  e instanceof StoreUnavailableError || e instanceof StoreFullError || e instanceof ContentionError;
 
 /**
  * Pushes: messages grouped by (queue, partition), each partition's share committed as one
@@ -181,9 +190,10 @@ export class PushService {
       if (s.status === 'fulfilled') out = s.value;
       else {
         const e: unknown = s.reason;
-        // Nothing of the push was written: a domain error answers the whole request (a 4xx,
-        // or a 503 the client may retry as a whole).
-        if (e instanceof SluiceError && !anyCommitted) throw e;
+        // Nothing of the push was written: a domain or storage error answers the whole request
+        // (a 4xx, a 503 the client may retry as a whole, a 507), so a client that trusts the
+        // status does not drop the batch.
+        if (!anyCommitted && (e instanceof SluiceError || isStorageFailure(e))) throw e;
         // Other shares are committed, so this one is reported per item ('failed'), never as
         // an error status whose retry would store the committed shares again. The reason a
         // person sees is the domain message; anything else stays in the log, not the reply.
@@ -199,7 +209,13 @@ export class PushService {
               error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e),
             }),
           );
-          error = `push to ${g.queue}/${g.partition} failed (internal error); retry it (repeated transactionIds are deduplicated)`;
+          const what =
+            e instanceof StoreFullError
+              ? 'storage full'
+              : isStorageFailure(e)
+                ? 'storage unavailable'
+                : 'internal error';
+          error = `push to ${g.queue}/${g.partition} failed (${what}); retry it (repeated transactionIds are deduplicated)`;
         }
         out = g.idx.map((i) => {
           const it = items[i] as PushItem;

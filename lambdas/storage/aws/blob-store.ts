@@ -1,6 +1,7 @@
 /**
  * The AWS blob store: the port's blobs as S3 objects in one bucket, put-if-absent as
- * `If-None-Match: *`.
+ * `If-None-Match: *`. `SlowDown` and 503s past the retries, 5xx answers and lost connections
+ * surface as the port's `StoreUnavailableError` (`retry.ts`).
  */
 import {
   DeleteObjectCommand,
@@ -10,7 +11,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { ConditionFailedError, type BlobInfo, type BlobStore } from '../port.js';
-import { backoff, errorName, S3_CONFLICT_RETRIES, sleep, statusOf, throttled } from './retry.js';
+import { backoff, errorName, S3_CONFLICT_RETRIES, sleep, statusOf, throttled, unavailable } from './retry.js';
 
 /**
  * The port's {@link BlobStore} over an S3 bucket.
@@ -30,7 +31,7 @@ export class S3BlobStore implements BlobStore {
   async put(key: string, bytes: Uint8Array, opts: { ifAbsent?: boolean } = {}): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
-        await throttled(() =>
+        await throttled('S3 PutObject', () =>
           this.s3.send(
             new PutObjectCommand({
               Bucket: this.bucket,
@@ -59,18 +60,21 @@ export class S3BlobStore implements BlobStore {
 
   async get(key: string): Promise<Uint8Array | undefined> {
     try {
-      const out = await throttled(() => this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key })));
+      const out = await throttled('S3 GetObject', () =>
+        this.s3.send(new GetObjectCommand({ Bucket: this.bucket, Key: key })),
+      );
       if (out.Body === undefined) return new Uint8Array(0);
       return await out.Body.transformToByteArray();
     } catch (err) {
       if (errorName(err) === 'NoSuchKey' || statusOf(err) === 404) return undefined;
-      throw err;
+      // The body stream can break after the headers came: that is no answer either.
+      throw unavailable(err, 'S3 GetObject') ?? err;
     }
   }
 
   async delete(key: string): Promise<void> {
     // S3 deletes are idempotent: a missing key answers 204 like a present one.
-    await throttled(() => this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key })));
+    await throttled('S3 DeleteObject', () => this.s3.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key })));
   }
 
   async list(
@@ -81,7 +85,7 @@ export class S3BlobStore implements BlobStore {
     if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) {
       throw new Error(`list limit must be a positive integer, got ${limit}`);
     }
-    const out = await throttled(() =>
+    const out = await throttled('S3 ListObjectsV2', () =>
       this.s3.send(
         new ListObjectsV2Command({
           Bucket: this.bucket,

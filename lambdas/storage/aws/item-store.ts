@@ -3,7 +3,11 @@
  * `schema.ts`), items marshalled by `marshal.ts`.
  *
  * Every guarded write asks for `ReturnValuesOnConditionCheckFailure: 'ALL_OLD'`, so a failed
- * guard reports the item as found without a second read (and without its race).
+ * guard reports the item as found without a second read (and without its race). A failed
+ * guard with no item in the answer means the key is absent, except for a put-if-absent: then an
+ * emulator ignored the option, and the item is read back.
+ * Throttling past the retries, 5xx answers and lost connections surface as the port's
+ * `StoreUnavailableError` (`retry.ts`).
  */
 import {
   BatchGetItemCommand,
@@ -23,6 +27,7 @@ import {
   ContentionError,
   MAX_GET_MANY,
   MAX_TRANSACT_OPS,
+  StoreUnavailableError,
   TABLES,
   type Condition,
   type Item,
@@ -39,12 +44,24 @@ import {
 import { randomBytes } from 'node:crypto';
 import { decodeItem, encodeItem, encodeKey, guard, sameItem, type AvMap } from './marshal.js';
 import { TAKE_TOKEN_ATTRIBUTE } from './schema.js';
-import { attemptsOf, backoff, BATCH_GET_STALLS, CONTENTION_RETRIES, errorName, sleep, throttled } from './retry.js';
+import {
+  attemptsOf,
+  backoff,
+  BATCH_GET_STALLS,
+  CONTENTION_RETRIES,
+  errorName,
+  sleep,
+  throttled,
+  THROTTLED_RETRY_AFTER_S,
+} from './retry.js';
 
 /** Compares as DynamoDB orders string keys: by UTF-8 bytes (JS `<` compares UTF-16 units). */
 function cmp(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
 }
+
+/** The key of an encoded item. */
+const keyOf = (av: AvMap): ItemKey => ({ pk: av['pk']?.S ?? '', sk: av['sk']?.S ?? '' });
 
 /** Above every key that starts with a prefix (but for keys continuing with U+10FFFF itself). */
 const PREFIX_END = '\u{10FFFF}';
@@ -79,12 +96,17 @@ export class DynamoItemStore implements ItemStore {
   }
 
   async get(table: TableName, key: ItemKey): Promise<Item | undefined> {
-    const out = await throttled(() =>
+    return decodeItem(await this.getRaw(table, key));
+  }
+
+  /** The item under `key` as stored (strongly consistent). */
+  private async getRaw(table: TableName, key: ItemKey): Promise<AvMap | undefined> {
+    const out = await throttled('GetItem', () =>
       this.ddb.send(
         new GetItemCommand({ TableName: this.tableName(table), Key: encodeKey(key), ConsistentRead: true }),
       ),
     );
-    return decodeItem(out.Item);
+    return out.Item;
   }
 
   async getMany(table: TableName, keys: ItemKey[]): Promise<(Item | undefined)[]> {
@@ -98,7 +120,7 @@ export class DynamoItemStore implements ItemStore {
     const found = new Map<string, Item>();
     let pending: AvMap[] = [...distinct.values()].map(encodeKey);
     for (let stalls = 0; pending.length > 0;) {
-      const out = await throttled(() =>
+      const out = await throttled('BatchGetItem', () =>
         this.ddb.send(new BatchGetItemCommand({ RequestItems: { [name]: { Keys: pending, ConsistentRead: true } } })),
       );
       for (const av of out.Responses?.[name] ?? []) {
@@ -108,8 +130,13 @@ export class DynamoItemStore implements ItemStore {
       const left = out.UnprocessedKeys?.[name]?.Keys ?? [];
       // Unprocessed keys mean throttling or the 16 MB response cap: back off, then ask again.
       stalls = left.length < pending.length ? 0 : stalls + 1;
-      if (stalls > BATCH_GET_STALLS)
-        throw new Error(`BatchGetItem on ${name} made no progress: ${left.length} keys left unprocessed`);
+      if (stalls > BATCH_GET_STALLS) {
+        throw new StoreUnavailableError(
+          'throttled',
+          THROTTLED_RETRY_AFTER_S,
+          `BatchGetItem on ${name} made no progress: ${left.length} keys left unprocessed`,
+        );
+      }
       pending = left;
       if (pending.length > 0) await sleep(backoff(stalls, 50, 2_000));
     }
@@ -178,7 +205,7 @@ export class DynamoItemStore implements ItemStore {
       ...(limit !== undefined ? { Limit: limit } : {}),
       ...(after !== undefined ? { ExclusiveStartKey: { pk: { S: pk }, sk: { S: after } } } : {}),
     };
-    const out = await throttled(() => this.ddb.send(new QueryCommand(input)));
+    const out = await throttled('Query', () => this.ddb.send(new QueryCommand(input)));
     const items = (out.Items ?? []).map((av) => decodeItem(av) as Item);
     // LastEvaluatedKey can come with an exactly-full page: `next` only promises "more MAY follow".
     if (out.LastEvaluatedKey === undefined) return { items };
@@ -246,19 +273,40 @@ export class DynamoItemStore implements ItemStore {
 
     // The SDK does not retry a cancelled transaction; one cancelled only by conflicts (another
     // transaction on the same items in flight) wrote nothing and may be sent again.
+    let sends = 0;
     for (let attempt = 0; ; attempt++) {
       try {
-        await throttled(() => this.ddb.send(new TransactWriteItemsCommand({ TransactItems: items })));
+        await throttled('TransactWriteItems', () => {
+          sends++;
+          return this.ddb.send(new TransactWriteItemsCommand({ TransactItems: items }));
+        });
         return;
       } catch (err) {
-        if (errorName(err) !== 'TransactionCanceledException') throw err;
+        const name = errorName(err);
+        // The SDK's retry of a send whose answer was lost, while that send still runs: its
+        // outcome shows once it ends, so wait and send again (a guard then tells, below).
+        if (name === 'TransactionInProgressException' && attempt < CONTENTION_RETRIES) {
+          await sleep(50 + backoff(attempt, 50, 1_000));
+          continue;
+        }
+        if (name !== 'TransactionCanceledException') throw err;
         const reasons = (err as { CancellationReasons?: CancellationReason[] }).CancellationReasons ?? [];
-        const failed = reasons.flatMap((r, index) =>
-          r.Code === 'ConditionalCheckFailed' ? [{ index, current: decodeItem(r.Item) }] : [],
-        );
-        if (failed.length > 0) throw new ConditionFailedError(failed);
+        if (reasons.some((r) => r.Code === 'ConditionalCheckFailed')) {
+          const found = await Promise.all(
+            reasons.map(async (r, i) =>
+              r.Code !== 'ConditionalCheckFailed' ? undefined : (r.Item ?? this.missingItem(ops[i] as WriteOp)),
+            ),
+          );
+          if ((sends > 1 || attemptsOf(err) > 1) && appliedBefore(ops, items, found)) return;
+          throw new ConditionFailedError(
+            reasons.flatMap((r, index) =>
+              r.Code === 'ConditionalCheckFailed' ? [{ index, current: decodeItem(found[index]) }] : [],
+            ),
+          );
+        }
         // Only conflicts (or throttling) with nothing else wrong: the whole set can be retried.
         const transient = reasons.filter((r) => r.Code !== 'None' && r.Code !== undefined);
+        const conflicts = transient.some((r) => r.Code === 'TransactionConflict');
         const retryable =
           transient.length > 0 &&
           transient.every(
@@ -267,15 +315,21 @@ export class DynamoItemStore implements ItemStore {
               r.Code === 'ThrottlingError' ||
               r.Code === 'ProvisionedThroughputExceeded',
           );
+        // A validation error or a full item collection: sending it again cannot help.
         if (!retryable) throw err;
         if (attempt >= CONTENTION_RETRIES) {
-          if (transient.some((r) => r.Code === 'TransactionConflict')) {
+          if (conflicts) {
             throw new ContentionError(
               `transaction conflicted ${attempt + 1} times with other writes on the same items`,
               { cause: err },
             );
           }
-          throw err;
+          throw new StoreUnavailableError(
+            'throttled',
+            THROTTLED_RETRY_AFTER_S,
+            `TransactWriteItems was throttled ${attempt + 1} times`,
+            { cause: err },
+          );
         }
       }
       await sleep(10 + backoff(attempt, 20, 1_000));
@@ -308,7 +362,7 @@ export class DynamoItemStore implements ItemStore {
   private async takeOnce(table: TableName, key: ItemKey, count: number): Promise<Taken> {
     const token = randomBytes(12).toString('base64url');
     try {
-      const out = await throttled(() =>
+      const out = await throttled('UpdateItem', () =>
         this.ddb.send(
           new UpdateItemCommand({
             TableName: this.tableName(table),
@@ -341,6 +395,15 @@ export class DynamoItemStore implements ItemStore {
     }
   }
 
+  /**
+   * The item a failed guard found when the answer carried none: absent, unless the guard was
+   * put-if-absent (DynamoDB returns any item it finds; an emulator may not), then read back.
+   */
+  private async missingItem(op: WriteOp): Promise<AvMap | undefined> {
+    if (op.cond?.kind !== 'absent') return undefined;
+    return this.getRaw(op.table, op.op === 'put' ? op.item : op.key);
+  }
+
   private transactItem(op: WriteOp): TransactWriteItem {
     const TableName = this.tableName(op.table);
     const g = guard(op.cond);
@@ -356,31 +419,35 @@ export class DynamoItemStore implements ItemStore {
   }
 
   private async putOne(table: TableName, av: AvMap, cond: Condition | undefined): Promise<WriteResult> {
+    let sends = 0;
     try {
-      await throttled(() =>
-        this.ddb.send(
+      await throttled('PutItem', (send) => {
+        sends = send + 1;
+        return this.ddb.send(
           new PutItemCommand({
             TableName: this.tableName(table),
             Item: av,
             ...guard(cond),
             ...(cond ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
           }),
-        ),
-      );
+        );
+      });
       return { ok: true };
     } catch (err) {
       if (errorName(err) !== 'ConditionalCheckFailedException') throw err;
-      const found = (err as { Item?: AvMap }).Item;
-      // The SDK retried after a lost response and now trips over our own first attempt: the
-      // item as found is byte-for-byte what we wrote, so the write did happen.
-      if (attemptsOf(err) > 1 && sameItem(found, av)) return { ok: true };
+      const found =
+        (err as { Item?: AvMap }).Item ?? (cond?.kind === 'absent' ? await this.getRaw(table, keyOf(av)) : undefined);
+      // The SDK (after a lost response) or `throttled` (after throttled retries of one) sent it
+      // again, and it trips over our own earlier send: the item as found is byte-for-byte what
+      // we wrote, so the write did happen.
+      if ((sends > 1 || attemptsOf(err) > 1) && sameItem(found, av)) return { ok: true };
       return { ok: false, current: decodeItem(found) };
     }
   }
 
   private async deleteOne(table: TableName, key: ItemKey, cond: Condition | undefined): Promise<WriteResult> {
     try {
-      await throttled(() =>
+      await throttled('DeleteItem', () =>
         this.ddb.send(
           new DeleteItemCommand({
             TableName: this.tableName(table),
@@ -393,7 +460,29 @@ export class DynamoItemStore implements ItemStore {
       return { ok: true };
     } catch (err) {
       if (errorName(err) !== 'ConditionalCheckFailedException') throw err;
-      return { ok: false, current: decodeItem((err as { Item?: AvMap }).Item) };
+      // A delete guarded by 'absent' fails only on an item: one missing from the answer is read back.
+      const found =
+        (err as { Item?: AvMap }).Item ?? (cond?.kind === 'absent' ? await this.getRaw(table, key) : undefined);
+      return { ok: false, current: decodeItem(found) };
     }
   }
+}
+
+/**
+ * Whether a transaction cancelled on a repeat send was applied by an earlier send of ours: every
+ * guarded put that a repeat must fail (put-if-absent, or a version change) failed on exactly the
+ * item it writes. Only our own send writes all of them byte for byte (the segment and marker
+ * of a push carry its id).
+ */
+function appliedBefore(ops: WriteOp[], items: TransactWriteItem[], found: (AvMap | undefined)[]): boolean {
+  let proofs = 0;
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i] as WriteOp;
+    if (op.op !== 'put' || op.cond === undefined || op.cond.kind === 'exists') continue;
+    if (op.cond.kind === 'version' && op.cond.ver === op.item.ver) continue; // a repeat passes its guard
+    const sent = items[i]?.Put?.Item;
+    if (sent === undefined || !sameItem(found[i], sent)) return false;
+    proofs++;
+  }
+  return proofs > 0;
 }

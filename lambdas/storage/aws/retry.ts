@@ -10,9 +10,14 @@
  * - S3's 409 on concurrent conditional writes ({@link S3_CONFLICT_RETRIES}): the retry sees
  *   the winner (412) or succeeds;
  * - and, not a retry but its consequence, recognising its own write after a lost answer
- *   ({@link attemptsOf}, with `sameItem`): the SDK's retry of an applied put-if-absent fails
- *   its guard on our own item.
+ *   ({@link attemptsOf}, with `sameItem`): the SDK's retry (or ours) of an applied guarded
+ *   write fails its guard on our own item.
+ *
+ * What is left after them (throttling past every retry, 5xx answers, no answer at all) becomes
+ * the port's `StoreUnavailableError` ({@link unavailable}), which the HTTP layer answers 503.
  */
+
+import { StoreUnavailableError } from '../port.js';
 
 /** Attempts past the SDK's own on a throttled request. */
 export const THROTTLE_RETRIES = 4;
@@ -22,6 +27,10 @@ export const CONTENTION_RETRIES = 5;
 export const BATCH_GET_STALLS = 8;
 /** Re-sends of an S3 conditional put answered 409 ConditionalRequestConflict. */
 export const S3_CONFLICT_RETRIES = 5;
+/** Suggested wait (`Retry-After`) after throttling outlasted the retries: they took seconds already. */
+export const THROTTLED_RETRY_AFTER_S = 2;
+/** Suggested wait after no answer or a 5xx: long enough for a failover or a network blip. */
+export const UNREACHABLE_RETRY_AFTER_S = 5;
 
 /**
  * Resolves after `ms` milliseconds.
@@ -78,21 +87,82 @@ export function statusOf(err: unknown): number | undefined {
   return undefined;
 }
 
+/** Node's codes for a connection that failed or died (the SDK passes them through). */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
+/** The SDK's names for a request that got no answer in time. */
+const TIMEOUT_NAMES = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException']);
+
 /**
- * Runs `call`, retrying throttling past the SDK's own attempts (up to {@link THROTTLE_RETRIES}
- * more): a throttled request was not applied, so repeating it is safe even for a conditional write.
+ * Whether an SDK error, after every retry, means the store was throttling (the request was not
+ * applied).
  *
  * @example
  * ```ts
- * const out = await throttled(() => ddb.send(new GetItemCommand(input)));
+ * if (isThrottling(err)) await sleep(backoff(attempt, 100, 2_000));
  * ```
  */
-export async function throttled<T>(call: () => Promise<T>): Promise<T> {
+export const isThrottling = (err: unknown): boolean => THROTTLED.has(errorName(err) ?? '');
+
+/**
+ * The port's {@link StoreUnavailableError} for an SDK error that means the store could not take
+ * the request (throttling, a 5xx, no answer), or `undefined` for any other error (a failed guard,
+ * a missing key, a bad request), which callers handle or rethrow as it is.
+ *
+ * @example
+ * ```ts
+ * throw unavailable(err, 'PutItem') ?? err;
+ * ```
+ */
+export function unavailable(err: unknown, what: string): StoreUnavailableError | undefined {
+  const name = errorName(err) ?? '';
+  const status = statusOf(err);
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (isThrottling(err)) {
+    return new StoreUnavailableError('throttled', THROTTLED_RETRY_AFTER_S, `${what} was throttled past every retry`, {
+      cause: err,
+    });
+  }
+  if (status !== undefined && status >= 500) {
+    return new StoreUnavailableError('failing', UNREACHABLE_RETRY_AFTER_S, `${what} failed with ${status} ${name}`, {
+      cause: err,
+    });
+  }
+  if (TIMEOUT_NAMES.has(name) || (typeof code === 'string' && NETWORK_CODES.has(code))) {
+    return new StoreUnavailableError('unreachable', UNREACHABLE_RETRY_AFTER_S, `${what} got no answer (${name})`, {
+      cause: err,
+    });
+  }
+  return undefined;
+}
+
+/**
+ * Runs `call`, retrying throttling past the SDK's own attempts (up to {@link THROTTLE_RETRIES}
+ * more): a throttled request was not applied, so repeating it is safe even for a conditional
+ * write. What still fails for want of the store is thrown as {@link unavailable} says; other
+ * errors as they are. `call` gets the number of the send (0 first), so a guarded write can
+ * tell that an earlier send of its own may have been applied.
+ *
+ * @example
+ * ```ts
+ * const out = await throttled('GetItem', () => ddb.send(new GetItemCommand(input)));
+ * ```
+ */
+export async function throttled<T>(what: string, call: (send: number) => Promise<T>): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await call();
+      return await call(attempt);
     } catch (err) {
-      if (attempt >= THROTTLE_RETRIES || !THROTTLED.has(errorName(err) ?? '')) throw err;
+      if (attempt >= THROTTLE_RETRIES || !isThrottling(err)) throw unavailable(err, what) ?? err;
       await sleep(100 + backoff(attempt, 100, 2_000));
     }
   }

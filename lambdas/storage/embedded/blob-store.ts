@@ -7,6 +7,7 @@ import type { Dirent } from 'node:fs';
 import { link, lstat, mkdir, open, readdir, readFile, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ConditionFailedError, type BlobInfo, type BlobStore } from '../port.js';
+import { storeError } from './errors.js';
 
 /** S3's page cap: larger `limit`s are clamped so callers page the same way on both adapters. */
 const MAX_LIST = 1000;
@@ -92,7 +93,11 @@ export class FileBlobStore implements BlobStore {
   }
 
   put(key: string, bytes: Uint8Array, opts?: { ifAbsent?: boolean }): Promise<void> {
-    return this.track(this.doPut(key, bytes, opts?.ifAbsent === true));
+    return this.track(
+      this.doPut(key, bytes, opts?.ifAbsent === true).catch((e: unknown) => {
+        throw storeError(e);
+      }),
+    );
   }
 
   async get(key: string): Promise<Uint8Array | undefined> {
@@ -206,10 +211,16 @@ export class FileBlobStore implements BlobStore {
     const tmp = join(this.tmpDir, `${randomUUID()}.tmp`);
     const fh = await open(tmp, 'wx');
     try {
-      await fh.writeFile(bytes);
-      await fh.sync();
-    } finally {
-      await fh.close();
+      try {
+        await fh.writeFile(bytes);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+    } catch (err) {
+      // A full disk fails here: a partial temp file would only hold on to the space.
+      await unlink(tmp).catch(() => undefined);
+      throw err;
     }
 
     let tmpLeft = true;

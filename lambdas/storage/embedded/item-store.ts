@@ -22,6 +22,7 @@ import {
   type WriteResult,
 } from '../port.js';
 import { assertItemSize, attrsJson } from '../size.js';
+import { storeError } from './errors.js';
 
 interface Row {
   pk: string;
@@ -257,7 +258,10 @@ export class SqliteItemStore implements ItemStore {
             job.value =
               job.kind === 'all' ? (applyAll(job.ops, job.jsons), undefined) : writeEachFast(job.ops, job.jsons);
         } catch (e) {
-          job.error = e;
+          // SQLite rolls the whole transaction back on some errors (a full disk, an I/O error):
+          // then no later call may run outside it, in autocommit, so the group fails as one.
+          if (!db.inTransaction) throw e;
+          job.error = storeError(e);
         }
       }
     });
@@ -378,7 +382,8 @@ export class SqliteItemStore implements ItemStore {
       this.txGroup.immediate(jobs);
     } catch (e) {
       // The commit itself failed (disk full, I/O error): nothing of the group is durable.
-      for (const j of jobs) j.reject(e);
+      const err = storeError(e);
+      for (const j of jobs) j.reject(err);
       return;
     }
     for (const j of jobs) {
