@@ -3,12 +3,12 @@ import { buildServices, type Services } from '../../lambdas/service/runtime.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 
 /**
- * A clock tests move by hand: `now` is explicit, nothing sleeps. It starts in the future:
- * DynamoDB Local deletes items whose TTL has passed by the real clock, so items a test dates
- * by this clock (reservations, markers) must not look expired to it.
+ * A clock tests move by hand: `now` is explicit, nothing sleeps. It starts at the real time:
+ * DynamoDB Local deletes items whose TTL has passed by the real clock (so items this clock
+ * dates must not look expired to it), and blob modification times are real.
  */
 export class TestClock {
-  constructor(public t: number = Date.UTC(2030, 0, 1)) {}
+  constructor(public t: number = Date.now()) {}
   now = (): number => this.t;
   advance(ms: number): void {
     this.t += ms;
