@@ -29,6 +29,27 @@ export function nameProblem(name: unknown, kind: NameKind): string | undefined {
 }
 
 /**
+ * Why `name` may not be given to a new queue, partition or group, or undefined when it may: the
+ * rule of {@link nameProblem}, and not `.` or `..`. URLs cannot carry those two as path segments
+ * (fetch, browsers and most HTTP clients fold them away, so only `curl --path-as-is` reaches
+ * them); ones made before this rule stay readable and deletable by such a client, so reads and
+ * deletes check {@link nameProblem} only.
+ *
+ * @example
+ * ```ts
+ * newNameProblem('..', 'queue'); // 'queue name must not be "." or "..": ...'
+ * nameProblem('..', 'queue');    // undefined: an existing queue can still be addressed
+ * ```
+ */
+export function newNameProblem(name: unknown, kind: NameKind): string | undefined {
+  const problem = nameProblem(name, kind);
+  if (problem) return problem;
+  if (name === '.' || name === '..')
+    return `${kind} name must not be "." or "..": URLs cannot carry it (HTTP clients drop such path segments)`;
+  return undefined;
+}
+
+/**
  * Throws `invalid_request` unless `name` is a valid name.
  *
  * @example

@@ -174,6 +174,21 @@ export class Grants {
     );
   }
 
+  /**
+   * Throws `forbidden` (403) unless `principal` may `action` on `queue`, without naming the
+   * queue: for a queue the caller did not name but reached through a partition id, a lease id
+   * or a group, whose name the refusal must not tell it.
+   */
+  checkUnnamed(principal: string, action: GrantAction, queue: string): void {
+    if (this.allows(principal, action, queue)) return;
+    throw new SluiceError(
+      'forbidden',
+      this.closedReason ??
+        `${principal} may not ${action} on the queue this request reaches: no grant allows it (${DOCS})`,
+      { action },
+    );
+  }
+
   /** Throws `forbidden` (403) unless `principal` may `action` on some queue. */
   checkSome(principal: string, action: GrantAction): void {
     if (this.allowsSome(principal, action)) return;

@@ -47,7 +47,8 @@ export interface RouteInput<B, Q, P> {
   /**
    * Throws `forbidden` (403) unless the caller may do `action` (default: the route's) on
    * `queue`. For routes that learn their queue only while running (their `access.queues` does
-   * not name it), call this before acting on or revealing anything of that queue.
+   * not name it), call this before acting on or revealing anything of that queue. The refusal
+   * does not name the queue: the caller did not, and may not be allowed to learn it.
    */
   authorize: (queue: string, action?: Action) => void;
   /** Whether the caller may do `action` (default: the route's) on `queue`: to filter listings. */
@@ -246,7 +247,7 @@ export function makeHandler(routes: RouteDef[], options: { services?: () => Prom
     grants ??= grantsFromEnv();
     const enforced = grants;
     const authorize = (queue: string, action: Action = def.access.action): void => {
-      if (action !== 'public') enforced.check(principal, action, queue);
+      if (action !== 'public') enforced.checkUnnamed(principal, action, queue);
     };
     const allowed = (queue: string, action: Action = def.access.action): boolean =>
       action === 'public' || enforced.allows(principal, action, queue);

@@ -45,8 +45,58 @@ function unauthorized(message: string): HttpResponse {
 }
 
 /**
+ * Bearer-token authentication from the `Authorization` header alone: the principal a token
+ * from `tokens` (token to principal) maps to, or the 401 to answer. The local server runs it
+ * on the request's headers, before reading the body (see edge.ts).
+ *
+ * @example
+ * ```ts
+ * const authenticate = bearerAuthenticator(config.tokens ?? {});
+ * authenticate('Bearer a-long-random-secret-of-16-or-more-characters'); // { principal: 'billing-service' }
+ * ```
+ */
+export function bearerAuthenticator(
+  tokens: Record<string, string>,
+): (authorization: string | undefined) => { principal: string } | { respond: HttpResponse } {
+  // Compared by digest, so the lookup's timing says nothing about how much of a token matched.
+  const byDigest = new Map(Object.entries(tokens).map(([token, principal]) => [digest(token), principal]));
+  return (header) => {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+    if (!m)
+      return {
+        respond: unauthorized(
+          'missing bearer token: send "Authorization: Bearer <token>" with a token from the grants file',
+        ),
+      };
+    const principal = byDigest.get(digest(m[1] as string));
+    return principal === undefined ? { respond: unauthorized('unknown bearer token') } : { principal };
+  };
+}
+
+/**
+ * The principal as the handlers read it: where API Gateway's Lambda authorizer puts it
+ * (`requestContext.authorizer.lambda.principal`).
+ *
+ * @example
+ * ```ts
+ * const authed = asPrincipal(event, 'billing-service');
+ * ```
+ */
+export function asPrincipal(event: HttpEvent, principal: string): HttpEvent {
+  const authed: HttpEvent = {
+    ...event,
+    requestContext: { ...event.requestContext, authorizer: { lambda: { principal } } } as HttpEvent['requestContext'],
+  };
+  // The received bytes are kept per event object: hand them to the copy.
+  copyBodyBytes(event, authed);
+  return authed;
+}
+
+/**
  * Wraps a handler so every request needs `Authorization: Bearer <token>` with a token from
- * `tokens` (token to principal); anything else is answered 401 before the handler runs.
+ * `tokens` (token to principal); anything else is answered 401 before the handler runs. The
+ * local server itself authenticates earlier, from the headers (edge.ts); this is for running
+ * handlers without it.
  *
  * @example
  * ```ts
@@ -54,23 +104,10 @@ function unauthorized(message: string): HttpResponse {
  * ```
  */
 export function withBearerTokens(handler: LambdaHttpHandler, tokens: Record<string, string>): LambdaHttpHandler {
-  // Compared by digest, so the lookup's timing says nothing about how much of a token matched.
-  const byDigest = new Map(Object.entries(tokens).map(([token, principal]) => [digest(token), principal]));
+  const authenticate = bearerAuthenticator(tokens);
   return async (event, context) => {
-    const header = event.headers?.['authorization'] ?? '';
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!m)
-      return unauthorized(
-        'missing bearer token: send "Authorization: Bearer <token>" with a token from the grants file',
-      );
-    const principal = byDigest.get(digest(m[1] as string));
-    if (principal === undefined) return unauthorized('unknown bearer token');
-    const authed: HttpEvent = {
-      ...event,
-      requestContext: { ...event.requestContext, authorizer: { lambda: { principal } } } as HttpEvent['requestContext'],
-    };
-    // The received bytes are kept per event object: hand them to the copy.
-    copyBodyBytes(event, authed);
-    return handler(authed, context);
+    const who = authenticate(event.headers?.['authorization']);
+    if ('respond' in who) return who.respond;
+    return handler(asPrincipal(event, who.principal), context);
   };
 }

@@ -4,9 +4,11 @@
  *
  *   npm start -- --port 6632 --data-dir ./.sluice-data
  *   npm start -- --host 0.0.0.0 --grants ./grants.json   # bearer tokens + per-queue grants
+ *   npm start -- --cors-origin http://localhost:5173      # a dashboard served from elsewhere
  *
  * Without a grants file the server is open to anyone who reaches it, so it only listens on
- * loopback then.
+ * loopback then, and answers only requests addressed to a loopback name from no other web
+ * origin (docs/SECURITY.md).
  */
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
@@ -17,8 +19,9 @@ import { ALL_ROUTES } from '../http/routes.js';
 import { runMaintenance } from '../service/maintenance/maintenance.js';
 import { buildServices, useServices } from '../service/runtime.js';
 import type { Storage } from '../storage/port.js';
-import { assertSafeBind, withBearerTokens } from './auth.js';
-import { startLocalServer, type LambdaHttpHandler } from './server.js';
+import { assertSafeBind, bearerAuthenticator, withBearerTokens } from './auth.js';
+import { corsOriginProblem, requestGate } from './edge.js';
+import { SERVER_LIMITS, startLocalServer, type LambdaHttpHandler } from './server.js';
 
 // Old-generation growth capped at 2x the live data (V8 allows 4x): less memory resident for as
 // many full collections (docs/BENCHMARKS.md, Local server and build). V8 reads it at each collection.
@@ -31,12 +34,16 @@ const { values } = parseArgs({
     'data-dir': { type: 'string' },
     sync: { type: 'string' },
     grants: { type: 'string' },
+    'cors-origin': { type: 'string', multiple: true },
+    'allowed-host': { type: 'string', multiple: true },
+    'max-connections': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (values.help) {
   console.log(
-    'usage: npm start -- [--port 6632] [--host 127.0.0.1] [--data-dir ./.sluice-data] [--sync full|normal] [--grants grants.json]',
+    'usage: npm start -- [--port 6632] [--host 127.0.0.1] [--data-dir ./.sluice-data] [--sync full|normal] [--grants grants.json]\n' +
+      '                    [--cors-origin https://dash.example]... [--allowed-host sluice.internal]... [--max-connections 1000]',
   );
   process.exit(0);
 }
@@ -47,23 +54,51 @@ if (values.host) env.SLUICE_HOST = values.host;
 if (values['data-dir']) env.SLUICE_DATA_DIR = values['data-dir'];
 if (values.sync) env.SLUICE_SYNC = values.sync;
 if (values.grants) env.SLUICE_GRANTS_FILE = values.grants;
+if (values['cors-origin']) env.SLUICE_CORS_ORIGINS = values['cors-origin'].join(',');
+if (values['allowed-host']) env.SLUICE_ALLOWED_HOSTS = values['allowed-host'].join(',');
+if (values['max-connections']) env.SLUICE_MAX_CONNECTIONS = values['max-connections'];
+
+/** A comma-separated list from the environment. */
+const list = (v: string | undefined): string[] =>
+  (v ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 async function main(): Promise<void> {
   const config = loadConfig(env);
   const grantsFile = env.SLUICE_GRANTS_FILE || undefined;
   assertSafeBind(config.host, grantsFile !== undefined);
+  const corsOrigins = list(env.SLUICE_CORS_ORIGINS);
+  for (const origin of corsOrigins) {
+    const problem = corsOriginProblem(origin);
+    if (problem) throw new Error(`--cors-origin ${problem}`);
+  }
+  const allowedHosts = list(env.SLUICE_ALLOWED_HOSTS);
+  const maxConnections = Number(env.SLUICE_MAX_CONNECTIONS ?? SERVER_LIMITS.maxConnections);
+  if (!Number.isInteger(maxConnections) || maxConnections < 1)
+    throw new Error(`--max-connections must be a whole number of 1 or more (got ${env.SLUICE_MAX_CONNECTIONS})`);
   let handler: LambdaHttpHandler;
+  let tokens: Record<string, string> | undefined;
   if (grantsFile) {
     const grantsConfig = readGrantsFile(grantsFile);
-    if (Object.keys(grantsConfig.tokens ?? {}).length === 0)
+    tokens = grantsConfig.tokens ?? {};
+    if (Object.keys(tokens).length === 0)
       throw new Error(`grants file ${grantsFile} has no "tokens": nobody could authenticate to the local server`);
-    handler = withBearerTokens(
-      makeHandler(ALL_ROUTES, { grants: Grants.from(grantsConfig) }),
-      grantsConfig.tokens ?? {},
-    );
+    // The edge authenticates from the headers before the body is read; the handler checks the
+    // token again, so no path to it can skip authentication.
+    handler = withBearerTokens(makeHandler(ALL_ROUTES, { grants: Grants.from(grantsConfig) }), tokens);
   } else {
     handler = makeHandler(ALL_ROUTES, { grants: Grants.open() });
   }
+  const gate = requestGate({
+    allowedHosts,
+    // Open, the server trusts whoever reaches it, so a rebound DNS name must not; with grants a
+    // page cannot borrow a bearer token, and hosts are checked when configured.
+    checkHost: grantsFile === undefined || allowedHosts.length > 0,
+    corsOrigins,
+    authenticate: tokens ? bearerAuthenticator(tokens) : undefined,
+  });
   // The AWS SDK is heavy to load (docs/BENCHMARKS.md, Local server and build): only for the AWS backend.
   const wantsAws = Object.keys(env).some((k) => (k.startsWith('SLUICE_TABLE_') || k === 'SLUICE_BUCKET') && env[k]);
   const awsModule = wantsAws ? await import('../storage/aws/index.js') : undefined;
@@ -79,9 +114,11 @@ async function main(): Promise<void> {
   useServices(svc);
   const server = await startLocalServer({
     handler,
+    gate,
     host: config.host,
     port: config.port,
     maxBodyBytes: config.maxBodyBytes,
+    limits: { maxConnections },
   });
   const intervalMs = Number(env.SLUICE_MAINTENANCE_INTERVAL_MS ?? 60_000);
   const timer =
@@ -101,6 +138,8 @@ async function main(): Promise<void> {
       backend: storage.kind,
       dataDir: aws ? undefined : config.dataDir,
       auth: grantsFile ? `bearer tokens, grants from ${grantsFile}` : 'none (loopback only)',
+      ...(corsOrigins.length ? { corsOrigins } : {}),
+      ...(allowedHosts.length ? { allowedHosts } : {}),
     }),
   );
 

@@ -6,9 +6,37 @@ import { keepBodyBytes } from '../http/body-bytes.js';
 import { errorResponse } from '../http/errors.js';
 import { toJson } from '../codec/json-writer.js';
 import type { HttpEvent, HttpResponse } from '../http/types.js';
+import { asPrincipal } from './auth.js';
+import type { GateVerdict, RequestGate } from './edge.js';
 
 /** Any API Gateway HTTP API (payload 2.0) handler, such as one made by `makeHandler`. */
 export type LambdaHttpHandler = (event: HttpEvent, context: Context) => Promise<HttpResponse>;
+
+export interface ServerLimits {
+  headersTimeoutMs: number;
+  receiveTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxConnections: number;
+}
+
+/**
+ * The server's own limits (docs/SECURITY.md). Node's defaults are looser (60 s for headers,
+ * 300 s for a request, no connection limit) and checked only every 30 s.
+ */
+export const SERVER_LIMITS: Readonly<ServerLimits> = {
+  /** Most time a client may take to send a request's headers: a slowloris connection goes after this. */
+  headersTimeoutMs: 15_000,
+  /**
+   * Most time a client may take to send a whole request, body included (Node's `requestTimeout`;
+   * it ends when the request is received, so a long poll's wait does not count). A 6 MiB body
+   * takes ~50 s at 1 Mbit/s.
+   */
+  receiveTimeoutMs: 120_000,
+  /** An idle keep-alive connection is closed after this (above the 60 s of common client pools). */
+  keepAliveTimeoutMs: 65_000,
+  /** Connections held at once; more are closed as they arrive. Far above any client pool, far below the file limit. */
+  maxConnections: 1_000,
+};
 
 export interface LocalServerOptions {
   handler: LambdaHttpHandler;
@@ -17,6 +45,13 @@ export interface LocalServerOptions {
   maxBodyBytes: number;
   /** Per-request time budget handed to the handler as the Lambda's remaining time. */
   requestTimeoutMs?: number;
+  /**
+   * Checks on a request's method and headers, run before its body is read: the edge (host,
+   * origin, content type, authentication; see edge.ts). None: every request goes through.
+   */
+  gate?: RequestGate;
+  /** Overrides of {@link SERVER_LIMITS}. */
+  limits?: Partial<ServerLimits>;
 }
 
 export interface LocalServer {
@@ -112,9 +147,9 @@ export function toEvent(req: IncomingMessage, body: Buffer, requestId: string): 
   };
 }
 
-function send(res: ServerResponse, out: HttpResponse): void {
+function send(res: ServerResponse, out: HttpResponse, extra?: Record<string, string>): void {
   const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(out.headers ?? {})) headers[k] = String(v);
+  for (const [k, v] of Object.entries({ ...out.headers, ...extra })) headers[k] = String(v);
   const body = out.body ?? '';
   res.writeHead(out.statusCode ?? 200, headers);
   res.end(out.statusCode === 204 ? undefined : body);
@@ -136,7 +171,10 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
   let inFlight = 0;
   let idleResolve: (() => void) | undefined;
   const timeoutMs = opts.requestTimeoutMs ?? 60_000;
-  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+  const limits = { ...SERVER_LIMITS, ...opts.limits };
+  const gate = (req: IncomingMessage): GateVerdict =>
+    opts.gate?.({ method: (req.method ?? 'GET').toUpperCase(), headers: req.headers }) ?? {};
+  const handle = (req: IncomingMessage, res: ServerResponse, verdict: GateVerdict): void => {
     inFlight++;
     const started = Date.now();
     const requestId = `local-${process.pid}-${++seq}`;
@@ -144,6 +182,13 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
       if (--inFlight === 0) idleResolve?.();
     };
     res.on('close', finish);
+    // Refused from the headers: answered before any of the body is read. Node then reads and
+    // discards the rest of the body (it stores none of it), so a client that writes its whole
+    // body before reading still gets to read the answer.
+    if ('respond' in verdict) {
+      send(res, verdict.respond);
+      return;
+    }
     void (async () => {
       let out: HttpResponse;
       try {
@@ -155,7 +200,10 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
         } as unknown as Context;
         const event = toEvent(req, body, requestId);
         keepBodyBytes(event, body);
-        out = await opts.handler(event, context);
+        out = await opts.handler(
+          verdict.principal === undefined ? event : asPrincipal(event, verdict.principal),
+          context,
+        );
       } catch (e) {
         const err =
           e instanceof BodyTooLarge
@@ -174,8 +222,26 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
           await drain(req);
         }
       }
-      send(res, out);
+      send(res, out, verdict.headers);
     })();
+  };
+  const server = createServer(
+    {
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.receiveTimeoutMs,
+      // How often those timeouts are enforced (Node's default is every 30 s).
+      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+    },
+    (req, res) => handle(req, res, gate(req)),
+  );
+  server.maxConnections = limits.maxConnections;
+  // `Expect: 100-continue`: a request the edge refuses never gets its body sent at all.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    const verdict = gate(req);
+    if ('respond' in verdict) res.setHeader('connection', 'close');
+    else res.writeContinue();
+    handle(req, res, verdict);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

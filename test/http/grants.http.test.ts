@@ -19,6 +19,7 @@ import { defineGrantsSuite, grantsFor, type Role } from './suites/grants.suite.j
 const TOKENS: Record<Role, string> = {
   producer: 'producer-token-0123456789',
   reader: 'reader-token-0123456789ab',
+  operator: 'operator-token-0123456789',
   admin: 'admin-token-0123456789abc',
   stranger: 'stranger-token-012345678',
 };

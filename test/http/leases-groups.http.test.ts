@@ -16,6 +16,7 @@ import type {
   ConsumerGroupReply,
   ConsumerGroupsReply,
   DlqPageReply,
+  ErrorReply,
   MessageReply,
 } from '../support/replies.js';
 import { testServices, type TestClock } from '../support/services.js';
@@ -267,6 +268,35 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     const sub = await call(url, 'POST', '/api/v1/consumer-groups/sk/subscription', { subscriptionTimestamp: mid });
     expect(sub.body).toMatchObject({ success: true, consumerGroup: 'sk', rowsUpdated: 1 });
     expect((await call(url, 'POST', '/api/v1/consumer-groups/sk/subscription', {})).status).toBe(400);
+  });
+
+  it('004.8b seek and the subscription route refuse a timestamp no date can hold (400) before anything moves', async () => {
+    await push('seek-range', ['r1', 'r2']);
+    expect(await drain('seek-range', 'sr')).toEqual(['r1', 'r2']);
+    const before = await call(url, 'GET', '/api/v1/consumer-groups/sr');
+    // Each of these was saved (the group moved to the end or to -1) and then answered 500.
+    for (const timestamp of [9e15, -9e15, 1e308, -1e308, '+275760-09-13T00:00:00.000Z', '-010000-01-01T00:00:00Z']) {
+      const seek = await call<ErrorReply>(url, 'POST', '/api/v1/consumer-groups/sr/queues/seek-range/seek', {
+        timestamp,
+      });
+      expect(seek.status).toBe(400);
+      expect(seek.body.code).toBe('invalid_request');
+      const sub = await call<ErrorReply>(url, 'POST', '/api/v1/consumer-groups/sr/subscription', {
+        subscriptionTimestamp: timestamp,
+      });
+      expect(sub.status).toBe(400);
+    }
+    expect((await call(url, 'GET', '/api/v1/consumer-groups/sr')).body).toEqual(before.body);
+    // The range is ISO-8601's years 0000 to 9999, both ends included.
+    const start = await call(url, 'POST', '/api/v1/consumer-groups/sr/queues/seek-range/seek', {
+      timestamp: '0000-01-01T00:00:00.000Z',
+    });
+    expect(start.body).toMatchObject({ success: true, targetTimestamp: '0000-01-01T00:00:00.000Z' });
+    expect(await drain('seek-range', 'sr')).toEqual(['r1', 'r2']);
+    const end = await call(url, 'POST', '/api/v1/consumer-groups/sr/subscription', {
+      subscriptionTimestamp: '9999-12-31T23:59:59.999Z',
+    });
+    expect(end.body).toMatchObject({ success: true, newTimestamp: '9999-12-31T23:59:59.999Z' });
   });
 
   it('004.9 retention: retentionSeconds deletes by age; completedRetentionSeconds only below the slowest cursor; DLQ rows survive', async () => {

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runCrashProbe } from '../support/crash-probe.js';
 import { startServerProcess } from '../support/process.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'sluice-restart-'));
@@ -62,4 +63,20 @@ describe('http: local server restart (embedded)', () => {
       await second.stop();
     }
   });
+
+  // Issue 17, item 7: `npm run soak` runs hundreds of cycles.
+  it('survives 20 kill -9s under push, pop, ack and claim load: nothing acknowledged lost, no hole, no repeat, no group ahead of its acks', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-kill9-'));
+    try {
+      const r = await runCrashProbe({ cycles: 20, dataDir: dir });
+      console.error(
+        `kill -9 probe: cycles=${r.cycles} requests=${r.requests} acknowledged=${r.acknowledged} lost=${r.lost} duplicated=${r.duplicated} 5xx=${r.fiveXx}`,
+      );
+      expect(r.violations).toEqual([]);
+      expect(r).toMatchObject({ lost: 0, duplicated: 0, fiveXx: 0 });
+      expect(r.acknowledged).toBeGreaterThan(20);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
 });

@@ -1,12 +1,20 @@
 import { makeHandler } from '../../lambdas/http/route.js';
 import { ALL_ROUTES } from '../../lambdas/http/routes.js';
+import { requestGate, type EdgePolicy } from '../../lambdas/local/edge.js';
 import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
 import type { Services } from '../../lambdas/service/runtime.js';
 
-/** The local server over given services, on a free loopback port. */
-export async function startTestServer(svc: Services): Promise<LocalServer> {
+/** The edge `npm start` runs without a grants file: loopback hosts, no CORS origin. */
+export const OPEN_EDGE: EdgePolicy = { allowedHosts: [], checkHost: true, corsOrigins: [] };
+
+/**
+ * The local server over given services, on a free loopback port, behind the edge `npm start`
+ * runs (`edge`, by default the open server's).
+ */
+export async function startTestServer(svc: Services, opts: { edge?: EdgePolicy } = {}): Promise<LocalServer> {
   return startLocalServer({
     handler: makeHandler(ALL_ROUTES, { services: async () => svc }),
+    gate: requestGate(opts.edge ?? OPEN_EDGE),
     host: '127.0.0.1',
     port: 0,
     maxBodyBytes: svc.config.maxBodyBytes,

@@ -104,7 +104,11 @@ export interface RedriveReply {
 /** A lease consumer group with its per-queue lag (`GET /api/v1/consumer-groups[/:group]`). */
 export interface ConsumerGroupReply {
   name: string;
-  queues: { queue: string; detail: { partition: string; committed: number; next: number; lagMessages: number }[] }[];
+  queues: {
+    queue: string;
+    subscription: { mode: string; from: string | null };
+    detail: { partition: string; committed: number; next: number; lagMessages: number }[];
+  }[];
 }
 
 /** `GET /api/v1/consumer-groups` and `/api/v1/consumer-groups/lagging`. */

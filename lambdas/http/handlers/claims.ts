@@ -3,7 +3,7 @@ import { MAX_ACK_OFFSETS } from '../../core/claims/index.js';
 import type { ClaimedRecord } from '../../service/claims/claim-service.js';
 import { rawPayload } from '../../codec/json-writer.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { iso, nameSchema } from './schemas.js';
+import { iso, nameSchema, newNameSchema } from './schemas.js';
 
 /**
  * Record claims (docs/CLAIMS.md): a consumer group read as a shared work queue on one
@@ -16,6 +16,8 @@ const GroupParams = z.object({
   partition: nameSchema('partition'),
   group: nameSchema('consumer group'),
 });
+/** For the routes that register the group (poll, create): only a name a new group may have. */
+const NewGroupParams = GroupParams.extend({ group: newNameSchema('consumer group') });
 const DeadParams = GroupParams.extend({
   offset: z.coerce
     .number({ error: 'offset must be a number' })
@@ -55,6 +57,13 @@ const PollBody = z
     reclaim: z.boolean({ error: 'reclaim must be true or false' }).optional(),
   })
   .strict()
+  // Checked here as well as by the service: a poll registers its group, and a refusal must come first.
+  .refine((b) => b.session === undefined || b.consumer !== undefined, {
+    message: 'session needs a consumer name: a session belongs to a named member',
+  })
+  .refine((b) => !b.reclaim || b.session !== undefined, {
+    message: 'reclaim needs a session token: only a new session takes back what the name held under older ones',
+  })
   .default({});
 
 /** A claimed record on the wire: its payload spliced in verbatim. */
@@ -74,7 +83,7 @@ export const claimPoll = defineRoute({
   path: `${GROUP_PATH}/poll`,
   group: 'claims',
   summary: 'Claim up to `max` records (owed ones first), long-polling up to `waitMs`.',
-  params: GroupParams,
+  params: NewGroupParams,
   body: PollBody,
   access: { action: 'consume', ...onQueue },
   async run({ params, body, principal, services, signal }) {
@@ -202,7 +211,7 @@ export const claimCreate = defineRoute({
   path: GROUP_PATH,
   group: 'claims',
   summary: 'Create the group at earliest, latest or an offset; an existing group is left alone.',
-  params: GroupParams,
+  params: NewGroupParams,
   body: z
     .object({ start: Start.default('earliest') })
     .strict()

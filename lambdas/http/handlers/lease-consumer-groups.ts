@@ -7,7 +7,8 @@ import { z } from 'zod';
 import { invalid } from '../../core/errors.js';
 import type { GroupView } from '../../service/leases/lease-groups.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { boundedQueryInteger, iso, nameSchema } from './schemas.js';
+import { seesGroupsOn } from './access.js';
+import { boundedQueryInteger, instant, iso, nameSchema, newNameSchema } from './schemas.js';
 
 function viewJson(view: GroupView, allowed: (queue: string) => boolean): Record<string, unknown> {
   const queues = view.queues.filter((q) => allowed(q.queue));
@@ -65,7 +66,8 @@ export const describeGroup = defineRoute({
   params: z.object({ group: nameSchema('consumer group') }),
   access: { action: 'consume' },
   async run({ params, services, allowed }) {
-    const view = await services.leaseGroups.describe(params.group, true);
+    // A group only on queues the caller may not consume is answered 404, as one that does not exist.
+    const view = await services.leaseGroups.describe(params.group, true, (q) => allowed(q));
     return { statusCode: 200, body: viewJson(view, (q) => allowed(q)) };
   },
 });
@@ -82,13 +84,15 @@ export const deleteGroup = defineRoute({
   path: '/api/v1/consumer-groups/{group}',
   group: 'admin',
   summary:
-    "Delete a group's cursors, READY entries and scan watermarks on every queue (and its subscription unless deleteMetadata=false).",
+    "Delete a group's cursors, READY entries and scan watermarks on every queue the caller can see it on (and its subscription unless deleteMetadata=false).",
   params: z.object({ group: nameSchema('consumer group') }),
   query: DeleteQuery,
   access: { action: 'manage' },
-  async run({ params, query, services, authorize }) {
-    for (const q of await services.groups.queuesOf(params.group)) authorize(q);
-    const r = await services.leaseGroups.delete(params.group, { deleteMetadata: query.deleteMetadata });
+  async run({ params, query, services, authorize, allowed }) {
+    // Queues where the caller cannot see the group are left alone, unmentioned; where it can, it must manage them.
+    const among = seesGroupsOn(allowed);
+    for (const q of await services.groups.queuesOf(params.group)) if (among(q)) authorize(q);
+    const r = await services.leaseGroups.delete(params.group, { deleteMetadata: query.deleteMetadata, among });
     return {
       statusCode: 200,
       body: {
@@ -127,16 +131,6 @@ export const deleteGroupOnQueue = defineRoute({
   },
 });
 
-/** An ISO-8601 instant or epoch milliseconds. */
-const instant = z.union([z.string(), z.number()]).transform((v, ctx) => {
-  const epochMs = typeof v === 'number' ? v : Date.parse(v);
-  if (!Number.isFinite(epochMs)) {
-    ctx.addIssue({ code: 'custom', message: `not a timestamp: ${JSON.stringify(v)} (use ISO-8601)` });
-    return z.NEVER;
-  }
-  return epochMs;
-});
-
 export const setSubscription = defineRoute({
   method: 'POST',
   path: '/api/v1/consumer-groups/{group}/subscription',
@@ -145,11 +139,13 @@ export const setSubscription = defineRoute({
   params: z.object({ group: nameSchema('consumer group') }),
   body: z.object({ subscriptionTimestamp: instant.optional() }).nullish(),
   access: { action: 'manage' },
-  async run({ params, body, services, authorize }) {
+  async run({ params, body, services, authorize, allowed }) {
     const timestamp = body?.subscriptionTimestamp;
     if (timestamp === undefined) throw invalid('subscriptionTimestamp is required');
-    for (const q of await services.groups.queuesOf(params.group)) authorize(q);
-    const rowsUpdated = await services.leaseGroups.updateSubscription(params.group, timestamp);
+    // As for delete: only the queues where the caller can see the group.
+    const among = seesGroupsOn(allowed);
+    for (const q of await services.groups.queuesOf(params.group)) if (among(q)) authorize(q);
+    const rowsUpdated = await services.leaseGroups.updateSubscription(params.group, timestamp, among);
     return {
       statusCode: 200,
       body: { success: true, consumerGroup: params.group, newTimestamp: iso(timestamp), rowsUpdated },
@@ -163,7 +159,8 @@ export const seekGroup = defineRoute({
   group: 'admin',
   summary:
     'Move a group on a queue to the end or to a timestamp (the next delivery is the first message after it); releases its leases there.',
-  params: z.object({ group: nameSchema('consumer group'), queue: nameSchema('queue') }),
+  // A seek registers the group on the queue: only a name a new group may have.
+  params: z.object({ group: newNameSchema('consumer group'), queue: nameSchema('queue') }),
   body: z.object({ timestamp: instant.optional(), toEnd: z.boolean().optional() }).nullish(),
   access: { action: 'manage', queues: ({ params }) => [params.queue] },
   async run({ params, body, services }) {

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { jsonNumber, jsonString, jsonStringOrNull, rawPayload } from '../../codec/json-writer.js';
 import { SluiceError, invalid } from '../../core/errors.js';
 import { decodeLeaseId, parseAckStatus } from '../../core/leases.js';
-import { QUEUE_MODE_GROUP, nameProblem } from '../../core/names.js';
+import { QUEUE_MODE_GROUP, nameProblem, newNameProblem } from '../../core/names.js';
 import type { AckRequestItem, AckResult } from '../../service/leases/ack.js';
 import type { PopResult } from '../../service/leases/pop.js';
 import type { Services } from '../../service/runtime.js';
@@ -15,7 +15,7 @@ import type { TxOp } from '../../service/transaction-service.js';
 import type { Action } from '../route.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { preparePushItems } from './messages.js';
-import { iso, nameSchema } from './schemas.js';
+import { instantProblem, iso, nameSchema } from './schemas.js';
 
 /** Queen booleans: true only for `true` or `1`. */
 const queryBoolean = z
@@ -29,21 +29,26 @@ const queryInteger = (min: number, fallback: number) =>
     .min(min, { error: `must be at least ${min}` })
     .default(fallback);
 
-/** A consumer group, or queue mode when absent, null or empty. */
-const groupName = z
-  .string()
-  .nullish()
-  .superRefine((v, ctx) => {
-    if (v === null || v === undefined || v === '') return;
-    const p = nameProblem(v, 'consumer group');
-    if (p) ctx.addIssue({ code: 'custom', message: p });
-  })
-  .transform((v) => (v === null || v === undefined || v === '' ? QUEUE_MODE_GROUP : v));
+/**
+ * A consumer group, or queue mode when absent, null or empty. `problem` is the name rule: a
+ * pop registers the group it names, so it takes only names a new group may have.
+ */
+const groupNameBy = (problem: typeof nameProblem) =>
+  z
+    .string()
+    .nullish()
+    .superRefine((v, ctx) => {
+      if (v === null || v === undefined || v === '') return;
+      const p = problem(v, 'consumer group');
+      if (p) ctx.addIssue({ code: 'custom', message: p });
+    })
+    .transform((v) => (v === null || v === undefined || v === '' ? QUEUE_MODE_GROUP : v));
+const groupName = groupNameBy(nameProblem);
 
 // ---------------------------------------------------------------------- pop
 
 const PopQuery = z.object({
-  consumerGroup: groupName,
+  consumerGroup: groupNameBy(newNameProblem),
   batch: queryInteger(1, 1),
   wait: queryBoolean,
   timeout: queryInteger(0, 30_000),
@@ -61,7 +66,7 @@ const PopQuery = z.object({
         v === undefined ||
         v.trim() === '' ||
         v.trim().toLowerCase() === 'now' ||
-        (/^\d{4}-\d\d-\d\d/.test(v.trim()) && Number.isFinite(Date.parse(v.trim()))),
+        (/^\d{4}-\d\d-\d\d/.test(v.trim()) && instantProblem(v.trim()) === undefined),
       {
         message: 'subscriptionFrom must be "now" or an ISO-8601 instant such as 2026-01-31T12:00:00Z',
       },

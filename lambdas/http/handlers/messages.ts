@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { jsonNumber, jsonString, jsonStringOrNull, rawPayload } from '../../codec/json-writer.js';
 import { SluiceError, notFound } from '../../core/errors.js';
-import { DEFAULT_PARTITION, isWellFormedText, nameProblem } from '../../core/names.js';
+import { DEFAULT_PARTITION, isWellFormedText, newNameProblem } from '../../core/names.js';
 import type { PushItem, PushResult } from '../../service/log/push.js';
 import type { StoredMessage } from '../../service/log/segments.js';
 import type { Services } from '../../service/runtime.js';
@@ -58,7 +58,8 @@ export function preparePushItems(items: PushItemInput[], services: Services, pat
   const checkName = (name: string, kind: 'queue' | 'partition', i: number): void => {
     const key = `${kind}\u0000${name}`;
     if (okNames.has(key)) return;
-    const problem = nameProblem(name, kind);
+    // A push creates the queue and partition it names when they do not exist.
+    const problem = newNameProblem(name, kind);
     if (problem) throw new SluiceError('invalid_request', `${path}[${i}].${kind}: ${problem}`);
     okNames.add(key);
   };

@@ -3,7 +3,7 @@
  */
 import { z } from 'zod';
 import { SluiceError } from '../../core/errors.js';
-import { nameProblem } from '../../core/names.js';
+import { newNameProblem } from '../../core/names.js';
 import {
   QueueOptionsInput,
   queueOptionsProblem,
@@ -15,7 +15,7 @@ import { nameSchema } from './schemas.js';
 
 const ConfigureBody = z.object({
   queue: z.string({ error: 'queue is required' }).superRefine((v, ctx) => {
-    const problem = nameProblem(v, 'queue');
+    const problem = newNameProblem(v, 'queue');
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   }),
   namespace: z.string().max(256).nullish(),

@@ -83,6 +83,8 @@ export interface ClaimServiceDeps {
 
 const MAX_ATTEMPTS = 60;
 const DAY_MS = 86_400_000;
+/** A claim group's registration: claim groups read everything retained (their start is their own). */
+const CLAIM_SUBSCRIPTION = { mode: 'all', from: null } as const;
 
 const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -137,7 +139,7 @@ export class ClaimService {
     if (!q) throw notFound(`queue ${JSON.stringify(queue)} does not exist`);
     const part = await this.deps.queues.getPartition(queue, partition);
     if (!part) throw notFound(`queue ${JSON.stringify(queue)} has no partition ${JSON.stringify(partition)}`);
-    if (use === 'register') await this.deps.groups.register(queue, group, 'claim', { mode: 'all', from: null });
+    if (use === 'register') await this.deps.groups.register(queue, group, 'claim', CLAIM_SUBSCRIPTION);
     else {
       const reg = await this.deps.groups.get(queue, group);
       if (reg && reg.kind !== 'claim') {
@@ -150,6 +152,11 @@ export class ClaimService {
       }
     }
     return { queue: q, part, group, limits: this.limitsFor(q) };
+  }
+
+  /** Records the group as a claim group on its queue (a no-op once it is). */
+  private async register(ctx: ResolvedGroup): Promise<void> {
+    await this.deps.groups.register(ctx.queue.name, ctx.group, 'claim', CLAIM_SUBSCRIPTION);
   }
 
   // ---------------------------------------------------------------- storage
@@ -309,7 +316,12 @@ export class ClaimService {
       const { knownDead, staleDead } = splitDead(deadSeen, plan.state.inc);
       const { changes, records } = core.completePoll(view, plan, reads, req, now, knownDead);
       if (changes)
-        await this.write(ctx, view, changes, { staleDead, memberKey, memberTtlS: this.memberTtlS(ctx.limits, now) });
+        await this.write(ctx, view, changes, {
+          staleDead,
+          listedDead: new Set(plan.deadLetter.map((x) => x.offset).filter((o) => knownDead.has(o))),
+          memberKey,
+          memberTtlS: this.memberTtlS(ctx.limits, now),
+        });
       return {
         records: records.map((r) => ({ ...r, message: messages.get(r.offset) as StoredMessage })),
         capped: plan.capped,
@@ -407,7 +419,10 @@ export class ClaimService {
         const view = await this.loadView(ctx.part.id, group);
         const { knownDead, staleDead } = splitDead(deadSeen, view.state?.inc ?? 0);
         const res = core.deadLetter(view, input, this.deps.clock(), knownDead);
-        await this.write(ctx, view, res.changes, { staleDead });
+        await this.write(ctx, view, res.changes, {
+          staleDead,
+          listedDead: knownDead.has(input.offset) ? new Set([input.offset]) : undefined,
+        });
         return res;
       }),
     );
@@ -554,12 +569,14 @@ export class ClaimService {
     group: string,
     start: Start,
   ): Promise<{ offset: number; moved: boolean }> {
-    const ctx = await this.resolve(queue, partition, group, 'register');
+    const ctx = await this.resolve(queue, partition, group, 'check');
     return this.inTurn(ctx, () =>
       this.retrying('create', async () => {
         const view = await this.loadView(ctx.part.id, group);
         if (view.state) return { offset: view.state.committed, moved: false };
         const offset = await this.resolveStartOffset(ctx.part.id, start);
+        // Registered only once the start is known good: a refused create leaves nothing behind.
+        await this.register(ctx);
         const res = core.create(view, offset, this.deps.clock(), { inc: randomInc() });
         if (res.changes) await this.write(ctx, view, res.changes);
         return { offset: res.offset, moved: res.moved };
@@ -574,12 +591,14 @@ export class ClaimService {
     group: string,
     start: Start,
   ): Promise<{ offset: number; moved: boolean }> {
-    const ctx = await this.resolve(queue, partition, group, 'register');
+    const ctx = await this.resolve(queue, partition, group, 'check');
     const offset = await this.resolveStartOffset(ctx.part.id, start);
     const r = await this.inTurn(ctx, () =>
       this.retrying('seek', async () => {
         const view = await this.loadView(ctx.part.id, group);
+        // Refuses a group that does not exist before anything is written (its registration included).
         const res = core.seek(view, offset, this.deps.clock());
+        await this.register(ctx);
         await this.write(ctx, view, res.changes);
         return res;
       }),
@@ -657,7 +676,12 @@ class WriteConflict extends Error {
 
 /** Remembers the dead-letter pointers a lost write found already there. */
 function noteDeadConflicts(conflict: WriteConflict | undefined, seen: Map<number, Item>): void {
-  for (const f of conflict?.failed ?? []) if (f.kind.t === 'dead' && f.current) seen.set(f.kind.offset, f.current);
+  for (const f of conflict?.failed ?? []) {
+    if (f.kind.t !== 'dead') continue;
+    // A pointer gone since it was seen (redriven, discarded) is listed no more.
+    if (f.current) seen.set(f.kind.offset, f.current);
+    else seen.delete(f.kind.offset);
+  }
 }
 
 /**

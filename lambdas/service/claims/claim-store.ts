@@ -214,6 +214,12 @@ export interface ChangeExtras {
   deadVers?: Map<number, number>;
   /** Pointers a deleted incarnation left at offsets this call dead-letters (overwritten, guarded). */
   staleDead?: Map<number, number>;
+  /**
+   * Offsets this call dead-letters as listed already (it found their pointers when a write of
+   * its own collided): checked to still exist when it lands, since a redrive may have removed
+   * one since — then the call reads again and lists the record anew.
+   */
+  listedDead?: ReadonlySet<number>;
   memberKey?: ItemKey;
   memberTtlS?: number;
 }
@@ -285,6 +291,11 @@ export function changeOps(
       { t: 'dead', offset: d.offset },
     );
   }
+  for (const o of extra.listedDead ?? [])
+    push(
+      { op: 'check', table: 'claims', key: claimKeys.dead(pid, g, o), cond: { kind: 'exists' } },
+      { t: 'dead', offset: o },
+    );
   for (const o of ch.deadDeletes) {
     const ver = extra.deadVers?.get(o);
     push({

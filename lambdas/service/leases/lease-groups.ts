@@ -19,6 +19,13 @@ import type { QueueDirectory } from '../log/queue-directory.js';
 import type { SegmentReader } from '../log/segments.js';
 import type { Notifier } from '../notifier.js';
 
+/**
+ * The queues an admin call covers: a caller's view when it may not see every queue (the
+ * handlers pass what its grants let it see), so a group elsewhere is neither shown nor touched.
+ */
+export type QueueScope = (queue: string) => boolean;
+const everyQueue: QueueScope = () => true;
+
 export interface PartitionLag {
   partition: string;
   partitionId: string;
@@ -138,18 +145,26 @@ export class LeaseGroupAdmin {
     };
   }
 
-  /** The lease registrations of a group (claim groups are left to their own routes). */
-  private async registrations(group: string): Promise<GroupRecord[]> {
+  /**
+   * The lease registrations of a group (claim groups are left to their own routes), on the
+   * queues `among` admits.
+   */
+  private async registrations(group: string, among: QueueScope = everyQueue): Promise<GroupRecord[]> {
     const out: GroupRecord[] = [];
     for (const q of await this.deps.groups.queuesOf(group)) {
+      if (!among(q)) continue;
       const reg = await this.deps.groups.get(q, group);
       if (reg?.kind === 'lease') out.push(reg);
     }
     return out;
   }
 
-  async describe(group: string, withDetail = true): Promise<GroupView> {
-    const regs = await this.registrations(group);
+  /**
+   * A group's lag on every queue it consumes that `among` admits: a group on no such queue is
+   * answered as one that does not exist (a caller learns nothing of queues it may not see).
+   */
+  async describe(group: string, withDetail = true, among: QueueScope = everyQueue): Promise<GroupView> {
+    const regs = await this.registrations(group, among);
     if (regs.length === 0)
       throw notFound(`no consumer group ${JSON.stringify(group)} consumes any queue by partition leases`);
     const queues = await pool(regs, 4, (r) => this.lagOf(r, withDetail));
@@ -182,14 +197,15 @@ export class LeaseGroupAdmin {
 
   /**
    * Deletes a group's cursors (every partition), READY entries and scan watermark, on every
-   * queue or on one; with `deleteMetadata` also its registration, so the name starts over
-   * with a new subscription.
+   * queue (that `among` admits) or on one; with `deleteMetadata` also its registration, so the
+   * name starts over with a new subscription.
    */
   async delete(
     group: string,
-    opts: { queue?: string | undefined; deleteMetadata: boolean },
+    opts: { queue?: string | undefined; deleteMetadata: boolean; among?: QueueScope | undefined },
   ): Promise<{ deletedPartitions: number; metadataDeleted: boolean }> {
-    const queues = opts.queue !== undefined ? [opts.queue] : await this.deps.groups.queuesOf(group);
+    const among = opts.among ?? everyQueue;
+    const queues = opts.queue !== undefined ? [opts.queue] : (await this.deps.groups.queuesOf(group)).filter(among);
     let deletedPartitions = 0;
     let metadataDeleted = false;
     for (const q of queues) {
@@ -227,12 +243,13 @@ export class LeaseGroupAdmin {
   }
 
   /**
-   * Sets the stored start time of a group on every queue it consumes: partitions it has not
-   * read yet start after the last message before `at`; existing cursors stay put.
+   * Sets the stored start time of a group on every queue it consumes (that `among` admits):
+   * partitions it has not read yet start after the last message before `at`; existing cursors
+   * stay put.
    */
-  async updateSubscription(group: string, at: number): Promise<number> {
+  async updateSubscription(group: string, at: number, among: QueueScope = everyQueue): Promise<number> {
     let n = 0;
-    for (const reg of await this.registrations(group)) {
+    for (const reg of await this.registrations(group, among)) {
       if (await this.deps.groups.updateSubscription(reg.queue, group, { mode: 'from', from: at })) {
         n++;
         // Partitions with messages after `at` must be findable by wildcard pops: re-run the scan.

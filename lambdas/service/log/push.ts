@@ -162,13 +162,29 @@ export class PushService {
       }
       last.idx.push(i);
     }
-    // Resolve every target and run the push guards (maxSize) before writing any segment.
-    const targets = await Promise.all(
-      [...groups.values()].map(async (g) => {
-        const queue = await this.deps.queues.ensureQueue(g.queue);
-        const part = await this.deps.queues.ensurePartition(queue, g.partition);
+    // Refusals before any write: the targets that exist already are checked first (sealing,
+    // push guards such as maxSize), so that a refused push has not created another target's
+    // queue or partition. Then every target is resolved (created when missing) and the new
+    // ones checked, all before any segment is written.
+    const all = [...groups.values()];
+    const checked = await Promise.all(
+      all.map(async (g) => {
+        const part = await this.deps.queues.getPartition(g.queue, g.partition);
+        const queue = part && (await this.deps.queues.getQueue(g.queue));
+        if (!part || !queue) return false;
         assertCanSeal(queue, this.deps.cipher);
         await this.runPushGuards(queue, part, g.idx.length);
+        return true;
+      }),
+    );
+    const targets = await Promise.all(
+      all.map(async (g, k) => {
+        const queue = await this.deps.queues.ensureQueue(g.queue);
+        const part = await this.deps.queues.ensurePartition(queue, g.partition);
+        if (!checked[k]) {
+          assertCanSeal(queue, this.deps.cipher);
+          await this.runPushGuards(queue, part, g.idx.length);
+        }
         return { g, queue, part };
       }),
     );

@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import type { SluiceConfig } from '../../config.js';
 import { SluiceError } from '../../core/errors.js';
 import { uuidv7 } from '../../core/ids.js';
@@ -41,6 +42,14 @@ export function belongsTo(ref: PartitionRef, q: QueueRecord): boolean {
     ? ref.createdAt >= q.createdAt - LEGACY_PARTITION_SKEW_MS
     : ref.queueId === q.queueId;
 }
+
+/**
+ * The version a partition name item starts at where none exists. Not 1: a queue delete removes
+ * name items, and a writer still holding a removed item read at version v guards its replace
+ * (or retiring mark) with v; an item created since, had it restarted the count, could match
+ * and be replaced without being retired (ABA). A random start never matches in practice.
+ */
+const firstVersion = (): number => randomInt(1, 2 ** 47);
 
 /** Why a partition was retired: its queue was deleted, it sat idle, or a new incarnation of its queue took its name. */
 export type RetireReason = 'deleted' | 'idle' | 'replaced';
@@ -354,7 +363,11 @@ export class QueueDirectory {
         {
           op: 'put',
           table: 'meta',
-          item: { ...logKeys.partition(queue.name, name), ver: (found.item?.ver ?? 0) + 1, attrs },
+          item: {
+            ...logKeys.partition(queue.name, name),
+            ver: found.item ? found.item.ver + 1 : firstVersion(),
+            attrs,
+          },
           cond: found.item ? { kind: 'version', ver: found.item.ver } : { kind: 'absent' },
         },
         {

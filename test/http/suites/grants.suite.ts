@@ -3,20 +3,22 @@
  * principals: the local server with bearer tokens, the bundles behind the simulated gateway.
  *
  * The principals must be granted as in {@link grantsFor}: `producer` may push to `orders-*`,
- * `reader` may consume `orders-*`, `admin` may do everything, `stranger` nothing.
+ * `reader` may consume `orders-*`, `operator` may consume and manage `orders-*`, `admin` may do
+ * everything, `stranger` nothing.
  */
 import { expect, it } from 'vitest';
 import type { GrantsConfig } from '../../../lambdas/http/grants.js';
 import { callTarget, type HttpTarget } from '../../support/http.js';
-import type { ErrorReply, PopReply, PushReply, TransactionReply } from '../../support/replies.js';
+import type { ConsumerGroupReply, ErrorReply, PopReply, PushReply, TransactionReply } from '../../support/replies.js';
 
-export type Role = 'producer' | 'reader' | 'admin' | 'stranger';
+export type Role = 'producer' | 'reader' | 'operator' | 'admin' | 'stranger';
 
 /** The grants the suite expects, with each role's principal as `principal(role)` names it. */
 export function grantsFor(principal: (role: Role) => string): GrantsConfig['grants'] {
   return [
     { principal: principal('producer'), actions: ['push'], queues: ['orders-*'] },
     { principal: principal('reader'), actions: ['consume'], queues: ['orders-*'] },
+    { principal: principal('operator'), actions: ['consume', 'manage'], queues: ['orders-*'] },
     { principal: principal('admin'), actions: ['push', 'consume', 'manage'], queues: ['*'] },
   ];
 }
@@ -80,8 +82,17 @@ export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, 
     expect((await http('reader', 'GET', `/api/v1/messages/${mine.body[0]!.partition_id}/tx-c`)).status).toBe(200);
     const denied = await http('reader', 'GET', `/api/v1/messages/${theirs.body[0]!.partition_id}/tx-p`);
     expect(denied.status).toBe(403);
-    expect(denied.body).toMatchObject({ code: 'forbidden', queue: 'payroll' });
+    expect(denied.body).toMatchObject({ code: 'forbidden' });
+    // Neither the message nor the name of the queue the partition id belongs to (issue 17, item 6).
     expect(JSON.stringify(denied.body)).not.toContain('"n":2');
+    expect(JSON.stringify(denied.body)).not.toContain('payroll');
+    const ack = await http('reader', 'POST', '/api/v1/ack', {
+      transactionId: 'tx-p',
+      partitionId: theirs.body[0]!.partition_id,
+      status: 'completed',
+    });
+    expect(ack.status).toBe(403);
+    expect(JSON.stringify(ack.body)).not.toContain('payroll');
   });
 
   it('a transaction needs push on the queues it pushes to and consume on the queues it acks, nothing more', async () => {
@@ -108,7 +119,8 @@ export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, 
       operations: [{ type: 'ack', transactionId: p!.transactionId, partitionId: p!.partitionId, status: 'completed' }],
     });
     expect(theirs.status).toBe(403);
-    expect(theirs.body).toMatchObject({ code: 'forbidden', queue: 'payroll-tx' });
+    expect(theirs.body).toMatchObject({ code: 'forbidden' });
+    expect(JSON.stringify(theirs.body)).not.toContain('payroll');
     // Allowed: a reader's ack-only transaction (no push grant needed), a producer's push-only one.
     const acked = await http<TransactionReply>('reader', 'POST', '/api/v1/transaction', { operations: [ackOp] });
     expect(acked.status).toBe(200);
@@ -119,6 +131,44 @@ export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, 
     expect(pushed.status).toBe(200);
     expect(pushed.body.success).toBe(true);
     expect((await http('reader', 'GET', '/api/v1/pop/queue/orders-tx?batch=1&wait=false')).status).toBe(204);
+  });
+
+  it('group lookups and admin calls tell a caller nothing of queues it may not see', async () => {
+    await http('admin', 'POST', '/api/v1/push', {
+      items: [
+        { queue: 'orders-grp', payload: 1 },
+        { queue: 'payroll-grp', payload: 2 },
+      ],
+    });
+    // `shared` reads both queues, `hidden` only payroll-grp.
+    for (const [queue, group] of [
+      ['orders-grp', 'shared'],
+      ['payroll-grp', 'shared'],
+      ['payroll-grp', 'hidden'],
+    ])
+      expect((await http('admin', 'GET', `/api/v1/pop/queue/${queue}?consumerGroup=${group}&wait=false`)).status).toBe(
+        200,
+      );
+    const hidden = await http<ErrorReply>('reader', 'GET', '/api/v1/consumer-groups/hidden');
+    const never = await http<ErrorReply>('reader', 'GET', '/api/v1/consumer-groups/never-was');
+    expect([hidden.status, never.status]).toEqual([404, 404]);
+    expect(hidden.body.error.replace('hidden', 'X')).toBe(never.body.error.replace('never-was', 'X'));
+    const shared = await http<ConsumerGroupReply>('reader', 'GET', '/api/v1/consumer-groups/shared');
+    expect(shared.body.queues.map((q) => q.queue)).toEqual(['orders-grp']);
+    // Admin calls act where the caller can see the group and leave the rest alone, unmentioned.
+    const gone = await http('operator', 'DELETE', '/api/v1/consumer-groups/hidden');
+    const none = await http('operator', 'DELETE', '/api/v1/consumer-groups/never-was');
+    expect(gone.status).toBe(200);
+    expect({ ...(gone.body as object), consumerGroup: 'X' }).toEqual({ ...(none.body as object), consumerGroup: 'X' });
+    const sub = await http<{ rowsUpdated: number }>('operator', 'POST', '/api/v1/consumer-groups/shared/subscription', {
+      subscriptionTimestamp: '2026-01-01T00:00:00Z',
+    });
+    expect(sub.status).toBe(200);
+    expect(sub.body.rowsUpdated).toBe(1);
+    expect((await http('operator', 'DELETE', '/api/v1/consumer-groups/shared')).status).toBe(200);
+    const left = await http<ConsumerGroupReply>('admin', 'GET', '/api/v1/consumer-groups/shared');
+    expect(left.body.queues.map((q) => [q.queue, q.subscription.mode])).toEqual([['payroll-grp', 'all']]);
+    expect((await http('admin', 'GET', '/api/v1/consumer-groups/hidden')).status).toBe(200);
   });
 
   it('deleting a queue needs manage on it', async () => {

@@ -1,0 +1,40 @@
+/**
+ * What a caller may see of queues it did not name: the rules for routes that show or touch
+ * things on several queues at once (consumer groups; metrics to come). A caller learns nothing
+ * of a queue outside them, not even that something exists there: a group only on such queues
+ * is answered as one that does not exist, and an admin call leaves them alone.
+ *
+ * On the open local server every grant holds, so everything is visible; with grants, each
+ * rule names the grant it needs.
+ */
+import type { Action } from '../route.js';
+
+/** `RouteInput.allowed`: whether the caller may do an action on a queue. */
+export type Allowed = (queue: string, action?: Action) => boolean;
+
+/**
+ * Whether the caller may see the consumer groups on `queue`: it may consume or manage it.
+ *
+ * @example
+ * ```ts
+ * const r = await services.leaseGroups.delete(group, { deleteMetadata: true, among: seesGroupsOn(allowed) });
+ * ```
+ */
+export const seesGroupsOn =
+  (allowed: Allowed) =>
+  (queue: string): boolean =>
+    allowed(queue, 'consume') || allowed(queue, 'manage');
+
+/**
+ * Whether the caller may see metrics labelled by `queue` (or by a group on it): `manage` on
+ * it. Unlabelled metrics are public; labelled ones are public only on the open server.
+ *
+ * @example
+ * ```ts
+ * const series = all.filter((s) => s.queue === undefined || seesMetricsOf(allowed)(s.queue));
+ * ```
+ */
+export const seesMetricsOf =
+  (allowed: Allowed) =>
+  (queue: string): boolean =>
+    allowed(queue, 'manage');
