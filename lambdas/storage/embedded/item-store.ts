@@ -18,6 +18,7 @@ import {
   type QueryPage,
   type Taken,
   type TableName,
+  type WriteEachOptions,
   type WriteOp,
   type WriteResult,
 } from '../port.js';
@@ -56,6 +57,8 @@ const SOME_EXIST = new Error('some rows exist');
 interface WriteJob {
   kind: 'all' | 'each' | 'take';
   ops: WriteOp[];
+  /** Need not be durable before a later job that is ({@link WriteEachOptions.deferDurability}). */
+  deferred?: boolean;
   /** For a take: the counter, how many numbers, and the writes to build from them. */
   take?: { table: TableName; key: ItemKey; count: number; then?: ((t: Taken) => WriteOp[]) | undefined };
   taken?: Taken;
@@ -168,7 +171,14 @@ export class SqliteItemStore implements ItemStore {
     return st;
   }
 
+  /** Whether the database flushes every commit to disk (`synchronous = FULL`, 2 and up). */
+  private readonly syncFull: boolean;
+  /** Whether the connection's commits flush now (it switches for groups of deferred writes). */
+  private flushing: boolean;
+
   constructor(private readonly db: Database.Database) {
+    this.syncFull = (db.pragma('synchronous', { simple: true }) as number) >= 2;
+    this.flushing = this.syncFull;
     this.sGet = db.prepare(`SELECT ${COLS} FROM items WHERE ${KEY}`);
     const insert = 'INSERT INTO items (tbl, pk, sk, ver, attrs, bin, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)';
     // Guards are folded into the write itself (ON CONFLICT / WHERE ver = ?), so a write that
@@ -245,7 +255,10 @@ export class SqliteItemStore implements ItemStore {
           const jsons = ops.map((op) => checkTakeOp(op, t));
           if (ops.length > 0) applyAll(ops, jsons);
         } catch (e) {
-          throw new TakeWriteError(taken.first, t.count, false, e);
+          // A full disk or an I/O error rolls back the whole group: that fails every call in it.
+          const cause = storeError(e);
+          if (!db.inTransaction) throw cause;
+          throw new TakeWriteError(taken.first, t.count, false, cause);
         }
       }
       return taken;
@@ -365,10 +378,15 @@ export class SqliteItemStore implements ItemStore {
 
   /** Queues a write for the next group commit; resolves once it is committed (durable). */
   private enqueue(kind: 'all', ops: WriteOp[], jsons: (string | null)[]): Promise<undefined>;
-  private enqueue(kind: 'each', ops: WriteOp[], jsons: (string | null)[]): Promise<WriteResult[]>;
-  private enqueue(kind: 'all' | 'each', ops: WriteOp[], jsons: (string | null)[]): Promise<WriteResult[] | undefined> {
+  private enqueue(kind: 'each', ops: WriteOp[], jsons: (string | null)[], deferred?: boolean): Promise<WriteResult[]>;
+  private enqueue(
+    kind: 'all' | 'each',
+    ops: WriteOp[],
+    jsons: (string | null)[],
+    deferred?: boolean,
+  ): Promise<WriteResult[] | undefined> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ kind, ops, jsons, resolve, reject });
+      this.pending.push({ kind, ops, jsons, resolve, reject, deferred });
       if (this.pending.length === 1) setImmediate(() => this.flush());
     });
   }
@@ -378,7 +396,14 @@ export class SqliteItemStore implements ItemStore {
     const jobs = this.pending;
     this.pending = [];
     if (jobs.length === 0) return;
+    // A group of deferred writes only commits without the disk flush; the next flushed commit
+    // (WAL frames are appended in order) makes them durable with it.
+    const flushed = this.syncFull && jobs.some((j) => !j.deferred);
     try {
+      if (this.syncFull && flushed !== this.flushing) {
+        this.db.pragma(`synchronous = ${flushed ? 'FULL' : 'NORMAL'}`);
+        this.flushing = flushed;
+      }
       this.txGroup.immediate(jobs);
     } catch (e) {
       // The commit itself failed (disk full, I/O error): nothing of the group is durable.
@@ -393,14 +418,14 @@ export class SqliteItemStore implements ItemStore {
     }
   }
 
-  async writeEach(ops: WriteOp[]): Promise<WriteResult[]> {
+  async writeEach(ops: WriteOp[], opts: WriteEachOptions = {}): Promise<WriteResult[]> {
     const jsons = ops.map((op) => {
       if (op.op === 'check') throw new Error('check ops are only valid in transact');
       return checkOp(op);
     });
     if (ops.length === 0) return [];
     // One savepoint in the next group commit; outcomes are still per op.
-    return this.enqueue('each', ops, jsons);
+    return this.enqueue('each', ops, jsons, opts.deferDurability === true);
   }
 
   async transact(ops: WriteOp[]): Promise<void> {
