@@ -196,6 +196,18 @@ export class TakeWriteError extends Error {
   }
 }
 
+/** Options of {@link ItemStore.writeEach}. */
+export interface WriteEachOptions {
+  /**
+   * The writes may become durable only with this process's next write that does not defer
+   * (a crash before it may lose them; they never land after it). For writes whose loss is
+   * harmless until a later write builds on them: a push's dedup reservations, made durable by its
+   * commit, so a push waits for one disk flush and not two. An adapter whose every write is
+   * durable when answered (AWS) ignores it.
+   */
+  deferDurability?: boolean;
+}
+
 export interface ItemStore {
   /** Strongly consistent read of one item. */
   get(table: TableName, key: ItemKey): Promise<Item | undefined>;
@@ -212,7 +224,7 @@ export interface ItemStore {
    * set). Results align with `ops`. Used where per-item outcomes are wanted at one write unit
    * each rather than a transaction's two.
    */
-  writeEach(ops: WriteOp[]): Promise<WriteResult[]>;
+  writeEach(ops: WriteOp[], opts?: WriteEachOptions): Promise<WriteResult[]>;
   /**
    * All-or-nothing: every op applies or none does. At most {@link MAX_TRANSACT_OPS} ops,
    * at most one op per key. Throws {@link ConditionFailedError} listing every failed guard.

@@ -282,6 +282,21 @@ export function runStorageConformance(
         ]);
       });
 
+      it('deferDurability changes no outcome: guards, results and reads are as without it', async () => {
+        const pk = uid();
+        await s.items.put('dedup', item(pk, 'taken', 1));
+        const results = await s.items.writeEach(
+          [
+            { op: 'put', table: 'dedup', item: item(pk, 'fresh', 1), cond: { kind: 'absent' } },
+            { op: 'put', table: 'dedup', item: item(pk, 'taken', 1), cond: { kind: 'absent' } },
+          ],
+          { deferDurability: true },
+        );
+        expect(results.map((r) => r.ok)).toEqual([true, false]);
+        await s.items.put('dedup', item(pk, 'after', 1));
+        expect((await s.items.query('dedup', pk)).items.map((i) => i.sk)).toEqual(['after', 'fresh', 'taken']);
+      });
+
       it('returns an empty result for no ops and rejects check ops (transactions only)', async () => {
         const pk = uid();
         expect(await s.items.writeEach([])).toEqual([]);
