@@ -11,7 +11,6 @@
  * put — 3. A wildcard pop reads the READY index (one query) and the candidates' rows (one
  * getMany) instead of the get — 4.
  */
-import { randomBytes } from 'node:crypto';
 import type { Frame } from '../../codec/segment.js';
 import type { SluiceConfig } from '../../config.js';
 import {
@@ -24,6 +23,7 @@ import {
   selectDeliverable,
   windowHeld,
 } from '../../core/leases.js';
+import { randomFromPool } from '../../core/ids.js';
 import { QUEUE_MODE_GROUP } from '../../core/names.js';
 import { effectiveLeaseSeconds } from '../../core/queue-options.js';
 import { retentionOn, retentionWindows } from '../../core/retention.js';
@@ -465,6 +465,6 @@ export class PopService {
   }
 
   private mintLeaseId(group: string, partitionIds: string[]): string {
-    return encodeLeaseId({ group, partitionIds }, randomBytes(16), QUEUE_MODE_GROUP);
+    return encodeLeaseId({ group, partitionIds }, randomFromPool(16), QUEUE_MODE_GROUP);
   }
 }
