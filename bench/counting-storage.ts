@@ -32,7 +32,7 @@ export function countingStorage(inner: Storage): {
     query: (t, pk, o) => (bump('query'), inner.items.query(t, pk, o)),
     put: (t, i, c) => (bump('put'), inner.items.put(t, i, c)),
     delete: (t, k, c) => (bump('delete'), inner.items.delete(t, k, c)),
-    writeEach: (ops) => (bump('writeEach', ops.length), inner.items.writeEach(ops)),
+    writeEach: (ops, o) => (bump('writeEach', ops.length), inner.items.writeEach(ops, o)),
     transact: (ops) => (
       bump(ops.length === 1 && ops[0]?.op !== 'check' ? 'put' : 'transact'),
       inner.items.transact(ops)

@@ -109,6 +109,16 @@ describe.each(backends)('the offset sequencer on $name', (backend) => {
     expect(await svcs[0]!.segments.read(part!.id, 0, { maxCount: 100 })).toHaveLength(1);
   });
 
+  it("a push's dedup reservations reach the store with deferDurability (made durable by its commit)", async () => {
+    const seen: (boolean | undefined)[] = [];
+    const spy = withItems(storage, {
+      writeEach: (ops, o) => (seen.push(o?.deferDurability), storage.items.writeEach(ops, o)),
+    });
+    const svc = testServices(spy);
+    await svc.pushes.push([{ queue: 'seq-deferred', payload: json({}), transactionId: 't1' }]);
+    expect(seen).toEqual([true]);
+  });
+
   it('a range a producer took and never wrote holds readers back until the gap timeout, then is closed and passed', async () => {
     const clock = new TestClock();
     const svc = testServices(storage, { clock, config: { gapCloseMs: GAP_MS } });
