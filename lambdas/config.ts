@@ -22,6 +22,11 @@ export interface SluiceConfig {
    */
   inlineMaxBytes: number | undefined;
   /**
+   * Segments whose messages pack to fewer bytes than this are stored uncompressed (still a zstd
+   * frame). Undefined picks the backend's default (see {@link defaultCompressMinBytes}).
+   */
+  compressMinBytes: number | undefined;
+  /**
    * Largest request body accepted. On AWS the stack sets it so that any body up to it still
    * fits Lambda's 6 MB event once escaped (lib/limits.ts); the local default is 6 MiB.
    */
@@ -131,6 +136,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     inlineMaxBytes: env.SLUICE_INLINE_MAX_BYTES
       ? num(env, 'SLUICE_INLINE_MAX_BYTES', 0, 0, MAX_INLINE_BYTES)
       : undefined,
+    compressMinBytes: env.SLUICE_COMPRESS_MIN_BYTES
+      ? num(env, 'SLUICE_COMPRESS_MIN_BYTES', 0, 0, MAX_INLINE_BYTES)
+      : undefined,
     maxBodyBytes: num(env, 'SLUICE_MAX_BODY_BYTES', 6 * MIB, 1024),
     maxMessageBytes: num(env, 'SLUICE_MAX_MESSAGE_BYTES', 2 * MIB, 1),
     maxPushItems: num(env, 'SLUICE_MAX_PUSH_ITEMS', 10_000, 1),
@@ -171,4 +179,14 @@ function loadClaimDefaults(env: Record<string, string | undefined>): ClaimDefaul
  */
 export function defaultInlineMaxBytes(backend: 'embedded' | 'aws'): number {
   return backend === 'aws' ? 4096 : 256 * 1024;
+}
+
+/**
+ * Below this many packed bytes a segment is stored uncompressed, per backend. On AWS every byte
+ * is billed (a 1 KiB message compresses into one write unit, not two), so everything is
+ * compressed. On the embedded backend a compressor call costs a small push more CPU than the
+ * rest of its commit (docs/BENCHMARKS.md, "Small requests") and disk is cheap.
+ */
+export function defaultCompressMinBytes(backend: 'embedded' | 'aws'): number {
+  return backend === 'aws' ? 0 : 4096;
 }

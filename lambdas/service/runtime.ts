@@ -1,4 +1,4 @@
-import { defaultInlineMaxBytes, loadConfig, type SluiceConfig } from '../config.js';
+import { defaultCompressMinBytes, defaultInlineMaxBytes, loadConfig, type SluiceConfig } from '../config.js';
 import { defaultMaxWaiters } from '../core/holds.js';
 import { parseKey } from '../core/sealing.js';
 import type { Storage } from '../storage/port.js';
@@ -96,7 +96,11 @@ export interface BuildOptions {
  * ```
  */
 export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOptions = {}): Services {
-  const config: SluiceConfig = { ...cfg, inlineMaxBytes: cfg.inlineMaxBytes ?? defaultInlineMaxBytes(adapter.kind) };
+  const config: SluiceConfig = {
+    ...cfg,
+    inlineMaxBytes: cfg.inlineMaxBytes ?? defaultInlineMaxBytes(adapter.kind),
+    compressMinBytes: cfg.compressMinBytes ?? defaultCompressMinBytes(adapter.kind),
+  };
   const clock = opts.clock ?? Date.now;
   const storageHealth = new WriteHealth(clock);
   const storage = watchWrites(adapter, storageHealth);

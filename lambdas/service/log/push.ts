@@ -56,7 +56,7 @@ export type PushGuard = (c: { queue: QueueRecord; partition: PartitionRef; count
 
 export interface PushServiceDeps {
   storage: Storage;
-  config: Pick<SluiceConfig, 'inlineMaxBytes' | 'pushStallMs'>;
+  config: Pick<SluiceConfig, 'inlineMaxBytes' | 'compressMinBytes' | 'pushStallMs'>;
   notifier: Notifier;
   queues: QueueDirectory;
   /** Seals payloads of queues with `encryptionEnabled`; absent without a key. */

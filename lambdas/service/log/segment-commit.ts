@@ -75,7 +75,7 @@ export interface SegmentMessage {
 
 export interface SegmentCommitDeps {
   storage: Storage;
-  config: Pick<SluiceConfig, 'inlineMaxBytes'>;
+  config: Pick<SluiceConfig, 'inlineMaxBytes' | 'compressMinBytes'>;
   clock: () => number;
   cipher: PayloadCipherLike | undefined;
   hooks: readonly CommitHook[];
@@ -124,7 +124,7 @@ export async function prepareSegment(
     })),
   );
   const raw = frames.reduce((n, f) => n + f.payload.byteLength + 64, 0);
-  const bytes = await encodeSegment(frames);
+  const bytes = await encodeSegment(frames, deps.config.compressMinBytes ?? 0);
   const inline = bytes.byteLength <= (deps.config.inlineMaxBytes ?? 4096);
   const blob = inline ? undefined : segmentBlobKey(part.id, pushId);
   // The blob goes first: a crash before the commit leaves an unreferenced blob for the
