@@ -13,6 +13,10 @@ export interface AwsMeter {
   readUnits: number;
   s3Puts: number;
   s3Gets: number;
+  /** Of `writeUnits`: segment items (`S#…` keys) counted once each, at ⌈size / 1 KB⌉ even inside a transaction. */
+  segmentUnits: number;
+  /** Of `writeUnits`: items written to the dedup table (transactionId reservations). */
+  dedupUnits: number;
   reset(): void;
   dynamoRequests(): number;
   totalRequests(): number;
@@ -51,9 +55,11 @@ export async function meteredAwsStorage(endpoints: AwsEndpoints): Promise<{ stor
     readUnits: 0,
     s3Puts: 0,
     s3Gets: 0,
+    segmentUnits: 0,
+    dedupUnits: 0,
     reset() {
       this.requests.clear();
-      this.writeUnits = this.readUnits = this.s3Puts = this.s3Gets = 0;
+      this.writeUnits = this.readUnits = this.s3Puts = this.s3Gets = this.segmentUnits = this.dedupUnits = 0;
     },
     dynamoRequests() {
       let n = 0;
@@ -71,15 +77,24 @@ export async function meteredAwsStorage(endpoints: AwsEndpoints): Promise<{ stor
       const cmd = String(context.commandName ?? 'unknown');
       meter.requests.set(`dynamodb:${cmd}`, (meter.requests.get(`dynamodb:${cmd}`) ?? 0) + 1);
       const input = args.input as Record<string, unknown>;
-      if (cmd === 'PutItemCommand') meter.writeUnits += wru(input.Item as Item);
-      if (cmd === 'DeleteItemCommand') meter.writeUnits += 1;
+      const classify = (table: unknown, item: Item, units: number): void => {
+        if (table === tables.dedup) meter.dedupUnits += units;
+        else if (table === tables.log && item.sk?.S?.startsWith('S#')) meter.segmentUnits += wru(item);
+      };
+      if (cmd === 'PutItemCommand') {
+        meter.writeUnits += wru(input.Item as Item);
+        classify(input.TableName, input.Item as Item, wru(input.Item as Item));
+      }
+      // Sequencer takes and guarded updates: small items, one unit each.
+      if (cmd === 'DeleteItemCommand' || cmd === 'UpdateItemCommand') meter.writeUnits += 1;
       if (cmd === 'TransactWriteItemsCommand') {
         for (const op of input.TransactItems as {
-          Put?: { Item: Item };
+          Put?: { Item: Item; TableName: string };
           Delete?: unknown;
           ConditionCheck?: unknown;
         }[]) {
           meter.writeUnits += 2 * (op.Put ? wru(op.Put.Item) : 1);
+          if (op.Put) classify(op.Put.TableName, op.Put.Item, 2 * wru(op.Put.Item));
         }
       }
       const out = await next(args);
