@@ -22,6 +22,10 @@ export interface AwsMeter {
   keyReadUnits: Map<string, number>;
   /** Writes refused by their condition (PutItem, DeleteItem) and cancelled transactions: billed all the same. */
   failedWrites: number;
+  /** Of `writeUnits`: segment items (`S#…` keys) counted once each, at ⌈size / 1 KB⌉ even inside a transaction. */
+  segmentUnits: number;
+  /** Of `writeUnits`: items written to the dedup table (transactionId reservations). */
+  dedupUnits: number;
   reset(): void;
   dynamoRequests(): number;
   totalRequests(): number;
@@ -64,11 +68,14 @@ export async function meteredAwsStorage(endpoints: AwsEndpoints): Promise<{ stor
     keyWriteUnits: new Map(),
     keyReadUnits: new Map(),
     failedWrites: 0,
+    segmentUnits: 0,
+    dedupUnits: 0,
     reset() {
       this.requests.clear();
       this.keyWriteUnits.clear();
       this.keyReadUnits.clear();
       this.writeUnits = this.readUnits = this.s3Puts = this.s3Gets = this.failedWrites = 0;
+      this.segmentUnits = this.dedupUnits = 0;
     },
     dynamoRequests() {
       let n = 0;
@@ -90,19 +97,22 @@ export async function meteredAwsStorage(endpoints: AwsEndpoints): Promise<{ stor
       const cmd = String(context.commandName ?? 'unknown');
       meter.requests.set(`dynamodb:${cmd}`, (meter.requests.get(`dynamodb:${cmd}`) ?? 0) + 1);
       const input = args.input as Record<string, unknown>;
-      const write = (table: unknown, key: Item | undefined, units: number): void => {
+      const write = (table: unknown, key: Item | undefined, units: number, put = false): void => {
         meter.writeUnits += units;
         add(meter.keyWriteUnits, table, key, units);
+        if (table === tables.dedup) meter.dedupUnits += units;
+        else if (put && table === tables.log && key?.sk?.S?.startsWith('S#')) meter.segmentUnits += wru(key);
       };
-      if (cmd === 'PutItemCommand') write(input.TableName, input.Item as Item, wru(input.Item as Item));
-      if (cmd === 'DeleteItemCommand') write(input.TableName, input.Key as Item, 1);
+      if (cmd === 'PutItemCommand') write(input.TableName, input.Item as Item, wru(input.Item as Item), true);
+      // Deletes, and sequencer takes (UpdateItem on a small item): one unit each.
+      if (cmd === 'DeleteItemCommand' || cmd === 'UpdateItemCommand') write(input.TableName, input.Key as Item, 1);
       if (cmd === 'TransactWriteItemsCommand') {
         for (const op of input.TransactItems as {
           Put?: { TableName: string; Item: Item };
           Delete?: { TableName: string; Key: Item };
           ConditionCheck?: { TableName: string; Key: Item };
         }[]) {
-          if (op.Put) write(op.Put.TableName, op.Put.Item, 2 * wru(op.Put.Item));
+          if (op.Put) write(op.Put.TableName, op.Put.Item, 2 * wru(op.Put.Item), true);
           else {
             const k = op.Delete ?? op.ConditionCheck;
             write(k?.TableName, k?.Key, 2);

@@ -242,7 +242,6 @@ export function makeHandler(routes: RouteDef[], options: { services?: () => Prom
       : undefined;
     const query = validate(def.query, event.queryStringParameters ?? {}, 'query string');
     const params = validate(def.params, m.params, 'path');
-    const signal = AbortSignal.any([invocation.signal, runtime.shutdown]);
     const principal = principalOf(event);
     grants ??= grantsFromEnv();
     const enforced = grants;
@@ -266,6 +265,7 @@ export function makeHandler(routes: RouteDef[], options: { services?: () => Prom
       for (const q of unique) enforced.check(principal, def.access.action, q);
     }
     try {
+      let signal: AbortSignal | undefined;
       const result = await def.run({
         principal,
         body,
@@ -274,7 +274,10 @@ export function makeHandler(routes: RouteDef[], options: { services?: () => Prom
         params,
         event,
         services: runtime,
-        signal,
+        // Made on first use: only waiting routes read it, and it costs every request otherwise.
+        get signal() {
+          return (signal ??= AbortSignal.any([invocation.signal, runtime.shutdown]));
+        },
         authorize,
         allowed,
       });

@@ -159,7 +159,7 @@ export function popResultText(pop: PopResult): string {
 
 async function runPop(
   services: Services,
-  signal: AbortSignal,
+  signal: () => AbortSignal,
   queue: string,
   partition: string | undefined,
   q: z.infer<typeof PopQuery>,
@@ -178,7 +178,8 @@ async function runPop(
       wait: q.wait,
       timeoutMs: q.timeout,
     },
-    signal,
+    // Only a waiting pop needs to hear of shutdown or the deadline.
+    q.wait ? signal() : undefined,
   );
   // 204 for every "nothing to deliver": empty, unknown, leased, held back, timed out; with
   // `Retry-After` when the wait cap turned the wait away (our client sleeps that long).
@@ -197,7 +198,7 @@ export const popPartition = defineRoute({
   params: z.object({ queue: nameSchema('queue'), partition: nameSchema('partition') }),
   query: PopQuery,
   access: { action: 'consume', queues: ({ params }) => [params.queue] },
-  run: ({ params, query, services, signal }) => runPop(services, signal, params.queue, params.partition, query),
+  run: (i) => runPop(i.services, () => i.signal, i.params.queue, i.params.partition, i.query),
 });
 
 export const popQueue = defineRoute({
@@ -208,7 +209,7 @@ export const popQueue = defineRoute({
   params: z.object({ queue: nameSchema('queue') }),
   query: PopQuery,
   access: { action: 'consume', queues: ({ params }) => [params.queue] },
-  run: ({ params, query, services, signal }) => runPop(services, signal, params.queue, undefined, query),
+  run: (i) => runPop(i.services, () => i.signal, i.params.queue, undefined, i.query),
 });
 
 // ---------------------------------------------------------------------- ack

@@ -11,7 +11,6 @@
  * put — 3. A wildcard pop reads the READY index (one query) and the candidates' rows (one
  * getMany) instead of the get — 4.
  */
-import { randomBytes } from 'node:crypto';
 import type { Frame } from '../../codec/segment.js';
 import type { SluiceConfig } from '../../config.js';
 import {
@@ -24,6 +23,7 @@ import {
   selectDeliverable,
   windowHeld,
 } from '../../core/leases.js';
+import { randomFromPool } from '../../core/ids.js';
 import { QUEUE_MODE_GROUP } from '../../core/names.js';
 import { effectiveLeaseSeconds } from '../../core/queue-options.js';
 import { retentionOn, retentionWindows } from '../../core/retention.js';
@@ -455,7 +455,8 @@ export class PopService {
     const items: { offset: number; frame: Frame; seg: SegmentMeta }[] = [];
     let segs = 0;
     let msgs = 0;
-    for (let pages = 0; pages < 4 && items.length < want; pages++) {
+    let expected = from;
+    pages: for (let pages = 0; pages < 4 && items.length < want; pages++) {
       const est = Math.ceil((want - items.length) / Math.max(1, segAvg)) + 1;
       const page = await this.deps.segments.segmentPage(pid, base, est);
       let lastEnd = -1;
@@ -463,7 +464,10 @@ export class PopService {
         segs++;
         msgs += seg.count;
         lastEnd = seg.end;
-        if (seg.end < from) continue;
+        if (seg.end < expected) continue;
+        // Never past offsets a push took and has not written (see SegmentReader.passGap).
+        if (seg.base > expected && !(await this.deps.segments.passGap(pid, expected, seg))) break pages;
+        expected = seg.end + 1;
         const frames = await this.deps.segments.loadSegment(pid, seg, seg.bin);
         for (let j = Math.max(0, from - seg.base); j < frames.length && items.length < want; j++)
           items.push({ offset: seg.base + j, frame: frames[j] as Frame, seg });
@@ -477,6 +481,6 @@ export class PopService {
   }
 
   private mintLeaseId(group: string, partitionIds: string[]): string {
-    return encodeLeaseId({ group, partitionIds }, randomBytes(16), QUEUE_MODE_GROUP);
+    return encodeLeaseId({ group, partitionIds }, randomFromPool(16), QUEUE_MODE_GROUP);
   }
 }
