@@ -155,6 +155,17 @@ describe('cli: arguments and output', () => {
     expect(empty.err()).toBe('no messages available in q\n');
   });
 
+  it('tails with pops of 1,000 by default, fewer when the limit is smaller', async () => {
+    const popSizes = async (args: string[]): Promise<(string | null)[]> => {
+      const t = io([new Response(null, { status: 204 })]);
+      expect(await run(['tail', 'q', '--idle', '1', ...args], t.io)).toBe(EXIT.ok);
+      return [...new Set(t.calls.map((c) => c.url.searchParams.get('batch')))];
+    };
+    expect(await popSizes([])).toEqual(['1000']);
+    expect(await popSizes(['--limit', '10'])).toEqual(['10']);
+    expect(await popSizes(['-n', '50'])).toEqual(['50']);
+  });
+
   it('renders the groups table per partition', async () => {
     const view = {
       name: 'billing',
