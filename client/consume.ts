@@ -238,6 +238,9 @@ export async function consumeLeases<T>(
       if (failure) {
         const error = errorText(failure.error);
         marked.push(...failure.part.map((m) => ({ ...m, _status: 'failed', _error: error })));
+        // On the failed message's partition `failed` decides (the lowest signal wins); a pop
+        // over several partitions (`partitions(n)`) releases the others' spans at once too.
+        marked.push(...msgs.slice(done + failure.part.length).map((m) => ({ ...m, _status: 'retry' })));
       } else if (!gaveUp && done < msgs.length) {
         // Stopping: what the handler never saw goes back now, without charging the budget.
         marked.push(...msgs.slice(done).map((m) => ({ ...m, _status: 'retry' })));

@@ -221,4 +221,34 @@ describe('client consume(): big pops, one message per handler call', () => {
     expect(stats).toMatchObject({ batches: 2, completed: 100, failed: 1 });
     expect(errors).toEqual(['handler: not now']);
   });
+
+  it('a failure in a pop over two partitions frees the other partition at once', async () => {
+    const { sluice } = counted();
+    const q = sluice.queue('pop-fail-two');
+    for (const p of ['a', 'b']) await q.partition(p).push([1, 2, 3].map((n) => `${p}${n}`));
+    const first = await q.group('peek').partitions(2).batch(10).wait(false).pop();
+    expect(new Set(first.map((m) => m.partition))).toEqual(new Set(['a', 'b'])); // one pop spans both
+    await sluice.ack(first, 'retry');
+
+    const deliveries: string[] = [];
+    let thrown = false;
+    const started = Date.now();
+    await q
+      .group('g')
+      .partitions(2)
+      .consume(
+        (msgs: Message[]) => {
+          const d = msgs[0]?.data as string;
+          deliveries.push(d);
+          if (!thrown) {
+            thrown = true;
+            throw new Error('first one fails');
+          }
+        },
+        { idleMs: 1500, onError: () => undefined },
+      );
+    // Without the hand-back the second partition would wait out its 60 s lease.
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(deliveries.slice(1).sort()).toEqual(['a1', 'a2', 'a3', 'b1', 'b2', 'b3']);
+  });
 });
