@@ -240,6 +240,14 @@ export class Producer {
       if (rest.length > 0) await this.run(rest);
       return;
     }
+    try {
+      this.settle(batch, rows);
+    } catch (e) {
+      for (const p of batch) p.reject(e); // an answer of an unexpected shape; settled sends stay as they are
+    }
+  }
+
+  private settle(batch: PendingSend[], rows: Record<string, unknown>[]): void {
     batch.forEach((p, i) => {
       const row = rows[i];
       if (!row) {
