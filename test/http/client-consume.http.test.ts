@@ -94,7 +94,7 @@ describe('client consume(): big pops, one message per handler call', () => {
         (msgs: Message[]) => {
           sizes.push(msgs.length);
         },
-        { idleMs: 300 },
+        { idleMs: 1000 },
       );
     expect(sizes).toEqual([10, 10, 10, 10, 10, 10, 10, 10, 10, 5]);
     expect(count('POST /api/v1/ack/batch')).toBe(1);
@@ -129,7 +129,7 @@ describe('client consume(): big pops, one message per handler call', () => {
         {
           limit: 1000,
           renewLease: 300,
-          renewSeconds: 1,
+          renewSeconds: 3, // each renewal reaches well past the next: a slow round trip does not lose the lease
           ackIntervalMs: 0,
           onError: (e, { phase }) => errors.push(`${phase}: ${String(e)}`),
         },
@@ -188,7 +188,7 @@ describe('client consume(): big pops, one message per handler call', () => {
     const second = await q
       .group('g')
       .consume((msgs: Message[]) => void handled.push(...msgs.map((m) => m.data as number)), {
-        idleMs: 300,
+        idleMs: 1000,
       });
     expect(second).toMatchObject({ messages: 990, completed: 990 });
     expect(handled).toEqual(Array.from({ length: 1000 }, (_, i) => i));
