@@ -161,7 +161,7 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
     .argument('<queue>')
     .addOption(partitionOption('only this partition'))
     .addOption(groupOption('consumer group (default: queue mode)'))
-    .addOption(batchOption('messages per pop', 100, '-n'))
+    .addOption(batchOption('messages per pop', 1000, '-n'))
     .option('--limit <n>', 'stop after this many messages', positive('limit'))
     .option('--idle <ms>', 'stop after this long without a message', millis('idle', 1))
     .option('--peek', 'read the partition in offset order without a group, lease or ack (needs --partition)')

@@ -155,6 +155,22 @@ describe('cli: arguments and output', () => {
     expect(empty.err()).toBe('no messages available in q\n');
   });
 
+  it('tails with pops of 1,000 by default, fewer when the limit is smaller', async () => {
+    const popSizes = async (args: string[]): Promise<(string | null)[]> => {
+      // Ctrl-C as the first pop is answered: one pop, however slow the machine.
+      const stop = new AbortController();
+      const t = io(() => {
+        stop.abort();
+        return new Response(null, { status: 204 });
+      });
+      expect(await run(['tail', 'q', ...args], { ...t.io, signal: stop.signal })).toBe(EXIT.ok);
+      return t.calls.map((c) => c.url.searchParams.get('batch'));
+    };
+    expect(await popSizes([])).toEqual(['1000']);
+    expect(await popSizes(['--limit', '10'])).toEqual(['10']);
+    expect(await popSizes(['-n', '50'])).toEqual(['50']);
+  });
+
   it('renders the groups table per partition', async () => {
     const view = {
       name: 'billing',
