@@ -36,12 +36,16 @@ export function rate(v: string): number {
   return n;
 }
 
-/** Parses a claim-group start position: `earliest`, `latest` or an offset. */
+/** Parses a claim-group start position: `earliest`, `latest`, an offset or an ISO-8601 instant. */
 export function parseStart(v: string): ClaimStart {
   if (v === 'earliest' || v === 'latest') return v;
   const n = Number(v);
   if (Number.isInteger(n) && n >= 0) return { offset: n };
-  throw new InvalidArgumentError(`start must be earliest, latest or an offset (got ${JSON.stringify(v)})`);
+  // An instant is sent as written: the server checks it (range included) with every other instant.
+  if (/^\d{4}-\d\d-\d\d/.test(v) && Number.isFinite(Date.parse(v))) return { at: v };
+  throw new InvalidArgumentError(
+    `start must be earliest, latest, an offset or an ISO-8601 instant such as 2026-05-01T12:00:00Z (got ${JSON.stringify(v)})`,
+  );
 }
 
 /** Folds one repeatable `key=value` into the queue options so far; the value is JSON if it parses, else a string. */

@@ -215,8 +215,11 @@ export interface PollResult<T = unknown> {
   capped: boolean;
 }
 
-/** Where a claim group starts or seeks to. */
-export type ClaimStart = 'earliest' | 'latest' | { offset: number };
+/**
+ * Where a claim group starts or seeks to: the oldest retained record, the tail, an offset, or
+ * the first record committed after an instant (ISO-8601 text or epoch ms).
+ */
+export type ClaimStart = 'earliest' | 'latest' | { offset: number } | { at: string | number };
 
 export interface ClaimGroupState {
   committed: number;

@@ -173,7 +173,12 @@ export function claimCommands(program: Command, ctx: CommandContext): void {
     );
   claimArgs(claims.command('create'))
     .description('Create the group at a start position (an existing group is left alone).')
-    .option('--start <pos>', 'earliest, latest or an offset', parseStart, 'earliest' as ClaimStart)
+    .option(
+      '--start <pos>',
+      'earliest, latest, an offset, or an ISO-8601 instant (the first record committed after it)',
+      parseStart,
+      'earliest' as ClaimStart,
+    )
     .action(async (queue: string, partition: string, group: string, o: { start: ClaimStart }, cmd: Command) => {
       const r = await client(cmd).queue(queue).partition(partition).claimGroup(group).create(o.start);
       if (json(cmd)) return printJson(r);
@@ -182,8 +187,12 @@ export function claimCommands(program: Command, ctx: CommandContext): void {
       );
     });
   claimArgs(claims.command('seek'))
-    .description('Move the group (voids standing claims).')
-    .argument('<start>', 'earliest, latest or an offset', parseStart)
+    .description('Move the group (voids standing claims): back to replay, forward to skip.')
+    .argument(
+      '<start>',
+      'earliest, latest, an offset, or an ISO-8601 instant (the first record committed after it)',
+      parseStart,
+    )
     .action(async (queue: string, partition: string, group: string, start: ClaimStart, _o: unknown, cmd: Command) => {
       const r = await client(cmd).queue(queue).partition(partition).claimGroup(group).seek(start);
       if (json(cmd)) return printJson(r);

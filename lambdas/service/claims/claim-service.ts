@@ -11,6 +11,7 @@ import type { GroupRegistry } from '../groups/group-registry.js';
 import type { LongPoll } from '../leases/long-poll.js';
 import { padOffset, type PartitionRef, type QueueRecord } from '../log/log-store.js';
 import type { QueueDirectory } from '../log/queue-directory.js';
+import { firstCommittedAfter } from '../log/seek-by-time.js';
 import type { SegmentReader, StoredMessage } from '../log/segments.js';
 import type { Notifier } from '../notifier.js';
 import type { Telemetry } from '../telemetry.js';
@@ -558,8 +559,14 @@ export class ClaimService {
   // ------------------------------------------------------------------ admin
 
   private async resolveStartOffset(pid: string, start: Start): Promise<number> {
-    const [head, tail] = await Promise.all([this.deps.segments.readHead(pid), this.deps.segments.readTail(pid)]);
-    return core.resolveStart(start, head, tail.next);
+    const [head, tail, firstAfter] = await Promise.all([
+      this.deps.segments.readHead(pid),
+      this.deps.segments.readTail(pid),
+      typeof start === 'object' && 'at' in start
+        ? firstCommittedAfter(this.deps.segments, pid, start.at)
+        : Promise.resolve(undefined),
+    ]);
+    return core.resolveStart(start, head, tail.next, firstAfter);
   }
 
   /** Creates the group at `start` unless it exists; an existing group is left where it is. */
