@@ -31,6 +31,18 @@ export interface QueueOptions {
   maxVisibilityMs?: number;
 }
 
+/** A queue as `GET /api/v1/queues/{queue}` answers it. */
+export interface QueueInfo {
+  queue: string;
+  queueId: string;
+  namespace: string | null;
+  task: string | null;
+  createdAt: string;
+  /** False for a queue a push created (it has the default options). */
+  configured: boolean;
+  options: QueueOptions;
+}
+
 export interface ConfigureResult {
   configured: boolean;
   queueId: string;

@@ -58,7 +58,9 @@ export function seek(
   void now;
   const state = view.state;
   if (!state)
-    throw new SluiceError('not_found', 'this group does not exist on this partition; create it with PUT first');
+    throw new SluiceError('not_found', 'this group does not exist on this partition; create it with PUT first', {
+      missing: 'group',
+    });
   const d = new Draft({ ...view, items: view.items.filter((it) => it.kind !== 'B') });
   // A redriven record at or above the new position is handed out again as the group replays
   // from there: its own item would hand the offset out a second time, alongside the replay.

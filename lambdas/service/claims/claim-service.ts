@@ -137,9 +137,12 @@ export class ClaimService {
   ): Promise<ResolvedGroup> {
     assertName(group, 'consumer group');
     const q = await this.deps.queues.getQueue(queue);
-    if (!q) throw notFound(`queue ${JSON.stringify(queue)} does not exist`);
+    if (!q) throw notFound(`queue ${JSON.stringify(queue)} does not exist`, { missing: 'queue' });
     const part = await this.deps.queues.getPartition(queue, partition);
-    if (!part) throw notFound(`queue ${JSON.stringify(queue)} has no partition ${JSON.stringify(partition)}`);
+    if (!part)
+      throw notFound(`queue ${JSON.stringify(queue)} has no partition ${JSON.stringify(partition)}`, {
+        missing: 'partition',
+      });
     if (use === 'register') await this.deps.groups.register(queue, group, 'claim', CLAIM_SUBSCRIPTION);
     else {
       const reg = await this.deps.groups.get(queue, group);
