@@ -14,6 +14,8 @@ export interface Io {
   stdout: Out;
   stderr: Out;
   stdin: Readable;
+  /** The size of stdin when it is a regular file (`< orders.jsonl`): `push` shows its progress against it. */
+  stdinBytes?: number;
   env: Record<string, string | undefined>;
   /** Injected into the client (tests). */
   fetch?: typeof fetch;

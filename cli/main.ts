@@ -5,7 +5,7 @@
  *   sluice tail orders --group audit --json
  *   sluice groups
  *   sluice dlq redrive-all orders --rate 200
- *   sluice claims poll jobs p0 workers --max 10
+ *   sluice claims poll jobs p0 workers --batch 10
  *
  * Exit codes: 0 ok; 1 the API refused or failed (its message is printed); 2 usage or bad
  * input; 3 not found; 4 not authenticated or not allowed; 5 the API could not be reached.
