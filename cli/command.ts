@@ -5,7 +5,7 @@
 import type { Readable } from 'node:stream';
 import type { Command } from 'commander';
 import { Sluice } from '../client/sluice.js';
-import { clientOptions } from './connection.js';
+import { connectionFor } from './connection.js';
 import type { Out } from './format.js';
 import type { GlobalOpts } from './options.js';
 
@@ -33,7 +33,7 @@ export interface CommandContext {
   readonly printJson: (v: unknown) => void;
   /** Whether `--json` was given. */
   readonly json: (cmd: Command) => boolean;
-  /** A client for this invocation's global options (endpoint, auth, timeout). */
+  /** A client for this invocation's global options (context, endpoint, auth, timeout). */
   readonly client: (cmd: Command) => Sluice;
   /** Sets the exit code of a command that ran to the end but partly failed (e.g. some pushes failed). */
   readonly setExit: (code: number) => void;
@@ -53,7 +53,7 @@ export function createContext(io: Io, setExit: (code: number) => void): CommandC
     json: (cmd) => globals(cmd).json === true,
     client: (cmd) =>
       new Sluice({
-        ...clientOptions(globals(cmd), io.env),
+        ...connectionFor(globals(cmd), io.env).options,
         ...(io.fetch ? { fetch: io.fetch } : {}),
         ...(io.sleep ? { sleep: io.sleep } : {}),
       }),

@@ -108,6 +108,7 @@ export const ACK_STATUSES = ['completed', 'failed', 'retry', 'dlq'];
 
 /** The options every command sees (`cmd.optsWithGlobals()`). */
 export interface GlobalOpts {
+  context?: string;
   endpoint?: string;
   token?: string;
   profile?: string;
@@ -120,6 +121,7 @@ export interface GlobalOpts {
 /** The program-level options, in the order `sluice --help` lists them (fresh objects on each call). */
 export function globalOptions(): Option[] {
   return [
+    new Option('--context <name>', 'use this saved context (env SLUICE_CONTEXT; see `sluice context`)'),
     new Option('-e, --endpoint <url>', `API base URL (env SLUICE_ENDPOINT; default ${DEFAULT_ENDPOINT})`),
     new Option('-t, --token <token>', 'bearer token (env SLUICE_TOKEN)'),
     new Option('--profile <name>', 'AWS profile for SigV4 signing (implies --auth sigv4)'),
