@@ -1,5 +1,5 @@
 /**
- * `sluice`: the command line for a Sluice API (see docs/CLIENT.md#cli).
+ * `sluice`: the command line for a Sluice API (see docs/CLI.md).
  *
  *   sluice push orders --partition eu --file orders.jsonl
  *   sluice tail orders --group audit --json
@@ -7,6 +7,7 @@
  *   sluice dlq redrive-all orders --rate 200
  *   sluice claims poll jobs p0 workers --batch 10
  *   sluice context add prod --endpoint https://abc.execute-api.eu-west-1.amazonaws.com --profile prod
+ *   source <(sluice completion bash)
  *
  * Exit codes: 0 ok; 1 the API refused or failed (its message is printed); 2 usage or bad
  * input; 3 not found; 4 not authenticated or not allowed; 5 the API could not be reached.
@@ -16,6 +17,7 @@ import { VERSION } from '../lambdas/version.js';
 import { createContext, type CommandGroup, type Io } from './command.js';
 import { endpointFor } from './connection.js';
 import { claimCommands } from './commands/claims.js';
+import { completionCommands } from './commands/completion.js';
 import { contextCommands } from './commands/context.js';
 import { dlqCommands } from './commands/dlq.js';
 import { groupCommands } from './commands/groups.js';
@@ -34,6 +36,7 @@ const GROUPS: readonly CommandGroup[] = [
   claimCommands,
   tokenCommands,
   contextCommands,
+  completionCommands,
 ];
 
 /** The whole program; `run` parses and maps failures to exit codes. */
