@@ -27,6 +27,7 @@ import type {
   ConfigureResult,
   Message,
   PushResult,
+  QueueInfo,
   QueueOptions,
   RenewResult,
   RetryMessageResult,
@@ -404,6 +405,19 @@ export class QueueRef {
       retry: 'idempotent',
       signal: opts.signal,
     })) as ConfigureResult;
+  }
+
+  /**
+   * The queue's options (`GET /api/v1/queues/{queue}`); a queue that does not exist is a
+   * {@link SluiceApiError} with status 404.
+   */
+  async describe(opts: { signal?: AbortSignal } = {}): Promise<QueueInfo> {
+    return (await this.client.http.json<QueueInfo>({
+      method: 'GET',
+      path: `/api/v1/queues/${seg(this.spec.queue)}`,
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as QueueInfo;
   }
 
   /**

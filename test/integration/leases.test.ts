@@ -15,10 +15,10 @@ import {
 } from '../../lambdas/service/log/log-store.js';
 import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, parseDlqBlobKey } from '../../lambdas/service/leases/dlq-store.js';
 import type { PopRequest, PopResult } from '../../lambdas/service/leases/pop.js';
-import { lastBefore } from '../../lambdas/service/leases/start-position.js';
 import { buildServices, type Services } from '../../lambdas/service/runtime.js';
 import { ContentionError, type ItemStore, type Storage } from '../../lambdas/storage/port.js';
 import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
+import { firstCommittedAfter } from '../../lambdas/service/log/seek-by-time.js';
 import { loadConfig } from '../../lambdas/config.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
@@ -643,7 +643,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const part = await svc.queues.getPartition('seek-log', 'Default');
     c.reset();
     const at = svc.testClock.t - 64_000 + 40_500; // after message 40 was pushed
-    expect(await lastBefore(svc.segments, part!.id, at, true)).toBe(40);
+    expect(await firstCommittedAfter(svc.segments, part!.id, at)).toBe(41);
     expect(c.n()).toBeLessThanOrEqual(9);
   });
 

@@ -3,7 +3,7 @@ import { MAX_ACK_OFFSETS } from '../../core/claims/index.js';
 import type { ClaimedRecord } from '../../service/claims/claim-service.js';
 import { rawPayload } from '../../codec/json-writer.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { iso, nameSchema, newNameSchema } from './schemas.js';
+import { instant, iso, nameSchema, newNameSchema } from './schemas.js';
 
 /**
  * Record claims (docs/CLAIMS.md): a consumer group read as a shared work queue on one
@@ -208,15 +208,17 @@ export const claimDiscard = defineRoute({
   },
 });
 
-const Start = z.union([z.literal('earliest'), z.literal('latest'), z.object({ offset }).strict()], {
-  error: 'start must be "earliest", "latest" or {"offset": n}',
-});
+/** Where a create or seek puts the group; `at` is checked (range included) before anything is written. */
+const Start = z.union(
+  [z.literal('earliest'), z.literal('latest'), z.object({ offset }).strict(), z.object({ at: instant }).strict()],
+  { error: 'start must be "earliest", "latest", {"offset": n} or {"at": "<ISO-8601 instant>"}' },
+);
 
 export const claimCreate = defineRoute({
   method: 'PUT',
   path: GROUP_PATH,
   group: 'claims',
-  summary: 'Create the group at earliest, latest or an offset; an existing group is left alone.',
+  summary: 'Create the group at earliest, latest, an offset or an instant; an existing group is left alone.',
   params: NewGroupParams,
   body: z
     .object({ start: Start.default('earliest') })
@@ -235,7 +237,7 @@ export const claimSeek = defineRoute({
   method: 'POST',
   path: `${GROUP_PATH}/seek`,
   group: 'claims',
-  summary: 'Move the group (back to replay, forward to skip); voids every standing claim.',
+  summary: 'Move the group (back to replay, forward to skip; to an offset or an instant); voids every standing claim.',
   params: GroupParams,
   body: z.object({ start: Start }).strict(),
   access: { action: 'manage', ...onQueue },

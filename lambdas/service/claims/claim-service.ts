@@ -11,6 +11,7 @@ import type { GroupRegistry } from '../groups/group-registry.js';
 import { CAPPED_RETRY_AFTER_S, type LongPoll } from '../leases/long-poll.js';
 import { padOffset, type PartitionRef, type QueueRecord } from '../log/log-store.js';
 import type { QueueDirectory } from '../log/queue-directory.js';
+import { firstCommittedAfter } from '../log/seek-by-time.js';
 import type { SegmentReader, StoredMessage } from '../log/segments.js';
 import type { Notifier } from '../notifier.js';
 import type { Telemetry } from '../telemetry.js';
@@ -139,9 +140,12 @@ export class ClaimService {
   ): Promise<ResolvedGroup> {
     assertName(group, 'consumer group');
     const q = await this.deps.queues.getQueue(queue);
-    if (!q) throw notFound(`queue ${JSON.stringify(queue)} does not exist`);
+    if (!q) throw notFound(`queue ${JSON.stringify(queue)} does not exist`, { missing: 'queue' });
     const part = await this.deps.queues.getPartition(queue, partition);
-    if (!part) throw notFound(`queue ${JSON.stringify(queue)} has no partition ${JSON.stringify(partition)}`);
+    if (!part)
+      throw notFound(`queue ${JSON.stringify(queue)} has no partition ${JSON.stringify(partition)}`, {
+        missing: 'partition',
+      });
     if (use === 'register') await this.deps.groups.register(queue, group, 'claim', CLAIM_SUBSCRIPTION);
     else {
       const reg = await this.deps.groups.get(queue, group);
@@ -561,8 +565,14 @@ export class ClaimService {
   // ------------------------------------------------------------------ admin
 
   private async resolveStartOffset(pid: string, start: Start): Promise<number> {
-    const [head, tail] = await Promise.all([this.deps.segments.readHead(pid), this.deps.segments.readTail(pid)]);
-    return core.resolveStart(start, head, tail.next);
+    const [head, tail, firstAfter] = await Promise.all([
+      this.deps.segments.readHead(pid),
+      this.deps.segments.readTail(pid),
+      typeof start === 'object' && 'at' in start
+        ? firstCommittedAfter(this.deps.segments, pid, start.at)
+        : Promise.resolve(undefined),
+    ]);
+    return core.resolveStart(start, head, tail.next, firstAfter);
   }
 
   /** Creates the group at `start` unless it exists; an existing group is left where it is. */
