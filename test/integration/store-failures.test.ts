@@ -77,6 +77,7 @@ function calls(w: { pid: string; txid: string; leaseId: string }): Call[] {
     },
     { method: 'GET', path: msg },
     { method: 'GET', path: '/api/v1/queues/sf/partitions/Default/messages?from=0&limit=10' },
+    { method: 'GET', path: '/api/v1/queues/sf' },
     { method: 'GET', path: '/health' },
     { method: 'GET', path: '/ready' },
     { method: 'POST', path: `${G}/poll`, body: { max: 1 } },
