@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { MAX_ACK_OFFSETS } from '../../core/claims/index.js';
 import type { ClaimedRecord } from '../../service/claims/claim-service.js';
 import { rawPayload } from '../../codec/json-writer.js';
+import { claimPollMeter, claimSettleMeter } from '../meters.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { iso, nameSchema, newNameSchema } from './schemas.js';
 
@@ -88,7 +89,12 @@ export const claimPoll = defineRoute({
   access: { action: 'consume', ...onQueue },
   async run({ params, body, principal, services, signal }) {
     const r = await services.claims.poll(params.queue, params.partition, params.group, { ...body, principal }, signal);
-    return { statusCode: 200, raw: true, body: { records: r.records.map(recordJson), capped: r.capped } };
+    return {
+      statusCode: 200,
+      raw: true,
+      body: { records: r.records.map(recordJson), capped: r.capped },
+      meter: claimPollMeter(params.queue, r, services.clock()),
+    };
   },
 });
 
@@ -109,7 +115,11 @@ export const claimAck = defineRoute({
   access: { action: 'consume', ...onQueue },
   async run({ params, body, services }) {
     const r = await services.claims.ack(params.queue, params.partition, params.group, body.offsets);
-    return { statusCode: 200, body: { committed: r.committed } };
+    return {
+      statusCode: 200,
+      body: { committed: r.committed },
+      meter: claimSettleMeter(params.queue, 'claimAcks', body.offsets.length),
+    };
   },
 });
 
@@ -151,7 +161,11 @@ export const claimDeadLetter = defineRoute({
   access: { action: 'consume', ...onQueue },
   async run({ params, body, services }) {
     const r = await services.claims.deadLetter(params.queue, params.partition, params.group, body);
-    return { statusCode: 200, body: { offset: r.offset, deadLettered: true, committed: r.committed } };
+    return {
+      statusCode: 200,
+      body: { offset: r.offset, deadLettered: true, committed: r.committed },
+      meter: claimSettleMeter(params.queue, 'deadLetters', 1),
+    };
   },
 });
 

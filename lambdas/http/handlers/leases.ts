@@ -13,6 +13,7 @@ import type { PopResult } from '../../service/leases/pop.js';
 import type { Services } from '../../service/runtime.js';
 import type { TxOp } from '../../service/transaction-service.js';
 import type { Action } from '../route.js';
+import { ackMeter, popMeter, transactionMeter } from '../meters.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { preparePushItems } from './messages.js';
 import { instantProblem, iso, nameSchema } from './schemas.js';
@@ -180,9 +181,10 @@ async function runPop(
     },
     signal,
   );
+  const meter = popMeter(queue, r, services.clock());
   // 204 for every "nothing to deliver": empty, unknown, leased, held back, timed out.
-  if (!r) return { statusCode: 204 };
-  return { statusCode: 200, body: popResultText(r) };
+  if (!r) return { statusCode: 204, meter };
+  return { statusCode: 200, body: popResultText(r), meter };
 }
 
 export const popPartition = defineRoute({
@@ -273,7 +275,7 @@ async function runAcks(
     leaseId: a.leaseId,
   }));
   const results = await services.leaseAcks.ack(items, group);
-  return { statusCode: 200, body: results.map(ackJson) };
+  return { statusCode: 200, body: results.map(ackJson), meter: ackMeter(results) };
 }
 
 export const ack = defineRoute({
@@ -419,7 +421,8 @@ export const transaction = defineRoute({
     });
     try {
       const r = await services.transactions.run(operations);
-      return { statusCode: 200, body: r };
+      const pushed = operations.flatMap((o) => (o.type === 'push' ? o.items : []));
+      return { statusCode: 200, body: r, ...(r.success ? { meter: transactionMeter(pushed) } : {}) };
     } catch (e) {
       // Business failures answer 200 with success false (a 5xx would make the client retry a non-idempotent call).
       if (e instanceof SluiceError && (e.code === 'queue_full' || e.code === 'not_found'))
