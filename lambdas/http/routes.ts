@@ -6,6 +6,7 @@ import { leaseDeadLetterRoutes } from './handlers/lease-dead-letters.js';
 import { leaseRoutes } from './handlers/leases.js';
 import { messageBrowseRoutes } from './handlers/message-browse.js';
 import { messageRoutes } from './handlers/messages.js';
+import { metricsRoutes } from './handlers/metrics.js';
 import { queueRoutes } from './handlers/queues.js';
 import { resourceRoutes } from './handlers/resources.js';
 import { statusRoutes } from './handlers/status.js';
@@ -29,7 +30,7 @@ export const ALL_ROUTES: RouteDef[] = [
 ];
 
 /** Routes only the local server serves (on AWS, CloudWatch holds the metrics): never deployed. */
-export const LOCAL_ROUTES: RouteDef[] = [];
+export const LOCAL_ROUTES: RouteDef[] = [...metricsRoutes];
 
 /** What the local server mounts. */
 export const SERVER_ROUTES: RouteDef[] = [...ALL_ROUTES, ...LOCAL_ROUTES];
