@@ -7,6 +7,7 @@ import { leaseRoutes } from './handlers/leases.js';
 import { messageBrowseRoutes } from './handlers/message-browse.js';
 import { messageRoutes } from './handlers/messages.js';
 import { metricsRoutes } from './handlers/metrics.js';
+import { openApiRoutes } from './handlers/openapi.js';
 import { queueRoutes } from './handlers/queues.js';
 import { resourceRoutes } from './handlers/resources.js';
 import { statusRoutes } from './handlers/status.js';
@@ -27,6 +28,7 @@ export const ALL_ROUTES: RouteDef[] = [
   ...messageBrowseRoutes,
   ...analyticsRoutes,
   ...systemRoutes,
+  ...openApiRoutes,
 ];
 
 /** Routes only the local server serves (on AWS, CloudWatch holds the metrics): never deployed. */

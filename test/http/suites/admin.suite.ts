@@ -490,4 +490,11 @@ export function defineAdminSuite(target: () => HttpTarget, opts: AdminSuiteOptio
     const refresh = await http('POST', '/api/v1/stats/refresh');
     expect(refresh).toMatchObject({ status: 200, body: {} });
   });
+
+  it('admin: GET /api/v1/openapi.json serves the OpenAPI 3.1 document of the route table', async () => {
+    const doc = await get<{ openapi: string; paths: Record<string, Record<string, unknown>> }>('/api/v1/openapi.json');
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.paths['/api/v1/resources/queues'] ?? {})).toEqual(['get']);
+    expect(Object.keys(doc.paths['/api/v1/resources/queues/{queue}'] ?? {}).sort()).toEqual(['delete', 'get']);
+  });
 }
