@@ -4,6 +4,7 @@
  *   sluice push orders --partition eu --file orders.jsonl
  *   sluice tail orders --group audit --json
  *   sluice groups
+ *   sluice queues && sluice partitions orders && sluice peek orders -n 5
  *   sluice dlq redrive-all orders --rate 200
  *   sluice claims poll jobs p0 workers --max 10
  *
@@ -14,6 +15,7 @@ import { Command, CommanderError } from 'commander';
 import { DEFAULT_ENDPOINT } from '../client/http.js';
 import { VERSION } from '../lambdas/version.js';
 import { createContext, type CommandGroup, type Io } from './command.js';
+import { browseCommands } from './commands/browse.js';
 import { claimCommands } from './commands/claims.js';
 import { dlqCommands } from './commands/dlq.js';
 import { groupCommands } from './commands/groups.js';
@@ -28,6 +30,7 @@ const GROUPS: readonly CommandGroup[] = [
   messageCommands,
   groupCommands,
   queueCommands,
+  browseCommands,
   dlqCommands,
   claimCommands,
   tokenCommands,
