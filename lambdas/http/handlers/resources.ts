@@ -1,7 +1,7 @@
 /**
  * Queen's resource routes (docs/QUEEN-COMPAT.md): queues with their counters, one queue with
  * its partitions, the cluster overview, namespaces and tasks. Reads only; a listing shows the
- * queues the caller may consume, and a queue it may not is answered as one that does not exist.
+ * queues the caller may consume, and naming a queue it may not consume is refused (403).
  */
 import { z } from 'zod';
 import { notFound } from '../../core/errors.js';
@@ -34,7 +34,7 @@ export async function visibleQueueViews(
   return pool(records, QUEUE_CONCURRENCY, (r) => services.admin.stats.queueDetail(r, opts));
 }
 
-/** Queen's 404 for a queue that does not exist, or that the caller may not see. */
+/** The queue, or Queen's 404 (`Queue not found`) when it does not exist. */
 export async function visibleQueue(services: Services, name: string) {
   const q = await services.admin.stats.getQueue(name);
   if (!q) throw notFound('Queue not found');
