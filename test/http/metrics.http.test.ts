@@ -4,6 +4,9 @@
  * public on the open server, `manage` with grants (labelled series only for managed queues); and
  * the request log's one JSON line per request.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import parsePrometheusTextFormat, { type ParsedFamily } from 'parse-prometheus-text-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Grants } from '../../lambdas/http/grants.js';
@@ -16,6 +19,7 @@ import type { Storage } from '../../lambdas/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
 import type { PopReply } from '../support/replies.js';
+import { startServerProcess } from '../support/process.js';
 import { testServices } from '../support/services.js';
 
 const { backends, setup, teardown } = testBackends();
@@ -232,5 +236,41 @@ describe('the request log', () => {
     expect(requestLogger(parseLogLevel('silent'))).toBeUndefined();
     expect(parseLogLevel(undefined)).toBe('info');
     expect(() => parseLogLevel('loud')).toThrow(/log level must be one of/);
+  });
+});
+
+describe('npm start: metrics and the request log', () => {
+  it('serves /metrics and writes a JSON line per request at --log-level info (and none at warn)', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'sluice-npm-metrics-'));
+    const info = await startServerProcess({ SLUICE_DATA_DIR: dataDir, SLUICE_SYNC: 'normal' }, ['--log-level', 'info']);
+    try {
+      await call(info.url, 'POST', '/api/v1/push', { items: [{ queue: 'npm-logged', payload: 1 }] });
+      const metrics = await fetch(`${info.url}/metrics`);
+      expect(metrics.status).toBe(200);
+      expect(parsePrometheusTextFormat(await metrics.text()).map((f) => f.name)).toContain(
+        'sluice_messages_pushed_total',
+      );
+      const requests = info
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('"message":"request"'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(requests).toContainEqual(
+        expect.objectContaining({ method: 'POST', route: '/api/v1/push', status: 201, queue: 'npm-logged' }),
+      );
+    } finally {
+      await info.stop();
+    }
+    const quiet = await startServerProcess({ SLUICE_DATA_DIR: dataDir, SLUICE_SYNC: 'normal' }, [
+      '--log-level',
+      'warn',
+    ]);
+    try {
+      await call(quiet.url, 'GET', '/health');
+      expect(quiet.output()).not.toContain('"message":"request"');
+    } finally {
+      await quiet.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });
