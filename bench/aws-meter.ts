@@ -13,6 +13,19 @@ export interface AwsMeter {
   readUnits: number;
   s3Puts: number;
   s3Gets: number;
+  /**
+   * Write units per partition key (`<table> <pk>`, the logical table): DynamoDB serves one key
+   * at most 1,000 write units a second, so these show which key a workload runs hot on.
+   */
+  keyWriteUnits: Map<string, number>;
+  /** Read units per partition key, as {@link keyWriteUnits} (3,000 a second per key). */
+  keyReadUnits: Map<string, number>;
+  /** Writes refused by their condition (PutItem, DeleteItem) and cancelled transactions: billed all the same. */
+  failedWrites: number;
+  /** Of `writeUnits`: segment items (`S#…` keys) counted once each, at ⌈size / 1 KB⌉ even inside a transaction. */
+  segmentUnits: number;
+  /** Of `writeUnits`: items written to the dedup table (transactionId reservations). */
+  dedupUnits: number;
   reset(): void;
   dynamoRequests(): number;
   totalRequests(): number;
@@ -45,15 +58,24 @@ export async function meteredAwsStorage(endpoints: AwsEndpoints): Promise<{ stor
   const tables = Object.fromEntries(TABLES.map((t) => [t, `sluice-bench-${suffix}-${t}`])) as Record<TableName, string>;
   const bucket = `sluice-bench-${suffix}`;
   await Promise.all([ensureTables(dynamodb, tables), ensureBucket(s3, bucket)]);
+  const logical = new Map<string, TableName>(Object.entries(tables).map(([t, name]) => [name, t as TableName]));
   const meter: AwsMeter = {
     requests: new Map(),
     writeUnits: 0,
     readUnits: 0,
     s3Puts: 0,
     s3Gets: 0,
+    keyWriteUnits: new Map(),
+    keyReadUnits: new Map(),
+    failedWrites: 0,
+    segmentUnits: 0,
+    dedupUnits: 0,
     reset() {
       this.requests.clear();
-      this.writeUnits = this.readUnits = this.s3Puts = this.s3Gets = 0;
+      this.keyWriteUnits.clear();
+      this.keyReadUnits.clear();
+      this.writeUnits = this.readUnits = this.s3Puts = this.s3Gets = this.failedWrites = 0;
+      this.segmentUnits = this.dedupUnits = 0;
     },
     dynamoRequests() {
       let n = 0;
@@ -66,29 +88,58 @@ export async function meteredAwsStorage(endpoints: AwsEndpoints): Promise<{ stor
       return n;
     },
   };
+  const add = (into: Map<string, number>, table: unknown, key: Item | undefined, units: number): void => {
+    const k = `${logical.get(String(table)) ?? String(table)} ${key?.['pk']?.S ?? '?'}`;
+    into.set(k, (into.get(k) ?? 0) + units);
+  };
   dynamodb.middlewareStack.add(
     (next, context) => async (args) => {
       const cmd = String(context.commandName ?? 'unknown');
       meter.requests.set(`dynamodb:${cmd}`, (meter.requests.get(`dynamodb:${cmd}`) ?? 0) + 1);
       const input = args.input as Record<string, unknown>;
-      if (cmd === 'PutItemCommand') meter.writeUnits += wru(input.Item as Item);
-      if (cmd === 'DeleteItemCommand') meter.writeUnits += 1;
+      const write = (table: unknown, key: Item | undefined, units: number, put = false): void => {
+        meter.writeUnits += units;
+        add(meter.keyWriteUnits, table, key, units);
+        if (table === tables.dedup) meter.dedupUnits += units;
+        else if (put && table === tables.log && key?.sk?.S?.startsWith('S#')) meter.segmentUnits += wru(key);
+      };
+      if (cmd === 'PutItemCommand') write(input.TableName, input.Item as Item, wru(input.Item as Item), true);
+      // Deletes, and sequencer takes (UpdateItem on a small item): one unit each.
+      if (cmd === 'DeleteItemCommand' || cmd === 'UpdateItemCommand') write(input.TableName, input.Key as Item, 1);
       if (cmd === 'TransactWriteItemsCommand') {
         for (const op of input.TransactItems as {
-          Put?: { Item: Item };
-          Delete?: unknown;
-          ConditionCheck?: unknown;
+          Put?: { TableName: string; Item: Item };
+          Delete?: { TableName: string; Key: Item };
+          ConditionCheck?: { TableName: string; Key: Item };
         }[]) {
-          meter.writeUnits += 2 * (op.Put ? wru(op.Put.Item) : 1);
+          if (op.Put) write(op.Put.TableName, op.Put.Item, 2 * wru(op.Put.Item), true);
+          else {
+            const k = op.Delete ?? op.ConditionCheck;
+            write(k?.TableName, k?.Key, 2);
+          }
         }
       }
-      const out = await next(args);
+      let out: Awaited<ReturnType<typeof next>>;
+      try {
+        out = await next(args);
+      } catch (e) {
+        const name = (e as { name?: string }).name;
+        if (name === 'ConditionalCheckFailedException' || name === 'TransactionCanceledException') meter.failedWrites++;
+        throw e;
+      }
       const o = out.output as { Item?: Item; Items?: Item[]; Responses?: Record<string, Item[]> };
-      if (cmd === 'GetItemCommand') meter.readUnits += rru(o.Item ? dynamoItemSize(o.Item) : 0);
-      if (cmd === 'QueryCommand') meter.readUnits += rru((o.Items ?? []).reduce((a, i) => a + dynamoItemSize(i), 0));
+      const read = (table: unknown, key: Item | undefined, units: number): void => {
+        meter.readUnits += units;
+        add(meter.keyReadUnits, table, key, units);
+      };
+      if (cmd === 'GetItemCommand') read(input.TableName, input.Key as Item, rru(o.Item ? dynamoItemSize(o.Item) : 0));
+      if (cmd === 'QueryCommand') {
+        const pk = (input.ExpressionAttributeValues as Record<string, AttributeValue> | undefined)?.[':pk'];
+        read(input.TableName, pk && { pk }, rru((o.Items ?? []).reduce((a, i) => a + dynamoItemSize(i), 0)));
+      }
       if (cmd === 'BatchGetItemCommand')
-        for (const items of Object.values(o.Responses ?? {}))
-          for (const i of items) meter.readUnits += rru(dynamoItemSize(i));
+        for (const [table, items] of Object.entries(o.Responses ?? {}))
+          for (const i of items) read(table, i, rru(dynamoItemSize(i)));
       return out;
     },
     { step: 'initialize', name: 'sluiceMeter' },

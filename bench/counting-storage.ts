@@ -32,11 +32,26 @@ export function countingStorage(inner: Storage): {
     query: (t, pk, o) => (bump('query'), inner.items.query(t, pk, o)),
     put: (t, i, c) => (bump('put'), inner.items.put(t, i, c)),
     delete: (t, k, c) => (bump('delete'), inner.items.delete(t, k, c)),
-    writeEach: (ops) => (bump('writeEach', ops.length), inner.items.writeEach(ops)),
+    writeEach: (ops, o) => (bump('writeEach', ops.length), inner.items.writeEach(ops, o)),
     transact: (ops) => (
       bump(ops.length === 1 && ops[0]?.op !== 'check' ? 'put' : 'transact'),
       inner.items.transact(ops)
     ),
+    // An UpdateItem, then (AWS) the writes it built as one more request.
+    take: (t, k, n, then) =>
+      inner.items
+        .take(
+          t,
+          k,
+          n,
+          then &&
+            ((taken) => {
+              const ops = then(taken);
+              if (ops.length > 0) bump(ops.length === 1 && ops[0]?.op !== 'check' ? 'put' : 'transact');
+              return ops;
+            }),
+        )
+        .finally(() => bump('take')),
   };
   const blobs: BlobStore = {
     put: (k, b, o) => (bump('blobPut'), inner.blobs.put(k, b, o)),

@@ -5,7 +5,7 @@
 import type { Readable } from 'node:stream';
 import type { Command } from 'commander';
 import { Sluice } from '../client/sluice.js';
-import { clientOptions } from './connection.js';
+import { connectionFor } from './connection.js';
 import type { Out } from './format.js';
 import type { GlobalOpts } from './options.js';
 
@@ -14,6 +14,8 @@ export interface Io {
   stdout: Out;
   stderr: Out;
   stdin: Readable;
+  /** The size of stdin when it is a regular file (`< orders.jsonl`): `push` shows its progress against it. */
+  stdinBytes?: number;
   env: Record<string, string | undefined>;
   /** Injected into the client (tests). */
   fetch?: typeof fetch;
@@ -31,7 +33,7 @@ export interface CommandContext {
   readonly printJson: (v: unknown) => void;
   /** Whether `--json` was given. */
   readonly json: (cmd: Command) => boolean;
-  /** A client for this invocation's global options (endpoint, auth, timeout). */
+  /** A client for this invocation's global options (context, endpoint, auth, timeout). */
   readonly client: (cmd: Command) => Sluice;
   /** Sets the exit code of a command that ran to the end but partly failed (e.g. some pushes failed). */
   readonly setExit: (code: number) => void;
@@ -51,7 +53,7 @@ export function createContext(io: Io, setExit: (code: number) => void): CommandC
     json: (cmd) => globals(cmd).json === true,
     client: (cmd) =>
       new Sluice({
-        ...clientOptions(globals(cmd), io.env),
+        ...connectionFor(globals(cmd), io.env).options,
         ...(io.fetch ? { fetch: io.fetch } : {}),
         ...(io.sleep ? { sleep: io.sleep } : {}),
       }),

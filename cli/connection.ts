@@ -1,15 +1,75 @@
 /**
- * Which API the CLI talks to and how it authenticates, from the global options and the
- * environment. Kept apart from the commands so new sources (a config file) change one place.
+ * Which API the CLI talks to and how it authenticates: the global options, a saved context
+ * (cli/config-file.ts) and the environment, in one place.
+ *
+ * Where the settings come from, first match wins:
+ * 1. `--context` or SLUICE_CONTEXT names a context: its settings, any flag given overriding one.
+ * 2. Else `--endpoint` or SLUICE_ENDPOINT: the flags and the environment (SLUICE_TOKEN,
+ *    SLUICE_AUTH); the current context is not used (its credentials belong to its endpoint).
+ * 3. Else the current context (`sluice context use`), flags overriding; SLUICE_TOKEN fills a
+ *    token the context has not got.
+ * 4. Else the defaults: the local server, no authentication.
  */
 import { isExecuteApiHost } from '../client/auth.js';
 import { DEFAULT_ENDPOINT } from '../client/http.js';
 import type { SluiceOptions } from '../client/sluice.js';
-import { UsageError } from './errors.js';
+import { readConfig, type SavedContext } from './config-file.js';
+import { NotFoundError, UsageError } from './errors.js';
 import type { GlobalOpts } from './options.js';
 
+type Env = Record<string, string | undefined>;
+
+/** The client for this run, and where its endpoint came from (for messages). */
+export function connectionFor(g: GlobalOpts, env: Env): { options: SluiceOptions; context?: string } {
+  const explicit = g.context ?? (env['SLUICE_CONTEXT'] || undefined);
+  const implicit = !explicit && g.endpoint === undefined && !env['SLUICE_ENDPOINT'];
+  if (!explicit && !implicit) return { options: clientOptions(g, env) };
+  const cfg = readConfig(env);
+  const name = explicit ?? cfg.current;
+  if (name === undefined) return { options: clientOptions(g, env) };
+  const ctx = cfg.contexts[name];
+  if (!ctx)
+    throw new NotFoundError(
+      explicit
+        ? `no context ${JSON.stringify(name)} (sluice context list shows the saved ones)`
+        : `the current context ${JSON.stringify(name)} no longer exists: pick one with sluice context use <name>`,
+    );
+  return { options: clientOptions(withContext(g, ctx), contextEnv(env, explicit !== undefined)), context: name };
+}
+
+/** The flags, with the context's settings for those not given. */
+function withContext(g: GlobalOpts, ctx: SavedContext): GlobalOpts {
+  return {
+    ...g,
+    endpoint: g.endpoint ?? ctx.endpoint,
+    token: g.token ?? ctx.token,
+    profile: g.profile ?? ctx.profile,
+    region: g.region ?? ctx.region,
+    auth: g.auth ?? ctx.auth,
+  };
+}
+
+/** The environment a context run sees: no endpoint or auth of its own; a token only for an implicit context. */
+function contextEnv(env: Env, explicit: boolean): Env {
+  return {
+    ...env,
+    SLUICE_ENDPOINT: undefined,
+    SLUICE_AUTH: undefined,
+    SLUICE_TOKEN: explicit ? undefined : env['SLUICE_TOKEN'],
+  };
+}
+
+/** The endpoint this run talks to, for messages; never throws. */
+export function endpointFor(g: GlobalOpts, env: Env): string {
+  try {
+    return connectionFor(g, env).options.endpoint ?? DEFAULT_ENDPOINT;
+  } catch {
+    return g.endpoint ?? env['SLUICE_ENDPOINT'] ?? DEFAULT_ENDPOINT;
+  }
+}
+
 /** The client for the global options: endpoint, and bearer, SigV4 or no auth. */
-export function clientOptions(g: GlobalOpts, env: Record<string, string | undefined>): SluiceOptions {
+export function clientOptions(g: GlobalOpts, env: Env): SluiceOptions {
   const endpoint = g.endpoint ?? env['SLUICE_ENDPOINT'] ?? DEFAULT_ENDPOINT;
   let url: URL;
   try {

@@ -10,6 +10,9 @@ export const EXIT = { ok: 0, api: 1, usage: 2, notFound: 3, auth: 4, unreachable
 /** A usage or input problem: exit 2 with this message. */
 export class UsageError extends Error {}
 
+/** What a command names does not exist (a queue, a record-claim group, a context): exit 3 with this message. */
+export class NotFoundError extends Error {}
+
 /** What a failure means for a person, and its exit code. */
 export function describeFailure(
   e: unknown,
@@ -17,6 +20,8 @@ export function describeFailure(
 ): { code: number; message: string; json: Record<string, unknown> } {
   if (e instanceof UsageError)
     return { code: EXIT.usage, message: e.message, json: { error: e.message, code: 'usage' } };
+  if (e instanceof NotFoundError)
+    return { code: EXIT.notFound, message: e.message, json: { error: e.message, code: 'not_found' } };
   if (e instanceof SluiceApiError) {
     let hint = '';
     let code: number = EXIT.api;

@@ -99,3 +99,67 @@ export class Progress {
     this.out.write(this.out.isTTY ? `\r${text}\u001b[K\n` : `${text}\n`);
   }
 }
+
+/** `250` → `250ms`; from a second up as {@link duration} writes it (`1m05s`). */
+export function millisText(ms: number): string {
+  return ms < 1000 ? `${Math.round(ms)}ms` : duration(ms / 1000);
+}
+
+/** `1536` → `1.5 KB`; bytes in powers of 1024, one decimal. */
+export function bytesText(n: number): string {
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let v = n;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return i === 0 ? `${n} B` : `${v.toFixed(1)} ${units[i]}`;
+}
+
+/**
+ * The line `push` keeps on a terminal: messages pushed, their rate and, when the input's size
+ * is known, the share read and the time left at the rate so far.
+ *
+ * @example
+ * ```ts
+ * pushStatus({ messages: 1200, bytesRead: 512, totalBytes: 1024, elapsedMs: 2000 });
+ * // 'push 1200 messages 600/s 50% of 1.0 KB ETA 2s'
+ * ```
+ */
+export function pushStatus(p: { messages: number; bytesRead: number; totalBytes?: number; elapsedMs: number }): string {
+  const seconds = Math.max(0.001, p.elapsedMs / 1000);
+  const rate = p.messages / seconds;
+  let text = `push ${p.messages} messages ${rate.toFixed(rate < 10 ? 1 : 0)}/s`;
+  if (p.totalBytes !== undefined && p.totalBytes > 0) {
+    const frac = Math.min(1, p.bytesRead / p.totalBytes);
+    text += ` ${Math.floor(frac * 100)}% of ${bytesText(p.totalBytes)}`;
+    if (frac > 0 && frac < 1) text += ` ETA ${duration((seconds * (1 - frac)) / frac)}`;
+  }
+  return text;
+}
+
+/**
+ * One status line redrawn in place on a terminal, at most every `everyMs`; {@link finish}
+ * leaves it with a newline. Meant for terminals only: the caller makes none on a pipe.
+ */
+export class StatusLine {
+  private last = -Infinity;
+
+  constructor(
+    private readonly out: Out,
+    private readonly now: () => number = Date.now,
+    private readonly everyMs = 100,
+  ) {}
+
+  update(text: string): void {
+    const t = this.now();
+    if (t - this.last < this.everyMs) return;
+    this.last = t;
+    this.out.write(`\r${text}\u001b[K`);
+  }
+
+  finish(text: string): void {
+    this.out.write(`\r${text}\u001b[K\n`);
+  }
+}

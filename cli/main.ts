@@ -1,22 +1,26 @@
 /**
- * `sluice`: the command line for a Sluice API (see docs/CLIENT.md#cli).
+ * `sluice`: the command line for a Sluice API (see docs/CLI.md).
  *
  *   sluice push orders --partition eu --file orders.jsonl
  *   sluice tail orders --group audit --json
  *   sluice groups
  *   sluice queues && sluice partitions orders && sluice peek orders -n 5
  *   sluice dlq redrive-all orders --rate 200
- *   sluice claims poll jobs p0 workers --max 10
+ *   sluice claims poll jobs p0 workers --batch 10
+ *   sluice context add prod --endpoint https://abc.execute-api.eu-west-1.amazonaws.com --profile prod
+ *   source <(sluice completion bash)
  *
  * Exit codes: 0 ok; 1 the API refused or failed (its message is printed); 2 usage or bad
  * input; 3 not found; 4 not authenticated or not allowed; 5 the API could not be reached.
  */
 import { Command, CommanderError } from 'commander';
-import { DEFAULT_ENDPOINT } from '../client/http.js';
 import { VERSION } from '../lambdas/version.js';
 import { createContext, type CommandGroup, type Io } from './command.js';
 import { browseCommands } from './commands/browse.js';
+import { endpointFor } from './connection.js';
 import { claimCommands } from './commands/claims.js';
+import { completionCommands } from './commands/completion.js';
+import { contextCommands } from './commands/context.js';
 import { dlqCommands } from './commands/dlq.js';
 import { groupCommands } from './commands/groups.js';
 import { messageCommands } from './commands/messages.js';
@@ -34,6 +38,8 @@ const GROUPS: readonly CommandGroup[] = [
   dlqCommands,
   claimCommands,
   tokenCommands,
+  contextCommands,
+  completionCommands,
 ];
 
 /** The whole program; `run` parses and maps failures to exit codes. */
@@ -62,8 +68,7 @@ export async function run(argv: string[], io: Io): Promise<number> {
       // Commander printed the message (or the help) already.
       return e.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    const g = program.opts<GlobalOpts>();
-    const f = describeFailure(e, g.endpoint ?? io.env['SLUICE_ENDPOINT'] ?? DEFAULT_ENDPOINT);
+    const f = describeFailure(e, endpointFor(program.opts<GlobalOpts>(), io.env));
     const asJson = argv.includes('--json');
     io.stderr.write(asJson ? `${JSON.stringify(f.json)}\n` : `sluice: ${f.message}\n`);
     return f.code;

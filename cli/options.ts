@@ -22,11 +22,48 @@ export const int =
 /** A parser for an integer >= 1. */
 export const positive = (what: string): ((v: string) => number) => int(what, 1);
 
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
 /**
- * A parser for a duration in milliseconds. Today a plain integer; options that take one use this,
- * so accepting `500ms`/`30s`/`5m` later is a change here only.
+ * Parses a duration to milliseconds: `500ms`, `30s`, `5m`, `1h30m`, `2d` (units ms, s, m, h, d;
+ * fractions allowed while the result is whole milliseconds). A bare number is milliseconds
+ * where `bare` is `'ms'` (flags that always took milliseconds); with `bare: 'refuse'` it is
+ * refused, so a flag that used to take seconds can never silently mean something else.
+ *
+ * @example
+ * ```ts
+ * parseDuration('1m30s'); // 90_000
+ * parseDuration('250');   // 250
+ * ```
  */
-export const millis = (what: string, min = 0): ((v: string) => number) => int(what, min);
+export function parseDuration(v: string, what = 'duration', bare: 'ms' | 'refuse' = 'ms'): number {
+  const text = v.trim();
+  const example = 'e.g. 500ms, 30s, 5m or 1h30m';
+  if (/^\d+$/.test(text)) {
+    if (bare === 'ms') return Number(text);
+    throw new InvalidArgumentError(`${what} needs a unit (${example}); got ${JSON.stringify(v)}`);
+  }
+  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d)/g)];
+  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text)
+    throw new InvalidArgumentError(`${what} must be a duration (${example}); got ${JSON.stringify(v)}`);
+  const ms = parts.reduce((sum, p) => sum + Number(p[1]) * UNIT_MS[p[2] as keyof typeof UNIT_MS], 0);
+  if (!Number.isSafeInteger(ms))
+    throw new InvalidArgumentError(`${what} must come to whole milliseconds; got ${JSON.stringify(v)}`);
+  return ms;
+}
+
+/** A parser for a duration option (see {@link parseDuration}) of at least `min` ms. */
+export const durationArg =
+  (what: string, opts: { min?: number; bare?: 'ms' | 'refuse' } = {}) =>
+  (v: string): number => {
+    const ms = parseDuration(v, what, opts.bare);
+    const min = opts.min ?? 0;
+    if (ms < min) throw new InvalidArgumentError(`${what} must be at least ${min} ms (got ${JSON.stringify(v)})`);
+    return ms;
+  };
+
+/** How a duration flag describes its value in `--help`. */
+export const DURATION_HELP = '500ms, 30s, 5m; a bare number is milliseconds';
 
 /** Parses a rate in messages per second (> 0, fractions allowed). */
 export function rate(v: string): number {
@@ -36,12 +73,16 @@ export function rate(v: string): number {
   return n;
 }
 
-/** Parses a claim-group start position: `earliest`, `latest` or an offset. */
+/** Parses a claim-group start position: `earliest`, `latest`, an offset or an ISO-8601 instant. */
 export function parseStart(v: string): ClaimStart {
   if (v === 'earliest' || v === 'latest') return v;
   const n = Number(v);
   if (Number.isInteger(n) && n >= 0) return { offset: n };
-  throw new InvalidArgumentError(`start must be earliest, latest or an offset (got ${JSON.stringify(v)})`);
+  // An instant is sent as written: the server checks it (range included) with every other instant.
+  if (/^\d{4}-\d\d-\d\d/.test(v) && Number.isFinite(Date.parse(v))) return { at: v };
+  throw new InvalidArgumentError(
+    `start must be earliest, latest, an offset or an ISO-8601 instant such as 2026-05-01T12:00:00Z (got ${JSON.stringify(v)})`,
+  );
 }
 
 /** Folds one repeatable `key=value` into the queue options so far; the value is JSON if it parses, else a string. */
@@ -67,6 +108,7 @@ export const ACK_STATUSES = ['completed', 'failed', 'retry', 'dlq'];
 
 /** The options every command sees (`cmd.optsWithGlobals()`). */
 export interface GlobalOpts {
+  context?: string;
   endpoint?: string;
   token?: string;
   profile?: string;
@@ -79,6 +121,7 @@ export interface GlobalOpts {
 /** The program-level options, in the order `sluice --help` lists them (fresh objects on each call). */
 export function globalOptions(): Option[] {
   return [
+    new Option('--context <name>', 'use this saved context (env SLUICE_CONTEXT; see `sluice context`)'),
     new Option('-e, --endpoint <url>', `API base URL (env SLUICE_ENDPOINT; default ${DEFAULT_ENDPOINT})`),
     new Option('-t, --token <token>', 'bearer token (env SLUICE_TOKEN)'),
     new Option('--profile <name>', 'AWS profile for SigV4 signing (implies --auth sigv4)'),
@@ -87,7 +130,9 @@ export function globalOptions(): Option[] {
       '--auth <kind>',
       'none, bearer or sigv4 (default: bearer with a token; sigv4 for execute-api URLs or with --profile/--region)',
     ).choices(['none', 'bearer', 'sigv4']),
-    new Option('--timeout <ms>', 'per-request timeout in ms').argParser(millis('timeout', 1)),
+    new Option('--timeout <duration>', `per-request timeout (${DURATION_HELP})`).argParser(
+      durationArg('timeout', { min: 1 }),
+    ),
     new Option('--json', 'machine-readable JSON output'),
   ];
 }
@@ -105,14 +150,27 @@ export function groupOption(description: string): Option {
   return new Option('-g, --group <name>', description);
 }
 
-/** `--batch <n>`: how many per request. Its short flag is `-b`, except on pop and tail (`-n`). */
-export function batchOption(description: string, defaultValue: number, short: '-b' | '-n' = '-b'): Option {
-  return new Option(`${short}, --batch <n>`, description).default(defaultValue).argParser(positive('batch'));
+/** `-b, --batch <n>`: how many per request (messages per pop or push, records per poll, dead letters per call). */
+export function batchOption(description: string, defaultValue: number): Option {
+  return new Option('-b, --batch <n>', description).default(defaultValue).argParser(positive('batch'));
 }
 
-/** `-w, --wait <ms>`: how long to long-poll (0: answer at once). */
+/** `-w, --wait <duration>`: how long to long-poll (0: answer at once). */
 export function waitOption(description: string): Option {
-  return new Option('-w, --wait <ms>', description).default(0).argParser(millis('wait'));
+  return new Option('-w, --wait <duration>', `${description} (${DURATION_HELP})`)
+    .default(0)
+    .argParser(durationArg('wait'));
+}
+
+/** A duration option other than `--wait` (`--idle`, `--visibility`, `--delay`, …), in milliseconds. */
+export function durationOption(
+  flags: string,
+  description: string,
+  opts: { min?: number; bare?: 'ms' | 'refuse' } = {},
+): Option {
+  const what = /--([\w-]+)/.exec(flags)?.[1] ?? 'duration';
+  const help = opts.bare === 'refuse' ? '30s, 5m, 1h' : DURATION_HELP;
+  return new Option(flags, `${description} (${help})`).argParser(durationArg(what, opts));
 }
 
 /** `--rate <n>`: at most this many per second. */
@@ -120,7 +178,7 @@ export function rateOption(description: string): Option {
   return new Option('--rate <n>', description).argParser(rate);
 }
 
-/** `--no-progress`: no progress bar on stderr. */
-export function noProgressOption(): Option {
-  return new Option('--no-progress', 'no progress bar');
+/** `--no-progress`: no progress on stderr. */
+export function noProgressOption(description = 'no progress bar'): Option {
+  return new Option('--no-progress', description);
 }

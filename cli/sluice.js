@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `sluice` command (package.json "bin"). The CLI is TypeScript, run through tsx (a
 // dependency), so `npm install` is the whole build: `npx sluice --help`.
+import { fstatSync } from 'node:fs';
 import { register } from 'tsx/esm/api';
 
 register();
@@ -14,10 +15,19 @@ const onSignal = () => {
 };
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
+// stdin redirected from a file (`< orders.jsonl`) has a size: push shows its progress against it.
+let stdinBytes;
+try {
+  const st = fstatSync(0);
+  if (st.isFile()) stdinBytes = st.size;
+} catch {
+  // no stdin
+}
 const code = await run(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
   stdin: process.stdin,
+  ...(stdinBytes !== undefined ? { stdinBytes } : {}),
   env: process.env,
   signal: stop.signal,
 });

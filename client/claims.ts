@@ -122,7 +122,10 @@ export class ClaimGroup {
     this.path = `/api/v1/queues/${seg(queue)}/partitions/${seg(partition)}/groups/${seg(group)}`;
   }
 
-  /** Claims up to `max` records (owed ones first). An empty answer is not an error. */
+  /**
+   * Claims up to `max` records (owed ones first). An empty answer is not an error; one the
+   * deployment's wait cap turned away returns after the `Retry-After` it carries.
+   */
   async poll<T = unknown>(opts: PollOptions = {}): Promise<PollResult<T>> {
     const { signal, ...body } = opts;
     const r = await this.http.json<PollResult<T>>({
@@ -133,6 +136,7 @@ export class ClaimGroup {
       retry: 'idempotent',
       timeoutMs: opts.waitMs ? opts.waitMs + LONG_POLL_MARGIN_MS : undefined,
       signal,
+      paced: true,
     });
     return { records: r?.records ?? [], capped: r?.capped ?? false };
   }

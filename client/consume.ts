@@ -1,17 +1,26 @@
 /**
  * The partition-lease consumer loop (`queue(q).group(g).consume(handler, opts)`).
  *
- * Each of `concurrency` workers pops a batch (a lease on a span of one or more partitions),
- * runs the handler, and acks: `completed` when it resolves, `failed` (with the error's
- * message) when it throws, so the server's retry budget and dead-letter queue apply. With
- * `renewLease` the lease is extended every interval while the handler runs.
+ * Each of `concurrency` workers pops up to `popBatch` messages (default 1,000: a lease on a
+ * span of one or more partitions) and feeds them to the handler `batch` at a time (the
+ * builder's `batch`, default 1), or one by one with `each`. One pop and one ack per 1,000
+ * messages instead of one of each per message is what makes a consumer cheap on AWS, and it
+ * costs no parallelism: a (partition, group) has one leased span at a time whatever its size.
+ *
+ * After the pop's last handler call the loop acks the span in one request: `completed` for
+ * what was handled, `failed` (with the error's message) from the first handler call that
+ * threw, so the server's retry budget and dead-letter queue apply and the rest comes back.
+ * While a long pop is worked through, the finished part is acked every `ackIntervalMs` (a
+ * partial ack keeps the lease), so a crash redelivers at most that much finished work, and
+ * the lease is extended every `renewLease` ms.
  *
  * Graceful stop (`signal` aborts): no new pops (a long poll in flight is abandoned; a span it
  * may have leased comes back when that lease lapses); handlers already running finish, for
- * up to `stopTimeoutMs`, and are acked as usual. In `each` mode the messages of a batch not
- * yet started are handed back with status `retry` (the lease is released at once, no retry
+ * up to `stopTimeoutMs`, and are acked as usual. The messages of a pop not yet given to the
+ * handler are handed back with status `retry` (the lease is released at once, no retry
  * budget is charged). A handler still running at the bound is abandoned: its renewal stops,
- * its `ctx.signal` aborts, nothing is acked, and its lease expires so the span redelivers.
+ * its `ctx.signal` aborts, the finished part is acked, and the lease expires so the rest
+ * redelivers.
  */
 import { SluiceApiError } from './errors.js';
 import { sleep } from './retry.js';
@@ -21,9 +30,12 @@ import type { AckResult, AckStatus, Message } from './types.js';
 export interface LeaseContext<T> {
   /** Aborts when the consumer gives up on this handler (stop bound passed). */
   signal: AbortSignal;
-  /** The batch being handled. */
+  /** The messages of this handler call (one with `each`). */
   messages: Message<T>[];
-  /** Acks (manual mode); defaults to the whole batch as completed. */
+  /**
+   * Acks (manual mode); defaults to this call's messages as completed. Any other status
+   * releases the lease, so the loop gives the handler no more messages of that pop.
+   */
   ack(
     messages?: Message<T> | Message<T>[],
     status?: AckStatus | boolean,
@@ -42,9 +54,22 @@ export interface LeaseConsumeOptions {
   signal?: AbortSignal;
   /** Workers popping and handling independently (default 1). */
   concurrency?: number;
+  /**
+   * Messages per pop request (default 1,000 with `autoAck`, at least the builder's `batch`;
+   * without `autoAck`, the builder's `batch`). The handler still gets `batch` at a time.
+   */
+  popBatch?: number;
   /** Ack after the handler (default true): completed, or failed when it throws. */
   autoAck?: boolean;
-  /** Renew the lease every this many ms while a handler runs (default: no renewal). */
+  /**
+   * While a pop is worked through, ack its finished part at most this often (default 5,000 ms;
+   * 0: only after the pop's last message). Bounds what a crash redelivers.
+   */
+  ackIntervalMs?: number;
+  /**
+   * Renew the lease every this many ms while the messages of a pop are handled (default
+   * 10,000; 0 turns renewal off). Keep it under the queue's `leaseTime`.
+   */
   renewLease?: number;
   /** Seconds each renewal asks for (default: the builder's leaseSeconds, else max(60, 3 × interval)). */
   renewSeconds?: number;
@@ -61,8 +86,9 @@ export interface LeaseConsumeOptions {
 }
 
 export interface LeaseConsumeStats {
-  /** Messages delivered to handlers. */
+  /** Messages popped (handed to the loop; some may be handed back at a stop). */
   messages: number;
+  /** Pops that returned messages. */
   batches: number;
   /** Messages acked completed. */
   completed: number;
@@ -70,7 +96,7 @@ export interface LeaseConsumeStats {
   failed: number;
   /** Messages handed back with `retry` at a stop. */
   handedBack: number;
-  /** Batches abandoned at the stop bound (their leases expire). */
+  /** Pops abandoned at the stop bound (their leases expire). */
   abandoned: number;
 }
 
@@ -85,7 +111,10 @@ export async function consumeLeases<T>(
   const autoAck = opts.autoAck ?? true;
   const concurrency = Math.max(1, opts.concurrency ?? 1);
   const stopTimeoutMs = opts.stopTimeoutMs ?? 30_000;
-  const renewEvery = opts.renewLease ?? 0;
+  const renewEvery = opts.renewLease ?? DEFAULT_RENEW_MS;
+  const ackEvery = opts.ackIntervalMs ?? DEFAULT_ACK_INTERVAL_MS;
+  const perCall = opts.each ? 1 : Math.max(1, q.spec.batch);
+  const popBatch = Math.max(1, opts.popBatch ?? (autoAck ? Math.max(DEFAULT_POP_BATCH, q.spec.batch) : q.spec.batch));
   const renewSeconds = opts.renewSeconds ?? q.spec.leaseSeconds ?? Math.max(60, Math.ceil((3 * renewEvery) / 1000));
   const stats: LeaseConsumeStats = { messages: 0, batches: 0, completed: 0, failed: 0, handedBack: 0, abandoned: 0 };
   const report = (e: unknown, phase: 'pop' | 'ack' | 'renew' | 'handler', messages?: Message[]): void => {
@@ -153,61 +182,73 @@ export async function consumeLeases<T>(
           `lease ${lost[0]?.leaseId} could not be renewed (it expired); its messages will be delivered again`,
         );
     };
+    // One timer for the whole pop, not per handler call: it covers 1,000 messages handled
+    // one at a time as well as one long batch call.
     const timer =
       renewEvery > 0
         ? setInterval(() => void renewNow().catch((e: unknown) => report(e, 'renew', msgs)), renewEvery)
         : undefined;
-    const ctx: LeaseContext<T> = {
+    // Manual mode: an ack with another status than completed released the lease; the rest of
+    // the pop would only be refused.
+    let released = false;
+    const ctxFor = (part: Message<T>[]): LeaseContext<T> => ({
       signal: ctl.signal,
-      messages: msgs,
-      ack: (m = msgs, status = 'completed', o = {}) => client.ack(m, status, o),
+      messages: part,
+      ack: (m = part, status = 'completed', o = {}) => {
+        if (status !== 'completed' && status !== 'success' && status !== true) released = true;
+        return client.ack(m, status, o);
+      },
       renew: renewNow,
-    };
+    });
+    const call = (part: Message<T>[]): Promise<Outcome> =>
+      bounded(() =>
+        opts.each
+          ? (handler as (m: Message<T>, c: LeaseContext<T>) => unknown)(part[0] as Message<T>, ctxFor(part))
+          : (handler as (m: Message<T>[], c: LeaseContext<T>) => unknown)(part, ctxFor(part)),
+      );
     try {
-      if (!opts.each) {
-        const out = await bounded(() => (handler as (m: Message<T>[], c: LeaseContext<T>) => unknown)(msgs, ctx));
-        if (out.kind === 'abandoned') stats.abandoned++;
-        else if (out.kind === 'error') {
-          report(out.error, 'handler', msgs);
-          if (autoAck) {
-            await ack(msgs, 'failed', errorText(out.error));
-            stats.failed += msgs.length;
-          }
-        } else if (autoAck) {
-          await ack(msgs, 'completed');
-          stats.completed += msgs.length;
-        }
-        return;
-      }
-      // each: in order; stop at the first failure (the lease release redelivers the rest).
-      let i = 0;
-      let failure: { error: unknown } | undefined;
+      let done = 0; // messages whose handler call resolved
+      let acked = 0; // of those, how many a progress ack already committed
+      let lastAck = Date.now();
+      let failure: { error: unknown; part: Message<T>[] } | undefined;
       let gaveUp = false;
-      for (; i < msgs.length; i++) {
-        if (stopping.signal.aborted) break;
-        const out = await bounded(() =>
-          (handler as (m: Message<T>, c: LeaseContext<T>) => unknown)(msgs[i] as Message<T>, ctx),
-        );
+      while (done < msgs.length && !stopping.signal.aborted && !released) {
+        const part = msgs.slice(done, done + perCall);
+        const out = await call(part);
         if (out.kind === 'abandoned') {
           gaveUp = true;
           break;
         }
         if (out.kind === 'error') {
-          failure = { error: out.error };
-          report(out.error, 'handler', [msgs[i] as Message]);
+          failure = { error: out.error, part };
+          report(out.error, 'handler', part);
           break;
+        }
+        done += part.length;
+        if (autoAck && ackEvery > 0 && done < msgs.length && Date.now() - lastAck >= ackEvery) {
+          // A partial ack keeps the lease: the rest of the pop is still ours.
+          await ack(msgs.slice(acked, done), 'completed');
+          acked = done;
+          lastAck = Date.now();
         }
       }
       if (gaveUp) stats.abandoned++;
-      if (!autoAck) return;
-      const done = msgs.slice(0, i);
-      const marked: Message<T>[] = done.map((m) => ({ ...m, _status: 'completed' }));
-      if (failure) marked.push({ ...(msgs[i] as Message<T>), _status: 'failed', _error: errorText(failure.error) });
-      else if (!gaveUp && i < msgs.length) marked.push(...msgs.slice(i).map((m) => ({ ...m, _status: 'retry' })));
+      if (!autoAck) return; // what was handed to the handler is the handler's to ack
+      const marked: Message<T>[] = msgs.slice(acked, done).map((m) => ({ ...m, _status: 'completed' }));
+      if (failure) {
+        const error = errorText(failure.error);
+        marked.push(...failure.part.map((m) => ({ ...m, _status: 'failed', _error: error })));
+        // On the failed message's partition `failed` decides (the lowest signal wins); a pop
+        // over several partitions (`partitions(n)`) releases the others' spans at once too.
+        marked.push(...msgs.slice(done + failure.part.length).map((m) => ({ ...m, _status: 'retry' })));
+      } else if (!gaveUp && done < msgs.length) {
+        // Stopping: what the handler never saw goes back now, without charging the budget.
+        marked.push(...msgs.slice(done).map((m) => ({ ...m, _status: 'retry' })));
+      }
       await ack(marked, 'completed');
-      stats.completed += done.length;
-      if (failure) stats.failed++;
-      else if (!gaveUp) stats.handedBack += msgs.length - i;
+      stats.completed += done;
+      if (failure) stats.failed += failure.part.length;
+      else if (!gaveUp) stats.handedBack += msgs.length - done;
     } finally {
       if (timer) clearInterval(timer);
       running.delete(ctl);
@@ -217,11 +258,14 @@ export async function consumeLeases<T>(
   const worker = async (): Promise<void> => {
     while (!stopping.signal.aborted) {
       if (opts.limit !== undefined && stats.messages >= opts.limit) break;
-      let ref = q;
+      // A limit caps the pop too, so `limit: 5` does not lease 1,000 messages to use 5.
+      let ref = q.batch(
+        opts.limit !== undefined ? Math.max(1, Math.min(popBatch, opts.limit - stats.messages)) : popBatch,
+      );
       if (opts.idleMs !== undefined) {
         const left = opts.idleMs - (Date.now() - lastMessageAt);
         if (left <= 0) break;
-        if (q.spec.wait && left < q.spec.timeoutMs) ref = q.timeout(Math.max(1, left));
+        if (q.spec.wait && left < q.spec.timeoutMs) ref = ref.timeout(Math.max(1, left));
       }
       let msgs: Message<T>[];
       try {
@@ -260,5 +304,12 @@ export async function consumeLeases<T>(
   if (fatal) throw fatal;
   return stats;
 }
+
+/** Messages per pop request by default: one pop and one ack carry this many (see docs/CLIENT.md). */
+export const DEFAULT_POP_BATCH = 1000;
+/** Lease renewal interval by default: inside the 60 s lease of a queue a push created. */
+export const DEFAULT_RENEW_MS = 10_000;
+/** How often a long pop's finished part is acked by default. */
+export const DEFAULT_ACK_INTERVAL_MS = 5_000;
 
 export const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e)).slice(0, 2000);

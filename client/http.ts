@@ -56,6 +56,12 @@ export interface Request {
   retry: RetryKind;
   timeoutMs?: number | undefined;
   signal?: AbortSignal | undefined;
+  /**
+   * A long poll: when an answer carries `Retry-After` (the server's wait cap turned the wait
+   * away, docs/DEPLOYING.md "The wait cap"), sleep that long before returning it, so a loop
+   * that polls again at once does not ask every moment (nor hold a Lambda execution meanwhile).
+   */
+  paced?: boolean | undefined;
 }
 
 export interface Reply<T> {
@@ -106,7 +112,9 @@ export class Transport {
     const label = `${req.method} ${req.path}`;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.once<T>(req, label);
+        const reply = await this.once<T>(req, label);
+        if (req.paced) await this.pace(reply, req.signal);
+        return reply;
       } catch (err) {
         if (req.signal?.aborted) throw req.signal.reason;
         if (attempt >= this.policy.attempts || !isRetryable(err, req.retry)) throw err;
@@ -116,6 +124,13 @@ export class Transport {
         await this.sleepFn(delayMs, req.signal);
       }
     }
+  }
+
+  /** Sleeps a paced answer's `Retry-After` (at most the retry ceiling); a stop ends the sleep, not the answer. */
+  private async pace(reply: Reply<unknown>, signal: AbortSignal | undefined): Promise<void> {
+    const ms = parseRetryAfter(reply.headers.get('retry-after'));
+    if (ms === undefined || ms <= 0) return;
+    await this.sleepFn(Math.min(ms, this.policy.maxDelayMs), signal).catch(() => undefined);
   }
 
   /** Shorthand for {@link send} returning only the body. */

@@ -6,6 +6,7 @@
  * import { Sluice } from 'sluice/client';
  * const sluice = new Sluice({ endpoint: 'http://127.0.0.1:6632' });
  * await sluice.queue('orders').partition('eu').push([{ data: { id: 1 } }]);
+ * const r = await sluice.queue('orders').partition('eu').send({ data: { id: 2 } }); // gathered with other sends
  * await sluice.queue('orders').group('billing').batch(10).consume(async (msgs) => bill(msgs), { signal });
  * ```
  */
@@ -18,6 +19,7 @@ export {
   type QueueSpec,
   type PushOptions,
 } from './sluice.js';
+export { type SendOptions } from './producer.js';
 export {
   ClaimGroup,
   type ClaimConsumeOptions,

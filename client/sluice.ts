@@ -10,6 +10,15 @@ import {
 } from './consume.js';
 import { SluiceApiError } from './errors.js';
 import { DEFAULT_ENDPOINT, LONG_POLL_MARGIN_MS, seg, Transport, type RetryEvent } from './http.js';
+import {
+  DEFAULT_PARTITION,
+  postPush,
+  Producer,
+  pushResult,
+  wireItem,
+  type SendOptions,
+  type WireItem,
+} from './producer.js';
 import type { RetryPolicy } from './retry.js';
 import { Transaction } from './transaction.js';
 import type {
@@ -17,18 +26,16 @@ import type {
   AckStatus,
   ConfigureResult,
   Message,
-  PushItem,
   PushResult,
-  PushStatus,
+  QueueInfo,
   QueueOptions,
   RenewResult,
   RetryMessageResult,
 } from './types.js';
-import { uuidv7 } from './uuid.js';
 
 /** The implicit group of a pop that names none. */
 export const QUEUE_MODE = '__QUEUE_MODE__';
-export const DEFAULT_PARTITION = 'Default';
+export { DEFAULT_PARTITION };
 
 export interface SluiceOptions {
   /** Base URL. Default: SLUICE_ENDPOINT, else http://127.0.0.1:6632. */
@@ -47,6 +54,13 @@ export interface SluiceOptions {
   maxPushItems?: number;
   /** Most JSON bytes per push request (default 4 MiB, under Lambda's 6 MB payload limit). */
   maxPushBytes?: number;
+  /**
+   * How long `send()` waits for more sends to the same (queue, partition) before pushing them
+   * together (default 5 ms). 0 pushes each send at once, on its own.
+   */
+  lingerMs?: number;
+  /** Most sends gathered into one push (default `maxPushItems`, 1000); bytes are capped by `maxPushBytes`. */
+  maxBatch?: number;
   onRetry?: (e: RetryEvent) => void;
   /** Test hooks. */
   fetch?: typeof fetch;
@@ -69,6 +83,8 @@ export class Sluice {
   readonly http: Transport;
   readonly maxPushItems: number;
   readonly maxPushBytes: number;
+  /** Gathers `send()` calls into pushes (see {@link QueueRef.send}). */
+  readonly producer: Producer;
   /** Partition-lease consumer groups: list, describe, lagging, delete, seek, subscription. */
   readonly groups: GroupAdmin;
 
@@ -89,7 +105,39 @@ export class Sluice {
     });
     this.maxPushItems = opts.maxPushItems ?? 1000;
     this.maxPushBytes = opts.maxPushBytes ?? 4 * 1024 * 1024;
+    this.producer = new Producer(this.http, {
+      lingerMs: opts.lingerMs ?? 5,
+      maxBatch: Math.max(1, Math.min(opts.maxBatch ?? this.maxPushItems, this.maxPushItems)),
+      maxBytes: this.maxPushBytes,
+    });
     this.groups = new GroupAdmin(this.http);
+  }
+
+  /**
+   * Pushes every message `send()` has gathered now, without waiting out `lingerMs`, and
+   * resolves when each send made before the call has its answer.
+   *
+   * @example
+   * ```ts
+   * void sluice.queue('metrics').send({ data: sample });
+   * await sluice.flush(); // the sample is stored (or its send rejected)
+   * ```
+   */
+  flush(): Promise<void> {
+    return this.producer.flush();
+  }
+
+  /**
+   * Flushes the gathered sends and refuses new ones. Call it before the process exits;
+   * consumers and other calls are not affected.
+   *
+   * @example
+   * ```ts
+   * process.once('SIGTERM', () => void sluice.close().then(() => process.exit(0)));
+   * ```
+   */
+  close(): Promise<void> {
+    return this.producer.close();
   }
 
   /** A builder for one queue. Builders are immutable: each call returns a new one. */
@@ -360,6 +408,19 @@ export class QueueRef {
   }
 
   /**
+   * The queue's options (`GET /api/v1/queues/{queue}`); a queue that does not exist is a
+   * {@link SluiceApiError} with status 404.
+   */
+  async describe(opts: { signal?: AbortSignal } = {}): Promise<QueueInfo> {
+    return (await this.client.http.json<QueueInfo>({
+      method: 'GET',
+      path: `/api/v1/queues/${seg(this.spec.queue)}`,
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as QueueInfo;
+  }
+
+  /**
    * Deletes the queue with its partitions, messages, cursors, claim state and dead letters
    * (`DELETE /api/v1/resources/queues/{queue}`). Its consumer groups stay registered, so a
    * queue created again under the name inherits them. `deleted` is true even when the queue
@@ -376,26 +437,20 @@ export class QueueRef {
 
   /**
    * Pushes items in order, split into requests under the server's limits (item count and
-   * body size). Each item is a {@link PushItem} or a bare payload. Items without a
+   * body size). Each item is a `PushItem` or a bare payload. Items without a
    * transactionId get a UUIDv7, so retrying a push (which the client does on 429, 5xx and
    * network errors) never duplicates a message.
    */
   async push(items: readonly unknown[], opts: PushOptions = {}): Promise<PushResult[]> {
-    const prepared = items.map((it) => this.toWire(it));
+    const prepared = items.map((it) => wireItem(it, this.spec.queue, this.spec.partition));
     const results: PushResult[] = [];
-    let chunk: typeof prepared = [];
+    let chunk: WireItem[] = [];
     let bytes = 0;
     let first = 0;
     const flush = async (): Promise<void> => {
       if (chunk.length === 0) return;
-      const body = await this.client.http.json<Record<string, unknown>[]>({
-        method: 'POST',
-        path: '/api/v1/push',
-        body: { items: chunk.map((c) => c.item) },
-        retry: 'idempotent',
-        signal: opts.signal,
-      });
-      (body ?? []).forEach((r, i) => results.push(pushResult(r, first + i, this.spec.queue)));
+      const rows = await postPush(this.client.http, chunk, opts.signal);
+      rows.forEach((r, i) => results.push(pushResult(r, first + i, this.spec.queue)));
       first += chunk.length;
       chunk = [];
       bytes = 0;
@@ -422,25 +477,31 @@ export class QueueRef {
     return results;
   }
 
-  private toWire(it: unknown): { item: Record<string, unknown>; bytes: number } {
-    const o = it && typeof it === 'object' && !Array.isArray(it) ? (it as PushItem) : undefined;
-    const payload = o && 'data' in o ? o.data : o && 'payload' in o ? o.payload : it;
-    const item: Record<string, unknown> = {
-      queue: this.spec.queue,
-      partition:
-        (o && typeof o.partition === 'string' && ('data' in o || 'payload' in o) ? o.partition : undefined) ??
-        this.spec.partition ??
-        DEFAULT_PARTITION,
-      payload: payload === undefined ? null : payload,
-      transactionId: o && typeof o.transactionId === 'string' ? o.transactionId : uuidv7(),
-    };
-    if (o && typeof o.traceId === 'string') item['traceId'] = o.traceId;
-    return { item, bytes: JSON.stringify(item).length + 1 };
+  /**
+   * Sends one message. Sends to the same (queue, partition) made within `lingerMs` (default
+   * 5 ms) are gathered into one push of up to `maxBatch` messages (default 1000) and
+   * `maxPushBytes`, stored in the order the sends were made. Resolves with this message's own
+   * result (`queued`, or `duplicate` when its transactionId was seen before); rejects when its
+   * item `failed` (unless `throwOnFailure: false`) or with the error of the push that carried
+   * it. `sluice.flush()` pushes at once; `sluice.close()` flushes before the process exits.
+   *
+   * @example
+   * ```ts
+   * const orders = sluice.queue('orders').partition('eu');
+   * const results = await Promise.all(ids.map((id) => orders.send({ data: { id }, transactionId: `order-${id}` })));
+   * // one push request for up to 1,000 of them; results[i].offset is ids[i]'s offset
+   * ```
+   */
+  async send(item: unknown, opts: SendOptions = {}): Promise<PushResult> {
+    // Throws here, for this send only, on a payload JSON cannot carry (a BigInt, a cycle).
+    const wire = wireItem(item, this.spec.queue, this.spec.partition);
+    return this.client.producer.send(wire, opts);
   }
 
   /**
    * One pop: up to `batch` messages leased to the group, or `[]` when nothing is available
-   * (the server answered 204). Unlike Queen's client, errors are thrown, not swallowed.
+   * (the server answered 204; after the `Retry-After` it carries when the deployment's wait cap
+   * turned the wait away). Unlike Queen's client, errors are thrown, not swallowed.
    */
   async pop<T = unknown>(opts: { autoAck?: boolean; signal?: AbortSignal } = {}): Promise<Message<T>[]> {
     const s = this.spec;
@@ -471,6 +532,7 @@ export class QueueRef {
       retry: 'idempotent',
       timeoutMs: s.wait ? s.timeoutMs + LONG_POLL_MARGIN_MS : undefined,
       signal: opts.signal,
+      paced: true,
     });
     if (!r) return [];
     return (r.messages ?? []).map((m) => ({
@@ -550,19 +612,4 @@ export class QueueRef {
       next: r?.next ?? opts.from ?? 0,
     };
   }
-}
-
-function pushResult(r: Record<string, unknown>, index: number, queue: string): PushResult {
-  const out: PushResult = {
-    index,
-    status: (r['status'] as PushStatus) ?? 'failed',
-    transactionId: (r['transaction_id'] ?? r['transactionId']) as string,
-    messageId: ((r['message_id'] ?? r['messageId']) as string | undefined) ?? null,
-    partitionId: ((r['partition_id'] ?? r['partitionId']) as string | undefined) ?? null,
-    queue: (r['queueName'] as string | undefined) ?? queue,
-    partition: (r['partition'] as string | undefined) ?? null,
-  };
-  if (typeof r['offset'] === 'number') out.offset = r['offset'];
-  if (typeof r['error'] === 'string') out.error = r['error'];
-  return out;
 }

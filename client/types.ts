@@ -31,6 +31,18 @@ export interface QueueOptions {
   maxVisibilityMs?: number;
 }
 
+/** A queue as `GET /api/v1/queues/{queue}` answers it. */
+export interface QueueInfo {
+  queue: string;
+  queueId: string;
+  namespace: string | null;
+  task: string | null;
+  createdAt: string;
+  /** False for a queue a push created (it has the default options). */
+  configured: boolean;
+  options: QueueOptions;
+}
+
 export interface ConfigureResult {
   configured: boolean;
   queueId: string;
@@ -215,8 +227,11 @@ export interface PollResult<T = unknown> {
   capped: boolean;
 }
 
-/** Where a claim group starts or seeks to. */
-export type ClaimStart = 'earliest' | 'latest' | { offset: number };
+/**
+ * Where a claim group starts or seeks to: the oldest retained record, the tail, an offset, or
+ * the first record committed after an instant (ISO-8601 text or epoch ms).
+ */
+export type ClaimStart = 'earliest' | 'latest' | { offset: number } | { at: string | number };
 
 export interface ClaimGroupState {
   committed: number;

@@ -1,8 +1,9 @@
 /**
- * A Queen-style consumer: the `billing` group reads `orders` in batches under partition
- * leases. The client acks each batch after the handler (completed, or failed when it throws:
- * the queue's retry budget and dead-letter queue apply) and renews the lease while a slow
- * handler runs. Ctrl-C stops cleanly: the batch in hand finishes and is acked.
+ * A Queen-style consumer: the `billing` group reads `orders` under partition leases, up to
+ * 1,000 messages per pop, handed to the handler 10 at a time. The client acks what the
+ * handler finished (completed, or failed when it throws: the queue's retry budget and
+ * dead-letter queue apply) and renews the lease while a pop is worked through. Ctrl-C stops
+ * cleanly: the batch in hand finishes and is acked, the rest of the pop is handed back.
  *
  *   SLUICE_ENDPOINT=http://127.0.0.1:6632 npx tsx examples/consumer.ts
  *   LIMIT=100 IDLE_MS=3000 npx tsx examples/consumer.ts   # stop after 100 messages or 3 s idle

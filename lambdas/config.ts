@@ -22,6 +22,11 @@ export interface SluiceConfig {
    */
   inlineMaxBytes: number | undefined;
   /**
+   * Segments whose messages pack to fewer bytes than this are stored uncompressed (still a zstd
+   * frame). Undefined picks the backend's default (see {@link defaultCompressMinBytes}).
+   */
+  compressMinBytes: number | undefined;
+  /**
    * Largest request body accepted. On AWS the stack sets it so that any body up to it still
    * fits Lambda's 6 MB event once escaped (lib/limits.ts); the local default is 6 MiB.
    */
@@ -34,6 +39,12 @@ export interface SluiceConfig {
   pushStallMs: number;
   /** Blobs younger than this are never swept (they may belong to a push still in flight). */
   sweepGraceMs: number;
+  /**
+   * How long readers wait at a range of offsets a push took and has not written before they
+   * close it with a skip (SLUICE_GAP_CLOSE_MS): longer than any push can run (30 s on AWS), so
+   * the writer of a range that old is gone (docs/STORAGE.md, "How a push commits").
+   */
+  gapCloseMs: number;
   /** How long a queue's configuration is cached per process. */
   queueCacheMs: number;
   /**
@@ -125,11 +136,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     inlineMaxBytes: env.SLUICE_INLINE_MAX_BYTES
       ? num(env, 'SLUICE_INLINE_MAX_BYTES', 0, 0, MAX_INLINE_BYTES)
       : undefined,
+    compressMinBytes: env.SLUICE_COMPRESS_MIN_BYTES
+      ? num(env, 'SLUICE_COMPRESS_MIN_BYTES', 0, 0, MAX_INLINE_BYTES)
+      : undefined,
     maxBodyBytes: num(env, 'SLUICE_MAX_BODY_BYTES', 6 * MIB, 1024),
     maxMessageBytes: num(env, 'SLUICE_MAX_MESSAGE_BYTES', 2 * MIB, 1),
     maxPushItems: num(env, 'SLUICE_MAX_PUSH_ITEMS', 10_000, 1),
     pushStallMs: num(env, 'SLUICE_PUSH_STALL_MS', 30_000, 1),
     sweepGraceMs: num(env, 'SLUICE_SWEEP_GRACE_MS', 15 * 60_000, 0),
+    gapCloseMs: num(env, 'SLUICE_GAP_CLOSE_MS', 60_000, 0),
     queueCacheMs: num(env, 'SLUICE_QUEUE_CACHE_MS', 1000, 0),
     claimDefaults: loadClaimDefaults(env),
     claimMaxWaitMs: num(env, 'SLUICE_CLAIM_MAX_WAIT_MS', 25_000, 0),
@@ -164,4 +179,14 @@ function loadClaimDefaults(env: Record<string, string | undefined>): ClaimDefaul
  */
 export function defaultInlineMaxBytes(backend: 'embedded' | 'aws'): number {
   return backend === 'aws' ? 4096 : 256 * 1024;
+}
+
+/**
+ * Below this many packed bytes a segment is stored uncompressed, per backend. On AWS every byte
+ * is billed (a 1 KiB message compresses into one write unit, not two), so everything is
+ * compressed. On the embedded backend a compressor call costs a small push more CPU than the
+ * rest of its commit (docs/BENCHMARKS.md, "Small requests") and disk is cheap.
+ */
+export function defaultCompressMinBytes(backend: 'embedded' | 'aws'): number {
+  return backend === 'aws' ? 0 : 4096;
 }

@@ -10,7 +10,7 @@ import { SluiceApiError } from '../../client/errors.js';
 import type { CommandContext } from '../command.js';
 import { UsageError } from '../errors.js';
 import { brief, duration, table } from '../format.js';
-import { millis, positive } from '../options.js';
+import { durationOption, positive } from '../options.js';
 
 const STATUSES: BrowseStatus[] = ['pending', 'processing', 'completed', 'dead_letter'];
 
@@ -118,7 +118,7 @@ export function browseCommands(program: Command, ctx: CommandContext): void {
     .option('-p, --partition <name>', 'only this partition')
     .addOption(new Option('-n, --limit <n>', 'how many messages').default(10).argParser(positive('limit')))
     .addOption(new Option('--status <status>', 'only messages in this status').choices(STATUSES))
-    .option('--since <ms>', 'only messages pushed in the last <ms> milliseconds', millis('since', 1))
+    .addOption(durationOption('--since <duration>', 'only messages pushed this recently', { min: 1, bare: 'refuse' }))
     .action(
       async (
         queue: string,

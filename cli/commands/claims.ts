@@ -1,13 +1,25 @@
 /**
  * Record-claim group commands (`claims …`): one partition read as a shared work queue. Poll,
  * ack and nack records; describe, create, seek and delete the group; list and redrive its dead letters.
+ * A group is created by `claims create` (or `poll --create`) only: every other command on a group
+ * that does not exist says so and exits 3, where the API would create it on a poll.
  */
 import type { Command } from 'commander';
 import type { ClaimStart } from '../../client/types.js';
 import type { CommandContext } from '../command.js';
-import { EXIT, UsageError } from '../errors.js';
-import { brief, Progress, table } from '../format.js';
-import { int, millis, noProgressOption, parseStart, positive, rateOption, waitOption } from '../options.js';
+import { EXIT, NotFoundError, UsageError } from '../errors.js';
+import { onClaimGroup, requireClaimGroup } from '../exists.js';
+import { brief, millisText, Progress, table } from '../format.js';
+import {
+  batchOption,
+  durationOption,
+  int,
+  noProgressOption,
+  parseStart,
+  positive,
+  rateOption,
+  waitOption,
+} from '../options.js';
 
 /** Registers `claims` and its subcommands. */
 export function claimCommands(program: Command, ctx: CommandContext): void {
@@ -20,32 +32,36 @@ export function claimCommands(program: Command, ctx: CommandContext): void {
   const claimArgs = (c: Command): Command => c.argument('<queue>').argument('<partition>').argument('<group>');
   claimArgs(claims.command('poll'))
     .description('Claim records and print them (with --ack, acknowledge them too).')
-    .option('-n, --max <n>', 'records at most', positive('max'), 10)
+    .addOption(batchOption('records at most', 10))
     .addOption(waitOption('long-poll up to this long'))
-    .option('--visibility <ms>', 'how long the claims stand', millis('visibility', 1))
+    .addOption(durationOption('--visibility <duration>', 'how long the claims stand', { min: 1 }))
     .option('--consumer <name>', 'member name')
     .option('--session <token>', "member session token (with --reclaim, takes back the name's older claims)")
     .option('--reclaim', 'reclaim what this member holds under older sessions')
     .option('--ack', 'acknowledge the records after printing them')
+    .option('--create', 'create the group (at earliest) when it does not exist, as the API does on a poll')
     .action(
       async (
         queue: string,
         partition: string,
         group: string,
         o: {
-          max: number;
+          batch: number;
           wait: number;
           visibility?: number;
           consumer?: string;
           session?: string;
           reclaim?: boolean;
           ack?: boolean;
+          create?: boolean;
         },
         cmd: Command,
       ) => {
         const g = client(cmd).queue(queue).partition(partition).claimGroup(group);
+        if (o.create) await onClaimGroup(g, () => g.create('earliest'));
+        else await requireClaimGroup(g);
         const r = await g.poll({
-          max: o.max,
+          max: o.batch,
           waitMs: o.wait,
           ...(o.visibility ? { visibilityMs: o.visibility } : {}),
           ...(o.consumer ? { consumer: o.consumer } : {}),
@@ -72,7 +88,9 @@ export function claimCommands(program: Command, ctx: CommandContext): void {
     .argument('<offsets...>', 'offsets to finish')
     .action(async (queue: string, partition: string, group: string, offsets: string[], _o: unknown, cmd: Command) => {
       const list = offsets.map((s) => int('offset')(s));
-      const r = await client(cmd).queue(queue).partition(partition).claimGroup(group).ack(list);
+      const g = client(cmd).queue(queue).partition(partition).claimGroup(group);
+      await requireClaimGroup(g);
+      const r = await g.ack(list);
       if (json(cmd)) return printJson(r);
       out(`acked ${list.length} offset(s); committed ${r.committed}\n`);
     });
@@ -84,7 +102,7 @@ export function claimCommands(program: Command, ctx: CommandContext): void {
       'the delivery being handed back (refused if it lapsed and went out again)',
       positive('attempts'),
     )
-    .option('--delay <ms>', 'owed again only after this long', millis('delay'))
+    .addOption(durationOption('--delay <duration>', 'owed again only after this long'))
     .action(
       async (
         queue: string,
@@ -94,22 +112,20 @@ export function claimCommands(program: Command, ctx: CommandContext): void {
         o: { attempts?: number; delay?: number },
         cmd: Command,
       ) => {
-        const r = await client(cmd)
-          .queue(queue)
-          .partition(partition)
-          .claimGroup(group)
-          .nack(int('offset')(offset), {
-            ...(o.attempts ? { attempts: o.attempts } : {}),
-            ...(o.delay ? { delayMs: o.delay } : {}),
-          });
+        const g = client(cmd).queue(queue).partition(partition).claimGroup(group);
+        await requireClaimGroup(g);
+        const r = await g.nack(int('offset')(offset), {
+          ...(o.attempts ? { attempts: o.attempts } : {}),
+          ...(o.delay ? { delayMs: o.delay } : {}),
+        });
         if (json(cmd)) return printJson(r);
-        out(`handed back ${offset}${o.delay ? ` (owed again in ${o.delay} ms)` : ''}\n`);
+        out(`handed back ${offset}${o.delay ? ` (owed again in ${millisText(o.delay)})` : ''}\n`);
       },
     );
   claimArgs(claims.command('describe'))
     .description("The group's position, lag, in-flight, owed and dead-letter counts.")
     .action(async (queue: string, partition: string, group: string, _o: unknown, cmd: Command) => {
-      const d = await client(cmd).queue(queue).partition(partition).claimGroup(group).describe();
+      const d = await requireClaimGroup(client(cmd).queue(queue).partition(partition).claimGroup(group));
       if (json(cmd)) return printJson(d);
       out(
         table([
@@ -121,7 +137,9 @@ export function claimCommands(program: Command, ctx: CommandContext): void {
   claimArgs(claims.command('dead-letters'))
     .description("List the group's dead-lettered offsets.")
     .action(async (queue: string, partition: string, group: string, _o: unknown, cmd: Command) => {
-      const offsets = await client(cmd).queue(queue).partition(partition).claimGroup(group).allDeadLetters();
+      const g = client(cmd).queue(queue).partition(partition).claimGroup(group);
+      await requireClaimGroup(g);
+      const offsets = await g.allDeadLetters();
       if (json(cmd)) return printJson({ offsets });
       if (offsets.length === 0) io.stderr.write('no dead letters\n');
       else out(`${offsets.join('\n')}\n`);
@@ -143,6 +161,7 @@ export function claimCommands(program: Command, ctx: CommandContext): void {
       ) => {
         if (!o.all === (offsets.length === 0)) throw new UsageError('claims redrive needs offsets or --all (not both)');
         const g = client(cmd).queue(queue).partition(partition).claimGroup(group);
+        await requireClaimGroup(g);
         const list = o.all ? await g.allDeadLetters() : offsets.map((s) => int('offset')(s));
         const bar = o.progress ? new Progress(io.stderr, 'redrive', list.length) : undefined;
         const started = Date.now();
@@ -173,27 +192,41 @@ export function claimCommands(program: Command, ctx: CommandContext): void {
     );
   claimArgs(claims.command('create'))
     .description('Create the group at a start position (an existing group is left alone).')
-    .option('--start <pos>', 'earliest, latest or an offset', parseStart, 'earliest' as ClaimStart)
+    .option(
+      '--start <pos>',
+      'earliest, latest, an offset, or an ISO-8601 instant (the first record committed after it)',
+      parseStart,
+      'earliest' as ClaimStart,
+    )
     .action(async (queue: string, partition: string, group: string, o: { start: ClaimStart }, cmd: Command) => {
-      const r = await client(cmd).queue(queue).partition(partition).claimGroup(group).create(o.start);
+      const g = client(cmd).queue(queue).partition(partition).claimGroup(group);
+      const r = await onClaimGroup(g, () => g.create(o.start));
       if (json(cmd)) return printJson(r);
       out(
         r.moved ? `created ${group} at offset ${r.offset}\n` : `${group} already exists (at ${r.offset}); left alone\n`,
       );
     });
   claimArgs(claims.command('seek'))
-    .description('Move the group (voids standing claims).')
-    .argument('<start>', 'earliest, latest or an offset', parseStart)
+    .description('Move the group (voids standing claims): back to replay, forward to skip.')
+    .argument(
+      '<start>',
+      'earliest, latest, an offset, or an ISO-8601 instant (the first record committed after it)',
+      parseStart,
+    )
     .action(async (queue: string, partition: string, group: string, start: ClaimStart, _o: unknown, cmd: Command) => {
-      const r = await client(cmd).queue(queue).partition(partition).claimGroup(group).seek(start);
+      const g = client(cmd).queue(queue).partition(partition).claimGroup(group);
+      const r = await onClaimGroup(g, () => g.seek(start));
       if (json(cmd)) return printJson(r);
       out(`${group} now at offset ${r.offset}${r.moved ? '' : ' (unchanged)'}\n`);
     });
   claimArgs(claims.command('delete'))
     .description("Delete the group's position, claims and dead letters on this partition.")
     .action(async (queue: string, partition: string, group: string, _o: unknown, cmd: Command) => {
-      const r = await client(cmd).queue(queue).partition(partition).claimGroup(group).delete();
+      const g = client(cmd).queue(queue).partition(partition).claimGroup(group);
+      const r = await onClaimGroup(g, () => g.delete());
+      if (!r.existed)
+        throw new NotFoundError(`record-claim group ${JSON.stringify(group)} does not exist on ${queue}/${partition}`);
       if (json(cmd)) return printJson(r);
-      out(r.existed ? `deleted ${group}\n` : `${group} did not exist\n`);
+      out(`deleted ${group}\n`);
     });
 }

@@ -5,6 +5,7 @@
 import type { Command } from 'commander';
 import type { CommandContext } from '../command.js';
 import { EXIT } from '../errors.js';
+import { requireQueue } from '../exists.js';
 import { brief, Progress, table } from '../format.js';
 import { batchOption, groupOption, int, noProgressOption, positive, rateOption } from '../options.js';
 
@@ -23,11 +24,13 @@ export function dlqCommands(program: Command, ctx: CommandContext): void {
     .option('--all', 'every page')
     .action(
       async (queue: string, o: { group?: string; limit: number; offset: number; all?: boolean }, cmd: Command) => {
-        let d = client(cmd).dlq(queue);
+        const sluice = client(cmd);
+        let d = sluice.dlq(queue);
         if (o.group) d = d.group(o.group);
         const rows = [];
         if (o.all) for await (const e of d.all()) rows.push(e);
         else rows.push(...(await d.list({ limit: o.limit, offset: o.offset })).messages);
+        if (rows.length === 0) await requireQueue(sluice, queue);
         if (json(cmd)) return printJson(rows);
         if (rows.length === 0) {
           io.stderr.write(`no dead letters in ${queue}${o.group ? ` for group ${o.group}` : ''}\n`);
@@ -73,7 +76,9 @@ export function dlqCommands(program: Command, ctx: CommandContext): void {
     .addOption(noProgressOption())
     .action(
       async (queue: string, o: { group?: string; batch: number; rate?: number; progress: boolean }, cmd: Command) => {
-        let d = client(cmd).dlq(queue);
+        const sluice = client(cmd);
+        await requireQueue(sluice, queue);
+        let d = sluice.dlq(queue);
         if (o.group) d = d.group(o.group);
         const bar = o.progress ? new Progress(io.stderr, 'redrive', await d.count({ max: 1_000_000 })) : undefined;
         bar?.update(0);

@@ -8,7 +8,8 @@ import type { ConsumerGroup } from '../../client/types.js';
 import type { CommandContext } from '../command.js';
 import { UsageError } from '../errors.js';
 import { duration, table } from '../format.js';
-import { groupOption, int } from '../options.js';
+import { requireQueue } from '../exists.js';
+import { durationOption, groupOption } from '../options.js';
 
 /** Registers `groups`, `describe` and `seek`. */
 export function groupCommands(program: Command, ctx: CommandContext): void {
@@ -21,15 +22,21 @@ export function groupCommands(program: Command, ctx: CommandContext): void {
     )
     .option('-q, --queue <name>', 'only this queue')
     .addOption(groupOption('only this group'))
-    .option('--min-lag <seconds>', 'only groups lagging at least this long', int('min-lag'))
+    .addOption(
+      durationOption('--min-lag <duration>', 'only groups whose oldest unfinished message is this old', {
+        bare: 'refuse',
+      }),
+    )
     .action(async (o: { queue?: string; group?: string; minLag?: number }, cmd: Command) => {
       const sluice = client(cmd);
-      const list = o.minLag !== undefined ? await sluice.groups.lagging(o.minLag) : await sluice.groups.list();
+      const list =
+        o.minLag !== undefined ? await sluice.groups.lagging(Math.ceil(o.minLag / 1000)) : await sluice.groups.list();
       const names = list.map((g) => g.name).filter((n) => o.group === undefined || n === o.group);
       const views: ConsumerGroup[] = [];
       for (const n of names) views.push(await sluice.groups.describe(n));
       for (const v of views) v.queues = v.queues.filter((q) => o.queue === undefined || q.queue === o.queue);
       const shown = views.filter((v) => v.queues.length > 0);
+      if (shown.length === 0 && o.queue !== undefined) await requireQueue(sluice, o.queue);
       if (json(cmd)) return printJson(shown);
       if (shown.length === 0) {
         io.stderr.write('no consumer groups (a group exists once it has popped)\n');

@@ -3,19 +3,22 @@
  * (follow a queue, or read a partition with --peek).
  */
 import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { Option, type Command } from 'commander';
 import type { AckStatus, Message, PushItem } from '../../client/types.js';
 import type { CommandContext } from '../command.js';
 import { EXIT, UsageError } from '../errors.js';
-import { brief } from '../format.js';
+import { requireQueue } from '../exists.js';
+import { brief, pushStatus, StatusLine } from '../format.js';
 import {
   ACK_STATUSES,
   batchOption,
+  durationOption,
   groupOption,
   int,
-  millis,
+  noProgressOption,
   partitionOption,
   positive,
   waitOption,
@@ -35,23 +38,46 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
     .addOption(batchOption('messages per request', 1000))
     .option('--envelope', 'each line is {data, transactionId?, partition?, traceId?} rather than the payload itself')
     .option('--id-field <field>', "use this field of each line's object as its transactionId (dedup key)")
+    .addOption(noProgressOption('no progress line (there is none unless stderr is a terminal)'))
     .action(
       async (
         queue: string,
-        o: { partition: string; file?: string; batch: number; envelope?: boolean; idField?: string },
+        o: {
+          partition: string;
+          file?: string;
+          batch: number;
+          envelope?: boolean;
+          idField?: string;
+          progress: boolean;
+        },
         cmd: Command,
       ) => {
         const sluice = client(cmd);
         const q = sluice.queue(queue).partition(o.partition);
-        const input = o.file && o.file !== '-' ? createReadStream(o.file) : io.stdin;
-        if (o.file && o.file !== '-') {
+        const fromFile = o.file !== undefined && o.file !== '-';
+        const input = fromFile ? createReadStream(o.file as string) : io.stdin;
+        let totalBytes = io.stdinBytes;
+        if (fromFile) {
           await new Promise<void>((resolve, reject) => {
             (input as ReturnType<typeof createReadStream>)
               .once('open', () => resolve())
               .once('error', (e) => reject(new UsageError(`cannot read ${o.file}: ${e.message}`)));
           });
+          totalBytes = (await stat(o.file as string)).size;
         }
         const totals = { lines: 0, queued: 0, duplicate: 0, failed: 0 };
+        // Progress only for a person watching: on a terminal, never into a pipe or a log.
+        const status = o.progress && io.stderr.isTTY ? new StatusLine(io.stderr) : undefined;
+        const started = Date.now();
+        let bytesRead = 0;
+        const show = (): string =>
+          pushStatus({
+            messages: totals.queued + totals.duplicate + totals.failed,
+            bytesRead,
+            ...(totalBytes !== undefined ? { totalBytes } : {}),
+            elapsedMs: Date.now() - started,
+          });
+
         let batch: PushItem[] = [];
         const flush = async (): Promise<void> => {
           if (batch.length === 0) return;
@@ -59,12 +85,14 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
           for (const r of results) totals[r.status]++;
           for (const r of results.filter((x) => x.status === 'failed').slice(0, 5))
             io.stderr.write(
-              `item ${totals.lines - batch.length + r.index + 1} failed: ${r.error ?? 'unknown error'}\n`,
+              `${status ? '\n' : ''}item ${totals.lines - batch.length + r.index + 1} failed: ${r.error ?? 'unknown error'}\n`,
             );
           batch = [];
+          status?.update(show());
         };
         try {
-          for await (const { line, value } of jsonLines(input)) {
+          for await (const { line, value, bytes } of jsonLines(input)) {
+            bytesRead += bytes;
             let item: PushItem;
             if (o.envelope) {
               if (!value || typeof value !== 'object' || Array.isArray(value))
@@ -88,7 +116,9 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
             if (batch.length >= o.batch) await flush();
           }
           await flush();
+          status?.finish(show());
         } catch (e) {
+          if (status) io.stderr.write('\n');
           if (e instanceof UsageError && totals.lines > 0)
             e.message +=
               ` (${totals.queued + totals.duplicate} earlier lines were pushed; pushing the file again is ` +
@@ -111,11 +141,16 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
     .argument('<queue>')
     .addOption(partitionOption('only this partition (default: any with work)'))
     .addOption(groupOption('consumer group (default: queue mode)'))
-    .addOption(batchOption('messages at most', 1, '-n'))
+    .addOption(batchOption('messages at most', 1))
     .addOption(waitOption('long-poll up to this long for messages (0: answer at once)'))
     .addOption(new Option('--status <status>', 'ack status').choices(ACK_STATUSES).default('completed'))
     .option('--no-ack', 'leave the messages leased (they return when the lease lapses)')
-    .option('--lease-seconds <s>', 'lease length', positive('lease-seconds'))
+    .addOption(
+      durationOption('--lease <duration>', "lease length, whole seconds (default: the queue's leaseTime)", {
+        min: 1000,
+        bare: 'refuse',
+      }),
+    )
     .action(
       async (
         queue: string,
@@ -126,7 +161,7 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
           wait: number;
           status: AckStatus;
           ack: boolean;
-          leaseSeconds?: number;
+          lease?: number;
         },
         cmd: Command,
       ) => {
@@ -138,13 +173,15 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
           .timeout(o.wait || 30_000);
         if (o.partition) q = q.partition(o.partition);
         if (o.group) q = q.group(o.group);
-        if (o.leaseSeconds) q = q.leaseSeconds(o.leaseSeconds);
+        if (o.lease) q = q.leaseSeconds(Math.ceil(o.lease / 1000));
         const msgs = await q.pop();
         if (o.ack && msgs.length > 0) {
           const results = await sluice.ack(msgs, o.status);
           const bad = results.filter((r) => !r.success);
           if (bad.length > 0) io.stderr.write(`warning: ${bad.length} ack(s) not applied: ${bad[0]?.error ?? ''}\n`);
         }
+        // Nothing answered: one more request tells an empty queue from one that does not exist.
+        if (msgs.length === 0) await requireQueue(sluice, queue);
         if (json(cmd)) printJson(msgs);
         else if (msgs.length === 0)
           io.stderr.write(`no messages available in ${queue}${o.partition ? `/${o.partition}` : ''}\n`);
@@ -161,9 +198,9 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
     .argument('<queue>')
     .addOption(partitionOption('only this partition'))
     .addOption(groupOption('consumer group (default: queue mode)'))
-    .addOption(batchOption('messages per pop', 100, '-n'))
+    .addOption(batchOption('messages per pop', 1000))
     .option('--limit <n>', 'stop after this many messages', positive('limit'))
-    .option('--idle <ms>', 'stop after this long without a message', millis('idle', 1))
+    .addOption(durationOption('--idle <duration>', 'stop after this long without a message', { min: 1 }))
     .option('--peek', 'read the partition in offset order without a group, lease or ack (needs --partition)')
     .option('--from <offset>', 'with --peek: first offset to read', int('from'), 0)
     .action(
@@ -181,6 +218,7 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
         cmd: Command,
       ) => {
         const sluice = client(cmd);
+        await requireQueue(sluice, queue, io.signal);
         const asJson = json(cmd);
         const print = (m: Message): void => out(asJson ? `${JSON.stringify(m)}\n` : `${messageLine(m)}\n`);
         const stop = new AbortController();
@@ -251,16 +289,22 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
     );
 }
 
-/** Reads JSON lines (blank lines skipped) from a file or stdin. */
-async function* jsonLines(input: Readable): AsyncGenerator<{ line: number; value: unknown }> {
+/** Reads JSON lines (blank lines skipped) from a file or stdin; `bytes` counts what each took of the input. */
+async function* jsonLines(input: Readable): AsyncGenerator<{ line: number; value: unknown; bytes: number }> {
   const rl = createInterface({ input, crlfDelay: Infinity });
   let n = 0;
+  let skipped = 0;
   for await (const raw of rl) {
     n++;
+    const bytes = Buffer.byteLength(raw) + 1 + skipped;
     const text = raw.trim();
-    if (!text) continue;
+    if (!text) {
+      skipped = bytes;
+      continue;
+    }
+    skipped = 0;
     try {
-      yield { line: n, value: JSON.parse(text) };
+      yield { line: n, value: JSON.parse(text), bytes };
     } catch (e) {
       throw new UsageError(
         `line ${n} is not valid JSON (${e instanceof Error ? e.message : String(e)}): ${brief(text, 80)}`,

@@ -1,5 +1,5 @@
 import { jsonNumber, jsonString, jsonStringOrNull } from './json-writer.js';
-import { zstd } from './zstd.js';
+import { rawZstdFrame, readRawZstdFrame, zstd } from './zstd.js';
 
 /**
  * The segment codec. A push of N messages becomes one segment: N length-prefixed frames,
@@ -102,12 +102,18 @@ export function unpackFrames(raw: Uint8Array): Frame[] {
   return out;
 }
 
-/** Frames → one compressed zstd frame. */
-export async function encodeSegment(frames: readonly Frame[]): Promise<Uint8Array> {
-  return (await zstd()).compress(packFrames(frames));
+/**
+ * Frames → one zstd frame: compressed, or stored (raw blocks) when the packed frames are
+ * under `compressMinBytes`, where the compressor call costs more than the bytes it saves.
+ */
+export async function encodeSegment(frames: readonly Frame[], compressMinBytes = 0): Promise<Uint8Array> {
+  const packed = packFrames(frames);
+  if (packed.length < compressMinBytes) return rawZstdFrame(packed);
+  return (await zstd()).compress(packed);
 }
 
-/** One compressed segment → its frames, in push order. */
+/** One segment's zstd frame → its frames, in push order. */
 export async function decodeSegment(bytes: Uint8Array): Promise<Frame[]> {
-  return unpackFrames(await (await zstd()).decompress(bytes));
+  const stored = readRawZstdFrame(bytes);
+  return unpackFrames(stored ?? (await (await zstd()).decompress(bytes)));
 }

@@ -35,5 +35,7 @@ export class SluiceError extends Error {
 
 export const invalid = (message: string, details?: Record<string, unknown>): SluiceError =>
   new SluiceError('invalid_request', message, details);
-export const notFound = (message: string): SluiceError => new SluiceError('not_found', message);
+/** `details.missing` names what is missing (`queue`, `partition`, `group`) where a caller may need to tell. */
+export const notFound = (message: string, details?: Record<string, unknown>): SluiceError =>
+  new SluiceError('not_found', message, details);
 export const conflict = (message: string): SluiceError => new SluiceError('conflict', message);

@@ -52,5 +52,25 @@ export function uuidv7(now: number = Date.now()): string {
   return text.toString('latin1', 0, 36);
 }
 
+/**
+ * `n` (≤ 64) random bytes from the same pool as {@link uuidv7}: a fresh copy, for ids such as
+ * lease ids (`crypto.randomBytes` per id cost a pop more than the rest of an empty pop's work).
+ *
+ * @example
+ * ```ts
+ * randomFromPool(16).length; // 16
+ * ```
+ */
+export function randomFromPool(n: number): Buffer {
+  if (!(n > 0 && n <= 64)) throw new Error(`randomFromPool takes 1 to 64 bytes, got ${n}`);
+  if (poolPos + n > pool.length) {
+    randomFillSync(pool);
+    poolPos = 0;
+  }
+  const out = Buffer.from(pool.subarray(poolPos, poolPos + n));
+  poolPos += n;
+  return out;
+}
+
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const isUuid = (s: string): boolean => UUID_RE.test(s);

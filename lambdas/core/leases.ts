@@ -528,8 +528,9 @@ export function parseSubscription(mode: string | undefined, from: string | undef
 
 /**
  * Where a cursor row that does not exist yet starts. `all` (and queue mode): before the
- * oldest retained message. `new` and `from`: after the last message pushed before the
- * stored instant; a partition created at or after that instant has nothing before it.
+ * oldest retained message. `new` and `from`: at the first message committed at or after the
+ * stored instant (`core/time-seek.ts`); a partition created at or after that instant has
+ * nothing before it.
  */
 export function seedRule(
   sub: SubscriptionSpec,
@@ -539,22 +540,6 @@ export function seedRule(
   if (queueMode || sub.mode === 'all' || sub.from === null) return { kind: 'head' };
   if (partitionCreatedAt >= sub.from) return { kind: 'head' };
   return { kind: 'before', at: sub.from };
-}
-
-/**
- * One step of the search for the last offset whose push time is before `at` (segments are
- * in push order, so their times rise with their base). Given the segment holding offset
- * `probe`, narrows [lo, hi]: the answer is the end of the last segment with `at` < target.
- */
-export function narrowSeek(
-  range: { lo: number; hi: number; best: number },
-  seg: { base: number; end: number; at: number },
-  target: number,
-  inclusive: boolean,
-): { lo: number; hi: number; best: number } {
-  const before = inclusive ? seg.at <= target : seg.at < target;
-  if (before) return { lo: seg.end + 1, hi: range.hi, best: Math.max(range.best, seg.end) };
-  return { lo: range.lo, hi: seg.base - 1, best: range.best };
 }
 
 // ------------------------------------------------------------- group progress

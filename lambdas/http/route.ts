@@ -309,7 +309,6 @@ export function makeHandler(routes: RouteDef[], options: HandlerOptions = {}) {
       : undefined;
     const query = validate(def.query, event.queryStringParameters ?? {}, 'query string');
     const params = validate(def.params, m.params, 'path');
-    const signal = AbortSignal.any([invocation.signal, runtime.shutdown]);
     const principal = seen.principal;
     grants ??= grantsFromEnv();
     const enforced = grants;
@@ -334,6 +333,7 @@ export function makeHandler(routes: RouteDef[], options: HandlerOptions = {}) {
       for (const q of unique) enforced.check(principal, def.access.action, q);
     }
     try {
+      let signal: AbortSignal | undefined;
       const result = await def.run({
         principal,
         body,
@@ -342,7 +342,10 @@ export function makeHandler(routes: RouteDef[], options: HandlerOptions = {}) {
         params,
         event,
         services: runtime,
-        signal,
+        // Made on first use: only waiting routes read it, and it costs every request otherwise.
+        get signal() {
+          return (signal ??= AbortSignal.any([invocation.signal, runtime.shutdown]));
+        },
         authorize,
         allowed,
       });

@@ -23,7 +23,8 @@ import type { Storage } from '../storage/port.js';
 import { assertSafeBind, bearerAuthenticator, withBearerTokens } from './auth.js';
 import { corsOriginProblem, requestGate } from './edge.js';
 import { parseLogLevel, requestLogger } from './request-log.js';
-import { SERVER_LIMITS, startLocalServer, type LambdaHttpHandler } from './server.js';
+import { SERVER_LIMITS, startLocalServer, type LambdaHttpHandler, type LocalServer } from './server.js';
+import { listenProblem, localKeyProvider, withLocalDefaults } from './setup.js';
 
 // Old-generation growth capped at 2x the live data (V8 allows 4x): less memory resident for as
 // many full collections (docs/BENCHMARKS.md, Local server and build). V8 reads it at each collection.
@@ -52,7 +53,7 @@ if (values.help) {
   process.exit(0);
 }
 
-const env = { ...process.env };
+const env = withLocalDefaults({ ...process.env });
 if (values.port) env.SLUICE_PORT = values.port;
 if (values.host) env.SLUICE_HOST = values.host;
 if (values['data-dir']) env.SLUICE_DATA_DIR = values['data-dir'];
@@ -116,16 +117,26 @@ async function main(): Promise<void> {
     storage = await openEmbeddedStorage({ dataDir: config.dataDir, sync: config.sync });
   }
   const stopping = new AbortController();
-  const svc = buildServices(storage, config, { shutdown: stopping.signal });
-  useServices(svc);
-  const server = await startLocalServer({
-    handler,
-    gate,
-    host: config.host,
-    port: config.port,
-    maxBodyBytes: config.maxBodyBytes,
-    limits: { maxConnections },
+  const sealing = localKeyProvider(config, storage.kind, (line) => console.log(JSON.stringify(line)));
+  const svc = buildServices(storage, config, {
+    shutdown: stopping.signal,
+    ...(sealing.keys ? { keyProvider: sealing.keys } : {}),
   });
+  useServices(svc);
+  let server: LocalServer;
+  try {
+    server = await startLocalServer({
+      handler,
+      gate,
+      host: config.host,
+      port: config.port,
+      maxBodyBytes: config.maxBodyBytes,
+      limits: { maxConnections },
+    });
+  } catch (e) {
+    await storage.close();
+    throw new Error(listenProblem(e, config.host, config.port) ?? (e instanceof Error ? e.message : String(e)));
+  }
   const intervalMs = Number(env.SLUICE_MAINTENANCE_INTERVAL_MS ?? 60_000);
   const timer =
     intervalMs > 0
@@ -144,6 +155,7 @@ async function main(): Promise<void> {
       backend: storage.kind,
       dataDir: aws ? undefined : config.dataDir,
       auth: grantsFile ? `bearer tokens, grants from ${grantsFile}` : 'none (loopback only)',
+      encryptionKey: sealing.source,
       ...(corsOrigins.length ? { corsOrigins } : {}),
       ...(allowedHosts.length ? { allowedHosts } : {}),
     }),
@@ -165,6 +177,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  console.error(e instanceof Error ? e.message : e);
+  console.error(`sluice: ${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);
 });

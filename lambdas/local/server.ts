@@ -107,23 +107,32 @@ function drain(req: IncomingMessage, maxMs = 10_000): Promise<void> {
 
 /** Translates a Node request into the event API Gateway would send. */
 export function toEvent(req: IncomingMessage, body: Buffer, requestId: string): HttpEvent {
-  const url = new URL(req.url ?? '/', 'http://local');
+  const target = req.url ?? '/';
+  // Node gives header names in lower case already.
   const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(req.headers))
-    if (v !== undefined) headers[k.toLowerCase()] = Array.isArray(v) ? v.join(',') : v;
-  const qs: Record<string, string> = {};
-  for (const [k, v] of url.searchParams) qs[k] = k in qs ? `${qs[k]},${v}` : v;
+  const src = req.headers;
+  for (const k in src) {
+    const v = src[k];
+    if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
+  }
+  const q = target.indexOf('?');
+  // API Gateway passes the path as received (still percent-encoded).
+  const rawPath = q < 0 ? target : target.slice(0, q);
+  const rawQueryString = q < 0 ? '' : (target.slice(q + 1).split('#')[0] ?? '');
+  let qs: Record<string, string> | undefined;
+  if (rawQueryString !== '') {
+    qs = {};
+    for (const [k, v] of new URLSearchParams(rawQueryString)) qs[k] = k in qs ? `${qs[k]},${v}` : v;
+  }
   const now = Date.now();
   const method = (req.method ?? 'GET').toUpperCase();
-  // API Gateway passes the path as received (still percent-encoded).
-  const rawPath = (req.url ?? '/').split('?')[0] ?? '/';
   return {
     version: '2.0',
     routeKey: '$default',
     rawPath,
-    rawQueryString: url.search.slice(1),
+    rawQueryString,
     headers,
-    queryStringParameters: Object.keys(qs).length ? qs : undefined,
+    queryStringParameters: qs && Object.keys(qs).length > 0 ? qs : undefined,
     body: body.length ? body.toString('utf8') : undefined,
     isBase64Encoded: false,
     requestContext: {
@@ -148,11 +157,16 @@ export function toEvent(req: IncomingMessage, body: Buffer, requestId: string): 
 }
 
 function send(res: ServerResponse, out: HttpResponse, extra?: Record<string, string>): void {
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries({ ...out.headers, ...extra })) headers[k] = String(v);
-  const body = out.body ?? '';
-  res.writeHead(out.statusCode ?? 200, headers);
-  res.end(out.statusCode === 204 ? undefined : body);
+  const headers: Record<string, string | number> = {};
+  if (out.headers) for (const k in out.headers) headers[k] = String(out.headers[k]);
+  if (extra) for (const k in extra) headers[k] = extra[k] as string;
+  const status = out.statusCode ?? 200;
+  const body = status === 204 ? '' : (out.body ?? '');
+  // A length, so the answer goes out in one write and not chunked (writeHead would otherwise
+  // fix the headers without one).
+  headers['content-length'] = Buffer.byteLength(body);
+  res.writeHead(status, headers);
+  res.end(status === 204 ? undefined : body);
 }
 
 /**

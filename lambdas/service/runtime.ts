@@ -1,4 +1,4 @@
-import { defaultInlineMaxBytes, loadConfig, type SluiceConfig } from '../config.js';
+import { defaultCompressMinBytes, defaultInlineMaxBytes, loadConfig, type SluiceConfig } from '../config.js';
 import { defaultMaxWaiters } from '../core/holds.js';
 import { parseKey } from '../core/sealing.js';
 import type { Storage } from '../storage/port.js';
@@ -20,7 +20,6 @@ import { MessageLookup } from './log/message-lookup.js';
 import { PushService } from './log/push.js';
 import { QueueDirectory } from './log/queue-directory.js';
 import { SegmentReader } from './log/segments.js';
-import { TailHints } from './log/tail-hints.js';
 import { QueueDeletion } from './maintenance/queue-deletion.js';
 import { RetentionService } from './maintenance/retention.js';
 import { SegmentBlobSweep } from './maintenance/segment-blob-sweep.js';
@@ -103,7 +102,11 @@ export interface BuildOptions {
  * ```
  */
 export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOptions = {}): Services {
-  const config: SluiceConfig = { ...cfg, inlineMaxBytes: cfg.inlineMaxBytes ?? defaultInlineMaxBytes(adapter.kind) };
+  const config: SluiceConfig = {
+    ...cfg,
+    inlineMaxBytes: cfg.inlineMaxBytes ?? defaultInlineMaxBytes(adapter.kind),
+    compressMinBytes: cfg.compressMinBytes ?? defaultCompressMinBytes(adapter.kind),
+  };
   const clock = opts.clock ?? Date.now;
   const storageHealth = new WriteHealth(clock);
   const storage = watchWrites(adapter, storageHealth);
@@ -111,10 +114,9 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
   const telemetry = opts.telemetry ?? new MemoryTelemetry();
   const keys = opts.keyProvider ?? keyProviderFromConfig(config, storage, clock);
   const cipher = keys ? new PayloadCipher(keys) : undefined;
-  const tails = new TailHints();
-  const segments = new SegmentReader({ storage, tails, cipher });
-  const queues = new QueueDirectory({ storage, config, clock, tails, segments, canSeal: cipher !== undefined });
-  const pushes = new PushService({ storage, config, notifier, queues, segments, tails, cipher, clock, telemetry });
+  const segments = new SegmentReader({ storage, cipher, clock, gapCloseMs: config.gapCloseMs });
+  const queues = new QueueDirectory({ storage, config, clock, segments, canSeal: cipher !== undefined });
+  const pushes = new PushService({ storage, config, notifier, queues, cipher, clock, telemetry });
   const messageLookup = new MessageLookup({ storage, segments, cipher });
   const groups = new GroupRegistry(storage, clock, config.queueCacheMs);
   const waitSlots =

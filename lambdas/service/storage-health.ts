@@ -7,6 +7,7 @@
  * the port and its adapters know nothing of it.
  */
 import {
+  TakeWriteError,
   StoreFullError,
   StoreUnavailableError,
   type BlobStore,
@@ -102,8 +103,14 @@ export function watchWrites(inner: Storage, health: WriteHealth): Storage {
     query: (t, pk, o) => i.query(t, pk, o),
     put: (t, item, c) => watch(i.put(t, item, c)),
     delete: (t, k, c) => watch(i.delete(t, k, c)),
-    writeEach: (ops) => watch(i.writeEach(ops)),
+    writeEach: (ops, o) => watch(i.writeEach(ops, o)),
     transact: (ops) => watch(i.transact(ops)),
+    // A take's writes fail inside a TakeWriteError: what the store did is its cause.
+    take: (t, k, n, then) =>
+      i.take(t, k, n, then).catch((e: unknown) => {
+        health.failed(e instanceof TakeWriteError ? e.cause : e);
+        throw e;
+      }),
   };
   const b = inner.blobs;
   const blobs: BlobStore = {

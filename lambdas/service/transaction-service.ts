@@ -3,12 +3,13 @@
  * `storage.items.transact` (at most 100 ops, DynamoDB's TransactWriteItems limit).
  *
  * Each (queue, partition) of the pushes becomes one segment, prepared by the push service
- * exactly as a push would commit it (blob uploaded first, commit hooks' ops included); each
- * (partition, group) of the acks becomes one cursor write, planned by the ack service (a
- * transactional `failed` or `dlq` files the message at once, its DLQ items in the same
- * transaction). When a guard fails — another push took the segment's base, the group list
- * moved, a lane's row changed — the affected part is prepared again and the whole set is
- * retried; nothing is ever half-applied.
+ * exactly as a push would commit it (blob uploaded first, commit hooks' ops included), at
+ * offsets taken from the partition's sequencer before the transaction; each (partition, group)
+ * of the acks becomes one cursor write, planned by the ack service (a transactional `failed`
+ * or `dlq` files the message at once, its DLQ items in the same transaction). When a guard
+ * fails — the group list moved, a lane's row changed — the affected part is prepared again and
+ * the whole set is retried with the same offsets; nothing is ever half-applied. Offsets taken
+ * for a transaction that gives up are closed with skips (docs/STORAGE.md, "How a push commits").
  */
 import { SluiceError, invalid } from '../core/errors.js';
 import { uuidv7 } from '../core/ids.js';
@@ -24,7 +25,9 @@ import {
 import type { AckService, LanePrep } from './leases/ack.js';
 import type { PushItem, PushService } from './log/push.js';
 import type { QueueDirectory } from './log/queue-directory.js';
-import { mergeOps, type PreparedCommit } from './log/segment-commit.js';
+import { logKeys } from './log/log-store.js';
+import { closeRange } from './log/push.js';
+import { HookConflictError, mergeOps, type PreparedCommit } from './log/segment-commit.js';
 
 export type TxOp =
   | { type: 'push'; items: PushItem[] }
@@ -66,8 +69,8 @@ export interface TxResult {
 interface PushGroup {
   items: { op: number; pos: number; item: PushItem }[];
   prep?: PreparedCommit;
-  base: number;
-  collisions: number;
+  /** The first of the offsets taken for the segment (undefined: none taken yet). */
+  base: number | undefined;
 }
 
 interface Lane {
@@ -117,7 +120,7 @@ export class TransactionService {
       if (op.type === 'push') {
         op.items.forEach((item, pos) => {
           const k = `${item.queue}\u0000${item.partition ?? 'Default'}`;
-          const g = pushes.get(k) ?? { items: [], base: 0, collisions: 0 };
+          const g = pushes.get(k) ?? { items: [], base: undefined };
           g.items.push({ op: i, pos, item });
           pushes.set(k, g);
         });
@@ -148,9 +151,28 @@ export class TransactionService {
         part,
         g.items.map((x) => x.item),
       );
-      g.base = await g.prep.firstBase();
+    }
+    try {
+      const outcome = await this.commit(pushes, lanes);
+      if (outcome !== undefined) {
+        await this.closeTaken(pushes);
+        return fail(txId, outcome);
+      }
+    } catch (e) {
+      await this.closeTaken(pushes);
+      throw e;
     }
 
+    for (const g of pushes.values()) await this.deps.pushes.committed(g.prep as PreparedCommit, g.base as number);
+    for (const lane of lanes.values()) this.deps.acks.afterLane(lane.prep as LanePrep);
+    return { transactionId: txId, success: true, results: this.results(ops, pushes, lanes) };
+  }
+
+  /**
+   * Writes the prepared pushes and lanes in one transaction, taking each segment's offsets first;
+   * answers the transaction's error when a lane can no longer be applied.
+   */
+  private async commit(pushes: Map<string, PushGroup>, lanes: Map<string, Lane>): Promise<string | undefined> {
     let hookRetry = false;
     for (let attempt = 0; ; attempt++) {
       if (attempt >= 50)
@@ -161,22 +183,27 @@ export class TransactionService {
       const writes: WriteOp[] = [];
       const owners: ({ kind: 'seg'; g: PushGroup } | { kind: 'marker' } | { kind: 'hook' } | { kind: 'lane' })[] = [];
       const hookOps: WriteOp[] = [];
-      let conflict = false;
-      for (const g of pushes.values()) {
-        const built = await (g.prep as PreparedCommit).ops(g.base, hookRetry);
-        if (built === 'hook-conflict') {
-          conflict = true;
-          break;
+      try {
+        for (const g of pushes.values()) {
+          const prep = g.prep as PreparedCommit;
+          g.base ??= (
+            await this.deps.storage.items.take('log', logKeys.sequencer(prep.partition.id), prep.count)
+          ).first;
+          await prep.planHooks(hookRetry);
+          prep.build(g.base).forEach((op, j) => {
+            if (j >= prep.hookStart) hookOps.push(op);
+            else {
+              writes.push(op);
+              owners.push(j === 0 ? { kind: 'seg', g } : { kind: 'marker' });
+            }
+          });
         }
-        built.ops.forEach((op, j) => {
-          if (j >= built.hookStart) hookOps.push(op);
-          else {
-            writes.push(op);
-            owners.push(j === 0 ? { kind: 'seg', g } : { kind: 'marker' });
-          }
-        });
+      } catch (e) {
+        if (!(e instanceof HookConflictError)) throw e;
+        hookRetry = true;
+        continue;
       }
-      const merged = conflict ? 'conflict' : mergeOps(hookOps);
+      const merged = mergeOps(hookOps);
       if (merged === 'conflict') {
         hookRetry = true;
         continue;
@@ -200,7 +227,7 @@ export class TransactionService {
       }
       try {
         if (writes.length > 0) await this.deps.storage.items.transact(writes);
-        break;
+        return undefined;
       } catch (e) {
         if (e instanceof ContentionError) continue;
         if (!(e instanceof ConditionFailedError)) throw e;
@@ -208,7 +235,8 @@ export class TransactionService {
         for (const f of e.failed) {
           const o = owners[f.index];
           if (!o) continue;
-          if (o.kind === 'seg') o.g.base = await (o.g.prep as PreparedCommit).nextBase(f.current, ++o.g.collisions);
+          // A reader closed the offsets while this transaction was too slow: take new ones.
+          if (o.kind === 'seg') o.g.base = undefined;
           else if (o.kind === 'hook') hookRetry = true;
           else if (o.kind === 'lane') lanesMoved = true;
           else if (f.current?.attrs.state === 'aborted') {
@@ -223,14 +251,19 @@ export class TransactionService {
         }
         if (lanesMoved) {
           const err = await this.prepareLanes([...lanes.values()]);
-          if (err) return fail(txId, err);
+          if (err) return err;
         }
       }
     }
+  }
 
-    for (const g of pushes.values()) await this.deps.pushes.committed(g.prep as PreparedCommit, g.base);
-    for (const lane of lanes.values()) this.deps.acks.afterLane(lane.prep as LanePrep);
-    return { transactionId: txId, success: true, results: this.results(ops, pushes, lanes) };
+  /** Closes the offsets taken for pushes that will not be written (best effort; readers close the rest). */
+  private async closeTaken(pushes: Map<string, PushGroup>): Promise<void> {
+    for (const g of pushes.values()) {
+      if (g.base === undefined || !g.prep) continue;
+      await closeRange(this.deps.storage, g.prep.partition.id, g.base, g.prep.count, g.prep.at);
+      g.base = undefined;
+    }
   }
 
   /** Plans every ack lane; returns the first failure as the transaction's error. */

@@ -170,6 +170,44 @@ export class StoreFullError extends Error {
  * Every operation of the stores below may also reject with {@link StoreUnavailableError} or
  * {@link StoreFullError} (writes only); anything else is a bug or a misconfiguration.
  */
+
+/** What {@link ItemStore.take} answers. */
+export interface Taken {
+  /** The first number taken: the counter's value before the take (0 for an absent counter). */
+  first: number;
+  /** The counter item as it was before the take (`undefined`: it did not exist). */
+  before: Item | undefined;
+}
+
+/**
+ * The writes a {@link ItemStore.take} built failed (a guard did not hold, or the store failed).
+ * `taken` says whether the numbers stayed taken (AWS: the take was its own request, and nothing
+ * will write them unless the caller does) or were rolled back with the writes (embedded).
+ */
+export class TakeWriteError extends Error {
+  override readonly name = 'TakeWriteError';
+  constructor(
+    readonly first: number,
+    readonly count: number,
+    readonly taken: boolean,
+    override readonly cause: unknown,
+  ) {
+    super(`the writes after taking ${count} numbers from ${first} failed`, { cause });
+  }
+}
+
+/** Options of {@link ItemStore.writeEach}. */
+export interface WriteEachOptions {
+  /**
+   * The writes may become durable only with this process's next write that does not defer
+   * (a crash before it may lose them; they never land after it). For writes whose loss is
+   * harmless until a later write builds on them: a push's dedup reservations, made durable by its
+   * commit, so a push waits for one disk flush and not two. An adapter whose every write is
+   * durable when answered (AWS) ignores it.
+   */
+  deferDurability?: boolean;
+}
+
 export interface ItemStore {
   /** Strongly consistent read of one item. */
   get(table: TableName, key: ItemKey): Promise<Item | undefined>;
@@ -186,12 +224,35 @@ export interface ItemStore {
    * set). Results align with `ops`. Used where per-item outcomes are wanted at one write unit
    * each rather than a transaction's two.
    */
-  writeEach(ops: WriteOp[]): Promise<WriteResult[]>;
+  writeEach(ops: WriteOp[], opts?: WriteEachOptions): Promise<WriteResult[]>;
   /**
    * All-or-nothing: every op applies or none does. At most {@link MAX_TRANSACT_OPS} ops,
    * at most one op per key. Throws {@link ConditionFailedError} listing every failed guard.
    */
   transact(ops: WriteOp[]): Promise<void>;
+  /**
+   * Takes `count` (≥ 1) consecutive numbers from a counter: the `ver` of the item at `key`, which
+   * an absent item starts at 0 (it is created with empty attributes). The counter rises by `count`
+   * atomically and without a guard, so concurrent callers each get their own range and none ever
+   * retries for contention; the item's attributes, bytes and expiry are left as they are.
+   *
+   * `then`, when given, builds writes from what was taken; they are applied right after the take:
+   * in one atomic write with it on the embedded backend, as a second request on AWS (a
+   * transaction when there are several ops). They must not touch `key`. When they fail, the call
+   * throws {@link TakeWriteError}, which says whether the numbers stayed taken.
+   *
+   * On AWS a take whose answer is lost is recognised when the SDK retries it at once; should
+   * another take land in between, the lost attempt's range stays taken and unused. Callers that
+   * hand out numbers this way must therefore cope with ranges nothing ever writes.
+   *
+   * @example
+   * ```ts
+   * const { first } = await items.take('log', { pk: 'SEQ#p1', sk: 'seq' }, 10, ({ first }) => [
+   *   { op: 'put', table: 'log', item: segmentAt(first), cond: { kind: 'absent' } },
+   * ]);
+   * ```
+   */
+  take(table: TableName, key: ItemKey, count: number, then?: (taken: Taken) => WriteOp[]): Promise<Taken>;
 }
 
 export interface BlobInfo {

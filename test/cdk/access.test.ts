@@ -45,6 +45,20 @@ function recording(inner: Storage, uses: Set<Use>, badKeys: string[]): Storage {
       delete: (t, k, c) => (uses.add(`table:${t}:write`), inner.items.delete(t, k, c)),
       writeEach: (ops) => (ops.forEach((o) => uses.add(op(o))), inner.items.writeEach(ops)),
       transact: (ops) => (ops.forEach((o) => uses.add(op(o))), inner.items.transact(ops)),
+      take: (t, k, n, then) => (
+        uses.add(`table:${t}:write`),
+        inner.items.take(
+          t,
+          k,
+          n,
+          then &&
+            ((taken) => {
+              const ops = then(taken);
+              ops.forEach((o) => uses.add(op(o)));
+              return ops;
+            }),
+        )
+      ),
     },
     blobs: {
       put: (k, b, o) => (key(k), uses.add('bucket:write'), inner.blobs.put(k, b, o)),

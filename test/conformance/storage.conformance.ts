@@ -22,6 +22,7 @@ import {
   MAX_GET_MANY,
   MAX_ITEM_BYTES,
   MAX_TRANSACT_OPS,
+  TakeWriteError,
   type Item,
   type ItemKey,
   type Storage,
@@ -279,6 +280,21 @@ export function runStorageConformance(
           plain(item(pk, 'fresh', 1)),
           plain(item(pk, 'plain', 1, { p: true })),
         ]);
+      });
+
+      it('deferDurability changes no outcome: guards, results and reads are as without it', async () => {
+        const pk = uid();
+        await s.items.put('dedup', item(pk, 'taken', 1));
+        const results = await s.items.writeEach(
+          [
+            { op: 'put', table: 'dedup', item: item(pk, 'fresh', 1), cond: { kind: 'absent' } },
+            { op: 'put', table: 'dedup', item: item(pk, 'taken', 1), cond: { kind: 'absent' } },
+          ],
+          { deferDurability: true },
+        );
+        expect(results.map((r) => r.ok)).toEqual([true, false]);
+        await s.items.put('dedup', item(pk, 'after', 1));
+        expect((await s.items.query('dedup', pk)).items.map((i) => i.sk)).toEqual(['after', 'fresh', 'taken']);
       });
 
       it('returns an empty result for no ops and rejects check ops (transactions only)', async () => {
@@ -650,6 +666,83 @@ export function runStorageConformance(
         const final = await s.items.get(table, key);
         expect(final?.attrs).toEqual({ n: workers * each });
         expect(final?.ver).toBe(workers * each);
+      });
+    });
+
+    describe('items: take', () => {
+      it('counts from 0 on an absent counter, creating it, and raises it by each count', async () => {
+        const key = { pk: uid(), sk: 'seq' };
+        const a = await s.items.take('log', key, 3);
+        expect(a).toEqual({ first: 0, before: undefined });
+        const b = await s.items.take('log', key, 2);
+        expect(b.first).toBe(3);
+        expect(plain(b.before)).toEqual(plain({ ...key, ver: 3, attrs: {} }));
+        expect(plain(await s.items.get('log', key))).toEqual(plain({ ...key, ver: 5, attrs: {} }));
+      });
+
+      it("leaves the counter item's attributes, bytes and expiry as they are, and reports them", async () => {
+        const key = { pk: uid(), sk: 'seq' };
+        const stored: Item = { ...key, ver: 10, attrs: { drained: 10 }, bin: Buffer.from([1, 2]), expiresAt: 4e9 };
+        await s.items.put('log', stored);
+        const t = await s.items.take('log', key, 4);
+        expect(t.first).toBe(10);
+        expect(plain(t.before)).toEqual(plain(stored));
+        expect(plain(await s.items.get('log', key))).toEqual(plain({ ...stored, ver: 14 }));
+        // A version-guarded put on the counter sees the raised version.
+        await s.items.put('log', { ...key, ver: 14, attrs: { drained: 14 } }, { kind: 'version', ver: 14 });
+        expect((await s.items.take('log', key, 1)).before?.attrs).toEqual({ drained: 14 });
+      });
+
+      it('applies the writes built from what was taken, and not the counter key', async () => {
+        const key = { pk: uid(), sk: 'seq' };
+        await s.items.take('log', key, 5);
+        const t = await s.items.take('log', key, 2, ({ first }) => [
+          { op: 'put', table: 'log', item: item(key.pk, `S#${first}`, 1, { first }), cond: { kind: 'absent' } },
+          { op: 'put', table: 'meta', item: item(key.pk, 'other', 1) },
+        ]);
+        expect(t.first).toBe(5);
+        expect((await s.items.get('log', { pk: key.pk, sk: 'S#5' }))?.attrs).toEqual({ first: 5 });
+        expect(await s.items.get('meta', { pk: key.pk, sk: 'other' })).toBeDefined();
+        const err = await s.items
+          .take('log', key, 1, () => [{ op: 'put', table: 'log', item: item(key.pk, 'seq', 1) }])
+          .catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(TakeWriteError);
+      });
+
+      it('a failed write after a take throws TakeWriteError saying whether the numbers stayed taken', async () => {
+        const key = { pk: uid(), sk: 'seq' };
+        await s.items.put('log', item(key.pk, 'S#0', 1));
+        const err = await s.items
+          .take('log', key, 3, ({ first }) => [
+            { op: 'put', table: 'log', item: item(key.pk, `S#${first}`, 1), cond: { kind: 'absent' } },
+          ])
+          .catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(TakeWriteError);
+        const e = err as TakeWriteError;
+        expect(e.first).toBe(0);
+        expect(e.count).toBe(3);
+        expect(e.cause).toBeInstanceOf(ConditionFailedError);
+        // Either the numbers stayed taken, or the take rolled back with the writes: the next
+        // take starts where the counter says, never inside a range someone still holds.
+        const next = await s.items.take('log', key, 1);
+        expect(next.first).toBe(e.taken ? 3 : 0);
+      });
+
+      it('refuses a count below 1', async () => {
+        await expectValidationError(s.items.take('log', { pk: uid(), sk: 'seq' }, 0));
+        await expectValidationError(s.items.take('log', { pk: uid(), sk: 'seq' }, 1.5));
+      });
+
+      it('40 parallel takes on one counter get disjoint ranges covering it exactly, with no retries', async () => {
+        const key = { pk: uid(), sk: 'seq' };
+        const counts = Array.from({ length: 40 }, (_, i) => 1 + (i % 3));
+        const got = await Promise.all(counts.map((n) => s.items.take('log', key, n).then((t) => [t.first, n])));
+        const offsets = got.flatMap(([first, n]) =>
+          Array.from({ length: n as number }, (_, j) => (first as number) + j),
+        );
+        const total = counts.reduce((a, b) => a + b, 0);
+        expect(offsets.sort((x, y) => x - y)).toEqual(Array.from({ length: total }, (_, i) => i));
+        expect((await s.items.get('log', key))?.ver).toBe(total);
       });
     });
 

@@ -87,13 +87,13 @@ describe('cli against the local server', () => {
       stdin: '{"a":1}\n{"a":2}\n{"a":3}\n{"a":4}\n',
     });
     expect(push.code).toBe(0);
-    const pop = await sluiceCli(['--json', 'pop', 'cli-small', '-p', 'a', '-n', '2'], { env });
+    const pop = await sluiceCli(['--json', 'pop', 'cli-small', '-p', 'a', '-b', '2'], { env });
     expect(pop.code).toBe(0);
     expect((JSON.parse(pop.stdout) as Message[]).map((m) => m.data)).toEqual([{ a: 1 }, { a: 2 }]);
     const tail = await sluiceCli(['tail', 'cli-small', '--limit', '1'], { env });
     expect(tail.code).toBe(0);
     expect(lines(tail.stdout)).toEqual([expect.stringMatching(/^a\t2\t\S+\t\{"a":3\}$/)]);
-    const rest = await sluiceCli(['--json', 'pop', 'cli-small', '-n', '10'], { env });
+    const rest = await sluiceCli(['--json', 'pop', 'cli-small', '-b', '10'], { env });
     expect((JSON.parse(rest.stdout) as Message[]).map((m) => m.data)).toEqual([{ a: 4 }]);
     const none = await sluiceCli(['pop', 'cli-small'], { env });
     expect(none).toMatchObject({ code: 0, stdout: '', stderr: 'no messages available in cli-small\n' });
@@ -106,7 +106,7 @@ describe('cli against the local server', () => {
       .queue('cli-seek')
       .partition('a')
       .push([{ data: 1 }, { data: 2 }]);
-    expect((await sluiceCli(['pop', 'cli-seek', '-g', 'sg', '-n', '10'], { env })).code).toBe(0);
+    expect((await sluiceCli(['pop', 'cli-seek', '-g', 'sg', '-b', '10'], { env })).code).toBe(0);
     await sluice
       .queue('cli-seek')
       .partition('a')
@@ -190,7 +190,15 @@ describe('cli against the local server', () => {
       .queue('cli-jobs')
       .partition('p0')
       .push(Array.from({ length: 5 }, (_, i) => ({ data: { job: i } })));
-    const poll = await sluiceCli(['--json', 'claims', 'poll', 'cli-jobs', 'p0', 'workers', '--max', '3'], { env });
+    const missing = await sluiceCli(['claims', 'poll', 'cli-jobs', 'p0', 'workers'], { env });
+    expect(missing).toMatchObject({ code: 3, stdout: '' });
+    expect(missing.stderr).toBe(
+      'sluice: record-claim group "workers" does not exist on cli-jobs/p0 (create it: sluice claims create cli-jobs p0 workers)\n',
+    );
+    expect((await sluiceCli(['claims', 'create', 'cli-jobs', 'p0', 'workers'], { env })).stdout).toBe(
+      'created workers at offset 0\n',
+    );
+    const poll = await sluiceCli(['--json', 'claims', 'poll', 'cli-jobs', 'p0', 'workers', '--batch', '3'], { env });
     expect(poll.code).toBe(0);
     const polled = JSON.parse(poll.stdout) as {
       records: { offset: number; attempts: number; data: unknown }[];
@@ -203,7 +211,7 @@ describe('cli against the local server', () => {
     ]);
     const ack = await sluiceCli(['--json', 'claims', 'ack', 'cli-jobs', 'p0', 'workers', '0', '1', '2'], { env });
     expect(JSON.parse(ack.stdout)).toEqual({ committed: 3 });
-    const text = await sluiceCli(['claims', 'poll', 'cli-jobs', 'p0', 'workers', '--max', '5', '--ack'], { env });
+    const text = await sluiceCli(['claims', 'poll', 'cli-jobs', 'p0', 'workers', '-b', '5', '--ack'], { env });
     expect(lines(text.stdout)[0]).toMatch(/^OFFSET\s+ATTEMPTS\s+TRANSACTION_ID\s+DATA$/);
     expect(lines(text.stdout)).toHaveLength(3);
     expect(text.stderr).toContain("the group's position is now 5");
@@ -261,6 +269,47 @@ describe('cli against the local server', () => {
     }
   });
 
+  it('says when a queue or a claim group does not exist (exit 3), not "no messages"; a new lease group is fine', async () => {
+    for (const args of [
+      ['pop', 'cli-nowhere'],
+      ['tail', 'cli-nowhere', '--group', 'new', '--idle', '200ms'],
+      ['dlq', 'list', 'cli-nowhere'],
+    ]) {
+      const r = await sluiceCli(args, { env });
+      expect({ args, code: r.code, stderr: r.stderr }).toEqual({
+        args,
+        code: 3,
+        stderr: 'sluice: queue "cli-nowhere" does not exist (a push creates it, or `sluice configure cli-nowhere`)\n',
+      });
+    }
+    await sluice.queue('cli-exists').push([{ data: 1 }]);
+    // Partition-lease groups are created by naming them (as in Queen).
+    const fresh = await sluiceCli(['--json', 'tail', 'cli-exists', '--group', 'brand-new', '--idle', '500ms'], { env });
+    expect(fresh.code).toBe(0);
+    expect(lines(fresh.stdout).map((l) => (JSON.parse(l) as Message).data)).toEqual([1]);
+    const claims = await sluiceCli(['claims', 'describe', 'cli-exists', 'Default', 'nobody'], { env });
+    expect(claims.code).toBe(3);
+    expect(claims.stderr).toContain('record-claim group "nobody" does not exist on cli-exists/Default');
+    const partition = await sluiceCli(['claims', 'poll', 'cli-exists', 'eu', 'g'], { env });
+    expect(partition).toMatchObject({ code: 3, stderr: 'sluice: queue "cli-exists" has no partition "eu"\n' });
+  });
+
+  it('replays a claim group from an instant (claims seek <ISO-8601>)', async () => {
+    const q = sluice.queue('cli-replay').partition('p0');
+    await q.push([{ data: 'before' }]);
+    await new Promise((r) => setTimeout(r, 20));
+    const at = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 20));
+    await q.push([{ data: 'after' }]);
+    expect((await sluiceCli(['claims', 'create', 'cli-replay', 'p0', 'g', '--start', 'latest'], { env })).code).toBe(0);
+    const seek = await sluiceCli(['claims', 'seek', 'cli-replay', 'p0', 'g', at], { env });
+    expect(seek).toMatchObject({ code: 0, stdout: 'g now at offset 1\n' });
+    const polled = await sluiceCli(['--json', 'claims', 'poll', 'cli-replay', 'p0', 'g'], { env });
+    expect((JSON.parse(polled.stdout) as { records: { data: unknown }[] }).records.map((r) => r.data)).toEqual([
+      'after',
+    ]);
+  });
+
   it("runs the README's CLI session as written", async () => {
     const readme = await readFile('README.md', 'utf8');
     const block = /## CLI\n[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)?.[1];
@@ -270,7 +319,7 @@ describe('cli against the local server', () => {
       .map((l) => l.replace(/\s+#.*$/, '').trim())
       .filter((l) => l.startsWith('npx sluice '));
     expect(commands.length).toBeGreaterThanOrEqual(5);
-    // The session's input file, made as docs/CLIENT.md makes it.
+    // The session's input file: 10,000 JSON lines.
     const cwd = join(dir, 'readme');
     await mkdir(cwd, { recursive: true });
     await writeFile(

@@ -3,7 +3,7 @@ import { countingStorage } from '../../bench/counting-storage.js';
 import { MAX_POLL_BYTES } from '../../lambdas/core/claims/index.js';
 import { resolveQueueOptions, type QueueOptionsInput } from '../../lambdas/core/queue-options.js';
 import { claimKeys } from '../../lambdas/service/claims/claim-store.js';
-import { logKeys as keys } from '../../lambdas/service/log/log-store.js';
+import { logKeys as keys, skipSegmentItem } from '../../lambdas/service/log/log-store.js';
 import type { Services } from '../../lambdas/service/runtime.js';
 import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
 import type { Storage, WriteOp } from '../../lambdas/storage/port.js';
@@ -165,8 +165,8 @@ describe.each(backends)('integration: record claims on $name', (backend) => {
     const svc = testServices(storage);
     await queueWith(svc, 'retained', 6, {}, 2);
     const part = await svc.queues.getPartition('retained', P);
-    // Retention removed the first two segments (offsets 0..3).
-    await storage.items.delete('log', keys.segment(part!.id, 0));
+    // Retention removed the first two segments (offsets 0..3), leaving its floor (a skip) over them.
+    await storage.items.put('log', skipSegmentItem(part!.id, 0, 3, Date.now()));
     await storage.items.delete('log', keys.segment(part!.id, 2));
     svc.segments.forgetSegments(part!.id);
     const got = await svc.claims.poll('retained', P, 'g', { max: 5, principal: 'p' });

@@ -120,6 +120,26 @@ it('close commits item writes still waiting for the next group commit', async ()
   }
 });
 
+it('deferred writes commit without the disk flush, and the next commit flushes with them', async () => {
+  const dataDir = await freshDir();
+  const s = await openEmbeddedStorage({ dataDir, sync: 'full' });
+  const db = (s.items as unknown as { db: { pragma(p: string, o: { simple: true }): unknown } }).db;
+  const synchronous = () => db.pragma('synchronous', { simple: true });
+  try {
+    await s.items.writeEach([{ op: 'put', table: 'dedup', item: item('deferred') }], { deferDurability: true });
+    expect(synchronous()).toBe(1); // NORMAL: committed to the WAL, not flushed
+    // Deferred and plain writes in one group commit: flushed.
+    await Promise.all([
+      s.items.writeEach([{ op: 'put', table: 'dedup', item: item('deferred-2') }], { deferDurability: true }),
+      s.items.put('log', item('plain')),
+    ]);
+    expect(synchronous()).toBe(2); // FULL
+    expect(await s.items.get('dedup', { pk: 'p', sk: 'deferred-2' })).toBeDefined();
+  } finally {
+    await s.close();
+  }
+});
+
 describe('embedded storage: schema versions', () => {
   // The version-1 layout exactly as earlier releases created it.
   const V1 =

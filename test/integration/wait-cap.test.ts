@@ -6,13 +6,14 @@
  * here stands for one Lambda instance: they share nothing but storage.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Sluice } from '../../client/index.js';
 import { loadConfig } from '../../lambdas/config.js';
 import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
 import { Grants } from '../../lambdas/http/grants.js';
 import { makeHandler } from '../../lambdas/http/route.js';
 import { ALL_ROUTES } from '../../lambdas/http/routes.js';
 import { startLocalServer } from '../../lambdas/local/server.js';
-import { CAPPED_HOLD_MS } from '../../lambdas/service/leases/long-poll.js';
+import { CAPPED_HOLD_MS, CAPPED_RETRY_AFTER_S } from '../../lambdas/service/leases/long-poll.js';
 import type { PopRequest } from '../../lambdas/service/leases/pop.js';
 import { buildServices, type Services } from '../../lambdas/service/runtime.js';
 import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
@@ -77,8 +78,8 @@ describe.each(backends)('integration: the wait cap on $name', (backend) => {
     const waiters = [a, b].map((svc) => svc.leasePops.pop(waitingPop('capped'), stop.signal));
     await until(async () => (await heldSlots(storage, clock.t)) === 2, 'two waiters holding slots');
 
-    const capped = await timed(c.leasePops.pop(waitingPop('capped')));
-    expect(capped.value).toBeNull();
+    const capped = await timed(c.leasePops.answer(waitingPop('capped')));
+    expect(capped.value).toEqual({ result: null, retryAfterSeconds: CAPPED_RETRY_AFTER_S });
     expect(capped.ms).toBeGreaterThanOrEqual(CAPPED_HOLD_MS - 50);
     expect(capped.ms).toBeLessThan(CAPPED_HOLD_MS + 1500);
     expect((c.telemetry as MemoryTelemetry).counters.get('WaitsCapped')).toBe(1);
@@ -131,6 +132,7 @@ describe.each(backends)('integration: the wait cap on $name', (backend) => {
     await until(async () => (await heldSlots(storage, clock.t)) === 1, 'a waiter holding the slot');
     const capped = await timed(b.claims.poll('claimcap', 'Default', 'workers', { waitMs: 20_000, principal: 'p' }));
     expect(capped.value.records).toEqual([]);
+    expect(capped.value.retryAfterSeconds).toBe(CAPPED_RETRY_AFTER_S);
     expect(capped.ms).toBeGreaterThanOrEqual(CAPPED_HOLD_MS - 50);
     expect(capped.ms).toBeLessThan(CAPPED_HOLD_MS + 1500);
     stop.abort();
@@ -138,6 +140,7 @@ describe.each(backends)('integration: the wait cap on $name', (backend) => {
     // Freed: a claim poll now waits its whole (short) wait in the slot.
     const admitted = await timed(b.claims.poll('claimcap', 'Default', 'workers', { waitMs: 2500, principal: 'p' }));
     expect(admitted.value.records).toEqual([]);
+    expect(admitted.value.retryAfterSeconds).toBeUndefined();
     expect(admitted.ms).toBeGreaterThanOrEqual(2400);
     expect(await heldSlots(storage, clock.t)).toBe(0);
   });
@@ -179,7 +182,8 @@ describe.each(backends)('integration: the wait cap on $name', (backend) => {
   it('with no cap (0, the local default) no slot is ever read or written', async () => {
     const svc = testServices(storage, { clock: freshClock(), config: { maxWaiters: 0 } });
     expect(svc.waitSlots).toBeUndefined();
-    expect(await svc.leasePops.pop(waitingPop('uncapped', 200))).toBeNull();
+    // An empty answer at the end of a whole wait says nothing about when to ask again.
+    expect(await svc.leasePops.answer(waitingPop('uncapped', 200))).toEqual({ result: null });
   });
 });
 
@@ -189,7 +193,7 @@ describe.each(backends.filter((b) => b.name === 'aws'))('integration: the wait c
   beforeAll(async () => ({ storage, cleanup } = await backend.newStorage()));
   afterAll(() => cleanup());
 
-  it('a Queen-style consumer past the cap gets 204s about once a second at most, while pushes get 201', async () => {
+  it('a Queen-style consumer past the cap gets 204s about once a second at most, ours sleeps their Retry-After, and pushes get 201', async () => {
     const clock = freshClock();
     const svc = testServices(storage, { clock, config: { maxWaiters: 1 } });
     const server = await startLocalServer({
@@ -212,25 +216,46 @@ describe.each(backends.filter((b) => b.name === 'aws'))('integration: the wait c
 
       // Queen's consume loop: after a 204 to wait=true it asks again at once.
       const statuses: number[] = [];
+      const retryAfter = new Set<string | null>();
       const t0 = performance.now();
       const loop = (async () => {
         while (performance.now() - t0 < 4000) {
           const r = await pop('hq');
           statuses.push(r.status);
+          retryAfter.add(r.headers.get('retry-after'));
           await r.arrayBuffer();
         }
+      })();
+      // Our client's loop, the same way: it sleeps each capped answer's Retry-After first.
+      const ours: number[] = [];
+      const sluice = new Sluice({
+        endpoint: server.url,
+        fetch: async (input, init) => {
+          const r = await fetch(input, init);
+          ours.push(r.status);
+          return r;
+        },
+      });
+      const ourLoop = (async () => {
+        while (performance.now() - t0 < 4000)
+          expect(await sluice.queue('hq').batch(1).timeout(30_000).pop()).toEqual([]);
       })();
       const pushes: number[] = [];
       while (performance.now() - t0 < 3500) {
         pushes.push((await push('elsewhere', pushes.length)).status);
         await new Promise((r) => setTimeout(r, 250));
       }
-      await loop;
+      await Promise.all([loop, ourLoop]);
       const seconds = (performance.now() - t0) / 1000;
       expect(new Set(statuses)).toEqual(new Set([204]));
+      expect(retryAfter).toEqual(new Set([String(CAPPED_RETRY_AFTER_S)]));
       expect(statuses.length / seconds).toBeLessThanOrEqual(1);
       expect(statuses.length).toBeGreaterThanOrEqual(2);
-      expect(pushes.length).toBeGreaterThanOrEqual(10);
+      // Held 1.5 s, then asleep 1 s: one request every 2.5 s, giving its execution back between.
+      expect(new Set(ours)).toEqual(new Set([204]));
+      expect(ours.length).toBeGreaterThanOrEqual(1);
+      expect(ours.length / seconds).toBeLessThanOrEqual(1 / ((CAPPED_HOLD_MS + CAPPED_RETRY_AFTER_S * 1000) / 1000));
+      expect(pushes.length).toBeGreaterThanOrEqual(5);
       expect(new Set(pushes)).toEqual(new Set([201]));
       // The consumer holding the slot still gets what is pushed to its queue, and frees the slot.
       expect((await push('hq', 99)).status).toBe(201);
@@ -239,6 +264,22 @@ describe.each(backends.filter((b) => b.name === 'aws'))('integration: the wait c
       expect(((await got.json()) as { messages: { data: unknown }[] }).messages.map((m) => m.data)).toEqual([
         { n: 99 },
       ]);
+      expect(await heldSlots(storage, clock.t)).toBe(0);
+
+      // A claim poll past the cap (its group past what is in the partition): an empty answer
+      // with the same Retry-After.
+      const group = `${server.url}/api/v1/queues/hq/partitions/Default/groups/workers`;
+      const json = { 'content-type': 'application/json' };
+      const created = await fetch(group, { method: 'PUT', headers: json, body: '{"start":"latest"}' });
+      expect(created.status).toBe(200);
+      const holder = pop('hq2');
+      await until(async () => (await heldSlots(storage, clock.t)) === 1, 'a consumer holding the slot again');
+      const poll = await fetch(`${group}/poll`, { method: 'POST', headers: json, body: '{"waitMs":20000}' });
+      expect(poll.status).toBe(200);
+      expect(poll.headers.get('retry-after')).toBe(String(CAPPED_RETRY_AFTER_S));
+      expect(((await poll.json()) as { records: unknown[] }).records).toEqual([]);
+      expect((await push('hq2', 100)).status).toBe(201);
+      expect((await holder).status).toBe(200);
       expect(await heldSlots(storage, clock.t)).toBe(0);
     } finally {
       await server.close();

@@ -52,8 +52,8 @@ export function recording(inner: Storage, onWrite: (item: Item) => void): Storag
       await i.transact(ops);
       report(ops);
     },
-    writeEach: async (ops) => {
-      const res = await i.writeEach(ops);
+    writeEach: async (ops, o) => {
+      const res = await i.writeEach(ops, o);
       report(ops.filter((_, j) => res[j]?.ok));
       return res;
     },

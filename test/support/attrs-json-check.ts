@@ -43,8 +43,20 @@ export function checkingAttrsJson<S extends Storage>(inner: S): S {
     query: (t, pk, o) => i.query(t, pk, o),
     put: async (t, item, c) => (assertAttrsJsonHolds(item), i.put(t, item, c)),
     delete: (t, k, c) => i.delete(t, k, c),
-    writeEach: async (ops) => (checkOps(ops), i.writeEach(ops)),
+    writeEach: async (ops, o) => (checkOps(ops), i.writeEach(ops, o)),
     transact: async (ops) => (checkOps(ops), i.transact(ops)),
+    take: (t, k, n, then) =>
+      i.take(
+        t,
+        k,
+        n,
+        then &&
+          ((taken) => {
+            const ops = then(taken);
+            checkOps(ops);
+            return ops;
+          }),
+      ),
   };
   return new Proxy(inner, {
     get(target, prop) {

@@ -38,6 +38,8 @@ export interface CrashReport {
 
 const QUEUE = 'crash';
 const PARTITIONS = ['p0', 'p1'];
+/** Clients pushing single messages into p1 at once. */
+const SINGLE_PUSHERS = 8;
 const JSON_TYPE = { 'content-type': 'application/json' };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -97,6 +99,19 @@ function load(ledger: Ledger, server: ServerProcess, stop: { now: boolean }, cyc
           if (item.status === 'queued') ledger.acknowledged.add(item.transaction_id);
     }
   };
+  // Single messages from many clients at once into one partition: the server coalesces them
+  // into shared commits, so kills land in the middle of those too.
+  const singlePusher = async (w: number): Promise<void> => {
+    for (let seq = 0; !stop.now; seq++) {
+      const transactionId = `c${cycle}-s${w}-${seq}`;
+      const r = await call(ledger, server, 'POST', '/api/v1/push', {
+        items: [{ queue: QUEUE, partition: 'p1', transactionId, payload: { s: w } }],
+      });
+      if (r.status === 0) return;
+      if (r.status === 201 && (r.json as { status: string }[])[0]?.status === 'queued')
+        ledger.acknowledged.add(transactionId);
+    }
+  };
   const leaseConsumer = async (): Promise<void> => {
     while (!stop.now) {
       const r = await call(ledger, server, 'GET', `/api/v1/pop/queue/${QUEUE}?consumerGroup=lg&batch=5&leaseSeconds=1`);
@@ -129,7 +144,8 @@ function load(ledger: Ledger, server: ServerProcess, stop: { now: boolean }, cyc
       if (acked.status === 0) return;
     }
   };
-  return [pusher(0), pusher(1), pusher(2), leaseConsumer(), leaseConsumer(), claimConsumer()];
+  const singles = Array.from({ length: SINGLE_PUSHERS }, (_, w) => singlePusher(w));
+  return [pusher(0), pusher(1), pusher(2), ...singles, leaseConsumer(), leaseConsumer(), claimConsumer()];
 }
 
 /** Reads everything back on a clean start and checks the rules (see the module comment). */

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { SERVER_ENTRY } from '../../scripts/build-server.js';
 
@@ -80,4 +81,38 @@ export async function startServerProcess(
       return exited;
     },
   };
+}
+
+/** Whether a process with this pid exists (a zombie counts until it is reaped). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Every process descending from `pid`, read from /proc (Linux). */
+export async function descendants(pid: number): Promise<number[]> {
+  const parentOf = new Map<number, number>();
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      // `pid (comm) state ppid ...`: comm may hold spaces and parentheses, so read after the last ')'.
+      const stat = await readFile(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parentOf.set(Number(name), ppid);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const out: number[] = [];
+  let frontier = [pid];
+  while (frontier.length > 0) {
+    const next = [...parentOf].filter(([, ppid]) => frontier.includes(ppid)).map(([p]) => p);
+    out.push(...next);
+    frontier = next;
+  }
+  return out;
 }

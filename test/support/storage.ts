@@ -20,8 +20,9 @@ export function withItems(inner: Storage, over: Partial<ItemStore>): Storage {
     query: (t, pk, o) => i.query(t, pk, o),
     put: (t, item, c) => i.put(t, item, c),
     delete: (t, k, c) => i.delete(t, k, c),
-    writeEach: (ops) => i.writeEach(ops),
+    writeEach: (ops, o) => i.writeEach(ops, o),
     transact: (ops) => i.transact(ops),
+    take: (t, k, n, then) => i.take(t, k, n, then),
     ...over,
   };
   return { kind: inner.kind, blobs: inner.blobs, close: () => inner.close(), items };
@@ -36,8 +37,21 @@ export function crashing(inner: Storage, fail: (ops: WriteOp[]) => boolean): Sto
   return withItems(inner, {
     put: async (t, item, c) => (check([{ op: 'put', table: t, item, cond: c }]), i.put(t, item, c)),
     delete: async (t, key, c) => (check([{ op: 'delete', table: t, key, cond: c }]), i.delete(t, key, c)),
-    writeEach: async (ops) => (check(ops), i.writeEach(ops)),
+    writeEach: async (ops, o) => (check(ops), i.writeEach(ops, o)),
     transact: async (ops) => (check(ops), i.transact(ops)),
+    // The writes a take builds crash when they are built (the take itself went through).
+    take: (t, k, n, then) =>
+      i.take(
+        t,
+        k,
+        n,
+        then &&
+          ((taken) => {
+            const ops = then(taken);
+            check(ops);
+            return ops;
+          }),
+      ),
   });
 }
 

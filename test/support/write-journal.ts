@@ -70,7 +70,7 @@ export function journaled(inner: Storage): WriteJournal {
   const wrapped = withItems(inner, {
     put: async (t, item, c) => (await noteOps([{ op: 'put', table: t, item }]), i.put(t, item, c)),
     delete: async (t, key, c) => (await noteOps([{ op: 'delete', table: t, key }]), i.delete(t, key, c)),
-    writeEach: async (ops) => (await noteOps(ops), i.writeEach(ops)),
+    writeEach: async (ops, o) => (await noteOps(ops), i.writeEach(ops, o)),
     transact: async (ops) => (await noteOps(ops), i.transact(ops)),
   });
   const b = inner.blobs;

@@ -143,16 +143,33 @@ describe('cli: arguments and output', () => {
     };
     const ack = jsonResponse(200, [{ index: 0, transactionId: 't1', success: true, error: null }]);
     const t = io([jsonResponse(200, popped), ack]);
-    expect(await run(['pop', 'q', '-n', '5'], t.io)).toBe(EXIT.ok);
+    expect(await run(['pop', 'q', '-b', '5'], t.io)).toBe(EXIT.ok);
     expect(t.out()).toBe('eu\t4\tt1\t{"a":1}\n');
     expect(t.calls[1]?.url.pathname).toBe('/api/v1/ack/batch');
     const j = io([jsonResponse(200, popped)]);
     expect(await run(['--json', 'pop', 'q', '--no-ack'], j.io)).toBe(EXIT.ok);
     expect(JSON.parse(j.out())).toMatchObject([{ transactionId: 't1', data: { a: 1 }, queue: 'q' }]);
     expect(j.calls).toHaveLength(1);
-    const empty = io([new Response(null, { status: 204 })]);
+    const empty = io([new Response(null, { status: 204 }), jsonResponse(200, { queue: 'q' })]);
     expect(await run(['pop', 'q'], empty.io)).toBe(EXIT.ok);
     expect(empty.err()).toBe('no messages available in q\n');
+    expect(empty.calls.map((c) => c.url.pathname)).toEqual(['/api/v1/pop/queue/q', '/api/v1/queues/q']);
+  });
+
+  it('tails with pops of 1,000 by default, fewer when the limit is smaller', async () => {
+    const popSizes = async (args: string[]): Promise<(string | null)[]> => {
+      // Ctrl-C as the first pop is answered: one pop, however slow the machine.
+      const stop = new AbortController();
+      const t = io(() => {
+        stop.abort();
+        return new Response(null, { status: 204 });
+      });
+      expect(await run(['tail', 'q', ...args], { ...t.io, signal: stop.signal })).toBe(EXIT.ok);
+      return t.calls.map((c) => c.url.searchParams.get('batch'));
+    };
+    expect(await popSizes([])).toEqual(['1000']);
+    expect(await popSizes(['--limit', '10'])).toEqual(['10']);
+    expect(await popSizes(['-n', '50'])).toEqual(['50']);
   });
 
   it('renders the groups table per partition', async () => {

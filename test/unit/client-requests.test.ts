@@ -160,6 +160,26 @@ describe('client: pop, ack, renew', () => {
     expect(msgs).toEqual([expect.objectContaining({ data: 5, queue: 'q/x', consumerGroup: 'g', leaseId: 'L' })]);
   });
 
+  it("sleeps a capped answer's Retry-After before an empty pop or claim poll returns (the wait cap)", async () => {
+    const waits: number[] = [];
+    const f = fakeFetch((req) =>
+      req.method === 'GET'
+        ? new Response(null, { status: 204, headers: { 'retry-after': '1' } })
+        : jsonResponse(200, { records: [], capped: false }, { 'retry-after': '1' }),
+    );
+    const sluice = new Sluice({
+      endpoint: 'http://sluice.test',
+      fetch: f.fetch,
+      sleep: async (ms: number) => void waits.push(ms),
+    });
+    expect(await sluice.queue('q').group('g').pop()).toEqual([]);
+    expect(await sluice.queue('q').partition('p').claimGroup('w').poll({ waitMs: 20_000 })).toEqual({
+      records: [],
+      capped: false,
+    });
+    expect(waits).toEqual([1000, 1000]);
+  });
+
   it('acks one message on /ack and many on /ack/batch per group, with their leases', async () => {
     const { sluice, calls } = client(() =>
       jsonResponse(200, [{ index: 0, transactionId: 't', success: true, error: null }]),

@@ -176,6 +176,39 @@ describe('client: transport', () => {
     expect(calls[1]?.body).toEqual({ x: 1 });
   });
 
+  it("paces a long poll by its answer's Retry-After (the server's wait cap), up to the retry ceiling", async () => {
+    const capped = () => new Response(null, { status: 204, headers: { 'retry-after': '1' } });
+    const a = transport([capped(), capped(), new Response(null, { status: 204 })]);
+    const poll = { method: 'GET', path: '/api/v1/pop/queue/q', retry: 'idempotent' } as const;
+    await expect(a.t.json({ ...poll, paced: true })).resolves.toBeNull();
+    // Not asked to pace (any other call): the header is not slept on.
+    await expect(a.t.json(poll)).resolves.toBeNull();
+    // No header: no sleep.
+    await expect(a.t.json({ ...poll, paced: true })).resolves.toBeNull();
+    expect(a.waits).toEqual([1000]);
+    const b = transport([new Response(null, { status: 204, headers: { 'retry-after': '3600' } })], {
+      retry: { maxDelayMs: 2000 },
+    });
+    await b.t.json({ ...poll, paced: true });
+    expect(b.waits).toEqual([2000]);
+  });
+
+  it('a stop during the pacing sleep ends the sleep and still returns the answer', async () => {
+    const ctl = new AbortController();
+    const f = fakeFetch([new Response(null, { status: 204, headers: { 'retry-after': '1' } })]);
+    const t = new Transport({
+      endpoint: 'http://sluice.test',
+      fetch: f.fetch,
+      sleep: async () => {
+        ctl.abort(new Error('stopped'));
+        throw new Error('stopped');
+      },
+    });
+    const reply = await t.send({ method: 'GET', path: '/p', retry: 'idempotent', signal: ctl.signal, paced: true });
+    expect(reply.status).toBe(204);
+    expect(f.calls).toHaveLength(1);
+  });
+
   it('types gateway errors without a Sluice body', () => {
     expect(apiErrorFrom(403, { message: 'Forbidden' }, 'GET /x')).toMatchObject({ code: 'forbidden', status: 403 });
     expect(apiErrorFrom(403, { message: 'Forbidden' }, 'GET /x').message).toContain('execute-api:Invoke');

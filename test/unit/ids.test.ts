@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isUuid, uuidv7 } from '../../lambdas/core/ids.js';
+import { isUuid, randomFromPool, uuidv7 } from '../../lambdas/core/ids.js';
 
 describe('unit: uuidv7', () => {
   it('is a version-7, RFC 4122-variant UUID carrying the millisecond time', () => {
@@ -25,5 +25,27 @@ describe('unit: uuidv7', () => {
     const ids = Array.from({ length: 5000 }, (_, i) => uuidv7(1_700_000_000_000 + i));
     expect([...ids].sort()).toEqual(ids);
     expect(new Set(ids).size).toBe(ids.length);
+  });
+});
+
+describe('randomFromPool', () => {
+  it('hands out distinct copies across pool refills, interleaved with uuidv7', () => {
+    const seen = new Set<string>();
+    const kept: Buffer[] = [];
+    for (let i = 0; i < 3000; i++) {
+      const b = randomFromPool(16);
+      expect(b.length).toBe(16);
+      kept.push(b);
+      seen.add(b.toString('hex'));
+      if (i % 3 === 0) uuidv7();
+    }
+    expect(seen.size).toBe(3000);
+    // Copies: a refill of the pool does not change what was handed out.
+    expect(new Set(kept.map((b) => b.toString('hex'))).size).toBe(3000);
+  });
+
+  it('refuses sizes outside 1..64', () => {
+    expect(() => randomFromPool(0)).toThrow(/1 to 64/);
+    expect(() => randomFromPool(65)).toThrow(/1 to 64/);
   });
 });

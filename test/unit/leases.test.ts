@@ -16,7 +16,6 @@ import {
   isLive,
   laneLag,
   messageProgress,
-  narrowSeek,
   offsetsByFingerprint,
   parseAckStatus,
   parseSubscription,
@@ -372,19 +371,6 @@ describe('unit: seed 004 — where a group starts', () => {
   it('004.3 a partition created after the registration seeds from its start', () => {
     expect(seedRule({ mode: 'new', from: T0 }, false, T0 + 1)).toEqual({ kind: 'head' });
     expect(seedRule({ mode: 'from', from: T0 }, false, T0)).toEqual({ kind: 'head' });
-  });
-
-  it('004.4 the time search narrows by segment push time (O(log n) probes)', () => {
-    // Segments of 10 offsets pushed 1 s apart: [0..9]@0s, [10..19]@1s, ...
-    const segAt = (x: number) => ({ base: x - (x % 10), end: x - (x % 10) + 9, at: T0 + Math.floor(x / 10) * 1000 });
-    let range = { lo: 10, hi: 989, best: 9 };
-    let probes = 0;
-    while (range.lo <= range.hi) {
-      range = narrowSeek(range, segAt(Math.floor((range.lo + range.hi) / 2)), T0 + 42_000, false);
-      probes++;
-    }
-    expect(range.best).toBe(419);
-    expect(probes).toBeLessThanOrEqual(11);
   });
 
   it('004.5 a seek moves the cursor, releases the lease and resets the budget', () => {

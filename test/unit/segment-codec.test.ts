@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { decodeSegment, encodeSegment, packFrames, unpackFrames, type Frame } from '../../lambdas/codec/segment.js';
-import { zstd } from '../../lambdas/codec/zstd.js';
+import { rawZstdFrame, readRawZstdFrame, zstd } from '../../lambdas/codec/zstd.js';
 
 const frame = (i: number, payload: string): Frame => ({
   id: `m${i}`,
@@ -75,5 +75,40 @@ describe('unit: segment codec', () => {
     const back = await decodeSegment(readFileSync(join(dir, 'cli.zst')));
     expect(back.map((f) => Buffer.from(f.payload).toString())).toEqual(['{"hello":"world"}', '[1,2,3]']);
     expect((await zstd()).impl).toMatch(/zlib|mongodb/);
+  });
+  it('stores small segments as raw zstd frames that the zstd CLI and the native decoder read, at every header size', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-zstd-raw-'));
+    const z = await zstd();
+    // 1-, 2- and 4-byte content sizes, their edges, and more than one 128 KiB block.
+    for (const n of [0, 1, 255, 256, 65_791, 65_792, 131_072, 300_001]) {
+      const data = Buffer.alloc(n, 0).map((_, i) => (i * 7) % 251);
+      const frame = rawZstdFrame(data);
+      expect(Buffer.from(await z.decompress(frame)).equals(data)).toBe(true);
+      expect(Buffer.from(readRawZstdFrame(frame) ?? []).equals(data)).toBe(true);
+      writeFileSync(join(dir, `raw-${n}.zst`), frame);
+      execFileSync('zstd', ['-q', '-d', '-f', join(dir, `raw-${n}.zst`), '-o', join(dir, `raw-${n}`)]);
+      expect(readFileSync(join(dir, `raw-${n}`)).equals(data)).toBe(true);
+    }
+  });
+  it('encodes under compressMinBytes as a raw frame and above it compressed; decodes both', async () => {
+    const frames = Array.from({ length: 20 }, (_, i) => frame(i, JSON.stringify({ i, text: 'x'.repeat(40) })));
+    const packed = packFrames(frames).length;
+    const raw = await encodeSegment(frames, packed + 1);
+    const compressed = await encodeSegment(frames, packed);
+    expect(readRawZstdFrame(raw)).toBeDefined();
+    expect(readRawZstdFrame(compressed)).toBeUndefined();
+    expect(compressed.length).toBeLessThan(raw.length);
+    for (const bytes of [raw, compressed])
+      expect((await decodeSegment(bytes)).map((f) => f.id)).toEqual(frames.map((f) => f.id));
+  });
+  it('leaves any other frame to the decoder: compressed, checksummed, truncated or trailing bytes', async () => {
+    const data = Buffer.from('{"a":1}');
+    expect(readRawZstdFrame(await (await zstd()).compress(data))).toBeUndefined();
+    const frame = Buffer.from(rawZstdFrame(data));
+    expect(readRawZstdFrame(frame.subarray(0, frame.length - 1))).toBeUndefined();
+    expect(readRawZstdFrame(Buffer.concat([frame, Buffer.from([0])]))).toBeUndefined();
+    const checksummed = Buffer.from(frame);
+    checksummed[4] = (checksummed[4] as number) | 0x04;
+    expect(readRawZstdFrame(checksummed)).toBeUndefined();
   });
 });

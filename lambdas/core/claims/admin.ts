@@ -3,13 +3,24 @@ import { Draft } from './draft.js';
 import { MAX_GARBAGE_PER_CALL, initialState } from './model.js';
 import type { Changes, Garbage, GroupView, Randomness } from './model.js';
 
-/** Where a create or seek puts the group. */
-export type Start = 'earliest' | 'latest' | { offset: number };
+/**
+ * Where a create or seek puts the group: the oldest retained record, the tail, an offset, or
+ * the first record committed after an instant (epoch ms; `core/time-seek.ts`).
+ */
+export type Start = 'earliest' | 'latest' | { offset: number } | { at: number };
 
-/** Resolves a start against the partition's retained range [head, tail]. */
-export function resolveStart(start: Start, head: number, tail: number): number {
+/**
+ * Resolves a start against the partition's retained range [head, tail]. A start `at` an
+ * instant is found by the time search first (I/O): `firstAfter` is its answer.
+ */
+export function resolveStart(start: Start, head: number, tail: number, firstAfter?: number): number {
   if (start === 'earliest') return head;
   if (start === 'latest') return tail;
+  if ('at' in start) {
+    if (firstAfter === undefined) throw new Error('resolveStart: a start at an instant needs the time search first');
+    // Retention may have moved the head since the search read it.
+    return Math.min(tail, Math.max(head, firstAfter));
+  }
   const o = start.offset;
   if (!Number.isSafeInteger(o) || o < head || o > tail) {
     throw invalid(
@@ -47,7 +58,9 @@ export function seek(
   void now;
   const state = view.state;
   if (!state)
-    throw new SluiceError('not_found', 'this group does not exist on this partition; create it with PUT first');
+    throw new SluiceError('not_found', 'this group does not exist on this partition; create it with PUT first', {
+      missing: 'group',
+    });
   const d = new Draft({ ...view, items: view.items.filter((it) => it.kind !== 'B') });
   // A redriven record at or above the new position is handed out again as the group replays
   // from there: its own item would hand the offset out a second time, alongside the replay.

@@ -216,6 +216,7 @@ export function describe(view: GroupView, now: number): GroupCounts {
     throw new SluiceError(
       'not_found',
       'this group has no state on this partition: it was never created or polled here (or it was deleted)',
+      { missing: 'group' },
     );
   let inFlight = 0;
   let owed = 0;

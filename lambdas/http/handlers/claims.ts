@@ -4,7 +4,7 @@ import type { ClaimedRecord } from '../../service/claims/claim-service.js';
 import { rawPayload } from '../../codec/json-writer.js';
 import { claimPollMeter, claimSettleMeter } from '../meters.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { iso, nameSchema, newNameSchema } from './schemas.js';
+import { instant, iso, nameSchema, newNameSchema } from './schemas.js';
 
 /**
  * Record claims (docs/CLAIMS.md): a consumer group read as a shared work queue on one
@@ -94,6 +94,8 @@ export const claimPoll = defineRoute({
       raw: true,
       body: { records: r.records.map(recordJson), capped: r.capped },
       meter: claimPollMeter(params.queue, r, services.clock()),
+      // The wait cap turned the wait away: our client sleeps this long before polling again.
+      ...(r.retryAfterSeconds === undefined ? {} : { headers: { 'retry-after': String(r.retryAfterSeconds) } }),
     };
   },
 });
@@ -216,15 +218,17 @@ export const claimDiscard = defineRoute({
   },
 });
 
-const Start = z.union([z.literal('earliest'), z.literal('latest'), z.object({ offset }).strict()], {
-  error: 'start must be "earliest", "latest" or {"offset": n}',
-});
+/** Where a create or seek puts the group; `at` is checked (range included) before anything is written. */
+const Start = z.union(
+  [z.literal('earliest'), z.literal('latest'), z.object({ offset }).strict(), z.object({ at: instant }).strict()],
+  { error: 'start must be "earliest", "latest", {"offset": n} or {"at": "<ISO-8601 instant>"}' },
+);
 
 export const claimCreate = defineRoute({
   method: 'PUT',
   path: GROUP_PATH,
   group: 'claims',
-  summary: 'Create the group at earliest, latest or an offset; an existing group is left alone.',
+  summary: 'Create the group at earliest, latest, an offset or an instant; an existing group is left alone.',
   params: NewGroupParams,
   body: z
     .object({ start: Start.default('earliest') })
@@ -243,7 +247,7 @@ export const claimSeek = defineRoute({
   method: 'POST',
   path: `${GROUP_PATH}/seek`,
   group: 'claims',
-  summary: 'Move the group (back to replay, forward to skip); voids every standing claim.',
+  summary: 'Move the group (back to replay, forward to skip; to an offset or an instant); voids every standing claim.',
   params: GroupParams,
   body: z.object({ start: Start }).strict(),
   access: { action: 'manage', ...onQueue },

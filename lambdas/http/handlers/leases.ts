@@ -160,12 +160,12 @@ export function popResultText(pop: PopResult): string {
 
 async function runPop(
   services: Services,
-  signal: AbortSignal,
+  signal: () => AbortSignal,
   queue: string,
   partition: string | undefined,
   q: z.infer<typeof PopQuery>,
 ) {
-  const r = await services.leasePops.pop(
+  const { result: r, retryAfterSeconds } = await services.leasePops.answer(
     {
       queue,
       partition,
@@ -179,11 +179,16 @@ async function runPop(
       wait: q.wait,
       timeoutMs: q.timeout,
     },
-    signal,
+    // Only a waiting pop needs to hear of shutdown or the deadline.
+    q.wait ? signal() : undefined,
   );
   const meter = popMeter(queue, r, services.clock());
-  // 204 for every "nothing to deliver": empty, unknown, leased, held back, timed out.
-  if (!r) return { statusCode: 204, meter };
+  // 204 for every "nothing to deliver": empty, unknown, leased, held back, timed out; with
+  // `Retry-After` when the wait cap turned the wait away (our client sleeps that long).
+  if (!r)
+    return retryAfterSeconds === undefined
+      ? { statusCode: 204, meter }
+      : { statusCode: 204, headers: { 'retry-after': String(retryAfterSeconds) }, meter };
   return { statusCode: 200, body: popResultText(r), meter };
 }
 
@@ -195,7 +200,7 @@ export const popPartition = defineRoute({
   params: z.object({ queue: nameSchema('queue'), partition: nameSchema('partition') }),
   query: PopQuery,
   access: { action: 'consume', queues: ({ params }) => [params.queue] },
-  run: ({ params, query, services, signal }) => runPop(services, signal, params.queue, params.partition, query),
+  run: (i) => runPop(i.services, () => i.signal, i.params.queue, i.params.partition, i.query),
 });
 
 export const popQueue = defineRoute({
@@ -206,7 +211,7 @@ export const popQueue = defineRoute({
   params: z.object({ queue: nameSchema('queue') }),
   query: PopQuery,
   access: { action: 'consume', queues: ({ params }) => [params.queue] },
-  run: ({ params, query, services, signal }) => runPop(services, signal, params.queue, undefined, query),
+  run: (i) => runPop(i.services, () => i.signal, i.params.queue, undefined, i.query),
 });
 
 // ---------------------------------------------------------------------- ack

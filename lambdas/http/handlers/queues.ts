@@ -1,8 +1,9 @@
 /**
- * Queue routes: create or reconfigure a queue (`/configure`), delete one with everything it holds.
+ * Queue routes: create or reconfigure a queue (`/configure`), describe one (does it exist, with
+ * what options), delete one with everything it holds.
  */
 import { z } from 'zod';
-import { SluiceError } from '../../core/errors.js';
+import { SluiceError, notFound } from '../../core/errors.js';
 import { newNameProblem } from '../../core/names.js';
 import {
   QueueOptionsInput,
@@ -11,7 +12,7 @@ import {
   type QueueOptions,
 } from '../../core/queue-options.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { nameSchema } from './schemas.js';
+import { iso, nameSchema } from './schemas.js';
 
 const ConfigureBody = z.object({
   queue: z.string({ error: 'queue is required' }).superRefine((v, ctx) => {
@@ -75,4 +76,30 @@ export const deleteQueue = defineRoute({
   },
 });
 
-export const queueRoutes: RouteDef[] = [configure, deleteQueue];
+export const describeQueue = defineRoute({
+  method: 'GET',
+  path: '/api/v1/queues/{queue}',
+  group: 'admin',
+  summary:
+    'Whether a queue exists (404 when it does not), with its options; `configured` is false for a queue a push created.',
+  params: z.object({ queue: nameSchema('queue') }),
+  access: { action: 'consume', queues: ({ params }) => [params.queue] },
+  async run({ params, services }) {
+    const q = await services.queues.getQueue(params.queue);
+    if (!q) throw notFound(`queue ${JSON.stringify(params.queue)} does not exist`, { missing: 'queue' });
+    return {
+      statusCode: 200,
+      body: {
+        queue: q.name,
+        queueId: q.queueId,
+        namespace: q.namespace || null,
+        task: q.task || null,
+        createdAt: iso(q.createdAt),
+        configured: q.configured,
+        options: echoOptions(q.options),
+      },
+    };
+  },
+});
+
+export const queueRoutes: RouteDef[] = [configure, describeQueue, deleteQueue];

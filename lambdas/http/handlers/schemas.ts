@@ -62,14 +62,15 @@ export function instantProblem(v: unknown): string | undefined {
  * instant.safeParse(9e15).success; // false
  * ```
  */
-export const instant = z.union([z.string(), z.number()]).transform((v, ctx) => {
-  const problem = instantProblem(v);
-  if (problem) {
-    ctx.addIssue({ code: 'custom', message: problem });
-    return z.NEVER;
-  }
-  return typeof v === 'number' ? v : Date.parse(v);
-});
+export const instant = z
+  .union([z.string(), z.number()])
+  // A refinement rather than an issue raised in the transform: inside a union (a claim group's
+  // `start`), zod then reports this message instead of only the union's.
+  .superRefine((v, ctx) => {
+    const problem = instantProblem(v);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .transform((v) => (typeof v === 'number' ? v : Date.parse(v)));
 
 /**
  * Epoch ms as ISO-8601 UTC; null stays null.

@@ -8,9 +8,10 @@ import { SluiceError, invalid, notFound } from '../../core/errors.js';
 import { assertName } from '../../core/names.js';
 import { ConditionFailedError, ContentionError, type Item, type Storage } from '../../storage/port.js';
 import type { GroupRegistry } from '../groups/group-registry.js';
-import type { LongPoll } from '../leases/long-poll.js';
+import { CAPPED_RETRY_AFTER_S, type LongPoll } from '../leases/long-poll.js';
 import { padOffset, type PartitionRef, type QueueRecord } from '../log/log-store.js';
 import type { QueueDirectory } from '../log/queue-directory.js';
+import { firstCommittedAfter } from '../log/seek-by-time.js';
 import type { SegmentReader, StoredMessage } from '../log/segments.js';
 import type { Notifier } from '../notifier.js';
 import type { Telemetry } from '../telemetry.js';
@@ -51,7 +52,10 @@ export interface ClaimedRecord {
 
 export interface PollResult {
   records: ClaimedRecord[];
+  /** The group's in-flight cap (`maxInFlight`) left no room for new records. */
   capped: boolean;
+  /** Set on an empty answer when the wait cap turned the wait away: ask again after this long. */
+  retryAfterSeconds?: number | undefined;
 }
 
 export interface GroupDescription extends core.GroupCounts {
@@ -136,9 +140,12 @@ export class ClaimService {
   ): Promise<ResolvedGroup> {
     assertName(group, 'consumer group');
     const q = await this.deps.queues.getQueue(queue);
-    if (!q) throw notFound(`queue ${JSON.stringify(queue)} does not exist`);
+    if (!q) throw notFound(`queue ${JSON.stringify(queue)} does not exist`, { missing: 'queue' });
     const part = await this.deps.queues.getPartition(queue, partition);
-    if (!part) throw notFound(`queue ${JSON.stringify(queue)} has no partition ${JSON.stringify(partition)}`);
+    if (!part)
+      throw notFound(`queue ${JSON.stringify(queue)} has no partition ${JSON.stringify(partition)}`, {
+        missing: 'partition',
+      });
     if (use === 'register') await this.deps.groups.register(queue, group, 'claim', CLAIM_SUBSCRIPTION);
     else {
       const reg = await this.deps.groups.get(queue, group);
@@ -261,7 +268,7 @@ export class ClaimService {
     const dims = { queue, group };
     this.deps.telemetry.count('ClaimPolls', 1, dims);
     let last: PollResult = { records: [], capped: false };
-    const found = await this.deps.longPoll.wait({
+    const { value: found, capped: waitCapped } = await this.deps.longPoll.wait({
       queue,
       budgetMs: Math.max(0, Math.min(input.waitMs ?? 0, this.deps.config.claimMaxWaitMs)),
       signal,
@@ -277,7 +284,7 @@ export class ClaimService {
     });
     const r = found ?? last;
     if (r.capped) this.deps.telemetry.count('ClaimPollsCapped', 1, dims);
-    return r;
+    return waitCapped && r.records.length === 0 ? { ...r, retryAfterSeconds: CAPPED_RETRY_AFTER_S } : r;
   }
 
   private async pollOnce(ctx: ResolvedGroup, req: PollRequest): Promise<PollResult & { deadLettered: number }> {
@@ -558,8 +565,14 @@ export class ClaimService {
   // ------------------------------------------------------------------ admin
 
   private async resolveStartOffset(pid: string, start: Start): Promise<number> {
-    const [head, tail] = await Promise.all([this.deps.segments.readHead(pid), this.deps.segments.readTail(pid)]);
-    return core.resolveStart(start, head, tail.next);
+    const [head, tail, firstAfter] = await Promise.all([
+      this.deps.segments.readHead(pid),
+      this.deps.segments.readTail(pid),
+      typeof start === 'object' && 'at' in start
+        ? firstCommittedAfter(this.deps.segments, pid, start.at)
+        : Promise.resolve(undefined),
+    ]);
+    return core.resolveStart(start, head, tail.next, firstAfter);
   }
 
   /** Creates the group at `start` unless it exists; an existing group is left where it is. */

@@ -13,9 +13,9 @@ import type { GroupRegistry } from '../groups/group-registry.js';
 import type { GroupRecord } from '../groups/group-store.js';
 import { cursorRows, decodeCursor, leaseKeys, putCursor } from './lease-store.js';
 import type { ReadyIndex } from './ready-index.js';
-import { lastBefore } from './start-position.js';
 import type { PartitionRef } from '../log/log-store.js';
 import type { QueueDirectory } from '../log/queue-directory.js';
+import { firstCommittedAfter } from '../log/seek-by-time.js';
 import type { SegmentReader } from '../log/segments.js';
 import type { Notifier } from '../notifier.js';
 
@@ -262,7 +262,8 @@ export class LeaseGroupAdmin {
 
   /**
    * Moves a group on a queue: to the end (each cursor to its partition's newest message) or
-   * to a time (the next delivery is the first message pushed after it). Releases the group's
+   * to a time (the next delivery is the first message committed after it, docs/STORAGE.md,
+   * "Seeking by time"). Releases the group's
    * leases there; acks for them are refused afterwards.
    */
   async seek(group: string, queue: string, to: { toEnd: true } | { timestamp: number }): Promise<number> {
@@ -272,7 +273,8 @@ export class LeaseGroupAdmin {
     const parts = await this.deps.queues.listPartitions(queue);
     const done = await pool(parts, 8, async (p: PartitionRef) => {
       const tail = await this.deps.segments.readTail(p.id);
-      const target = 'toEnd' in to ? tail.next - 1 : await lastBefore(this.deps.segments, p.id, to.timestamp, true);
+      const target =
+        'toEnd' in to ? tail.next - 1 : (await firstCommittedAfter(this.deps.segments, p.id, to.timestamp)) - 1;
       await this.setCursor(p, group, target, tail.next);
       return 1;
     });

@@ -10,10 +10,23 @@ export const REPOLL_MS = 1000;
  * second at most.
  */
 export const CAPPED_HOLD_MS = 1500;
+/**
+ * The `Retry-After` (seconds) of an empty answer to a request the wait cap turned away. The hold
+ * paces clients that ignore it (Queen's); a client that honours it (ours) sleeps instead of
+ * asking again at once, and holds no Lambda execution while it sleeps.
+ */
+export const CAPPED_RETRY_AFTER_S = 1;
 
 /** Admits waits against the deployment-wide cap (`WaitSlots`); without one every wait is admitted. */
 export interface WaitGate {
   take(budgetMs: number): Promise<WaitAdmission>;
+}
+
+/** How a long poll ended: what it found (null: nothing), and whether the wait cap turned it away. */
+export interface WaitOutcome<T> {
+  value: T | null;
+  /** No wait slot was free: the request only held {@link CAPPED_HOLD_MS} instead of waiting. */
+  capped: boolean;
 }
 
 /** One long poll: see {@link LongPoll.wait}. */
@@ -48,7 +61,7 @@ export interface WaitRequest<T> {
  *
  * @example
  * ```ts
- * const r = await longPoll.wait({ queue: 'orders', budgetMs: 20_000, signal, look: () => popOnce(req) });
+ * const { value } = await longPoll.wait({ queue: 'orders', budgetMs: 20_000, signal, look: () => popOnce(req) });
  * ```
  */
 export class LongPoll {
@@ -64,12 +77,14 @@ export class LongPoll {
 
   /**
    * Looks until `look` finds something or the budget runs out (then null, or the last look
-   * with `lookAtEnd`). With the wait cap reached: a short hold, one more look, then that.
+   * with `lookAtEnd`). With the wait cap reached: a short hold, one more look, then that,
+   * marked `capped`.
    */
-  async wait<T>(req: WaitRequest<T>): Promise<T | null> {
+  async wait<T>(req: WaitRequest<T>): Promise<WaitOutcome<T>> {
     let admission: WaitAdmission | undefined;
     try {
-      return await this.poll(req, async () => (admission = await this.gate?.take(req.budgetMs)));
+      const value = await this.poll(req, async () => (admission = await this.gate?.take(req.budgetMs)));
+      return { value, capped: admission?.admitted === false };
     } finally {
       if (admission?.admitted) await admission.release();
     }

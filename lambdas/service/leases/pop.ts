@@ -11,7 +11,6 @@
  * put — 3. A wildcard pop reads the READY index (one query) and the candidates' rows (one
  * getMany) instead of the get — 4.
  */
-import { randomBytes } from 'node:crypto';
 import type { Frame } from '../../codec/segment.js';
 import type { SluiceConfig } from '../../config.js';
 import {
@@ -24,6 +23,7 @@ import {
   selectDeliverable,
   windowHeld,
 } from '../../core/leases.js';
+import { randomFromPool } from '../../core/ids.js';
 import { QUEUE_MODE_GROUP } from '../../core/names.js';
 import { effectiveLeaseSeconds } from '../../core/queue-options.js';
 import { retentionOn, retentionWindows } from '../../core/retention.js';
@@ -36,7 +36,7 @@ import type { QueueDirectory } from '../log/queue-directory.js';
 import type { SegmentReader, StoredMessage } from '../log/segments.js';
 import type { Telemetry } from '../telemetry.js';
 import { decodeCursor, leaseKeys, putCursor } from './lease-store.js';
-import type { LongPoll } from './long-poll.js';
+import { CAPPED_RETRY_AFTER_S, type LongPoll } from './long-poll.js';
 import type { ReadyIndex } from './ready-index.js';
 import { startCursor } from './start-position.js';
 
@@ -79,6 +79,13 @@ export interface PopRequest {
   wait: boolean;
   /** Long-poll budget asked for (capped by configuration). */
   timeoutMs: number;
+}
+
+/** A pop as the route answers it: the result, and after an empty one when to ask again. */
+export interface PopAnswer {
+  result: PopResult | null;
+  /** Set when the wait cap turned the wait away: the client should wait this long before asking again. */
+  retryAfterSeconds?: number | undefined;
 }
 
 /** A delivered message: as stored, its payload opened (plaintext JSON text), with where it sits. */
@@ -160,9 +167,18 @@ export class PopService {
    * A pop, long-polling when asked: returns as soon as messages exist, else null (204) at the
    * capped timeout or when `signal` aborts (shutdown, Lambda deadline). Waiters wake on
    * pushes in this process and re-read storage every second for other processes (`long-poll.ts`).
+   * For callers in this process, which have no client to pace: the route answers {@link answer}.
    */
   async pop(req: PopRequest, signal?: AbortSignal): Promise<PopResult | null> {
-    const r = await this.deps.longPoll.wait({
+    return (await this.answer(req, signal)).result;
+  }
+
+  /**
+   * {@link pop}, with when the client should ask again after an empty answer: set when the
+   * deployment's wait cap turned the wait away (docs/DEPLOYING.md, "The wait cap").
+   */
+  async answer(req: PopRequest, signal?: AbortSignal): Promise<PopAnswer> {
+    const { value: r, capped } = await this.deps.longPoll.wait({
       queue: req.queue,
       budgetMs: req.wait ? Math.max(0, Math.min(req.timeoutMs, this.deps.config.maxPopWaitMs)) : 0,
       signal,
@@ -172,10 +188,10 @@ export class PopService {
     if (r) {
       this.deps.telemetry.count('Pops');
       this.deps.telemetry.count('MessagesDelivered', r.messages.length);
-      return r;
+      return { result: r };
     }
     this.deps.telemetry.count('EmptyPops');
-    return null;
+    return capped ? { result: null, retryAfterSeconds: CAPPED_RETRY_AFTER_S } : { result: null };
   }
 
   /** One attempt, no waiting. */
@@ -439,7 +455,8 @@ export class PopService {
     const items: { offset: number; frame: Frame; seg: SegmentMeta }[] = [];
     let segs = 0;
     let msgs = 0;
-    for (let pages = 0; pages < 4 && items.length < want; pages++) {
+    let expected = from;
+    pages: for (let pages = 0; pages < 4 && items.length < want; pages++) {
       const est = Math.ceil((want - items.length) / Math.max(1, segAvg)) + 1;
       const page = await this.deps.segments.segmentPage(pid, base, est);
       let lastEnd = -1;
@@ -447,7 +464,10 @@ export class PopService {
         segs++;
         msgs += seg.count;
         lastEnd = seg.end;
-        if (seg.end < from) continue;
+        if (seg.end < expected) continue;
+        // Never past offsets a push took and has not written (see SegmentReader.passGap).
+        if (seg.base > expected && !(await this.deps.segments.passGap(pid, expected, seg))) break pages;
+        expected = seg.end + 1;
         const frames = await this.deps.segments.loadSegment(pid, seg, seg.bin);
         for (let j = Math.max(0, from - seg.base); j < frames.length && items.length < want; j++)
           items.push({ offset: seg.base + j, frame: frames[j] as Frame, seg });
@@ -461,6 +481,6 @@ export class PopService {
   }
 
   private mintLeaseId(group: string, partitionIds: string[]): string {
-    return encodeLeaseId({ group, partitionIds }, randomBytes(16), QUEUE_MODE_GROUP);
+    return encodeLeaseId({ group, partitionIds }, randomFromPool(16), QUEUE_MODE_GROUP);
   }
 }

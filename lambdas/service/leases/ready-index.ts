@@ -94,13 +94,13 @@ export class ReadyIndex {
    * a group registered meanwhile (whose registration scan may have run before this segment
    * existed); then that group's mark is written.
    */
-  readonly hook: CommitHook = async ({ queue, partition, end, retry }) => {
+  readonly hook: CommitHook = async ({ queue, partition, retry }) => {
     const { ver, groups } = await this.deps.groups.list(queue.name, { fresh: retry });
     const lease = groups.filter((g) => g.kind === 'lease');
     if (lease.length === 0) {
       return {
-        ops: [],
-        after: async () => {
+        ops: () => [],
+        after: async (_base, end) => {
           if ((await this.deps.groups.listVersion(queue.name)) === ver) return;
           const fresh = await this.deps.groups.list(queue.name, { fresh: true });
           for (const g of fresh.groups)
@@ -108,14 +108,16 @@ export class ReadyIndex {
         },
       };
     }
-    const ops: WriteOp[] = [versionCheck(queue.name, ver)];
-    for (const g of lease)
-      ops.push({
-        op: 'put',
-        table: 'leases',
-        item: readyItem(queue.name, g.group, partition.id, end),
-      });
-    return { ops };
+    return {
+      ops: (_base, end) => [
+        versionCheck(queue.name, ver),
+        ...lease.map((g): WriteOp => ({
+          op: 'put',
+          table: 'leases',
+          item: readyItem(queue.name, g.group, partition.id, end),
+        })),
+      ],
+    };
   };
 
   /**

@@ -57,7 +57,9 @@ export class DedupReservations {
       const item = reservationItem(part.id, e.txid, 1, { push: pushId, mid: e.mid, at: now }, exp, json(e.mid));
       ops[j] = { op: 'put', table: 'dedup', item, cond: absent };
     }
-    const results = await this.deps.storage.items.writeEach(ops);
+    // Durable with the push's commit: a reservation a crash loses belonged to an unanswered push,
+    // and a concurrent duplicate is answered only once the holder's marker is committed.
+    const results = await this.deps.storage.items.writeEach(ops, { deferDurability: true });
     // Only the contested ones get an object: usually there are none.
     let contested: { e: ReservationEntry; current: Item | undefined }[] = [];
     for (let j = 0; j < results.length; j++) {

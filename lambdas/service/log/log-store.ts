@@ -44,6 +44,11 @@ export const logKeys = {
     pk: partitionId,
     sk: `${SEGMENT_PREFIX}${padOffset(base)}`,
   }),
+  /**
+   * log: a partition's offset sequencer, whose version is the next offset to hand out. Its own
+   * partition key, so its writes do not share the segments' per-key throughput.
+   */
+  sequencer: (partitionId: string): ItemKey => ({ pk: `SEQ#${partitionId}`, sk: 'seq' }),
   /** log: the commit-or-abort marker of one push. */
   marker: (partitionId: string, pushId: string): ItemKey => ({ pk: partitionId, sk: `${MARKER_PREFIX}${pushId}` }),
   /** dedup: a transactionId's reservation in a partition. */
@@ -152,6 +157,12 @@ export interface SegmentAttrs {
   raw: number;
   /** Blob key when the segment is not inline. */
   blob?: string;
+  /**
+   * A skip: offsets `base..end` hold nothing (`count` 0). Written by a reader closing a range a
+   * push took and never wrote, by a push that cannot write the range it took, and by retention
+   * over the offsets it removed.
+   */
+  skip?: true;
 }
 
 export interface SegmentMeta extends SegmentAttrs {
@@ -179,6 +190,21 @@ export function segmentItem(partitionId: string, seg: SegmentAttrs, inline: Uint
     attrs: seg as unknown as Record<string, Json>,
     bin: inline,
   };
+}
+
+/** The push id skips carry (no push wrote them). */
+export const SKIP_PUSH = 'skip';
+
+/**
+ * A skip segment over offsets `base..end` (see {@link SegmentAttrs.skip}), dated `at`.
+ *
+ * @example
+ * ```ts
+ * await items.put('log', skipSegmentItem(pid, 10, 14, now), { kind: 'absent' }); // close 10..14
+ * ```
+ */
+export function skipSegmentItem(partitionId: string, base: number, end: number, at: number): Item {
+  return segmentItem(partitionId, { base, end, count: 0, at, push: SKIP_PUSH, size: 0, raw: 0, skip: true }, undefined);
 }
 
 // ----------------------------------------------------------------- markers

@@ -8,24 +8,23 @@ import {
   ContentionError,
   StoreFullError,
   StoreUnavailableError,
-  type Item,
+  TakeWriteError,
   type Storage,
 } from '../../storage/port.js';
 import type { PayloadCipherLike } from '../encryption.js';
 import type { Notifier } from '../notifier.js';
 import type { Telemetry } from '../telemetry.js';
 import { DedupReservations, type ReservationEntry } from './dedup-reservations.js';
-import type { PartitionRef, QueueRecord } from './log-store.js';
+import { logKeys, skipSegmentItem, type PartitionRef, type QueueRecord } from './log-store.js';
 import type { QueueDirectory } from './queue-directory.js';
 import {
+  HookConflictError,
   assertCanSeal,
   prepareSegment,
   type CommitHook,
   type PreparedCommit,
   type SegmentMessage,
 } from './segment-commit.js';
-import type { SegmentReader } from './segments.js';
-import type { TailHints } from './tail-hints.js';
 
 /** One message to push. `payload` is the message's JSON text. */
 export interface PushItem {
@@ -57,12 +56,9 @@ export type PushGuard = (c: { queue: QueueRecord; partition: PartitionRef; count
 
 export interface PushServiceDeps {
   storage: Storage;
-  config: Pick<SluiceConfig, 'inlineMaxBytes' | 'pushStallMs'>;
+  config: Pick<SluiceConfig, 'inlineMaxBytes' | 'compressMinBytes' | 'pushStallMs'>;
   notifier: Notifier;
   queues: QueueDirectory;
-  /** Reads the tail when the hint is missing or stale. */
-  segments: SegmentReader;
-  tails: TailHints;
   /** Seals payloads of queues with `encryptionEnabled`; absent without a key. */
   cipher?: PayloadCipherLike | undefined;
   /** Epoch ms; injected so tests can move time. */
@@ -73,16 +69,29 @@ export interface PushServiceDeps {
 }
 
 const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** Commits of one segment tried before the push gives up (each retry has a cause: see `commit`). */
+const MAX_COMMIT_ATTEMPTS = 8;
+/** Most messages, and payload bytes, concurrent pushes to one partition are coalesced into. */
+const MAX_COALESCED_MESSAGES = 10_000;
+const MAX_COALESCED_BYTES = 4 * 1024 * 1024;
+
+/** A push waiting to join the next commit to its partition. */
+interface Waiter {
+  queue: QueueRecord;
+  items: readonly PushItem[];
+  bytes: number;
+  resolve: (r: PushResult[]) => void;
+  reject: (e: unknown) => void;
+}
 const isStorageFailure = (e: unknown): boolean =>
   e instanceof StoreUnavailableError || e instanceof StoreFullError || e instanceof ContentionError;
-const MAX_COMMIT_ATTEMPTS = 200;
 
 /**
  * Pushes: messages grouped by (queue, partition), each partition's share committed as one
- * zstd segment with one put-if-absent at the partition's next base offset. Two pushes racing
- * for one base collide on that key; the loser learns the winner's end from the failed write
- * and tries the next base. So offsets are dense, monotone, and each committed exactly once,
- * with no head item to contend on (docs/STORAGE.md, "How a push commits").
+ * zstd segment at offsets taken from the partition's sequencer (one atomic increment that
+ * never fails for contention), then written at them. Pushes to one partition that arrive while
+ * a commit to it is running join the next one: concurrent producers in a process batch instead
+ * of contending (docs/STORAGE.md, "How a push commits").
  *
  * @example
  * ```ts
@@ -96,6 +105,8 @@ export class PushService {
   private readonly reservations: DedupReservations;
   private readonly hooks: CommitHook[] = [];
   private readonly guards: PushGuard[] = [];
+  /** Per partition id: pushes waiting for the commit in progress to finish. */
+  private readonly lanes = new Map<string, { waiting: Waiter[] }>();
 
   constructor(private readonly deps: PushServiceDeps) {
     this.clock = deps.clock ?? Date.now;
@@ -250,20 +261,81 @@ export class PushService {
     return results;
   }
 
-  private async pushPartition(
+  /**
+   * Commits one partition's share of a push, coalesced with the other pushes to the partition
+   * that wait for the commit in progress (one segment, one take, one write for all of them).
+   * Each push gets its own results, its messages consecutive.
+   */
+  private pushPartition(queue: QueueRecord, part: PartitionRef, items: readonly PushItem[]): Promise<PushResult[]> {
+    let bytes = 0;
+    for (const it of items) bytes += it.payload.byteLength;
+    return new Promise((resolve, reject) => {
+      const running = this.lanes.get(part.id);
+      const waiter: Waiter = { queue, items, bytes, resolve, reject };
+      if (running) running.waiting.push(waiter);
+      else {
+        const lane = { waiting: [waiter] };
+        this.lanes.set(part.id, lane);
+        void this.drain(part, lane);
+      }
+    });
+  }
+
+  /** Commits what waits on a partition, batch by batch, until nothing does. */
+  private async drain(part: PartitionRef, lane: { waiting: Waiter[] }): Promise<void> {
+    while (lane.waiting.length > 0) {
+      let n = 0;
+      let msgs = 0;
+      let bytes = 0;
+      for (const w of lane.waiting) {
+        if (n > 0 && (msgs + w.items.length > MAX_COALESCED_MESSAGES || bytes + w.bytes > MAX_COALESCED_BYTES)) break;
+        n++;
+        msgs += w.items.length;
+        bytes += w.bytes;
+      }
+      const batch = lane.waiting.splice(0, n);
+      try {
+        const results = await this.commitItems(
+          (batch[0] as Waiter).queue,
+          part,
+          batch.map((w) => w.items),
+        );
+        let k = 0;
+        for (const w of batch) {
+          w.resolve(results.slice(k, k + w.items.length));
+          k += w.items.length;
+        }
+      } catch (e) {
+        for (const w of batch) w.reject(e);
+      }
+    }
+    this.lanes.delete(part.id);
+  }
+
+  /**
+   * Commits the items of one or more pushes to one partition as one segment. A transactionId
+   * repeated across the pushes is stored once (the later ones are `duplicate`) when the queue
+   * deduplicates; with the window at 0 only repeats inside one push collapse, as when the
+   * pushes commit one by one.
+   */
+  private async commitItems(
     queue: QueueRecord,
     part: PartitionRef,
-    items: readonly PushItem[],
+    requests: readonly (readonly PushItem[])[],
   ): Promise<PushResult[]> {
     const windowMs = (queue.options.dedupWindowSeconds ?? 0) * 1000;
     const now0 = this.clock();
+    const items = requests.length === 1 ? (requests[0] as readonly PushItem[]) : requests.flat();
     const prepared = items.map((it) => ({
       item: it,
       txid: it.transactionId ?? uuidv7(now0),
       supplied: it.transactionId !== undefined,
       mid: uuidv7(now0),
     }));
-    const { firstIndex } = firstOccurrences(prepared.map((p) => p.txid));
+    const firstIndex = firstIndexes(
+      prepared.map((p) => p.txid),
+      windowMs > 0 ? [items.length] : requests.map((r) => r.length),
+    );
     for (let attempt = 0; ; attempt++) {
       const pushId = uuidv7(this.clock());
       // i -> id of the committed original when item i is a duplicate of an earlier push.
@@ -335,7 +407,11 @@ export class PushService {
     }
   }
 
-  /** Encodes, stores and commits one segment. Returns its base, or 'aborted'. */
+  /**
+   * Encodes, stores and commits one segment: takes its offsets from the partition's sequencer
+   * and writes it there in the same call (docs/STORAGE.md, "How a push commits"). Returns its
+   * base, or 'aborted' when a concurrent push of the same transactionIds aborted this one.
+   */
   private async commit(
     queue: QueueRecord,
     part: PartitionRef,
@@ -344,45 +420,45 @@ export class PushService {
     reserved: boolean,
   ): Promise<{ base: number } | 'aborted'> {
     const prep = await this.prepare({ queue, partition: part, pushId, messages: msgs, reserved });
-    let base = await prep.firstBase();
-    let collisions = 0;
     let hookRetry = false;
     for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS; attempt++) {
-      const built = await prep.ops(base, hookRetry);
-      if (built === 'hook-conflict') {
-        hookRetry = true;
-        continue;
-      }
-      const { ops, hookStart } = built;
+      await prep.planHooks(hookRetry);
       try {
-        // A lone segment put is one plain write; a transaction would cost twice the write units.
-        if (ops.length === 1)
-          await this.deps.storage.items.put('log', (ops[0] as { item: Item }).item, { kind: 'absent' });
-        else await this.deps.storage.items.transact(ops);
-        prep.done(base);
-        await prep.afterCommit();
-        return { base };
+        const { first } = await this.deps.storage.items.take(
+          'log',
+          logKeys.sequencer(part.id),
+          prep.count,
+          ({ first: base }) => prep.build(base),
+        );
+        await prep.afterCommit(first);
+        return { base: first };
       } catch (e) {
-        if (e instanceof ContentionError) {
+        if (!(e instanceof TakeWriteError)) throw e;
+        // Offsets that stayed taken but will not hold this segment: close them now, so readers
+        // need not wait for them.
+        if (e.taken) await closeRange(this.deps.storage, part.id, e.first, e.count, prep.at);
+        const cause = e.cause;
+        if (cause instanceof ContentionError) {
           await this.sleep(5 + Math.random() * 20);
           continue;
         }
-        if (!(e instanceof ConditionFailedError)) throw e;
-        if (e.failed.some((f) => f.index === 1 && prep.needMarker)) return 'aborted';
-        const segFail = e.failed.find((f) => f.index === 0);
-        if (e.failed.some((f) => f.index >= hookStart)) hookRetry = true;
-        if (!segFail) {
-          if (hookRetry) continue;
-          throw e;
+        if (cause instanceof HookConflictError) {
+          hookRetry = true;
+          continue;
         }
-        collisions++;
-        base = await prep.nextBase(segFail.current, collisions);
+        if (!(cause instanceof ConditionFailedError)) throw cause;
+        if (cause.failed.some((f) => f.index === 1 && prep.needMarker)) return 'aborted';
+        if (cause.failed.some((f) => f.index >= prep.hookStart)) {
+          hookRetry = true;
+          continue;
+        }
+        // The segment's key was taken: a reader closed the range while this push was too slow
+        // to write it. Take new offsets.
+        if (cause.failed.some((f) => f.index === 0)) continue;
+        throw cause;
       }
     }
-    throw new SluiceError(
-      'unavailable',
-      `partition ${part.queue}/${part.name} is too contended to commit; retry the push`,
-    );
+    throw new SluiceError('unavailable', `partition ${part.queue}/${part.name} could not commit the push; retry it`);
   }
 
   private prepare(c: Parameters<typeof prepareSegment>[1]): Promise<PreparedCommit> {
@@ -392,8 +468,6 @@ export class PushService {
         config: this.deps.config,
         clock: this.clock,
         cipher: this.deps.cipher,
-        segments: this.deps.segments,
-        tails: this.deps.tails,
         hooks: this.hooks,
       },
       c,
@@ -415,8 +489,55 @@ export class PushService {
   /** Records a segment a caller of {@link prepareCommit} committed at `base`, runs the hooks' after-commit work and wakes waiting pops. */
   async committed(prep: PreparedCommit, base: number): Promise<void> {
     this.deps.telemetry?.count('MessagesPushed', prep.count);
-    prep.done(base);
-    await prep.afterCommit();
+    await prep.afterCommit(base);
     this.deps.notifier.notify(prep.queue.name, prep.partition.id);
   }
+}
+
+/**
+ * Closes offsets `first..first+count-1`, taken but not to be written, with a skip (put if absent:
+ * a reader may have closed them first). Best effort: readers close what this leaves.
+ *
+ * @example
+ * ```ts
+ * if (e instanceof TakeWriteError && e.taken) await closeRange(storage, pid, e.first, e.count, now);
+ * ```
+ */
+export async function closeRange(
+  storage: Storage,
+  partitionId: string,
+  first: number,
+  count: number,
+  at: number,
+): Promise<void> {
+  try {
+    await storage.items.put('log', skipSegmentItem(partitionId, first, first + count - 1, at), { kind: 'absent' });
+  } catch (e) {
+    if (e instanceof ConditionFailedError) return;
+    console.error(
+      JSON.stringify({
+        level: 'WARN',
+        message: 'could not close a range a push took; readers close it after SLUICE_GAP_CLOSE_MS',
+        partitionId,
+        first,
+        count,
+        error: e instanceof Error ? { name: e.name, message: e.message } : String(e),
+      }),
+    );
+  }
+}
+
+/**
+ * For each item, the index of the first item with its transactionId inside the same run
+ * (`runs` are the lengths of consecutive runs that deduplicate among themselves).
+ */
+function firstIndexes(txids: readonly string[], runs: readonly number[]): number[] {
+  const out: number[] = new Array<number>(txids.length);
+  let start = 0;
+  for (const len of runs) {
+    const { firstIndex } = firstOccurrences(txids.slice(start, start + len));
+    for (let j = 0; j < len; j++) out[start + j] = start + (firstIndex[j] as number);
+    start += len;
+  }
+  return out;
 }

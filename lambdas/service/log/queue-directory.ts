@@ -23,7 +23,6 @@ import {
   type PartitionRef,
   type QueueRecord,
 } from './log-store.js';
-import type { TailHints } from './tail-hints.js';
 
 /**
  * How much older than its queue record a partition written before queue deletion existed (no
@@ -82,8 +81,6 @@ export interface QueueDirectoryDeps {
   config: Pick<SluiceConfig, 'queueCacheMs'>;
   /** Epoch ms; injected so tests can move time. */
   clock: () => number;
-  /** A new partition starts at offset 0; a retired one's hint goes. */
-  tails: TailHints;
   /** A retired partition's remembered segment index goes with it. */
   segments: { forgetIndex(partitionId: string): void };
   /** Whether payloads can be sealed here: `/configure` refuses `encryptionEnabled` without a key. */
@@ -321,7 +318,6 @@ export class QueueDirectory {
     const ck = `${ref.queue}\u0000${ref.name}`;
     if (this.partitionCache.get(ck)?.ref.id === ref.id) this.partitionCache.delete(ck);
     this.partitionByIdCache.delete(ref.id);
-    this.deps.tails.forget(ref.id);
     this.deps.segments.forgetIndex(ref.id);
   }
 
@@ -385,7 +381,6 @@ export class QueueDirectory {
       try {
         await this.deps.storage.items.transact(ops);
         this.cachePartition(ref, true);
-        this.deps.tails.set(ref.id, 0);
         return ref;
       } catch (e) {
         if (!(e instanceof ConditionFailedError) && !(e instanceof ContentionError)) throw e;

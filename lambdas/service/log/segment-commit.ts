@@ -1,12 +1,11 @@
 import { encodeSegment, type Frame } from '../../codec/segment.js';
 import type { SluiceConfig } from '../../config.js';
 import { SluiceError } from '../../core/errors.js';
-import type { Item, Storage, WriteOp } from '../../storage/port.js';
+import type { Storage, WriteOp } from '../../storage/port.js';
 import type { PayloadCipherLike } from '../encryption.js';
 import {
   MARKER_SLACK_S,
   committedMarker,
-  segmentAttrsOf,
   segmentBlobKey,
   segmentItem,
   type PartitionRef,
@@ -14,28 +13,31 @@ import {
   type SegmentAttrs,
 } from './log-store.js';
 import type { PushItem } from './push.js';
-import type { SegmentReader } from './segments.js';
-import type { TailHints } from './tail-hints.js';
 
 /**
  * Extra atomic writes another service adds to every commit (an index entry, a guard on the
- * group list). When one of its ops' conditions fails, the commit calls the hook again with
+ * group list). It reads what it needs first; its ops are built once the segment's offsets are
+ * known. When one of its ops' conditions fails, the commit calls the hook again with
  * `retry: true` (so it can re-read what it depends on) and tries once more.
  */
 export type CommitHook = (c: {
   queue: QueueRecord;
   partition: PartitionRef;
-  base: number;
-  end: number;
   at: number;
   retry: boolean;
-}) => Promise<WriteOp[] | HookOps> | WriteOp[] | HookOps;
+}) => Promise<HookPlan> | HookPlan;
 
 /** A commit hook's answer: ops to write atomically with the segment, and work to do once it committed. */
-export interface HookOps {
-  ops: WriteOp[];
-  /** Runs after the segment committed (not atomic with it). */
-  after?: (() => Promise<void>) | undefined;
+export interface HookPlan {
+  /** The ops, for a segment at offsets `base..end` (called synchronously, inside the commit). */
+  ops: (base: number, end: number) => WriteOp[];
+  /** Runs after the segment committed at `base..end` (not atomic with it). */
+  after?: ((base: number, end: number) => Promise<void>) | undefined;
+}
+
+/** Commit hooks' ops disagree on one key: a hook read stale state (the commit re-plans them). */
+export class HookConflictError extends Error {
+  override readonly name = 'HookConflictError';
 }
 
 /** A segment ready to commit: see {@link prepareSegment}. */
@@ -50,16 +52,18 @@ export interface PreparedCommit {
   needMarker: boolean;
   /** The messages' ids, in offset order from the base. */
   messages: { id: string; transactionId: string; traceId: string | null }[];
-  /** Where to try first (the tail as last seen). */
-  firstBase(): Promise<number>;
-  /** After the segment put at a base failed: the next base to try. */
-  nextBase(current: Item | undefined, collisions: number): Promise<number>;
-  /** The ops committing the segment at `base`: segment put first, marker, then the commit hooks' ops. */
-  ops(base: number, hookRetry: boolean): Promise<{ ops: WriteOp[]; hookStart: number } | 'hook-conflict'>;
-  /** Records a commit at `base`. */
-  done(base: number): void;
-  /** Runs the commit hooks' after-commit work of the last built ops. */
-  afterCommit(): Promise<void>;
+  /** Index of the first commit-hook op in what {@link build} answers (segment put, marker, hooks). */
+  hookStart: number;
+  /** Runs the commit hooks' reads (again, with `retry`, after one of their guards failed). */
+  planHooks(retry: boolean): Promise<void>;
+  /**
+   * The ops committing the segment at `base`: segment put first (if absent), marker, then the
+   * commit hooks' ops. Synchronous, so it can run inside a `take`. Throws
+   * {@link HookConflictError} when the hooks' ops disagree.
+   */
+  build(base: number): WriteOp[];
+  /** Runs the commit hooks' after-commit work for the segment committed at `base`. */
+  afterCommit(base: number): Promise<void>;
 }
 
 /** One message of a segment: the pushed item, its transactionId and its message id. */
@@ -71,12 +75,9 @@ export interface SegmentMessage {
 
 export interface SegmentCommitDeps {
   storage: Storage;
-  config: Pick<SluiceConfig, 'inlineMaxBytes'>;
+  config: Pick<SluiceConfig, 'inlineMaxBytes' | 'compressMinBytes'>;
   clock: () => number;
   cipher: PayloadCipherLike | undefined;
-  /** Where the tail is when the hint is missing or stale. */
-  segments: Pick<SegmentReader, 'readTail'>;
-  tails: TailHints;
   hooks: readonly CommitHook[];
 }
 
@@ -99,7 +100,8 @@ export function assertCanSeal(queue: QueueRecord, cipher: PayloadCipherLike | un
  * @example
  * ```ts
  * const prep = await prepareSegment(deps, { queue, partition, pushId, messages, reserved: false });
- * const built = await prep.ops(await prep.firstBase(), false); // segment put, marker, hook ops
+ * await prep.planHooks(false);
+ * await storage.items.take('log', logKeys.sequencer(partition.id), prep.count, ({ first }) => prep.build(first));
  * ```
  */
 export async function prepareSegment(
@@ -122,7 +124,7 @@ export async function prepareSegment(
     })),
   );
   const raw = frames.reduce((n, f) => n + f.payload.byteLength + 64, 0);
-  const bytes = await encodeSegment(frames);
+  const bytes = await encodeSegment(frames, deps.config.compressMinBytes ?? 0);
   const inline = bytes.byteLength <= (deps.config.inlineMaxBytes ?? 4096);
   const blob = inline ? undefined : segmentBlobKey(part.id, pushId);
   // The blob goes first: a crash before the commit leaves an unreferenced blob for the
@@ -131,7 +133,7 @@ export async function prepareSegment(
   const needMarker = c.reserved || blob !== undefined;
   const windowS = queue.options.dedupWindowSeconds ?? 0;
   const count = msgs.length;
-  let afters: (() => Promise<void>)[] = [];
+  let plans: HookPlan[] = [];
   return {
     queue,
     partition: part,
@@ -140,20 +142,11 @@ export async function prepareSegment(
     count,
     needMarker,
     messages: msgs.map((m) => ({ id: m.mid, transactionId: m.txid, traceId: m.item.traceId ?? null })),
-    // On a queue with retention the hint may point into a prefix retention has deleted since
-    // (another process pushed on meanwhile): a segment put there would find its key free and
-    // reuse offsets below the head. So such queues read the tail (one query); retention never
-    // deletes the newest segment, so a put at the tail collides with any segment after it.
-    firstBase: async () =>
-      (queue.options.retentionEnabled ? undefined : deps.tails.get(part.id)) ??
-      (await deps.segments.readTail(part.id)).next,
-    // A stale hint (another process has been pushing here) would walk one segment per
-    // failed write, so after two collisions in a row ask for the tail instead.
-    nextBase: async (current, collisions) => {
-      const cur = current ? segmentAttrsOf(current) : undefined;
-      return cur && collisions <= 2 ? cur.end + 1 : (await deps.segments.readTail(part.id)).next;
+    hookStart: needMarker ? 2 : 1,
+    planHooks: async (retry) => {
+      plans = await Promise.all(deps.hooks.map(async (hook) => hook({ queue, partition: part, at, retry })));
     },
-    ops: async (base, hookRetry) => {
+    build: (base) => {
       const seg: SegmentAttrs = { base, end: base + count - 1, count, at, push: pushId, size: bytes.byteLength, raw };
       if (blob) seg.blob = blob;
       const ops: WriteOp[] = [
@@ -174,31 +167,18 @@ export async function prepareSegment(
           cond: { kind: 'absent' },
         });
       }
-      const hookStart = ops.length;
-      const extra: WriteOp[] = [];
-      afters = [];
-      for (const hook of deps.hooks) {
-        const r = await hook({ queue, partition: part, base, end: seg.end, at, retry: hookRetry });
-        if (Array.isArray(r)) extra.push(...r);
-        else {
-          extra.push(...r.ops);
-          if (r.after) afters.push(r.after);
-        }
-      }
-      const merged = mergeOps(extra);
-      if (merged === 'conflict') return 'hook-conflict';
+      const merged = mergeOps(plans.flatMap((p) => p.ops(base, seg.end)));
+      if (merged === 'conflict') throw new HookConflictError('commit hooks disagree on an item; re-planning them');
       ops.push(...merged);
-      return { ops, hookStart };
+      return ops;
     },
-    done: (base) => {
-      deps.tails.set(part.id, base + count);
-    },
-    afterCommit: async () => {
+    afterCommit: async (base) => {
       // The segment is committed: its after-work (not atomic with it) failing must not turn
       // an acknowledged commit into an error the client would retry (storing it twice).
-      for (const f of afters) {
+      for (const p of plans) {
+        if (!p.after) continue;
         try {
-          await f();
+          await p.after(base, base + count - 1);
         } catch (e) {
           console.error(
             JSON.stringify({

@@ -5,7 +5,7 @@
  * an entry stays true for as long as the segment exists.
  */
 import { decodeSegment, type Frame } from '../../codec/segment.js';
-import type { Storage } from '../../storage/port.js';
+import { ConditionFailedError, type Storage } from '../../storage/port.js';
 import { openPayload, type PayloadCipherLike } from '../encryption.js';
 import {
   SEGMENT_PREFIX,
@@ -13,10 +13,10 @@ import {
   segmentAttrsOf,
   segmentMetaOf,
   segmentWithBytesOf,
+  skipSegmentItem,
   type SegmentMeta,
   type SegmentWithBytes,
 } from './log-store.js';
-import type { TailHints } from './tail-hints.js';
 
 /** A message read back from a partition. */
 export interface StoredMessage {
@@ -62,11 +62,16 @@ export async function openMessage(cipher: PayloadCipherLike | undefined, m: Stor
 
 export interface SegmentReaderDeps {
   storage: Storage;
-  /** Raised by every tail read (pushes try the tail first). */
-  tails: TailHints;
   /** Opens sealed payloads for {@link SegmentReader.read}. */
   cipher?: PayloadCipherLike | undefined;
+  /** Epoch ms; injected so tests can move time. */
+  clock?: () => number;
+  /** How long a gap holds readers back before they close it (`SluiceConfig.gapCloseMs`). */
+  gapCloseMs?: number;
 }
+
+/** Gaps remembered per process (when each was first seen); past this the oldest are forgotten. */
+const GAPS_REMEMBERED = 10_000;
 
 const SEGMENT_CACHE_BYTES = 32 * 1024 * 1024;
 /** Segment index entries remembered per partition, and partitions remembered (see `indexCache`). */
@@ -92,8 +97,50 @@ export class SegmentReader {
    * entries already cover skips the index query ({@link cachedRun}).
    */
   private readonly indexCache = new Map<string, SegmentMeta[]>();
+  /** Gaps (`partitionId@from`) this process has seen, with when it first saw each. */
+  private readonly gapsSeen = new Map<string, number>();
+  private readonly clock: () => number;
 
-  constructor(private readonly deps: SegmentReaderDeps) {}
+  constructor(private readonly deps: SegmentReaderDeps) {
+    this.clock = deps.clock ?? Date.now;
+  }
+
+  /**
+   * Whether a reader may move past offsets `from..to-1`, which no segment covers: a range a push
+   * took and has not written yet, or never will (it died in between). A gap this process first
+   * saw less than `gapCloseMs` ago holds the reader back (false). An older one is closed with a
+   * skip segment, put if absent, so the push that took it can never write it (true); when the
+   * put finds a segment there (the push landed after all), false: the next read sees it. The
+   * skip is dated `at`, the push time of the segment after the gap (the range was taken before
+   * it), so seeks by time still find offsets in push-time order.
+   *
+   * @example
+   * ```ts
+   * if (seg.base > expected && !(await segments.passGap(pid, expected, seg))) return out;
+   * ```
+   */
+  async passGap(partitionId: string, from: number, next: { base: number; at: number }): Promise<boolean> {
+    const to = next.base;
+    const k = `${partitionId}@${from}`;
+    const now = this.clock();
+    const seen = this.gapsSeen.get(k);
+    if (seen === undefined) {
+      if (this.gapsSeen.size >= GAPS_REMEMBERED) this.gapsSeen.delete(this.gapsSeen.keys().next().value as string);
+      this.gapsSeen.set(k, now);
+    }
+    if (now - (seen ?? now) < (this.deps.gapCloseMs ?? 60_000)) return false;
+    this.gapsSeen.delete(k);
+    try {
+      await this.deps.storage.items.put('log', skipSegmentItem(partitionId, from, to - 1, next.at), {
+        kind: 'absent',
+      });
+    } catch (e) {
+      if (e instanceof ConditionFailedError) return false;
+      throw e;
+    }
+    this.forgetIndex(partitionId);
+    return true;
+  }
 
   /**
    * One page of segment items from the segment whose base is `fromBase` (or the first one
@@ -129,6 +176,7 @@ export class SegmentReader {
       raw: s.raw,
       sk: s.sk,
       ...(s.blob !== undefined ? { blob: s.blob } : {}),
+      ...(s.skip ? { skip: true as const } : {}),
     }));
     const taken = new Set(fresh.map((s) => s.base));
     const older = (this.indexCache.get(partitionId) ?? [])
@@ -161,7 +209,7 @@ export class SegmentReader {
       if (s.base > next) return undefined; // a gap: what lies there only a query can tell
       // An inline segment's bytes come with the query: without its frames cached, reading it
       // alone would cost as much as the query.
-      if (s.blob === undefined && !this.segmentCache.has(`${partitionId}:${s.base}`)) return undefined;
+      if (s.blob === undefined && !s.skip && !this.segmentCache.has(`${partitionId}:${s.base}`)) return undefined;
       out.push(s);
       next = s.end + 1;
       if (next - from >= want) return out;
@@ -191,15 +239,16 @@ export class SegmentReader {
     const newest = page.items[0];
     const last = newest ? segmentAttrsOf(newest) : undefined;
     const next = last ? last.end + 1 : 0;
-    this.deps.tails.raise(partitionId, next);
     return { next, lastAt: last?.at };
   }
 
   /** The oldest offset still stored (retention may have removed a prefix), or the tail when empty. */
   async readHead(partitionId: string): Promise<number> {
     const page = await this.deps.storage.items.query('log', partitionId, { prefix: SEGMENT_PREFIX, limit: 1 });
-    const oldest = page.items[0];
-    return oldest ? segmentAttrsOf(oldest).base : (await this.readTail(partitionId)).next;
+    const oldest = page.items[0] ? segmentAttrsOf(page.items[0]) : undefined;
+    // A skip first is retention's floor (or a closed range): nothing is stored below its end.
+    if (oldest) return oldest.skip ? oldest.end + 1 : oldest.base;
+    return (await this.readTail(partitionId)).next;
   }
 
   /**
@@ -221,7 +270,9 @@ export class SegmentReader {
       if (s.end >= from) out.push(s);
       after = f.sk;
     }
-    let covered = out.reduce((n, s) => n + (s.end - Math.max(s.base, from) + 1), 0);
+    // Skips hold no messages: they do not count towards what the caller asked for.
+    const holds = (s: SegmentWithBytes): number => (s.skip ? 0 : s.end - Math.max(s.base, from) + 1);
+    let covered = out.reduce((n, s) => n + holds(s), 0);
     while (covered < maxCount) {
       const page = await this.deps.storage.items.query('log', partitionId, {
         prefix: SEGMENT_PREFIX,
@@ -231,7 +282,7 @@ export class SegmentReader {
       for (const it of page.items) {
         const s = segmentWithBytesOf(it);
         out.push(s);
-        covered += s.end - Math.max(s.base, from) + 1;
+        covered += holds(s);
       }
       if (!page.next || page.items.length === 0) break;
       after = page.next;
@@ -242,6 +293,7 @@ export class SegmentReader {
 
   /** Decoded frames of one segment (cached per process: many groups read the same bytes). */
   async loadSegment(partitionId: string, seg: SegmentMeta, bin?: Uint8Array): Promise<Frame[]> {
+    if (seg.skip) return [];
     const ck = `${partitionId}:${seg.base}`;
     const hit = this.segmentCache.get(ck);
     if (hit && hit.frames.length === seg.count) {
@@ -326,7 +378,12 @@ export class SegmentReader {
   ): Promise<StoredMessage[]> {
     const out: StoredMessage[] = [];
     let bytes = 0;
+    let expected = from;
     for (const seg of segs) {
+      if (seg.end < expected) continue;
+      // Never past offsets nobody has written or closed: a push may still be writing them.
+      if (seg.base > expected && !(await this.passGap(partitionId, expected, seg))) return out;
+      expected = seg.end + 1;
       const frames = await this.loadSegment(partitionId, seg, seg.bin);
       for (let j = Math.max(0, from - seg.base); j < frames.length; j++) {
         const f = frames[j] as Frame;

@@ -46,6 +46,7 @@ import type { GroupRecord } from '../groups/group-store.js';
 import { partitionCursors } from '../leases/lease-store.js';
 import {
   logKeys,
+  skipSegmentItem,
   partitionRefOf,
   retiringMarkOf,
   type PartitionRef,
@@ -150,13 +151,21 @@ export class RetentionService {
       const page = await this.deps.segments.segmentPage(part.id, 0, 100);
       const n = deletableSegments(page.segs, w, floor, !page.more, keepFrom);
       const gone = page.segs.slice(0, n);
+      const lowest = gone[0];
+      const newest = gone[gone.length - 1];
+      // Only the floor itself is old enough to go: it already says what it would say.
+      if (!lowest || !newest || (gone.length === 1 && lowest.skip)) break;
       for (const s of gone) if (s.blob) await storage.blobs.delete(s.blob);
-      const ops: WriteOp[] = gone.flatMap((s) => [
-        { op: 'delete' as const, table: 'log' as const, key: logKeys.segment(part.id, s.base) },
-        { op: 'delete' as const, table: 'log' as const, key: logKeys.marker(part.id, s.push) },
+      // The lowest key becomes (or stays) the floor: a skip over every offset removed, written
+      // first, so a reader never finds offsets below the next segment uncovered (a gap it would
+      // wait at, see SegmentReader.passGap).
+      await storage.items.put('log', skipSegmentItem(part.id, lowest.base, newest.end, newest.at));
+      const ops: WriteOp[] = gone.flatMap((s, i) => [
+        ...(i > 0 ? [{ op: 'delete' as const, table: 'log' as const, key: logKeys.segment(part.id, s.base) }] : []),
+        ...(s.skip ? [] : [{ op: 'delete' as const, table: 'log' as const, key: logKeys.marker(part.id, s.push) }]),
       ]);
       if (ops.length > 0) await storage.items.writeEach(ops);
-      deleted += n;
+      deleted += lowest.skip ? n - 1 : n;
       if (n < page.segs.length || !page.more) break;
     }
     if (deleted > 0) this.deps.segments.forgetSegments(part.id);

@@ -16,6 +16,7 @@ import {
   PutItemCommand,
   QueryCommand,
   TransactWriteItemsCommand,
+  UpdateItemCommand,
   type CancellationReason,
   type DynamoDBClient,
   type QueryCommandInput,
@@ -33,12 +34,16 @@ import {
   type ItemKey,
   type ItemStore,
   type QueryOptions,
+  TakeWriteError,
   type QueryPage,
+  type Taken,
   type TableName,
   type WriteOp,
   type WriteResult,
 } from '../port.js';
+import { randomBytes } from 'node:crypto';
 import { decodeItem, encodeItem, encodeKey, guard, sameItem, type AvMap } from './marshal.js';
+import { TAKE_TOKEN_ATTRIBUTE } from './schema.js';
 import {
   attemptsOf,
   backoff,
@@ -328,6 +333,65 @@ export class DynamoItemStore implements ItemStore {
         }
       }
       await sleep(10 + backoff(attempt, 20, 1_000));
+    }
+  }
+
+  async take(table: TableName, key: ItemKey, count: number, then?: (t: Taken) => WriteOp[]): Promise<Taken> {
+    if (!Number.isInteger(count) || count < 1) throw new Error(`take needs a whole count of 1 or more, got ${count}`);
+    const taken = await this.takeOnce(table, key, count);
+    if (!then) return taken;
+    try {
+      const ops = then(taken);
+      for (const op of ops) {
+        const k = op.op === 'put' ? op.item : op.key;
+        if (op.table === table && k.pk === key.pk && k.sk === key.sk)
+          throw new Error('the writes after a take must not touch its counter');
+      }
+      await this.transact(ops);
+    } catch (e) {
+      throw new TakeWriteError(taken.first, count, true, e);
+    }
+    return taken;
+  }
+
+  /**
+   * One UpdateItem raising the counter. Each take stamps the item with a token of its own (`lt`)
+   * and is guarded by "the stamp is not mine": if DynamoDB's answer is lost and the SDK sends the
+   * take again, the guard fails on our own first attempt and its old image says what we took.
+   */
+  private async takeOnce(table: TableName, key: ItemKey, count: number): Promise<Taken> {
+    const token = randomBytes(12).toString('base64url');
+    try {
+      const out = await throttled('UpdateItem', () =>
+        this.ddb.send(
+          new UpdateItemCommand({
+            TableName: this.tableName(table),
+            Key: encodeKey(key),
+            UpdateExpression: 'SET #v = if_not_exists(#v, :zero) + :n, #a = if_not_exists(#a, :empty), #lt = :token',
+            ConditionExpression: 'attribute_not_exists(#lt) OR #lt <> :token',
+            ExpressionAttributeNames: { '#v': 'v', '#a': 'a', '#lt': TAKE_TOKEN_ATTRIBUTE },
+            ExpressionAttributeValues: {
+              ':zero': { N: '0' },
+              ':n': { N: String(count) },
+              ':empty': { S: '{}' },
+              ':token': { S: token },
+            },
+            ReturnValues: 'ALL_OLD',
+            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+          }),
+        ),
+      );
+      const before = decodeItem(out.Attributes && Object.keys(out.Attributes).length > 0 ? out.Attributes : undefined);
+      return { first: before?.ver ?? 0, before };
+    } catch (err) {
+      if (errorName(err) !== 'ConditionalCheckFailedException') throw err;
+      // Our own earlier attempt applied: the item as found is the one just after it.
+      const after = decodeItem((err as { Item?: AvMap }).Item) as Item;
+      const first = after.ver - count;
+      return {
+        first,
+        before: first === 0 && Object.keys(after.attrs).length === 0 ? undefined : { ...after, ver: first },
+      };
     }
   }
 

@@ -20,6 +20,9 @@ import type { TableName } from '../port.js';
 /** Name of the DynamoDB TTL attribute (epoch seconds, `Item.expiresAt`). */
 export const TTL_ATTRIBUTE = 'ttl';
 
+/** The token the last `take` stamped on a counter item (how a retried take knows its own). */
+export const TAKE_TOKEN_ATTRIBUTE = 'lt';
+
 /**
  * The one table shape every logical table shares. Tests (via `ensureTables`) and the CDK
  * stack both build tables from this, so they cannot drift. Type codes are DynamoDB's (`S`, `N`,
@@ -34,6 +37,7 @@ export const ITEM_TABLE_SCHEMA = {
     attrs: { name: 'a', type: 'S' },
     bin: { name: 'b', type: 'B' },
     expiresAt: { name: TTL_ATTRIBUTE, type: 'N' },
+    takeToken: { name: TAKE_TOKEN_ATTRIBUTE, type: 'S' },
   },
   timeToLiveAttribute: TTL_ATTRIBUTE,
   billingMode: 'PAY_PER_REQUEST',

@@ -14,8 +14,11 @@ import {
   type ItemKey,
   type ItemStore,
   type QueryOptions,
+  TakeWriteError,
   type QueryPage,
+  type Taken,
   type TableName,
+  type WriteEachOptions,
   type WriteOp,
   type WriteResult,
 } from '../port.js';
@@ -52,8 +55,13 @@ const SOME_EXIST = new Error('some rows exist');
 
 /** A write call waiting for the next group commit. */
 interface WriteJob {
-  kind: 'all' | 'each';
+  kind: 'all' | 'each' | 'take';
   ops: WriteOp[];
+  /** Need not be durable before a later job that is ({@link WriteEachOptions.deferDurability}). */
+  deferred?: boolean;
+  /** For a take: the counter, how many numbers, and the writes to build from them. */
+  take?: { table: TableName; key: ItemKey; count: number; then?: ((t: Taken) => WriteOp[]) | undefined };
+  taken?: Taken;
   /** Each put's attributes as JSON, serialised once by {@link checkOp} (null for other ops). */
   jsons: (string | null)[];
   resolve(v: WriteResult[] | undefined): void;
@@ -101,6 +109,14 @@ function checkOp(op: WriteOp): string | null {
 
 const opKey = (op: WriteOp): ItemKey => (op.op === 'put' ? op.item : op.key);
 
+/** Validates a write built by a take: as any op, and never on the counter itself. */
+function checkTakeOp(op: WriteOp, t: { table: TableName; key: ItemKey }): string | null {
+  const k = opKey(op);
+  if (op.table === t.table && k.pk === t.key.pk && k.sk === t.key.sk)
+    throw new Error('the writes after a take must not touch its counter');
+  return checkOp(op);
+}
+
 /** Whether `current` satisfies `cond` (evaluated in JS for check ops and delete-if-absent). */
 function holds(cond: Condition, current: Item | undefined): boolean {
   switch (cond.kind) {
@@ -134,6 +150,8 @@ export class SqliteItemStore implements ItemStore {
   private readonly sDelete: Database.Statement<[string, string, string]>;
   private readonly sDeleteIfVer: Database.Statement<[string, string, string, number]>;
   private readonly sSweep: Database.Statement<[number]>;
+  private readonly sTakeNew: Database.Statement<[string, string, string, number]>;
+  private readonly sTakeRaise: Database.Statement<[number, string, string, string]>;
   private readonly queries = new Map<string, Database.Statement<unknown[], Row>>();
   private readonly txGetMany: (table: TableName, keys: ItemKey[]) => (Item | undefined)[];
   private readonly txGroup: Database.Transaction<(jobs: WriteJob[]) => void>;
@@ -153,7 +171,14 @@ export class SqliteItemStore implements ItemStore {
     return st;
   }
 
+  /** Whether the database flushes every commit to disk (`synchronous = FULL`, 2 and up). */
+  private readonly syncFull: boolean;
+  /** Whether the connection's commits flush now (it switches for groups of deferred writes). */
+  private flushing: boolean;
+
   constructor(private readonly db: Database.Database) {
+    this.syncFull = (db.pragma('synchronous', { simple: true }) as number) >= 2;
+    this.flushing = this.syncFull;
     this.sGet = db.prepare(`SELECT ${COLS} FROM items WHERE ${KEY}`);
     const insert = 'INSERT INTO items (tbl, pk, sk, ver, attrs, bin, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)';
     // Guards are folded into the write itself (ON CONFLICT / WHERE ver = ?), so a write that
@@ -169,6 +194,10 @@ export class SqliteItemStore implements ItemStore {
     this.sDelete = db.prepare(`DELETE FROM items WHERE ${KEY}`);
     this.sDeleteIfVer = db.prepare(`DELETE FROM items WHERE ${KEY} AND ver = ?`);
     this.sSweep = db.prepare('DELETE FROM items WHERE expires_at < ?');
+    this.sTakeNew = db.prepare(
+      `INSERT INTO items (tbl, pk, sk, ver, attrs, bin, expires_at) VALUES (?, ?, ?, ?, '{}', NULL, NULL)`,
+    );
+    this.sTakeRaise = db.prepare(`UPDATE items SET ver = ver + ? WHERE ${KEY}`);
 
     // IMMEDIATE takes the write lock up front: a deferred transaction that reads first can
     // fail with SQLITE_BUSY on lock upgrade when another process writes, without waiting.
@@ -213,11 +242,34 @@ export class SqliteItemStore implements ItemStore {
     // Group commit: every write call waiting when the event loop comes round is applied in one
     // SQLite transaction (one fsync), each inside its own savepoint (better-sqlite3 nests a
     // transaction function as a SAVEPOINT), so one call's failed guard rolls back only itself.
+    // A take and the writes built from it, in one savepoint: both or neither.
+    const applyTake = db.transaction((job: WriteJob) => {
+      const t = job.take as NonNullable<WriteJob['take']>;
+      const before = this.read(t.table, t.key);
+      const taken: Taken = { first: before?.ver ?? 0, before };
+      if (before) this.sTakeRaise.run(t.count, t.table, t.key.pk, t.key.sk);
+      else this.sTakeNew.run(t.table, t.key.pk, t.key.sk, t.count);
+      if (t.then) {
+        try {
+          const ops = t.then(taken);
+          const jsons = ops.map((op) => checkTakeOp(op, t));
+          if (ops.length > 0) applyAll(ops, jsons);
+        } catch (e) {
+          // A full disk or an I/O error rolls back the whole group: that fails every call in it.
+          const cause = storeError(e);
+          if (!db.inTransaction) throw cause;
+          throw new TakeWriteError(taken.first, t.count, false, cause);
+        }
+      }
+      return taken;
+    });
     this.txGroup = db.transaction((jobs: WriteJob[]) => {
       for (const job of jobs) {
         try {
-          job.value =
-            job.kind === 'all' ? (applyAll(job.ops, job.jsons), undefined) : writeEachFast(job.ops, job.jsons);
+          if (job.kind === 'take') job.taken = applyTake(job);
+          else
+            job.value =
+              job.kind === 'all' ? (applyAll(job.ops, job.jsons), undefined) : writeEachFast(job.ops, job.jsons);
         } catch (e) {
           // SQLite rolls the whole transaction back on some errors (a full disk, an I/O error):
           // then no later call may run outside it, in autocommit, so the group fails as one.
@@ -306,12 +358,35 @@ export class SqliteItemStore implements ItemStore {
     await this.enqueue('all', [op], [checkOp(op)]);
   }
 
+  async take(table: TableName, key: ItemKey, count: number, then?: (t: Taken) => WriteOp[]): Promise<Taken> {
+    checkTable(table);
+    checkKey(key);
+    if (!Number.isInteger(count) || count < 1) throw new Error(`take needs a whole count of 1 or more, got ${count}`);
+    return new Promise<Taken>((resolve, reject) => {
+      this.pending.push({
+        kind: 'take',
+        ops: [],
+        jsons: [],
+        take: { table, key, count, then },
+        // flush hands a take job its `taken` (see there).
+        resolve: (v) => resolve(v as unknown as Taken),
+        reject,
+      });
+      if (this.pending.length === 1) setImmediate(() => this.flush());
+    });
+  }
+
   /** Queues a write for the next group commit; resolves once it is committed (durable). */
   private enqueue(kind: 'all', ops: WriteOp[], jsons: (string | null)[]): Promise<undefined>;
-  private enqueue(kind: 'each', ops: WriteOp[], jsons: (string | null)[]): Promise<WriteResult[]>;
-  private enqueue(kind: 'all' | 'each', ops: WriteOp[], jsons: (string | null)[]): Promise<WriteResult[] | undefined> {
+  private enqueue(kind: 'each', ops: WriteOp[], jsons: (string | null)[], deferred?: boolean): Promise<WriteResult[]>;
+  private enqueue(
+    kind: 'all' | 'each',
+    ops: WriteOp[],
+    jsons: (string | null)[],
+    deferred?: boolean,
+  ): Promise<WriteResult[] | undefined> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ kind, ops, jsons, resolve, reject });
+      this.pending.push({ kind, ops, jsons, resolve, reject, deferred });
       if (this.pending.length === 1) setImmediate(() => this.flush());
     });
   }
@@ -321,7 +396,14 @@ export class SqliteItemStore implements ItemStore {
     const jobs = this.pending;
     this.pending = [];
     if (jobs.length === 0) return;
+    // A group of deferred writes only commits without the disk flush; the next flushed commit
+    // (WAL frames are appended in order) makes them durable with it.
+    const flushed = this.syncFull && jobs.some((j) => !j.deferred);
     try {
+      if (this.syncFull && flushed !== this.flushing) {
+        this.db.pragma(`synchronous = ${flushed ? 'FULL' : 'NORMAL'}`);
+        this.flushing = flushed;
+      }
       this.txGroup.immediate(jobs);
     } catch (e) {
       // The commit itself failed (disk full, I/O error): nothing of the group is durable.
@@ -331,18 +413,19 @@ export class SqliteItemStore implements ItemStore {
     }
     for (const j of jobs) {
       if (j.error !== undefined) j.reject(j.error);
+      else if (j.kind === 'take') (j.resolve as (v: unknown) => void)(j.taken);
       else j.resolve(j.value);
     }
   }
 
-  async writeEach(ops: WriteOp[]): Promise<WriteResult[]> {
+  async writeEach(ops: WriteOp[], opts: WriteEachOptions = {}): Promise<WriteResult[]> {
     const jsons = ops.map((op) => {
       if (op.op === 'check') throw new Error('check ops are only valid in transact');
       return checkOp(op);
     });
     if (ops.length === 0) return [];
     // One savepoint in the next group commit; outcomes are still per op.
-    return this.enqueue('each', ops, jsons);
+    return this.enqueue('each', ops, jsons, opts.deferDurability === true);
   }
 
   async transact(ops: WriteOp[]): Promise<void> {

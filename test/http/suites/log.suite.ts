@@ -95,6 +95,20 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
     expect(again.body.queueId).toBe(r.body.queueId);
   });
 
+  it('GET /api/v1/queues/:queue answers whether a queue exists, with its options', async () => {
+    await http('POST', '/api/v1/configure', { queue: q('described'), options: { leaseTime: 45 } });
+    const r = await http<{ queue: string; configured: boolean; options: Record<string, unknown> }>(
+      'GET',
+      `/api/v1/queues/${q('described')}`,
+    );
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ queue: q('described'), configured: true, options: { leaseTime: 45 } });
+    await http('POST', '/api/v1/push', { items: [{ queue: q('implicit'), payload: 1 }] });
+    expect((await http('GET', `/api/v1/queues/${q('implicit')}`)).body).toMatchObject({ configured: false });
+    const none = await http('GET', `/api/v1/queues/${q('never-made')}`);
+    expect(none).toMatchObject({ status: 404, body: { code: 'not_found', missing: 'queue' } });
+  });
+
   it('POST /api/v1/push answers 201 with Queen-shaped results, in order', async () => {
     const shop = q('shop');
     const r = await http<PushReply>('POST', '/api/v1/push', {
