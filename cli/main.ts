@@ -4,6 +4,7 @@
  *   sluice push orders --partition eu --file orders.jsonl
  *   sluice tail orders --group audit --json
  *   sluice groups
+ *   sluice queues && sluice partitions orders && sluice peek orders -n 5
  *   sluice dlq redrive-all orders --rate 200
  *   sluice claims poll jobs p0 workers --batch 10
  *   sluice context add prod --endpoint https://abc.execute-api.eu-west-1.amazonaws.com --profile prod
@@ -15,6 +16,7 @@
 import { Command, CommanderError } from 'commander';
 import { VERSION } from '../lambdas/version.js';
 import { createContext, type CommandGroup, type Io } from './command.js';
+import { browseCommands } from './commands/browse.js';
 import { endpointFor } from './connection.js';
 import { claimCommands } from './commands/claims.js';
 import { completionCommands } from './commands/completion.js';
@@ -32,6 +34,7 @@ const GROUPS: readonly CommandGroup[] = [
   messageCommands,
   groupCommands,
   queueCommands,
+  browseCommands,
   dlqCommands,
   claimCommands,
   tokenCommands,

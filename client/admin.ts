@@ -167,7 +167,7 @@ export interface SeekResult {
 export class GroupAdmin {
   constructor(private readonly http: Transport) {}
 
-  /** Every group with its per-queue lag. */
+  /** Every partition-lease group with its per-queue lag (record-claim groups: `sluice.claims`). */
   async list(opts: { signal?: AbortSignal } = {}): Promise<ConsumerGroup[]> {
     const r = await this.http.json<unknown>({
       method: 'GET',
@@ -256,12 +256,50 @@ export class GroupAdmin {
   }
 }
 
+/**
+ * The partition-lease groups of a listing, one entry per group. The server answers Queen's
+ * shapes (a bare array of rows per group and queue, or per group and partition in snake_case for
+ * `/lagging`, record-claim groups included: `kind: "claim"`); older servers answered
+ * `{consumerGroups: [...]}` with one entry per group. Rows of one group are merged.
+ */
 function groupsOf(r: unknown): ConsumerGroup[] {
-  if (Array.isArray(r)) return r as ConsumerGroup[];
   const o = (r ?? {}) as { groups?: unknown; consumerGroups?: unknown };
-  if (Array.isArray(o.groups)) return o.groups as ConsumerGroup[];
-  if (Array.isArray(o.consumerGroups)) return o.consumerGroups as ConsumerGroup[];
-  return [];
+  const rows = (
+    Array.isArray(r) ? r : Array.isArray(o.groups) ? o.groups : Array.isArray(o.consumerGroups) ? o.consumerGroups : []
+  ) as Record<string, unknown>[];
+  const byName = new Map<string, ConsumerGroup>();
+  for (const row of rows) {
+    if (row.kind === 'claim') continue; // record-claim groups have their own API (sluice.claims)
+    const g = typeof row.consumer_group === 'string' ? fromLaggingRow(row) : (row as unknown as ConsumerGroup);
+    const seen = byName.get(g.name);
+    if (!seen) {
+      byName.set(g.name, { ...g, queues: [...(g.queues ?? [])] });
+      continue;
+    }
+    for (const q of g.queues ?? []) {
+      const same = seen.queues.find((x) => x.queue === q.queue);
+      if (same && typeof row.consumer_group === 'string') {
+        same.lagMessages += q.lagMessages;
+        same.lagSeconds = Math.max(same.lagSeconds, q.lagSeconds);
+        same.partitions += q.partitions;
+      } else if (!same) seen.queues.push(q);
+    }
+    seen.lagMessages += g.lagMessages;
+    seen.maxLagSeconds = Math.max(seen.maxLagSeconds, g.maxLagSeconds);
+  }
+  return [...byName.values()];
+}
+
+/** A `/lagging` row (one group on one partition) as a group entry. */
+function fromLaggingRow(row: Record<string, unknown>): ConsumerGroup {
+  const lagMessages = Number(row.offset_lag ?? 0);
+  const lagSeconds = Number(row.time_lag_seconds ?? 0);
+  return {
+    name: String(row.consumer_group),
+    queues: [{ queue: String(row.queue_name), partitions: 1, lagMessages, lagSeconds }],
+    lagMessages,
+    maxLagSeconds: lagSeconds,
+  };
 }
 
 /** Replays one dead letter (fresh transaction id) and removes its row. */

@@ -30,6 +30,17 @@ export {
 } from './claims.js';
 export { type LeaseConsumeOptions, type LeaseConsumeStats, type LeaseContext, type LeaseHandler } from './consume.js';
 export { Transaction, TransactionPush } from './transaction.js';
+export {
+  Browse,
+  type BrowseQuery,
+  type BrowseStatus,
+  type BrowsedMessage,
+  type MessageCounters,
+  type PartitionConsumer,
+  type PartitionSummary,
+  type QueueDetail,
+  type QueueSummary,
+} from './browse.js';
 export { DeadLetterQueue, GroupAdmin, type RedriveProgress, type DeleteGroupResult, type SeekResult } from './admin.js';
 export { SluiceError, SluiceApiError, SluiceNetworkError, SluiceTimeoutError, type SluiceErrorCode } from './errors.js';
 export {

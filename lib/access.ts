@@ -40,9 +40,12 @@ export interface FunctionAccess {
  *   segments (and their blobs), and push (transactions).
  * - Claim routes keep positions, claims and dead letters in `claims`, register groups in
  *   `meta` and read the log (and its blobs); they never push.
+ * - Reading one message (log routes) tells whether it is a dead letter (`dlq`, read).
  * - Admin routes configure and delete queues (`meta`: the queue, its partitions' names, the
  *   tombstones; the lease groups' scan state in `leases`), list, retry (a push) and delete
- *   dead letters (`dlq` and its blobs) and manage lease groups (`leases`, `meta`).
+ *   dead letters (`dlq` and its blobs) and manage lease groups (`leases`, `meta`); the admin
+ *   reads (resources, status, consumer groups, message browsing) read every table's positions
+ *   and the log, and a partition seek moves record-claim groups too (`claims`).
  * - Maintenance sweeps orphan segment and dead-letter blobs (list, delete; abort markers in
  *   `log` and `dlq`, cursors in `meta`), applies retention (segments and their blobs, idle partitions retired in `meta`;
  *   claim positions read in `claims`), and removes what deleted queues and retired partitions
@@ -52,7 +55,7 @@ export interface FunctionAccess {
  */
 export const FUNCTION_ACCESS: Record<FunctionName, FunctionAccess> = {
   log: {
-    tables: { meta: 'readwrite', log: 'readwrite', dedup: 'readwrite', leases: 'readwrite' },
+    tables: { meta: 'readwrite', log: 'readwrite', dedup: 'readwrite', leases: 'readwrite', dlq: 'read' },
     bucket: ['read', 'write'],
   },
   leases: {
@@ -64,7 +67,14 @@ export const FUNCTION_ACCESS: Record<FunctionName, FunctionAccess> = {
     bucket: ['read'],
   },
   admin: {
-    tables: { meta: 'readwrite', log: 'readwrite', dedup: 'readwrite', leases: 'readwrite', dlq: 'readwrite' },
+    tables: {
+      meta: 'readwrite',
+      log: 'readwrite',
+      dedup: 'readwrite',
+      leases: 'readwrite',
+      claims: 'readwrite',
+      dlq: 'readwrite',
+    },
     bucket: ['read', 'write', 'delete'],
   },
   maintenance: {

@@ -108,6 +108,8 @@ export function defineRoute<B = undefined, Q = Record<string, string>, P = Recor
 
 interface CompiledRoute {
   def: RouteDef;
+  /** `METHOD /path/{template}`: the route's name in metrics and logs. */
+  label: string;
   parts: { literal?: string; param?: string }[];
   /** Literal segments first: `/consumer-groups/lagging` beats `/consumer-groups/{group}`. */
   specificity: number;
@@ -122,7 +124,7 @@ function compile(def: RouteDef): CompiledRoute {
       return m ? { param: m[1] as string } : { literal: seg };
     });
   const specificity = parts.reduce((n, p, i) => n + (p.literal !== undefined ? 2 ** (20 - i) : 0), 0);
-  return { def, parts, specificity };
+  return { def, label: `${def.method} ${def.path}`, parts, specificity };
 }
 
 function decodeSegment(seg: string): string {
@@ -213,18 +215,81 @@ const jsonLog = {
   },
 };
 
+/** One answered request, as the request log sees it. */
+export interface RequestRecord {
+  method: string;
+  /** The route's template (`/api/v1/pop/queue/{queue}`), or the raw path when no route matched. */
+  route: string;
+  status: number;
+  durationMs: number;
+  principal: string;
+  /** The first queue the request named, if it named one. */
+  queue: string | undefined;
+}
+
+/** Receives every answered request (the local server's one JSON line per request). */
+export type RequestLog = (r: RequestRecord) => void;
+
+export interface HandlerOptions {
+  services?: () => Promise<Services>;
+  grants?: Grants;
+  /** Called once per answered request; none by default (API Gateway keeps access logs on AWS). */
+  requestLog?: RequestLog;
+}
+
+/** What one request's handling learnt, for the activity and the request log. */
+interface Seen {
+  route?: CompiledRoute;
+  runtime?: Services;
+  principal: string;
+  queue?: string | undefined;
+  meter?: HttpResult['meter'];
+}
+
 /**
  * One Lambda handler (API Gateway HTTP API, payload format 2.0) serving a set of routes.
- * Errors of any kind are turned into `{error, code}` bodies by one middleware.
+ * Errors of any kind are turned into `{error, code}` bodies in one place ({@link errorResponse}).
+ * Every answer is recorded in the process's activity (latency by route; the route's `meter`)
+ * and handed to `requestLog` when there is one.
  */
-export function makeHandler(routes: RouteDef[], options: { services?: () => Promise<Services>; grants?: Grants } = {}) {
+export function makeHandler(routes: RouteDef[], options: HandlerOptions = {}) {
   const getServices = options.services ?? services;
   let grants = options.grants;
   const compiled = routes.map(compile).sort((a, b) => b.specificity - a.specificity);
   const base = async (
     event: HttpEvent,
+    context: Context,
+    invocation: { signal: AbortSignal },
+  ): Promise<HttpResponse> => {
+    const started = performance.now();
+    const seen: Seen = { principal: principalOf(event) };
+    let response: HttpResponse;
+    try {
+      response = await answer(event, context, invocation, seen);
+    } catch (e) {
+      response = serialise(errorResponse(e, jsonLog));
+    }
+    const status = response.statusCode ?? 200;
+    const ms = performance.now() - started;
+    if (seen.runtime && seen.route) {
+      seen.runtime.activity.request(seen.route.label, status, ms / 1000);
+      if (status < 400) seen.meter?.(seen.runtime.activity);
+    }
+    options.requestLog?.({
+      method: event.requestContext.http.method,
+      route: seen.route?.def.path ?? event.rawPath,
+      status,
+      durationMs: ms,
+      principal: seen.principal,
+      queue: seen.queue,
+    });
+    return response;
+  };
+  const answer = async (
+    event: HttpEvent,
     _context: Context,
     invocation: { signal: AbortSignal },
+    seen: Seen,
   ): Promise<HttpResponse> => {
     const method = event.requestContext.http.method.toUpperCase();
     const rawPath = event.rawPath;
@@ -236,13 +301,15 @@ export function makeHandler(routes: RouteDef[], options: { services?: () => Prom
         `${method} is not allowed on ${rawPath}; use ${m.allowed.join(' or ')}`,
       );
     const runtime = await getServices();
+    seen.route = m.route;
+    seen.runtime = runtime;
     const def = m.route.def;
     const body = def.body
       ? validate(def.body, parseBody(event, runtime.config.maxBodyBytes), 'request body')
       : undefined;
     const query = validate(def.query, event.queryStringParameters ?? {}, 'query string');
     const params = validate(def.params, m.params, 'path');
-    const principal = principalOf(event);
+    const principal = seen.principal;
     grants ??= grantsFromEnv();
     const enforced = grants;
     const authorize = (queue: string, action: Action = def.access.action): void => {
@@ -259,6 +326,7 @@ export function makeHandler(routes: RouteDef[], options: { services?: () => Prom
         if (!alternatives.some((a) => enforced.allowsSome(principal, a)))
           enforced.checkSome(principal, def.access.action);
       }
+      seen.queue = named[0];
       const unique = [...new Set(named)];
       // A name no queue can have is a bad request (400), whoever asks.
       for (const q of unique) assertName(q, 'queue');
@@ -281,6 +349,7 @@ export function makeHandler(routes: RouteDef[], options: { services?: () => Prom
         authorize,
         allowed,
       });
+      seen.meter = result.meter;
       return serialise(result);
     } finally {
       runtime.telemetry.flush?.();

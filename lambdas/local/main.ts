@@ -5,6 +5,7 @@
  *   npm start -- --port 6632 --data-dir ./.sluice-data
  *   npm start -- --host 0.0.0.0 --grants ./grants.json   # bearer tokens + per-queue grants
  *   npm start -- --cors-origin http://localhost:5173      # a dashboard served from elsewhere
+ *   npm start -- --log-level warn                         # no line per request (only 5xx)
  *
  * Without a grants file the server is open to anyone who reaches it, so it only listens on
  * loopback then, and answers only requests addressed to a loopback name from no other web
@@ -15,12 +16,13 @@ import { setFlagsFromString } from 'node:v8';
 import { loadConfig } from '../config.js';
 import { Grants, readGrantsFile } from '../http/grants.js';
 import { makeHandler } from '../http/route.js';
-import { ALL_ROUTES } from '../http/routes.js';
+import { SERVER_ROUTES } from '../http/routes.js';
 import { runMaintenance } from '../service/maintenance/maintenance.js';
 import { buildServices, useServices } from '../service/runtime.js';
 import type { Storage } from '../storage/port.js';
 import { assertSafeBind, bearerAuthenticator, withBearerTokens } from './auth.js';
 import { corsOriginProblem, requestGate } from './edge.js';
+import { parseLogLevel, requestLogger } from './request-log.js';
 import { SERVER_LIMITS, startLocalServer, type LambdaHttpHandler, type LocalServer } from './server.js';
 import { listenProblem, localKeyProvider, withLocalDefaults } from './setup.js';
 
@@ -38,13 +40,15 @@ const { values } = parseArgs({
     'cors-origin': { type: 'string', multiple: true },
     'allowed-host': { type: 'string', multiple: true },
     'max-connections': { type: 'string' },
+    'log-level': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (values.help) {
   console.log(
     'usage: npm start -- [--port 6632] [--host 127.0.0.1] [--data-dir ./.sluice-data] [--sync full|normal] [--grants grants.json]\n' +
-      '                    [--cors-origin https://dash.example]... [--allowed-host sluice.internal]... [--max-connections 1000]',
+      '                    [--cors-origin https://dash.example]... [--allowed-host sluice.internal]... [--max-connections 1000]\n' +
+      '                    [--log-level debug|info|warn|error|silent]',
   );
   process.exit(0);
 }
@@ -58,6 +62,7 @@ if (values.grants) env.SLUICE_GRANTS_FILE = values.grants;
 if (values['cors-origin']) env.SLUICE_CORS_ORIGINS = values['cors-origin'].join(',');
 if (values['allowed-host']) env.SLUICE_ALLOWED_HOSTS = values['allowed-host'].join(',');
 if (values['max-connections']) env.SLUICE_MAX_CONNECTIONS = values['max-connections'];
+if (values['log-level']) env.SLUICE_LOG_LEVEL = values['log-level'];
 
 /** A comma-separated list from the environment. */
 const list = (v: string | undefined): string[] =>
@@ -79,6 +84,7 @@ async function main(): Promise<void> {
   const maxConnections = Number(env.SLUICE_MAX_CONNECTIONS ?? SERVER_LIMITS.maxConnections);
   if (!Number.isInteger(maxConnections) || maxConnections < 1)
     throw new Error(`--max-connections must be a whole number of 1 or more (got ${env.SLUICE_MAX_CONNECTIONS})`);
+  const requestLog = requestLogger(parseLogLevel(env.SLUICE_LOG_LEVEL));
   let handler: LambdaHttpHandler;
   let tokens: Record<string, string> | undefined;
   if (grantsFile) {
@@ -88,9 +94,9 @@ async function main(): Promise<void> {
       throw new Error(`grants file ${grantsFile} has no "tokens": nobody could authenticate to the local server`);
     // The edge authenticates from the headers before the body is read; the handler checks the
     // token again, so no path to it can skip authentication.
-    handler = withBearerTokens(makeHandler(ALL_ROUTES, { grants: Grants.from(grantsConfig) }), tokens);
+    handler = withBearerTokens(makeHandler(SERVER_ROUTES, { grants: Grants.from(grantsConfig), requestLog }), tokens);
   } else {
-    handler = makeHandler(ALL_ROUTES, { grants: Grants.open() });
+    handler = makeHandler(SERVER_ROUTES, { grants: Grants.open(), requestLog });
   }
   const gate = requestGate({
     allowedHosts,

@@ -2,6 +2,8 @@ import { defaultCompressMinBytes, defaultInlineMaxBytes, loadConfig, type Sluice
 import { defaultMaxWaiters } from '../core/holds.js';
 import { parseKey } from '../core/sealing.js';
 import type { Storage } from '../storage/port.js';
+import { Activity } from './admin/activity.js';
+import { buildAdminReads, type AdminReads } from './admin/index.js';
 import { KmsKeyProvider, lazyKmsClient } from './adapters/kms-key-provider.js';
 import { unreservedConcurrency } from './adapters/lambda-account.js';
 import { ClaimService } from './claims/claim-service.js';
@@ -64,6 +66,10 @@ export interface Services {
   /** The orphan segment-blob sweep (run by maintenance). */
   segmentBlobs: SegmentBlobSweep;
   telemetry: Telemetry;
+  /** The admin reads: queue and group views, dead letters across queues, message browsing. */
+  admin: AdminReads;
+  /** What this process served (per-queue counts and series, request latency), counted at the HTTP boundary. */
+  activity: Activity;
   /** This process's recent failed storage writes (`/health`, `/ready`); `storage` feeds it. */
   storageHealth: WriteHealth;
   /** The deployment-wide cap on concurrent long-poll waits; undefined when there is none (SLUICE_MAX_WAITERS=0). */
@@ -149,6 +155,7 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
   const retention = new RetentionService({ storage, queues, segments, groups, claims, config, clock });
   const deletion = new QueueDeletion({ storage, queues, groups, ready, dlq, config, clock });
   const segmentBlobs = new SegmentBlobSweep({ storage, config, clock });
+  const admin = buildAdminReads({ storage, queues, segments, groups, leaseGroups, dlq, cipher, clock });
   return {
     config,
     storage,
@@ -169,6 +176,8 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
     deletion,
     segmentBlobs,
     telemetry,
+    admin,
+    activity: new Activity(clock),
     storageHealth,
     waitSlots,
     shutdown: opts.shutdown ?? new AbortController().signal,

@@ -24,6 +24,7 @@ import { BLOB_PREFIXES, FUNCTION_ACCESS, FUNCTIONS, type BucketOp, type Function
 import { TestClock, testServices } from '../support/services.js';
 import { defineLogRoutesSuite } from '../http/suites/log.suite.js';
 import { defineQueueSmokeSuite } from '../http/suites/smoke.suite.js';
+import { defineAdminSuite } from '../http/suites/admin.suite.js';
 
 type Use = `table:${TableName}:${'read' | 'write'}` | `bucket:${BucketOp}`;
 
@@ -132,6 +133,7 @@ describe('cdk: the IAM map covers what each function does', () => {
 
   defineLogRoutesSuite(() => ({ url: server.url }), { ...limits, backend: 'embedded', behindGateway: true });
   defineQueueSmokeSuite(() => ({ url: server.url }));
+  defineAdminSuite(() => ({ url: server.url }), { oneProcess: false });
 
   it('maintenance: a sweep that finds an orphan blob', async () => {
     // A blob no segment references (a push that died before committing), written behind the recorder's back.

@@ -14,7 +14,8 @@ import type {
   AckReply,
   ConfigureReply,
   ConsumerGroupReply,
-  ConsumerGroupsReply,
+  ConsumerGroupRowReply,
+  LaggingRowReply,
   DlqPageReply,
   ErrorReply,
   MessageReply,
@@ -157,12 +158,17 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
       partitionId: slow.body.messages[0]!.partitionId,
     });
     clock.advance(600_000);
-    const list = await call<ConsumerGroupsReply>(url, 'GET', '/api/v1/consumer-groups');
+    const list = await call<ConsumerGroupRowReply[]>(url, 'GET', '/api/v1/consumer-groups');
     expect(list.status).toBe(200);
-    const lagOf = (name: string) =>
-      list.body.consumerGroups.find((g) => g.name === name)?.queues.find((q) => q.queue === 'lag');
-    expect(lagOf('fast')).toMatchObject({ lagMessages: 0 });
-    expect(lagOf('slow')).toMatchObject({ lagMessages: 2, lagSeconds: 600 });
+    // Queen's shape: a bare array, one row per (group, queue).
+    const rowOf = (name: string) => list.body.find((g) => g.name === name && g.queueName === 'lag');
+    expect(rowOf('fast')).toMatchObject({ totalLag: 0, state: 'Stable', queues: [{ lagMessages: 0 }] });
+    expect(rowOf('slow')).toMatchObject({
+      totalLag: 2,
+      maxTimeLag: 600,
+      state: 'Lagging',
+      queues: [{ lagMessages: 2, lagSeconds: 600 }],
+    });
     const one = await call<ConsumerGroupReply>(url, 'GET', '/api/v1/consumer-groups/slow');
     expect(one.body.queues[0]!.detail[0]).toMatchObject({
       partition: 'Default',
@@ -170,14 +176,18 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
       next: 3,
       lagMessages: 2,
     });
+    // Queen's lagging rows: snake_case, one per (group, partition), lag strictly above the threshold.
     expect(
-      (await call<ConsumerGroupsReply>(url, 'GET', '/api/v1/consumer-groups/lagging')).body.consumerGroups.map(
-        (g) => g.name,
-      ),
+      (await call<LaggingRowReply[]>(url, 'GET', '/api/v1/consumer-groups/lagging')).body.map((g) => g.consumer_group),
     ).not.toContain('slow');
-    const lagging = await call<ConsumerGroupsReply>(url, 'GET', '/api/v1/consumer-groups/lagging?minLagSeconds=300');
-    expect(lagging.body.consumerGroups.map((g) => g.name)).toContain('slow');
-    expect(lagging.body.consumerGroups.map((g) => g.name)).not.toContain('fast');
+    const lagging = await call<LaggingRowReply[]>(url, 'GET', '/api/v1/consumer-groups/lagging?minLagSeconds=300');
+    expect(lagging.body.find((g) => g.consumer_group === 'slow')).toMatchObject({
+      queue_name: 'lag',
+      partition_name: 'Default',
+      offset_lag: 2,
+      time_lag_seconds: 600,
+    });
+    expect(lagging.body.map((g) => g.consumer_group)).not.toContain('fast');
     expect((await call(url, 'GET', '/api/v1/consumer-groups/nobody')).status).toBe(404);
   });
 

@@ -1,7 +1,8 @@
 /**
  * One mapping of storage failures to HTTP, on every route (docs/STORAGE.md, "When storage
  * fails"): with the store unavailable every route of the route table answers 503 with
- * `Retry-After` and `code: unavailable` (the health probes with their own body), never a bare 500; with the disk full every route that
+ * `Retry-After` and `code: unavailable` (the health probes with their own body; routes that read
+ * no storage answer as usual), never a bare 500; with the disk full every route that
  * has to write answers 507 `storage_full` and the others answer as they would. The requests
  * are valid, so each reaches its service; the table below must name every route, so a route
  * added later is held to the same rule.
@@ -59,6 +60,8 @@ interface Call {
   method: string;
   path: string;
   body?: unknown;
+  /** The route reads no storage (neutral Queen answers, the OpenAPI document): it answers as usual. */
+  storeless?: boolean;
 }
 
 const G = '/api/v1/queues/sf/partitions/Default/groups/c';
@@ -113,6 +116,33 @@ function calls(w: { pid: string; txid: string; leaseId: string }): Call[] {
     { method: 'DELETE', path: '/api/v1/consumer-groups/gone/queues/sf' },
     { method: 'POST', path: '/api/v1/consumer-groups/g/subscription', body: { subscriptionTimestamp: 0 } },
     { method: 'POST', path: '/api/v1/consumer-groups/g/queues/sf/seek', body: { toEnd: true } },
+    { method: 'POST', path: '/api/v1/consumer-groups/g/queues/sf/partitions/Default/seek' },
+    { method: 'GET', path: '/api/v1/queues/sf' },
+    // The admin read API (docs/QUEEN-COMPAT.md).
+    { method: 'GET', path: '/api/v1/resources/queues' },
+    { method: 'GET', path: '/api/v1/resources/queues/sf' },
+    { method: 'GET', path: '/api/v1/resources/overview' },
+    { method: 'GET', path: '/api/v1/resources/namespaces' },
+    { method: 'GET', path: '/api/v1/resources/tasks' },
+    { method: 'GET', path: '/api/v1/status' },
+    { method: 'GET', path: '/api/v1/status/queues' },
+    { method: 'GET', path: '/api/v1/status/queues/sf' },
+    { method: 'GET', path: '/api/v1/status/analytics' },
+    { method: 'GET', path: '/api/v1/messages?queue=sf' },
+    { method: 'GET', path: '/api/v1/analytics/queue-ops?queue=sf' },
+    // Series from this process's memory, and Queen's neutral answers: no storage read.
+    { method: 'GET', path: '/api/v1/analytics/queue-lag', storeless: true },
+    { method: 'GET', path: '/api/v1/analytics/queue-parked-replicas', storeless: true },
+    { method: 'GET', path: '/api/v1/analytics/retention', storeless: true },
+    { method: 'GET', path: '/api/v1/analytics/worker-metrics', storeless: true },
+    { method: 'GET', path: '/api/v1/analytics/system-metrics', storeless: true },
+    { method: 'GET', path: '/api/v1/system/maintenance', storeless: true },
+    { method: 'GET', path: '/api/v1/system/maintenance/pop', storeless: true },
+    { method: 'POST', path: '/api/v1/stats/refresh', storeless: true },
+    { method: 'GET', path: '/api/v1/traces/by-name/x', storeless: true },
+    { method: 'GET', path: '/api/v1/traces/names', storeless: true },
+    { method: 'GET', path: `/api/v1/traces/${w.pid}/${w.txid}`, storeless: true },
+    { method: 'GET', path: '/api/v1/openapi.json', storeless: true },
   ];
 }
 
@@ -182,7 +212,7 @@ describe('integration: storage failures answer the same way on every route', () 
         // The health probes answer in their own (Queen's) shape: {"status": "unhealthy", "reason"}.
         const body =
           c.path === '/health' || c.path === '/ready' ? /"reason":"storage cannot be reached"/ : /"code":"unavailable"/;
-        const ok = r.status === 503 && r.retryAfter === '5' && body.test(r.text);
+        const ok = c.storeless ? r.status < 500 : r.status === 503 && r.retryAfter === '5' && body.test(r.text);
         if (!ok)
           answers.push(`${c.method} ${c.path} → ${r.status} retry-after=${r.retryAfter} ${r.text.slice(0, 120)}`);
       }

@@ -1,5 +1,5 @@
 import { makeHandler } from '../../lambdas/http/route.js';
-import { ALL_ROUTES } from '../../lambdas/http/routes.js';
+import { SERVER_ROUTES } from '../../lambdas/http/routes.js';
 import { requestGate, type EdgePolicy } from '../../lambdas/local/edge.js';
 import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
 import type { Services } from '../../lambdas/service/runtime.js';
@@ -13,7 +13,7 @@ export const OPEN_EDGE: EdgePolicy = { allowedHosts: [], checkHost: true, corsOr
  */
 export async function startTestServer(svc: Services, opts: { edge?: EdgePolicy } = {}): Promise<LocalServer> {
   return startLocalServer({
-    handler: makeHandler(ALL_ROUTES, { services: async () => svc }),
+    handler: makeHandler(SERVER_ROUTES, { services: async () => svc }),
     gate: requestGate(opts.edge ?? OPEN_EDGE),
     host: '127.0.0.1',
     port: 0,

@@ -48,7 +48,8 @@ export async function startServerProcess(
   // `entry`: another build of the server (the A/B bench runs two revisions side by side).
   const command = opts.entry ? [opts.entry] : serverCommand();
   const child = spawn(process.execPath, [...command, '--port', String(port), ...args], {
-    env: { ...process.env, SLUICE_MAINTENANCE_INTERVAL_MS: '0', ...env },
+    // Quiet by default (no line per request): benches and long runs would buffer every line here.
+    env: { ...process.env, SLUICE_MAINTENANCE_INTERVAL_MS: '0', SLUICE_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

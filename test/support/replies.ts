@@ -111,9 +111,27 @@ export interface ConsumerGroupReply {
   }[];
 }
 
-/** `GET /api/v1/consumer-groups` and `/api/v1/consumer-groups/lagging`. */
-export interface ConsumerGroupsReply {
-  consumerGroups: ConsumerGroupReply[];
+/** A row of `GET /api/v1/consumer-groups` (a bare array): Queen's fields for one (group, queue). */
+export interface ConsumerGroupRowReply {
+  name: string;
+  kind: 'lease' | 'claim';
+  queueName: string;
+  topics: string[];
+  members: number;
+  partitionsWithLag: number;
+  totalLag: number;
+  maxTimeLag: number;
+  state: 'Stable' | 'Lagging' | 'Dead';
+  queues: { queue: string; lagMessages: number; lagSeconds: number }[];
+}
+
+/** A row of `GET /api/v1/consumer-groups/lagging` (a bare array, snake_case). */
+export interface LaggingRowReply {
+  consumer_group: string;
+  queue_name: string;
+  partition_name: string;
+  offset_lag: number;
+  time_lag_seconds: number;
 }
 
 /** `GET /api/v1/messages/:partitionId/:transactionId`. */

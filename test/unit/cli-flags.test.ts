@@ -95,6 +95,7 @@ describe('unit: cli flags, one per concept', () => {
         'claims poll --visibility',
         'claims poll --wait',
         'groups --min-lag',
+        'peek --since',
         'pop --lease',
         'pop --wait',
         'tail --idle',

@@ -10,6 +10,7 @@ import { makeHandler, principalOf } from '../../lambdas/http/route.js';
 import type { HttpEvent } from '../../lambdas/http/types.js';
 import type { Services } from '../../lambdas/service/runtime.js';
 import { WriteHealth } from '../../lambdas/service/storage-health.js';
+import { Activity } from '../../lambdas/service/admin/activity.js';
 
 describe('unit: error mapping', () => {
   it('maps domain errors to their status with code and message', () => {
@@ -50,6 +51,7 @@ describe('unit: GET /health', () => {
           storageHealth: new WriteHealth(Date.now),
           config: {},
           telemetry: { count() {} },
+          activity: new Activity(Date.now),
           shutdown: new AbortController().signal,
         }) as unknown as Services,
     });
@@ -97,6 +99,7 @@ describe('unit: callers behind the JWT authorizer', () => {
         deletion: { deleteQueue: async (q: string) => (deleted.push(q), { existed: true }) },
         config: { maxBodyBytes: 1 << 20 },
         telemetry: { count() {} },
+        activity: new Activity(Date.now),
         shutdown: new AbortController().signal,
       }) as unknown as Services,
   });

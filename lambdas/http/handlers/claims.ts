@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { MAX_ACK_OFFSETS } from '../../core/claims/index.js';
 import type { ClaimedRecord } from '../../service/claims/claim-service.js';
 import { rawPayload } from '../../codec/json-writer.js';
+import { claimPollMeter, claimSettleMeter } from '../meters.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { instant, iso, nameSchema, newNameSchema } from './schemas.js';
 
@@ -92,6 +93,7 @@ export const claimPoll = defineRoute({
       statusCode: 200,
       raw: true,
       body: { records: r.records.map(recordJson), capped: r.capped },
+      meter: claimPollMeter(params.queue, r, services.clock()),
       // The wait cap turned the wait away: our client sleeps this long before polling again.
       ...(r.retryAfterSeconds === undefined ? {} : { headers: { 'retry-after': String(r.retryAfterSeconds) } }),
     };
@@ -115,7 +117,11 @@ export const claimAck = defineRoute({
   access: { action: 'consume', ...onQueue },
   async run({ params, body, services }) {
     const r = await services.claims.ack(params.queue, params.partition, params.group, body.offsets);
-    return { statusCode: 200, body: { committed: r.committed } };
+    return {
+      statusCode: 200,
+      body: { committed: r.committed },
+      meter: claimSettleMeter(params.queue, 'claimAcks', body.offsets.length),
+    };
   },
 });
 
@@ -157,7 +163,11 @@ export const claimDeadLetter = defineRoute({
   access: { action: 'consume', ...onQueue },
   async run({ params, body, services }) {
     const r = await services.claims.deadLetter(params.queue, params.partition, params.group, body);
-    return { statusCode: 200, body: { offset: r.offset, deadLettered: true, committed: r.committed } };
+    return {
+      statusCode: 200,
+      body: { offset: r.offset, deadLettered: true, committed: r.committed },
+      meter: claimSettleMeter(params.queue, 'deadLetters', 1),
+    };
   },
 });
 

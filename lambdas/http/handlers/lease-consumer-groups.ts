@@ -5,6 +5,8 @@
  */
 import { z } from 'zod';
 import { invalid } from '../../core/errors.js';
+import { groupState } from '../../core/queue-stats.js';
+import type { GroupQueueRow } from '../../service/admin/group-lag.js';
 import type { GroupView } from '../../service/leases/lease-groups.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { seesGroupsOn } from './access.js';
@@ -28,16 +30,50 @@ function viewJson(view: GroupView, allowed: (queue: string) => boolean): Record<
   };
 }
 
+/**
+ * A (group, queue) row in Queen's shape (a bare array of them is the list), for either design,
+ * with Sluice's per-queue lag alongside (`queues`, one entry) so clients that read the older
+ * per-group shape keep working.
+ */
+function groupRowJson(r: GroupQueueRow): Record<string, unknown> {
+  return {
+    name: r.group,
+    kind: r.kind,
+    topics: [r.queue],
+    queueName: r.queue,
+    members: r.members,
+    partitionsWithLag: r.partitionsWithLag,
+    totalLag: r.lagMessages,
+    maxTimeLag: r.lagSeconds,
+    state: groupState(r.lagSeconds, r.everConsumed),
+    subscriptionMode: r.subscription.mode,
+    subscriptionTimestamp: iso(r.subscription.from),
+    subscriptionCreatedAt: iso(r.createdAt),
+    lagMessages: r.lagMessages,
+    maxLagSeconds: r.lagSeconds,
+    queues: [
+      {
+        queue: r.queue,
+        subscription: { mode: r.subscription.mode, from: iso(r.subscription.from) },
+        partitions: r.partitions.length,
+        lagMessages: r.lagMessages,
+        lagSeconds: r.lagSeconds,
+        leasedPartitions: r.partitions.filter((p) => p.busy).length,
+      },
+    ],
+  };
+}
+
 export const listGroups = defineRoute({
   method: 'GET',
   path: '/api/v1/consumer-groups',
   group: 'admin',
-  summary: 'Every lease consumer group with its per-queue lag (messages and age of the oldest unfinished one).',
+  summary:
+    'Every consumer group (partition leases and record claims) per queue the caller can see it on: a bare array of Queen rows with lag.',
   access: { action: 'consume' },
   async run({ services, allowed }) {
-    const views = await services.leaseGroups.list();
-    const out = views.map((v) => viewJson(v, (q) => allowed(q))).filter((v) => (v.queues as unknown[]).length > 0);
-    return { statusCode: 200, body: { consumerGroups: out } };
+    const rows = await services.admin.groupLag.rows(seesGroupsOn(allowed));
+    return { statusCode: 200, body: rows.map(groupRowJson) };
   },
 });
 
@@ -45,16 +81,32 @@ export const laggingGroups = defineRoute({
   method: 'GET',
   path: '/api/v1/consumer-groups/lagging',
   group: 'admin',
-  summary: 'Groups whose oldest unfinished message is at least minLagSeconds old (default 3600).',
+  summary:
+    'Per group and partition whose oldest unfinished message is more than minLagSeconds old (default 3600), highest lag first (Queen: snake_case, a bare array).',
   query: z.object({ minLagSeconds: boundedQueryInteger(0, 10 * 365 * 86_400, 3600) }),
   access: { action: 'consume' },
   async run({ query, services, allowed }) {
-    const views = await services.leaseGroups.lagging(query.minLagSeconds);
-    const out = views
-      .map((v) => ({ ...v, queues: v.queues.filter((q) => q.lagMessages > 0 && q.lagSeconds >= query.minLagSeconds) }))
-      .map((v) => viewJson(v, (q) => allowed(q)))
-      .filter((v) => (v.queues as unknown[]).length > 0);
-    return { statusCode: 200, body: { minLagSeconds: query.minLagSeconds, consumerGroups: out } };
+    const rows = await services.admin.groupLag.rows(seesGroupsOn(allowed));
+    const out = rows
+      .flatMap((r) =>
+        r.partitions
+          .filter((p) => p.lagMessages > 0 && p.lagSeconds > query.minLagSeconds)
+          .map((p) => ({
+            consumer_group: r.group,
+            queue_name: r.queue,
+            partition_name: p.partition,
+            partition_id: p.partitionId,
+            worker_id: null,
+            offset_lag: p.lagMessages,
+            time_lag_seconds: p.lagSeconds,
+            lag_hours: Math.round((p.lagSeconds / 3600) * 100) / 100,
+            oldest_unconsumed_at: iso(p.oldestUnfinishedAt),
+            last_consumed_at: null,
+            kind: r.kind,
+          })),
+      )
+      .sort((a, b) => b.time_lag_seconds - a.time_lag_seconds || b.offset_lag - a.offset_lag);
+    return { statusCode: 200, body: out };
   },
 });
 
@@ -186,6 +238,39 @@ export const seekGroup = defineRoute({
   },
 });
 
+export const seekPartition = defineRoute({
+  method: 'POST',
+  path: '/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek',
+  group: 'admin',
+  summary:
+    "Move a group's position on one partition to its newest message (skip to end); a record-claim group is moved to latest.",
+  params: z.object({
+    group: newNameSchema('consumer group'),
+    queue: nameSchema('queue'),
+    partition: nameSchema('partition'),
+  }),
+  access: { action: 'manage', queues: ({ params }) => [params.queue] },
+  async run({ params, services }) {
+    const reg = await services.groups.get(params.queue, params.group);
+    let movedTo: number;
+    if (reg?.kind === 'claim') {
+      const r = await services.claims.seek(params.queue, params.partition, params.group, 'latest');
+      movedTo = r.offset - 1;
+    } else movedTo = await services.leaseGroups.seekPartition(params.group, params.queue, params.partition);
+    return {
+      statusCode: 200,
+      body: {
+        success: true,
+        consumerGroup: params.group,
+        queueName: params.queue,
+        partitionName: params.partition,
+        updated: true,
+        cursorMovedTo: movedTo,
+      },
+    };
+  },
+});
+
 export const leaseConsumerGroupRoutes: RouteDef[] = [
   listGroups,
   laggingGroups,
@@ -194,4 +279,5 @@ export const leaseConsumerGroupRoutes: RouteDef[] = [
   deleteGroupOnQueue,
   setSubscription,
   seekGroup,
+  seekPartition,
 ];

@@ -40,9 +40,15 @@ export const listDlq = defineRoute({
   method: 'GET',
   path: '/api/v1/dlq',
   group: 'admin',
-  summary: 'Dead letters of a queue (optionally one group), newest first; total is the rows on this page.',
+  summary:
+    'Dead letters of a queue, or of every queue the caller may consume (optionally one group), newest first; total is the rows on this page.',
   query: z.object({
-    queue: nameSchema('queue'),
+    // Queen's DeadLetter view sends no queue: every queue the caller may see.
+    queue: z
+      .string()
+      .optional()
+      .transform((v) => (v === '' ? undefined : v))
+      .pipe(nameSchema('queue').optional()),
     consumerGroup: optionalGroup,
     limit: boundedQueryInteger(1, 1000, 100),
     offset: boundedQueryInteger(0, 1_000_000, 0),
@@ -52,9 +58,9 @@ export const listDlq = defineRoute({
     to: z.string().optional(),
   }),
   access: { action: 'consume', queues: ({ query }) => [query.queue] },
-  async run({ query, services }) {
-    const rows = await services.dlq.list({
-      queue: query.queue,
+  async run({ query, services, allowed }) {
+    const queues = query.queue !== undefined ? [query.queue] : await services.admin.stats.names((q) => allowed(q));
+    const rows = await services.admin.deadLetters.listAcross(queues, {
       consumerGroup: query.consumerGroup,
       limit: query.limit,
       offset: query.offset,

@@ -13,6 +13,7 @@ import type { PopResult } from '../../service/leases/pop.js';
 import type { Services } from '../../service/runtime.js';
 import type { TxOp } from '../../service/transaction-service.js';
 import type { Action } from '../route.js';
+import { ackMeter, popMeter, transactionMeter } from '../meters.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { preparePushItems } from './messages.js';
 import { instantProblem, iso, nameSchema } from './schemas.js';
@@ -181,13 +182,14 @@ async function runPop(
     // Only a waiting pop needs to hear of shutdown or the deadline.
     q.wait ? signal() : undefined,
   );
+  const meter = popMeter(queue, r, services.clock());
   // 204 for every "nothing to deliver": empty, unknown, leased, held back, timed out; with
   // `Retry-After` when the wait cap turned the wait away (our client sleeps that long).
   if (!r)
     return retryAfterSeconds === undefined
-      ? { statusCode: 204 }
-      : { statusCode: 204, headers: { 'retry-after': String(retryAfterSeconds) } };
-  return { statusCode: 200, body: popResultText(r) };
+      ? { statusCode: 204, meter }
+      : { statusCode: 204, headers: { 'retry-after': String(retryAfterSeconds) }, meter };
+  return { statusCode: 200, body: popResultText(r), meter };
 }
 
 export const popPartition = defineRoute({
@@ -278,7 +280,7 @@ async function runAcks(
     leaseId: a.leaseId,
   }));
   const results = await services.leaseAcks.ack(items, group);
-  return { statusCode: 200, body: results.map(ackJson) };
+  return { statusCode: 200, body: results.map(ackJson), meter: ackMeter(results) };
 }
 
 export const ack = defineRoute({
@@ -424,7 +426,8 @@ export const transaction = defineRoute({
     });
     try {
       const r = await services.transactions.run(operations);
-      return { statusCode: 200, body: r };
+      const pushed = operations.flatMap((o) => (o.type === 'push' ? o.items : []));
+      return { statusCode: 200, body: r, ...(r.success ? { meter: transactionMeter(pushed) } : {}) };
     } catch (e) {
       // Business failures answer 200 with success false (a 5xx would make the client retry a non-idempotent call).
       if (e instanceof SluiceError && (e.code === 'queue_full' || e.code === 'not_found'))

@@ -5,10 +5,14 @@
 import { z } from 'zod';
 import { jsonNumber, jsonString, jsonStringOrNull, rawPayload } from '../../codec/json-writer.js';
 import { SluiceError, notFound } from '../../core/errors.js';
-import { DEFAULT_PARTITION, isWellFormedText, newNameProblem } from '../../core/names.js';
+import { DEFAULT_PARTITION, QUEUE_MODE_GROUP, isWellFormedText, newNameProblem } from '../../core/names.js';
+import { effectiveLeaseSeconds } from '../../core/queue-options.js';
+import { consumptionMode } from '../../core/queue-stats.js';
+import { decodeEntry } from '../../service/leases/dlq-store.js';
 import type { PushItem, PushResult } from '../../service/log/push.js';
 import type { StoredMessage } from '../../service/log/segments.js';
 import type { Services } from '../../service/runtime.js';
+import { pushMeter } from '../meters.js';
 import { payloadSpans } from '../payload-spans.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { MessageParams, iso, nameSchema } from './schemas.js';
@@ -156,7 +160,7 @@ export const push = defineRoute({
     const items = preparePushItems(body.items, services, 'items', rawBody());
     // MessagesPushed / DuplicatesRejected are counted by the log service (for every push path).
     const results = items.length === 0 ? [] : await services.pushes.push(items);
-    return { statusCode: 201, body: pushResultsText(results) };
+    return { statusCode: 201, body: pushResultsText(results), meter: pushMeter(results) };
   },
 });
 
@@ -194,16 +198,46 @@ export const getMessage = defineRoute({
           `${partition.queue}/${partition.name} (lookups by transactionId cover the queue's dedup window ` +
           `and its newest segments)`,
       );
+    const [progress, queue, deadRows] = await Promise.all([
+      services.leaseGroups.messageProgress(partition, message.offset),
+      services.queues.getQueue(partition.queue),
+      services.dlq.lookup(partition.id, message.transactionId),
+    ]);
+    const dead = deadRows[0] ? decodeEntry(deadRows[0]) : undefined;
+    const names = progress.consumerGroups.map((g) => g.name);
+    const leases = progress.consumerGroups.flatMap((g) => (g.leaseExpiresAt ? [g.leaseExpiresAt] : [])).sort();
+    const options = queue?.options;
     return {
       statusCode: 200,
       raw: true,
       // Per-group progress: `completed` once every lease group passed it (docs/LEASES.md, Consumer
-      // groups and subscriptions).
+      // groups and subscriptions); Queen's message-drawer fields around it (docs/QUEEN-COMPAT.md).
       body: messageJson(message, {
         partitionId: partition.id,
         queue: partition.queue,
         partition: partition.name,
-        ...(await services.leaseGroups.messageProgress(partition, message.offset)),
+        queuePath: `${partition.queue}/${partition.name}`,
+        namespace: queue?.namespace ?? '',
+        task: queue?.task ?? '',
+        ...progress,
+        status: dead ? 'dead_letter' : progress.status,
+        payload: rawPayload(message.payload),
+        isEncrypted: options?.encryptionEnabled ?? false,
+        producerSub: null,
+        errorMessage: dead?.errorMessage ?? null,
+        retryCount: dead?.retryCount ?? 0,
+        leaseExpiresAt: leases[0] ?? null,
+        queueConfig: options && {
+          leaseTime: effectiveLeaseSeconds(undefined, options.leaseTime),
+          retryLimit: options.retryLimit,
+          retryDelay: options.retryDelay,
+          ttl: options.ttl,
+          priority: options.priority,
+        },
+        mode: {
+          ...consumptionMode(names, QUEUE_MODE_GROUP),
+          consumedByGroups: progress.consumerGroups.filter((g) => g.consumed).length,
+        },
       }),
     };
   },

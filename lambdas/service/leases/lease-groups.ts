@@ -282,6 +282,20 @@ export class LeaseGroupAdmin {
   }
 
   /**
+   * Moves a group on one partition of a queue to the partition's newest message (Queen's
+   * "skip to end" of one partition); returns the offset the cursor moved to (-1: the partition
+   * is empty). Registers the group as a lease group, as a seek on the queue does.
+   */
+  async seekPartition(group: string, queue: string, partition: string): Promise<number> {
+    const part = await this.deps.queues.getPartition(queue, partition);
+    if (!part) throw notFound(`queue ${JSON.stringify(queue)} has no partition ${JSON.stringify(partition)}`);
+    await this.deps.groups.register(queue, group, 'lease', { mode: 'all', from: null });
+    const tail = await this.deps.segments.readTail(part.id);
+    await this.setCursor(part, group, tail.next - 1, tail.next);
+    return tail.next - 1;
+  }
+
+  /**
    * Moves a group's cursor on one partition (seek): the lease goes, the next delivery is
    * `committed + 1`. The partition is marked READY when it has messages after the cursor.
    */

@@ -12,8 +12,7 @@ import { callTarget, type HttpTarget } from '../../support/http.js';
 import type {
   AckReply,
   AckResultReply,
-  ConsumerGroupReply,
-  ConsumerGroupsReply,
+  ConsumerGroupRowReply,
   DlqPageReply,
   LogPageReply,
   PollReply,
@@ -180,10 +179,9 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
         (await http<DlqPageReply>('GET', `/api/v1/dlq?queue=${queue}&consumerGroup=${group}`)).body.messages,
       ).toEqual([]);
 
-      const groups = await http<ConsumerGroupsReply | ConsumerGroupReply[]>('GET', '/api/v1/consumer-groups');
+      const groups = await http<ConsumerGroupRowReply[]>('GET', '/api/v1/consumer-groups');
       expect(groups.status).toBe(200);
-      const listed = Array.isArray(groups.body) ? groups.body : groups.body.consumerGroups;
-      expect(listed.some((g) => g.name === group)).toBe(true);
+      expect(groups.body.some((g) => g.name === group)).toBe(true);
       expect((await http('GET', `/api/v1/consumer-groups/${group}`)).status).toBe(200);
       expect((await http('GET', '/api/v1/consumer-groups/lagging?minLagSeconds=0')).status).toBe(200);
       expect(

@@ -1,0 +1,255 @@
+/**
+ * Queen's status routes (docs/QUEEN-COMPAT.md): the cluster status with its throughput series,
+ * the queue list with counters, one queue with its config and partitions, and messages created
+ * per interval. Counters come from the items the queue keeps; series from this process's
+ * activity; worker-thread and PostgreSQL fields answer their neutral values.
+ */
+import { z } from 'zod';
+import { bucketIso, bucketMinutes, bucketStarts, type Window } from '../../core/queue-stats.js';
+import { addRow, emptyRow, type ActivityRow } from '../../service/admin/activity.js';
+import type { Services } from '../../service/runtime.js';
+import { defineRoute, type RouteDef } from '../route.js';
+import {
+  configJson,
+  countersJson,
+  lenientInteger,
+  optionalFilter,
+  optionalInstant,
+  partitionJson,
+  perSecond,
+  queueIdentity,
+  timeRangeJson,
+  windowOf,
+  workerJson,
+} from './admin-views.js';
+import { visibleQueue, visibleQueueViews } from './resources.js';
+import { iso, nameSchema } from './schemas.js';
+
+/** Every queue's activity rows summed per bucket, for the queues `include` admits. */
+export function bucketsOf(
+  services: Services,
+  w: Window,
+  minutes: number,
+  include: (queue: string) => boolean,
+): { starts: number[]; rows: ActivityRow[] } {
+  const starts = bucketStarts(w, minutes);
+  const rows = starts.map(() => emptyRow());
+  for (const [q, series] of services.activity.series(starts, minutes)) {
+    if (!include(q)) continue;
+    series.forEach((r, i) => addRow(rows[i]!, r));
+  }
+  return { starts, rows };
+}
+
+/** Messages delivered (pops and claim polls) and finished (acks) in a row. */
+const delivered = (r: ActivityRow): number => r.popMessages + r.claimMessages;
+const finished = (r: ActivityRow): number => r.ackSuccess + r.claimAcks;
+
+const StatusQuery = z.object({
+  from: optionalInstant,
+  to: optionalInstant,
+  queue: optionalFilter,
+  namespace: optionalFilter,
+  task: optionalFilter,
+});
+
+export const status = defineRoute({
+  method: 'GET',
+  path: '/api/v1/status',
+  group: 'admin',
+  summary:
+    'Throughput per bucket (newest first), message counters, leases and dead letters of the queues the caller may see.',
+  query: StatusQuery,
+  access: { action: 'consume' },
+  async run({ query, services, allowed }) {
+    const now = services.clock();
+    const w = windowOf(query, now);
+    const minutes = bucketMinutes(w);
+    const views = await visibleQueueViews(
+      services,
+      (q) => allowed(q) && (query.queue === undefined || q === query.queue),
+      { namespace: query.namespace, task: query.task },
+      { withDeadLetters: true },
+    );
+    const inScope = new Set(views.map((v) => v.queue.name));
+    const { starts, rows } = bucketsOf(services, w, minutes, (q) => inScope.has(q));
+    const total = emptyRow();
+    for (const r of rows) addRow(total, r);
+    let dlqRunning = 0;
+    const throughput = starts
+      .map((start, i) => {
+        const r = rows[i]!;
+        dlqRunning += r.deadLetters;
+        return {
+          timestamp: bucketIso(start),
+          ingested: r.pushMessages,
+          processed: finished(r),
+          popMessages: delivered(r),
+          ingestedPerSecond: perSecond(r.pushMessages, minutes),
+          processedPerSecond: perSecond(finished(r), minutes),
+          popPerSecond: perSecond(delivered(r), minutes),
+          avgLagMs: r.avgLagMs,
+          maxLagMs: r.maxLagMs,
+          avgEventLoopLagMs: 0,
+          maxEventLoopLagMs: 0,
+          minFreeSlots: 0,
+          dbErrors: 0,
+          ackFailed: r.ackFailed,
+          dlqCount: dlqRunning,
+          queenCpuUserPct: null,
+          queenCpuSysPct: null,
+          queenRssMb: null,
+          dbPoolActive: 0,
+          dbPoolIdle: 0,
+          dbPoolSize: 0,
+        };
+      })
+      .reverse();
+    const counters = views.reduce(
+      (acc, v) => {
+        for (const k of Object.keys(acc) as (keyof typeof acc)[]) acc[k] += v.totals[k];
+        return acc;
+      },
+      { total: 0, pending: 0, processing: 0, completed: 0, failed: 0, deadLetter: 0 },
+    );
+    const parts = views.flatMap((v) => v.partitions);
+    const leaseLanes = parts.flatMap((p) => p.lanes.filter((l) => l.kind === 'lease' && l.out !== null));
+    const ratio = (a: number, b: number): number => (b > 0 ? Math.round((a / b) * 100) / 100 : 0);
+    return {
+      statusCode: 200,
+      body: {
+        timeRange: timeRangeJson(w),
+        bucketMinutes: minutes,
+        pointCount: throughput.length,
+        throughput,
+        queues: views.map((v) => ({
+          ...queueIdentity(v.queue),
+          partitions: v.partitions.length,
+          totalConsumed: v.partitions.reduce((n, p) => n + p.consumed, 0),
+        })),
+        messages: {
+          ...counters,
+          requests: { push: total.pushRequests, pop: total.popRequests + total.claimPolls, ack: total.ackRequests },
+          batchEfficiency: {
+            push: ratio(total.pushMessages, total.pushRequests),
+            pop: ratio(delivered(total), total.popRequests + total.claimPolls),
+            ack: ratio(total.ackSuccess + total.ackFailed, total.ackRequests),
+          },
+        },
+        leases: {
+          active: leaseLanes.length,
+          partitionsWithLeases: parts.filter((p) => p.lanes.some((l) => l.kind === 'lease' && l.out !== null)).length,
+          totalBatchSize: leaseLanes.reduce((n, l) => n + (l.out ? l.out.to - l.out.from : 0), 0),
+          totalAcked: finished(total),
+        },
+        deadLetterQueue: {
+          totalMessages: counters.deadLetter,
+          affectedPartitions: parts.filter((p) => p.counters.deadLetter > 0).length,
+          topErrors: [],
+        },
+        workers: [workerJson(finished(total), now)],
+        errors: { dbErrors: 0, ackFailed: total.ackFailed, dlqMessages: counters.deadLetter },
+        statsAge: 0,
+      },
+    };
+  },
+});
+
+export const statusQueues = defineRoute({
+  method: 'GET',
+  path: '/api/v1/status/queues',
+  group: 'admin',
+  summary: 'Queues the caller may see with counters (pending includes messages under lease), one page.',
+  query: z.object({
+    namespace: optionalFilter,
+    task: optionalFilter,
+    // Sent by Queen's Analytics view; like Queen, it selects nothing.
+    queue: z.string().optional(),
+    limit: lenientInteger(1, 10_000, 100),
+    offset: lenientInteger(0, 1_000_000, 0),
+  }),
+  access: { action: 'consume' },
+  async run({ query, services, allowed }) {
+    const views = await visibleQueueViews(services, (q) => allowed(q), query);
+    return {
+      statusCode: 200,
+      body: {
+        queues: views.map((v) => ({
+          ...queueIdentity(v.queue),
+          partitions: v.partitions.length,
+          messages: {
+            total: v.totals.total,
+            pending: v.totals.pending + v.totals.processing,
+            processing: v.totals.processing,
+            completed: v.totals.completed,
+          },
+        })),
+        pagination: { limit: query.limit, offset: query.offset },
+      },
+    };
+  },
+});
+
+export const statusQueue = defineRoute({
+  method: 'GET',
+  path: '/api/v1/status/queues/{queue}',
+  group: 'admin',
+  summary: "One queue's config, partitions (counters, cursor totals, activity times) and totals.",
+  params: z.object({ queue: nameSchema('queue') }),
+  // Sent by queenctl; partitions are always included, as in Queen.
+  query: z.object({ includePartitions: z.string().optional() }),
+  access: { action: 'consume', queues: ({ params }) => [params.queue] },
+  async run({ params, services }) {
+    const q = await visibleQueue(services, params.queue);
+    const view = await services.admin.stats.queueDetail(q, { withDeadLetters: true });
+    const totals = countersJson(view.totals);
+    return {
+      statusCode: 200,
+      body: {
+        queue: { ...queueIdentity(q), priority: q.options.priority, config: configJson(q) },
+        partitions: view.partitions.map(partitionJson),
+        totals: { messages: totals, ...totals },
+      },
+    };
+  },
+});
+
+const INTERVALS = { minute: 1, hour: 60, day: 1440 } as const;
+
+export const statusAnalytics = defineRoute({
+  method: 'GET',
+  path: '/api/v1/status/analytics',
+  group: 'admin',
+  summary: 'Messages pushed per minute, hour or day (default: per hour over the last 24 hours).',
+  query: StatusQuery.extend({
+    interval: z
+      .string()
+      .optional()
+      .transform((v) => (v === 'minute' || v === 'day' ? v : 'hour')),
+  }),
+  access: { action: 'consume' },
+  async run({ query, services, allowed }) {
+    const now = services.clock();
+    const to = query.to ?? now;
+    const w = windowOf({ from: query.from ?? to - 86_400_000, to }, now);
+    const minutes = INTERVALS[query.interval];
+    const queues = await services.admin.stats.listQueues({
+      visible: (q) => allowed(q) && (query.queue === undefined || q === query.queue),
+      namespace: query.namespace,
+      task: query.task,
+    });
+    const names = new Set(queues.map((q) => q.name));
+    const { starts, rows } = bucketsOf(services, w, minutes, (q) => names.has(q));
+    return {
+      statusCode: 200,
+      body: {
+        dataPoints: starts.map((s, i) => ({ timestamp: bucketIso(s), messages: rows[i]!.pushMessages })),
+        interval: query.interval,
+        from: iso(w.from),
+        to: iso(w.to),
+      },
+    };
+  },
+});
+
+export const statusRoutes: RouteDef[] = [status, statusQueues, statusQueue, statusAnalytics];

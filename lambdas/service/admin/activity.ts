@@ -1,0 +1,203 @@
+/**
+ * What this process served, counted at the HTTP boundary from the routes' results (never on
+ * the commit path): per queue, lifetime totals and one-minute buckets of pushes, pops, acks,
+ * dead letters, claim polls and the age of what pops delivered; and per route, a latency
+ * histogram. The status and analytics routes draw their series from it, `/metrics` its
+ * counters.
+ *
+ * It lives in memory: the local server is one process, so it sees everything (since it
+ * started); a Lambda instance sees only what it answered (docs/QUEEN-COMPAT.md). Recording is
+ * a few map lookups and additions into preallocated arrays: nothing per request is allocated
+ * once a queue and a route have been seen.
+ *
+ * @example
+ * ```ts
+ * activity.count('orders', 'pushMessages', 100);
+ * activity.lag('orders', 250);
+ * activity.series(window, 1).get('orders'); // one row of counters per minute bucket
+ * ```
+ */
+
+/** The counters kept per queue (Queen's per-queue series, plus Sluice's own). */
+export const ACTIVITY_COUNTERS = [
+  'pushRequests',
+  'pushMessages',
+  'duplicates',
+  'popRequests',
+  'popMessages',
+  'popEmpty',
+  'ackRequests',
+  'ackSuccess',
+  'ackFailed',
+  'deadLetters',
+  'transactions',
+  'claimPolls',
+  'claimPollsCapped',
+  'claimMessages',
+  'claimAcks',
+] as const;
+export type ActivityCounter = (typeof ACTIVITY_COUNTERS)[number];
+
+const INDEX = Object.fromEntries(ACTIVITY_COUNTERS.map((c, i) => [c, i])) as Record<ActivityCounter, number>;
+/** After the counters: how many lag samples, their sum and their maximum (ms). */
+const LAG_COUNT = ACTIVITY_COUNTERS.length;
+const LAG_SUM = LAG_COUNT + 1;
+const LAG_MAX = LAG_COUNT + 2;
+const WIDTH = LAG_COUNT + 3;
+
+/** Where routes report what they served: `HttpResult.meter` is called with it. */
+export interface Meter {
+  count(queue: string, counter: ActivityCounter, n?: number): void;
+  /** How old (ms) a message was when a pop or poll delivered it. */
+  lag(queue: string, ms: number): void;
+}
+
+/** A queue's counters over some span, with the delivered messages' age. */
+export type ActivityRow = Record<ActivityCounter, number> & { lagCount: number; avgLagMs: number; maxLagMs: number };
+
+function rowOf(a: Float64Array | undefined): ActivityRow {
+  const row = {} as ActivityRow;
+  for (const c of ACTIVITY_COUNTERS) row[c] = a ? (a[INDEX[c]] as number) : 0;
+  const n = a ? (a[LAG_COUNT] as number) : 0;
+  row.lagCount = n;
+  row.avgLagMs = n > 0 ? Math.round((a![LAG_SUM] as number) / n) : 0;
+  row.maxLagMs = a ? (a[LAG_MAX] as number) : 0;
+  return row;
+}
+
+/** A row of zeros. */
+export const emptyRow = (): ActivityRow => rowOf(undefined);
+
+/** Adds row `b` into row `a` (the average lag weighted by samples). */
+export function addRow(a: ActivityRow, b: ActivityRow): void {
+  const n = a.lagCount + b.lagCount;
+  a.avgLagMs = n > 0 ? Math.round((a.avgLagMs * a.lagCount + b.avgLagMs * b.lagCount) / n) : 0;
+  a.maxLagMs = Math.max(a.maxLagMs, b.maxLagMs);
+  a.lagCount = n;
+  for (const c of ACTIVITY_COUNTERS) a[c] += b[c];
+}
+
+function addInto(into: Float64Array, a: Float64Array): void {
+  for (let i = 0; i < LAG_MAX; i++) into[i] = (into[i] as number) + (a[i] as number);
+  into[LAG_MAX] = Math.max(into[LAG_MAX] as number, a[LAG_MAX] as number);
+}
+
+/** Request latency buckets (seconds): from the µs of `/health` to long polls. */
+export const LATENCY_BUCKETS_S = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+] as const;
+
+/** One route's latency histogram, for one status class. */
+export interface Histogram {
+  /** Per bucket (non-cumulative), the last one past every bound. */
+  counts: Float64Array;
+  sum: number;
+  count: number;
+}
+
+/** Minute buckets kept: one day. Older ones are dropped as new minutes start. */
+const KEEP_MINUTES = 1440;
+const MINUTE = 60_000;
+
+export class Activity implements Meter {
+  private readonly totals = new Map<string, Float64Array>();
+  private readonly minutes = new Map<number, Map<string, Float64Array>>();
+  private current = -1;
+  private currentMap = new Map<string, Float64Array>();
+  private readonly latency = new Map<string, Histogram[]>();
+  readonly startedAt: number;
+
+  constructor(private readonly clock: () => number) {
+    this.startedAt = clock();
+  }
+
+  private cell(queue: string): { total: Float64Array; bucket: Float64Array } {
+    const minute = Math.floor(this.clock() / MINUTE);
+    if (minute !== this.current) this.roll(minute);
+    let total = this.totals.get(queue);
+    if (!total) this.totals.set(queue, (total = new Float64Array(WIDTH)));
+    let bucket = this.currentMap.get(queue);
+    if (!bucket) this.currentMap.set(queue, (bucket = new Float64Array(WIDTH)));
+    return { total, bucket };
+  }
+
+  private roll(minute: number): void {
+    this.current = minute;
+    let map = this.minutes.get(minute);
+    if (!map) this.minutes.set(minute, (map = new Map<string, Float64Array>()));
+    this.currentMap = map;
+    for (const m of [...this.minutes.keys()]) if (m <= minute - KEEP_MINUTES) this.minutes.delete(m);
+  }
+
+  count(queue: string, counter: ActivityCounter, n = 1): void {
+    if (n === 0) return;
+    const { total, bucket } = this.cell(queue);
+    const i = INDEX[counter];
+    total[i] = (total[i] as number) + n;
+    bucket[i] = (bucket[i] as number) + n;
+  }
+
+  lag(queue: string, ms: number): void {
+    const { total, bucket } = this.cell(queue);
+    const v = Math.max(0, ms);
+    for (const a of [total, bucket]) {
+      a[LAG_COUNT] = (a[LAG_COUNT] as number) + 1;
+      a[LAG_SUM] = (a[LAG_SUM] as number) + v;
+      a[LAG_MAX] = Math.max(a[LAG_MAX] as number, v);
+    }
+  }
+
+  /** Records one answered request: `route` is `METHOD /path/template`. */
+  request(route: string, status: number, seconds: number): void {
+    let byClass = this.latency.get(route);
+    if (!byClass) this.latency.set(route, (byClass = []));
+    const cls = Math.min(5, Math.max(1, Math.floor(status / 100)));
+    let h = byClass[cls];
+    if (!h) byClass[cls] = h = { counts: new Float64Array(LATENCY_BUCKETS_S.length + 1), sum: 0, count: 0 };
+    let b = 0;
+    while (b < LATENCY_BUCKETS_S.length && seconds > (LATENCY_BUCKETS_S[b] as number)) b++;
+    h.counts[b] = (h.counts[b] as number) + 1;
+    h.sum += seconds;
+    h.count++;
+  }
+
+  /** Every route's histograms, by status class (`2xx`, `4xx`, ...). */
+  latencies(): { route: string; statusClass: string; histogram: Histogram }[] {
+    const out: { route: string; statusClass: string; histogram: Histogram }[] = [];
+    for (const [route, byClass] of this.latency)
+      byClass.forEach((histogram, cls) => {
+        if (histogram) out.push({ route, statusClass: `${cls}xx`, histogram });
+      });
+    return out;
+  }
+
+  /** Lifetime counters of every queue this process has seen. */
+  queueTotals(): Map<string, ActivityRow> {
+    const out = new Map<string, ActivityRow>();
+    for (const [q, a] of this.totals) out.set(q, rowOf(a));
+    return out;
+  }
+
+  /**
+   * Per queue, one row per bucket of `minutes` starting at `starts` (oldest first, as
+   * `bucketStarts` makes them). Queues with nothing in those buckets are left out; buckets
+   * older than a day are empty (only a day of minutes is kept).
+   */
+  series(starts: readonly number[], minutes: number): Map<string, ActivityRow[]> {
+    const width = minutes * MINUTE;
+    const acc = new Map<string, Float64Array[]>();
+    for (const [minute, byQueue] of this.minutes) {
+      const t = minute * MINUTE;
+      const i = starts.findIndex((s) => t >= s && t < s + width);
+      if (i < 0) continue;
+      for (const [q, a] of byQueue) {
+        let rows = acc.get(q);
+        if (!rows) acc.set(q, (rows = starts.map(() => new Float64Array(WIDTH))));
+        addInto(rows[i] as Float64Array, a);
+      }
+    }
+    const out = new Map<string, ActivityRow[]>();
+    for (const [q, rows] of acc) out.set(q, rows.map(rowOf));
+    return out;
+  }
+}
