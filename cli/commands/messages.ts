@@ -224,6 +224,8 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
         const stop = new AbortController();
         const onAbort = (): void => stop.abort();
         io.signal?.addEventListener('abort', onAbort, { once: true });
+        // A signal that aborted already (Ctrl-C while the queue was looked up) fires no event.
+        if (io.signal?.aborted) stop.abort();
         let printed = 0;
         const left = (): number => (o.limit === undefined ? Infinity : o.limit - printed);
         try {

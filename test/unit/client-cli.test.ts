@@ -160,16 +160,28 @@ describe('cli: arguments and output', () => {
     const popSizes = async (args: string[]): Promise<(string | null)[]> => {
       // Ctrl-C as the first pop is answered: one pop, however slow the machine.
       const stop = new AbortController();
-      const t = io(() => {
+      const t = io((req) => {
+        // The queue exists; Ctrl-C as the first pop is answered.
+        if (!req.url.pathname.includes('/pop/')) return Response.json({ queue: 'q' });
         stop.abort();
         return new Response(null, { status: 204 });
       });
       expect(await run(['tail', 'q', ...args], { ...t.io, signal: stop.signal })).toBe(EXIT.ok);
-      return t.calls.map((c) => c.url.searchParams.get('batch'));
+      return t.calls.filter((c) => c.url.pathname.includes('/pop/')).map((c) => c.url.searchParams.get('batch'));
     };
     expect(await popSizes([])).toEqual(['1000']);
     expect(await popSizes(['--limit', '10'])).toEqual(['10']);
-    expect(await popSizes(['-n', '50'])).toEqual(['50']);
+    expect(await popSizes(['-b', '50'])).toEqual(['50']);
+  });
+
+  it('a Ctrl-C while tail looks the queue up stops it without a pop (an aborted signal fires no event)', async () => {
+    const stop = new AbortController();
+    const t = io(() => {
+      stop.abort();
+      return Response.json({ queue: 'q' });
+    });
+    expect(await run(['tail', 'q'], { ...t.io, signal: stop.signal })).toBe(EXIT.ok);
+    expect(t.calls.filter((c) => c.url.pathname.includes('/pop/'))).toEqual([]);
   });
 
   it('renders the groups table per partition', async () => {

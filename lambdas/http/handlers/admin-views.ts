@@ -45,11 +45,18 @@ export const optionalFilter = z
   .optional()
   .transform((v) => (v === undefined || v === '' ? undefined : v));
 
-/** The window of a series request: `from`/`to`, by default the hour up to now. */
+/**
+ * The longest window a series covers: counters live in memory for less than that, and a window
+ * of years in one-minute buckets would be millions of rows (the route fuzz found it).
+ */
+export const MAX_WINDOW_MS = 7 * 24 * 3_600_000;
+
+/** The window of a series request: `from`/`to`, by default the hour up to now, at most {@link MAX_WINDOW_MS} ending at `to`. */
 export function windowOf(q: { from?: number | undefined; to?: number | undefined }, now: number): Window {
   const to = q.to ?? now;
   const from = q.from ?? to - DEFAULT_WINDOW_MS;
-  return from < to ? { from, to } : { from: to - DEFAULT_WINDOW_MS, to };
+  if (!(from < to)) return { from: to - DEFAULT_WINDOW_MS, to };
+  return { from: Math.max(from, to - MAX_WINDOW_MS), to };
 }
 
 export const timeRangeJson = (w: Window) => ({ from: iso(w.from), to: iso(w.to) });

@@ -1,0 +1,13 @@
+import { describe, expect, it } from 'vitest';
+import { MAX_WINDOW_MS, windowOf } from '../../lambdas/http/handlers/admin-views.js';
+
+describe('unit: admin series windows', () => {
+  const now = Date.UTC(2026, 11, 1);
+  it('defaults to the hour up to now and keeps a window within the limit', () => {
+    expect(windowOf({}, now)).toEqual({ from: now - 3_600_000, to: now });
+    expect(windowOf({ from: now - 86_400_000 }, now)).toEqual({ from: now - 86_400_000, to: now });
+  });
+  it('cuts a window of centuries to the last MAX_WINDOW_MS before its end (no millions of buckets)', () => {
+    expect(windowOf({ from: -8.64e15, to: 8.64e15 }, now)).toEqual({ from: 8.64e15 - MAX_WINDOW_MS, to: 8.64e15 });
+  });
+});
