@@ -1,3 +1,4 @@
+// One concept past 500 lines: a record-claim group, every call of its HTTP API and the consume loop over them.
 /**
  * Record claims: a consumer group read as a shared work queue on one partition
  * (`/api/v1/queues/{q}/partitions/{p}/groups/{g}/...`). {@link ClaimGroup} has one method per

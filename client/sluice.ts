@@ -1,3 +1,4 @@
+// One concept past 500 lines: the client and the queue handles every call starts from.
 import { DeadLetterQueue, GroupAdmin, retryMessage } from './admin.js';
 import type { Auth } from './auth.js';
 import { ClaimGroup } from './claims.js';

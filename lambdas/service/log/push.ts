@@ -1,3 +1,4 @@
+// One concept past 500 lines: a push from request to per-item results (grouping, dedup, coalescing per partition, the commit loop).
 import type { SluiceConfig } from '../../config.js';
 import { firstOccurrences } from '../../core/dedup.js';
 import { SluiceError } from '../../core/errors.js';

@@ -1,3 +1,4 @@
+// One concept past 500 lines: the port on SQLite (reads, guarded writes, takes and the group commit they share).
 /**
  * The embedded item store: the port's items in one SQLite table (schema in `schema.ts`), every
  * write guarded inside the statement itself and committed in groups (one fsync per event-loop
