@@ -132,11 +132,21 @@ function startDynamoDbLocal(port: number): Promise<WatchedProcess> {
   });
 }
 
+/**
+ * moto single-threaded: `moto_server` as shipped serves requests on threads, and its conditional
+ * checks are not atomic with the write, so two racing `If-None-Match` PUTs of one key could both
+ * win (the conformance race saw it). One request at a time makes each check-and-write atomic.
+ */
+const MOTO_SINGLE_THREADED = (port: number): string =>
+  'from werkzeug.serving import run_simple; ' +
+  'from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app; ' +
+  `run_simple('127.0.0.1', ${port}, DomainDispatcherApplication(create_backend_app), threaded=False)`;
+
 function startMoto(port: number): Promise<WatchedProcess> {
   return startWatched({
     name: 'moto_server',
-    command: 'moto_server',
-    args: ['-H', '127.0.0.1', '-p', String(port)],
+    command: 'python3',
+    args: ['-c', MOTO_SINGLE_THREADED(port)],
     port,
   });
 }
