@@ -8,10 +8,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../lambdas/config.js';
-import type { PopResult } from '../lambdas/service/leases/pop.js';
 import { buildServices, type Services } from '../lambdas/service/runtime.js';
 import type { AwsEndpoints } from '../test/support/aws-emulator.js';
 import { meteredAwsStorage, type AwsMeter } from './aws-meter.js';
+import { ackAll } from './leases.js';
 import { oneKiBPayload } from './push.js';
 
 /** us-east-1 list prices, late 2026 (`aws-limits-and-prices.md`). */
@@ -176,7 +176,7 @@ export async function runWorkload(endpoints: AwsEndpoints, w: Workload): Promise
     await svc.pushes.push([{ queue, payload: Buffer.from('{}') }]);
     for (const g of groups) {
       const r = await svc.leasePops.pop(popReq(g));
-      if (r) await ack(svc, r);
+      if (r) await ackAll(svc, r);
     }
     const calls = new Calls(meter);
     let n = 0;
@@ -197,7 +197,7 @@ export async function runWorkload(endpoints: AwsEndpoints, w: Workload): Promise
       for (;;) {
         const r = await calls.call(() => svc.leasePops.pop(popReq(g)));
         if (!r) break;
-        await calls.call(() => ack(svc, r));
+        await calls.call(() => ackAll(svc, r));
       }
     }
     return {
@@ -215,18 +215,4 @@ export async function runWorkload(endpoints: AwsEndpoints, w: Workload): Promise
   } finally {
     await storage.close();
   }
-}
-
-async function ack(svc: Services, r: PopResult): Promise<void> {
-  const res = await svc.leaseAcks.ack(
-    r.messages.map((m, index) => ({
-      index,
-      partitionId: m.partitionId,
-      transactionId: m.transactionId,
-      status: 'completed' as const,
-      leaseId: r.leaseId,
-    })),
-    r.group,
-  );
-  if (!res.every((x) => x.success)) throw new Error('cost workload: an ack failed');
 }

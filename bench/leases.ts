@@ -226,7 +226,8 @@ const popReq = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({
   ...over,
 });
 
-async function ackAll(svc: Services, r: PopResult): Promise<void> {
+/** Acks every message of a pop as completed, in one call; throws if any ack failed. */
+export async function ackAll(svc: Services, r: PopResult): Promise<void> {
   const res = await svc.leaseAcks.ack(
     r.messages.map((m, index) => ({
       index,

@@ -18,6 +18,7 @@ import { buildServices, type Services } from '../lambdas/service/runtime.js';
 import type { PushItem } from '../lambdas/service/log/push.js';
 import { startAwsEmulators, type AwsEndpoints } from '../test/support/aws-emulator.js';
 import { meteredAwsStorage, type AwsMeter } from './aws-meter.js';
+import { ackAll } from './leases.js';
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 const fx = (n: number, d = 1): string => n.toFixed(d);
@@ -188,17 +189,7 @@ async function leaseConsumers(endpoints: AwsEndpoints, groups: number): Promise<
       for (;;) {
         const r = await svc.leasePops.pop({ ...POP, queue, partition: 'Default', group: names[g] as string });
         if (!r) return;
-        const acked = await svc.leaseAcks.ack(
-          r.messages.map((m, index) => ({
-            index,
-            partitionId: m.partitionId,
-            transactionId: m.transactionId,
-            status: 'completed' as const,
-            leaseId: r.leaseId,
-          })),
-          r.group,
-        );
-        if (!acked.every((a) => a.success)) throw new Error('bench: an ack failed');
+        await ackAll(svc, r);
         cycles++;
       }
     }),
