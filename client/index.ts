@@ -1,9 +1,9 @@
 /**
- * The Sluice TypeScript client (`import { Sluice } from 'sluice/client'`). See docs/CLIENT.md.
+ * The Sluice TypeScript client (`import { Sluice } from '@sluice/client'`). See docs/CLIENT.md.
  *
  * @example
  * ```ts
- * import { Sluice } from 'sluice/client';
+ * import { Sluice } from '@sluice/client';
  * const sluice = new Sluice({ endpoint: 'http://127.0.0.1:6632' });
  * await sluice.queue('orders').partition('eu').push([{ data: { id: 1 } }]);
  * const r = await sluice.queue('orders').partition('eu').send({ data: { id: 2 } }); // gathered with other sends

@@ -75,7 +75,7 @@ export interface SluiceOptions {
  *
  * @example
  * ```ts
- * import { Sluice } from 'sluice/client';
+ * import { Sluice } from '@sluice/client';
  * const sluice = new Sluice({ endpoint: process.env.SLUICE_ENDPOINT });
  * await sluice.queue('orders').partition('eu').push([{ data: { id: 1 } }]);
  * ```

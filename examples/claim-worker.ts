@@ -11,7 +11,7 @@
  *   SLUICE_ENDPOINT=http://127.0.0.1:6632 npx tsx examples/claim-worker.ts
  *   LIMIT=50 IDLE_MS=3000 CONSUMER=worker-1 npx tsx examples/claim-worker.ts
  */
-import { Sluice } from 'sluice/client';
+import { Sluice } from '@sluice/client';
 
 interface Job {
   id: number;

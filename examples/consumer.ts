@@ -8,7 +8,7 @@
  *   SLUICE_ENDPOINT=http://127.0.0.1:6632 npx tsx examples/consumer.ts
  *   LIMIT=100 IDLE_MS=3000 npx tsx examples/consumer.ts   # stop after 100 messages or 3 s idle
  */
-import { Sluice, type Message } from 'sluice/client';
+import { Sluice, type Message } from '@sluice/client';
 
 interface Order {
   orderId: number;

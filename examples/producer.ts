@@ -5,7 +5,7 @@
  *   SLUICE_ENDPOINT=http://127.0.0.1:6632 npx tsx examples/producer.ts
  *   COUNT=1000 QUEUE=orders npx tsx examples/producer.ts
  */
-import { Sluice } from 'sluice/client';
+import { Sluice } from '@sluice/client';
 
 const sluice = new Sluice({ endpoint: process.env.SLUICE_ENDPOINT, token: process.env.SLUICE_TOKEN });
 const queueName = process.env.QUEUE ?? 'orders';

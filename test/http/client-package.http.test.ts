@@ -1,13 +1,16 @@
 /**
- * The client as a package: `npm run build:client` compiles client/ to dist/client (JS and
- * .d.ts), and plain Node (no tsx) imports it as `sluice/client` through package.json
- * "exports" and talks to a server.
+ * The client as its own package (`client/package.json`, `@sluice/client`): `npm pack ./client`
+ * builds it to ESM + .d.ts and packs only the build; a fresh project installs the tarball (as
+ * the README shows), and plain Node (no tsx, no repository paths) imports it and talks to a
+ * server. The build's imports must be relative, `node:` or the package's own dependencies:
+ * nothing of the server or the CDK app.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../lambdas/config.js';
@@ -18,13 +21,22 @@ import type { Storage } from '../../lambdas/storage/port.js';
 import { startTestServer } from '../support/http.js';
 
 const run = promisify(execFile);
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 let dir: string;
 let storage: Storage;
 let server: LocalServer;
 
+interface ClientManifest {
+  name: string;
+  type: string;
+  exports: Record<string, { types: string; import: string } | string>;
+  dependencies: Record<string, string>;
+  devDependencies?: Record<string, string>;
+}
+
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sluice-pkg-'));
-  storage = await openEmbeddedStorage({ dataDir: dir, sync: 'normal' });
+  storage = await openEmbeddedStorage({ dataDir: join(dir, 'data'), sync: 'normal' });
   server = await startTestServer(buildServices(storage, { ...loadConfig({}), queueCacheMs: 0 }));
 });
 afterAll(async () => {
@@ -33,21 +45,58 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-describe('client package', () => {
-  it('builds to dist/client and works from plain Node as sluice/client', async () => {
-    const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as {
-      exports: Record<string, { types: string; import: string }>;
-      bin: Record<string, string>;
-    };
-    expect(pkg.exports['./client']).toEqual({ types: './dist/client/index.d.ts', import: './dist/client/index.js' });
-    expect(pkg.bin).toEqual({ sluice: './cli/sluice.js' });
-    await run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'client/tsconfig.json'], {
-      timeout: 120_000,
+/** Every module specifier a built file imports (static and dynamic), doc comments' examples left out. */
+function specifiers(source: string): string[] {
+  const js = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+  const found = [...js.matchAll(/(?:from\s*|import\s*\(\s*|import\s+)['"]([^'"]+)['"]/g)].map((m) => m[1] ?? '');
+  return found.filter((s) => s !== '');
+}
+
+describe('@sluice/client package', () => {
+  const manifest = JSON.parse(readFileSync('client/package.json', 'utf8')) as ClientManifest;
+
+  it('is its own ESM package whose dependencies include nothing of the server or CDK', () => {
+    expect(manifest.name).toBe('@sluice/client');
+    expect(manifest.type).toBe('module');
+    expect(manifest.exports['.']).toEqual({ types: './dist/index.d.ts', import: './dist/index.js' });
+    const deps = Object.keys(manifest.dependencies);
+    for (const forbidden of ['aws-cdk-lib', 'constructs', 'better-sqlite3', '@aws-sdk/client-dynamodb', 'zod']) {
+      expect(deps).not.toContain(forbidden);
+    }
+  });
+
+  it('packs, installs into a fresh project and works from plain Node', async () => {
+    const { stdout: packed } = await run(npm, ['pack', './client', '--json', '--pack-destination', dir], {
+      timeout: 180_000,
     });
-    expect(existsSync('dist/client/index.js')).toBe(true);
-    expect(readFileSync('dist/client/index.d.ts', 'utf8')).toContain('export { Sluice');
+    const [info] = JSON.parse(packed) as { filename: string; files: { path: string }[] }[];
+    if (!info) throw new Error('npm pack answered nothing');
+    const files = info.files.map((f) => f.path).sort();
+    expect(files).toContain('dist/index.js');
+    expect(files).toContain('dist/index.d.ts');
+    expect(files.filter((f) => !f.startsWith('dist/') && f !== 'package.json')).toEqual([]);
+    expect(files.some((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toBe(false);
+
+    // The build imports only relative modules, Node built-ins and the package's dependencies.
+    const allowed = new Set(Object.keys(manifest.dependencies));
+    const built = (await readdir('client/dist', { recursive: true })).filter((f) => f.endsWith('.js'));
+    expect(built.length).toBeGreaterThan(5);
+    for (const f of built) {
+      for (const s of specifiers(await readFile(join('client/dist', f), 'utf8'))) {
+        const ok = s.startsWith('.') || s.startsWith('node:') || builtinModules.includes(s) || allowed.has(s);
+        expect(ok, `${f} imports ${s}`).toBe(true);
+      }
+    }
+
+    const project = join(dir, 'app');
+    await run('mkdir', ['-p', project]);
+    await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
+    await run(npm, ['install', '--prefer-offline', '--no-audit', '--no-fund', resolve(dir, info.filename)], {
+      cwd: project,
+      timeout: 240_000,
+    });
     const script = `
-      import { Sluice } from 'sluice/client';
+      import { Sluice } from '@sluice/client';
       const s = new Sluice({ endpoint: process.env.SLUICE_ENDPOINT });
       await s.queue('pkg').partition('a').push([{ data: { built: true } }]);
       const msgs = await s.queue('pkg').partition('a').wait(false).pop();
@@ -55,7 +104,9 @@ describe('client package', () => {
       const deleted = await s.queue('pkg').delete();
       const after = await s.queue('pkg').partition('a').wait(false).pop();
       console.log(JSON.stringify({ data: msgs.map((m) => m.data), deleted, after }));`;
-    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], {
+    await writeFile(join(project, 'main.js'), script);
+    const { stdout } = await run(process.execPath, ['main.js'], {
+      cwd: project,
       env: { ...process.env, SLUICE_ENDPOINT: server.url },
       timeout: 30_000,
     });
@@ -64,5 +115,5 @@ describe('client package', () => {
       deleted: { deleted: true, queue: 'pkg', existed: true },
       after: [],
     });
-  });
+  }, 400_000);
 });
