@@ -10,6 +10,7 @@ export default defineConfig(
       'node_modules/**',
       'cdk.out/**',
       'dist/**',
+      'client/dist/**',
       '.sluice-data/**',
       '.sluice-build/**',
       'coverage/**',
