@@ -43,6 +43,7 @@ describe('http: sluice console, the signing proxy', () => {
     storage = await openEmbeddedStorage({ dataDir: dir, sync: 'normal' });
     const svc = testServices(storage);
     const tokens = { [TOKEN]: 'admin' };
+    files = await buildConsole();
     // The local server in tokens mode, as `npm start -- --grants` runs it.
     server = await startLocalServer({
       handler: withBearerTokens(
@@ -63,6 +64,7 @@ describe('http: sluice console, the signing proxy', () => {
       host: '127.0.0.1',
       port: 0,
       maxBodyBytes: 1 << 20,
+      consoleFiles: files,
     });
     const pushed = await fetch(`${server.url}/api/v1/push`, {
       method: 'POST',
@@ -70,7 +72,6 @@ describe('http: sluice console, the signing proxy', () => {
       body: JSON.stringify({ items: [{ queue: 'via-proxy', payload: { n: 1 } }] }),
     });
     if (pushed.status !== 201) throw new Error(`seeding failed: ${pushed.status}`);
-    files = await buildConsole();
     // The real command, in process: it prints its URL and serves until aborted.
     let announced: (url: string) => void = () => undefined;
     const url = new Promise<string>((r) => (announced = r));
@@ -156,7 +157,7 @@ describe('http: sluice console, the signing proxy', () => {
     expect((await fetch(`${proxyUrl}/etc/passwd`)).status).toBe(404);
   });
 
-  it('in Chromium: the page lists the queue through the proxy and sends no credentials itself', async () => {
+  it('in Chromium: through the proxy the page sends no credentials; served by a tokens-mode server it needs one', async () => {
     const browser = await launchChromium();
     try {
       await withPage(browser, 'proxy', async (page) => {
@@ -168,6 +169,20 @@ describe('http: sluice console, the signing proxy', () => {
         await page.getByTestId('queue-row-via-proxy').waitFor();
         expect(sent.length).toBeGreaterThan(0);
         expect(sent.filter((h) => 'authorization' in h)).toEqual([]);
+      });
+      await withPage(browser, 'tokens-mode', async (page) => {
+        const sent: IncomingHttpHeaders[] = [];
+        page.on('request', (r) => {
+          if (r.url().includes('/api/')) sent.push(r.headers());
+        });
+        // The page loads without a token; its first API call is refused like any client's.
+        await page.goto(`${server.url}/console/`);
+        await page.getByTestId('error').waitFor();
+        expect(await page.getByTestId('error').textContent()).toMatch(/token/i);
+        await page.getByTestId('token-input').fill(TOKEN);
+        await page.getByTestId('token-form').locator('button').click();
+        await page.getByTestId('queue-row-via-proxy').waitFor();
+        expect(sent.at(-1)?.authorization).toBe(`Bearer ${TOKEN}`);
       });
     } finally {
       await browser.close();
