@@ -6,6 +6,7 @@ import { ApiError, saveToken, savedToken } from './api.js';
 import { errorBox, h } from './dom.js';
 import { dlqView } from './views/dlq.js';
 import { groupView } from './views/group.js';
+import { groupsView } from './views/groups.js';
 import { partitionView } from './views/partition.js';
 import { queueView } from './views/queue.js';
 import { queuesView } from './views/queues.js';
@@ -16,6 +17,7 @@ type View = (root: HTMLElement, params: string[], query: URLSearchParams) => Pro
 const ROUTES: [string[], View][] = [
   [[], queuesView],
   [['dlq'], dlqView],
+  [['groups'], groupsView],
   [['queues', ':queue'], queueView],
   [['queues', ':queue', 'partitions', ':partition'], partitionView],
   [['queues', ':queue', 'partitions', ':partition', 'groups', ':group'], groupView],

@@ -108,6 +108,12 @@ describe('browser: the console in Chromium', () => {
       await page.getByTestId('lookup-input').fill('no-such-transaction');
       await page.getByTestId('lookup-submit').click();
       await page.getByTestId('lookup-result').getByTestId('error').waitFor();
+
+      // Every group, with its lag over the queue (3 on p0, 2 on p1), from the header's link.
+      await page.getByTestId('nav-groups').click();
+      await page.getByTestId('cg-row-billing-orders').waitFor();
+      expect(await page.getByTestId('cg-row-billing-orders').textContent()).toContain('partition lease');
+      expect(await page.getByTestId('cg-lag-billing-orders').textContent()).toBe('5');
     });
   });
 
