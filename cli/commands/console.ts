@@ -5,6 +5,7 @@ import { DEFAULT_ENDPOINT } from '../../client/http.js';
 import { buildConsole } from '../../scripts/build-console.js';
 import type { CommandContext } from '../command.js';
 import { connectionFor } from '../connection.js';
+import { UsageError } from '../errors.js';
 import { startConsoleProxy } from '../console-proxy.js';
 import { int, type GlobalOpts } from '../options.js';
 
@@ -24,12 +25,19 @@ export function consoleCommands(program: Command, ctx: CommandContext): void {
     .action(async (opts: { port: number }, cmd: Command) => {
       const { options } = connectionFor(cmd.optsWithGlobals<GlobalOpts>(), ctx.io.env);
       const endpoint = options.endpoint ?? DEFAULT_ENDPOINT;
+      const files = await buildConsole();
       const proxy = await startConsoleProxy({
         endpoint,
         auth: options.auth,
-        files: await buildConsole(),
+        files,
         port: opts.port,
         ...(ctx.io.fetch ? { fetch: ctx.io.fetch } : {}),
+      }).catch((e: unknown) => {
+        if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE')
+          throw new UsageError(
+            `cannot listen on 127.0.0.1:${opts.port}: the port is already in use; pick another with --port (${opts.port + 1}, or 0 for any free one)`,
+          );
+        throw e;
       });
       const how =
         options.auth?.type === 'sigv4'

@@ -108,6 +108,20 @@ describe('http: sluice console, the signing proxy', () => {
     );
   });
 
+  it('a port in use is a usage error that says how to pick another', async () => {
+    const port = Number(new URL(proxyUrl).port);
+    let err = '';
+    const io = {
+      stdout: { write: () => true },
+      stderr: { write: (s: string) => (err += s) > '' },
+      stdin: Readable.from(['']),
+      env: {},
+    };
+    const code = await run(['--endpoint', server.url, 'console', '--port', String(port)], io);
+    expect(code).toBe(2);
+    expect(err).toContain(`cannot listen on 127.0.0.1:${port}: the port is already in use; pick another with --port`);
+  });
+
   it('serves the console page and its hashed files with their types and caching', async () => {
     const page = await fetch(`${proxyUrl}/console/`);
     expect(page.status).toBe(200);
