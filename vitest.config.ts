@@ -2,7 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 // Test files name their layer: test/unit (pure, no I/O), test/conformance (storage port on
 // both adapters), test/integration (services over real adapters), test/http (black box
-// against the local server), test/cdk (template assertions).
+// against the local server), test/browser (the console in headless Chromium), test/cdk
+// (template assertions).
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],

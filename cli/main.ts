@@ -7,6 +7,7 @@
  *   sluice queues && sluice partitions orders && sluice peek orders -n 5
  *   sluice dlq redrive-all orders --rate 200
  *   sluice claims poll jobs p0 workers --batch 10
+ *   sluice console --endpoint https://abc.execute-api.eu-west-1.amazonaws.com --profile prod
  *   sluice context add prod --endpoint https://abc.execute-api.eu-west-1.amazonaws.com --profile prod
  *   source <(sluice completion bash)
  *
@@ -20,6 +21,7 @@ import { browseCommands } from './commands/browse.js';
 import { endpointFor } from './connection.js';
 import { claimCommands } from './commands/claims.js';
 import { completionCommands } from './commands/completion.js';
+import { consoleCommands } from './commands/console.js';
 import { contextCommands } from './commands/context.js';
 import { dlqCommands } from './commands/dlq.js';
 import { groupCommands } from './commands/groups.js';
@@ -39,6 +41,7 @@ const GROUPS: readonly CommandGroup[] = [
   claimCommands,
   tokenCommands,
   contextCommands,
+  consoleCommands,
   completionCommands,
 ];
 

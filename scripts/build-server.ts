@@ -1,6 +1,7 @@
 /**
  * Builds the local server that `npm start` runs (`npm start` calls this first, as `prestart`):
- * our TypeScript bundled by esbuild into plain ES modules under `.sluice-build/server/`.
+ * our TypeScript bundled by esbuild into plain ES modules under `.sluice-build/server/`, and the
+ * console (scripts/build-console.ts) under `.sluice-build/server/console/`.
  * Unlike the Lambda bundles, packages are left to Node's resolver (they are installed here),
  * and there is no source map (stack traces name lines of the built files, which are
  * unminified). Running built JavaScript instead of TypeScript through a loader keeps the
@@ -17,13 +18,14 @@ import { build } from 'esbuild';
 import { renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeConsole } from './build-console.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The built server's entry point (absolute path). */
 export const SERVER_ENTRY = join(root, '.sluice-build', 'server', 'main.js');
 
-/** Writes {@link SERVER_ENTRY} and its chunks from `lambdas/local/main.ts` (~0.2 s). */
+/** Writes {@link SERVER_ENTRY} and its chunks from `lambdas/local/main.ts`, and the console (~0.3 s). */
 export async function buildServer(): Promise<void> {
   const outdir = dirname(SERVER_ENTRY);
   // Built beside and swapped in, so a server starting from the old build meanwhile (tests and
@@ -42,6 +44,8 @@ export async function buildServer(): Promise<void> {
     packages: 'external',
     logLevel: 'error',
   });
+  // The console's page, script and style, which the server serves at /console/.
+  await writeConsole(join(staging, 'console'));
   rmSync(outdir, { recursive: true, force: true });
   try {
     renameSync(staging, outdir);

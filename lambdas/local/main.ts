@@ -11,6 +11,8 @@
  * loopback then, and answers only requests addressed to a loopback name from no other web
  * origin (docs/SECURITY.md).
  */
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { loadConfig } from '../config.js';
@@ -21,6 +23,7 @@ import { runMaintenance } from '../service/maintenance/maintenance.js';
 import { buildServices, useServices } from '../service/runtime.js';
 import type { Storage } from '../storage/port.js';
 import { assertSafeBind, bearerAuthenticator, withBearerTokens } from './auth.js';
+import { CONSOLE_PATH, readConsoleFiles } from './console-assets.js';
 import { corsOriginProblem, requestGate } from './edge.js';
 import { parseLogLevel, requestLogger } from './request-log.js';
 import { SERVER_LIMITS, startLocalServer, type LambdaHttpHandler, type LocalServer } from './server.js';
@@ -132,6 +135,8 @@ async function main(): Promise<void> {
       port: config.port,
       maxBodyBytes: config.maxBodyBytes,
       limits: { maxConnections },
+      // Built beside this file by `npm start` (scripts/build-server.ts).
+      consoleFiles: readConsoleFiles(join(dirname(fileURLToPath(import.meta.url)), 'console')),
     });
   } catch (e) {
     await storage.close();
@@ -152,6 +157,7 @@ async function main(): Promise<void> {
       level: 'INFO',
       message: 'sluice listening',
       url: server.url,
+      console: `${server.url}${CONSOLE_PATH}/`,
       backend: storage.kind,
       dataDir: aws ? undefined : config.dataDir,
       auth: grantsFile ? `bearer tokens, grants from ${grantsFile}` : 'none (loopback only)',

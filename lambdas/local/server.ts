@@ -7,6 +7,7 @@ import { errorResponse } from '../http/errors.js';
 import { toJson } from '../codec/json-writer.js';
 import type { HttpEvent, HttpResponse } from '../http/types.js';
 import { asPrincipal } from './auth.js';
+import { consoleResponse, type ConsoleFiles } from './console-assets.js';
 import type { GateVerdict, RequestGate } from './edge.js';
 
 /** Any API Gateway HTTP API (payload 2.0) handler, such as one made by `makeHandler`. */
@@ -52,6 +53,8 @@ export interface LocalServerOptions {
   gate?: RequestGate;
   /** Overrides of {@link SERVER_LIMITS}. */
   limits?: Partial<ServerLimits>;
+  /** The built console, served at `/console/` (console-assets.ts); absent, that path says how to build it. */
+  consoleFiles?: ConsoleFiles | undefined;
 }
 
 export interface LocalServer {
@@ -105,6 +108,9 @@ function drain(req: IncomingMessage, maxMs = 10_000): Promise<void> {
   });
 }
 
+/** The path of a request target, without its query. */
+const pathOf = (target = '/'): string => target.split('?', 1)[0] ?? '/';
+
 /** Translates a Node request into the event API Gateway would send. */
 export function toEvent(req: IncomingMessage, body: Buffer, requestId: string): HttpEvent {
   const target = req.url ?? '/';
@@ -156,12 +162,12 @@ export function toEvent(req: IncomingMessage, body: Buffer, requestId: string): 
   };
 }
 
-function send(res: ServerResponse, out: HttpResponse, extra?: Record<string, string>): void {
+function send(res: ServerResponse, out: HttpResponse & { bodyBytes?: Buffer }, extra?: Record<string, string>): void {
   const headers: Record<string, string | number> = {};
   if (out.headers) for (const k in out.headers) headers[k] = String(out.headers[k]);
   if (extra) for (const k in extra) headers[k] = extra[k] as string;
   const status = out.statusCode ?? 200;
-  const body = status === 204 ? '' : (out.body ?? '');
+  const body = status === 204 ? '' : (out.bodyBytes ?? out.body ?? '');
   // A length, so the answer goes out in one write and not chunked (writeHead would otherwise
   // fix the headers without one).
   headers['content-length'] = Buffer.byteLength(body);
@@ -247,7 +253,13 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
       // How often those timeouts are enforced (Node's default is every 30 s).
       connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
     },
-    (req, res) => handle(req, res, gate(req)),
+    (req, res) => {
+      // The console's static files hold no data: served before the edge, so a browser loads
+      // the page without credentials; the API calls it makes then pass the edge like any other.
+      const asset = consoleResponse(opts.consoleFiles, (req.method ?? 'GET').toUpperCase(), pathOf(req.url));
+      if (asset) send(res, asset);
+      else handle(req, res, gate(req));
+    },
   );
   server.maxConnections = limits.maxConnections;
   // `Expect: 100-continue`: a request the edge refuses never gets its body sent at all.

@@ -1,5 +1,6 @@
 import { makeHandler } from '../../lambdas/http/route.js';
 import { SERVER_ROUTES } from '../../lambdas/http/routes.js';
+import type { ConsoleFiles } from '../../lambdas/local/console-assets.js';
 import { requestGate, type EdgePolicy } from '../../lambdas/local/edge.js';
 import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
 import type { Services } from '../../lambdas/service/runtime.js';
@@ -9,10 +10,14 @@ export const OPEN_EDGE: EdgePolicy = { allowedHosts: [], checkHost: true, corsOr
 
 /**
  * The local server over given services, on a free loopback port, behind the edge `npm start`
- * runs (`edge`, by default the open server's).
+ * runs (`edge`, by default the open server's), serving the console when given its files.
  */
-export async function startTestServer(svc: Services, opts: { edge?: EdgePolicy } = {}): Promise<LocalServer> {
+export async function startTestServer(
+  svc: Services,
+  opts: { edge?: EdgePolicy; consoleFiles?: ConsoleFiles } = {},
+): Promise<LocalServer> {
   return startLocalServer({
+    consoleFiles: opts.consoleFiles,
     handler: makeHandler(SERVER_ROUTES, { services: async () => svc }),
     gate: requestGate(opts.edge ?? OPEN_EDGE),
     host: '127.0.0.1',
