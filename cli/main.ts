@@ -7,6 +7,7 @@
  *   sluice queues && sluice partitions orders && sluice peek orders -n 5
  *   sluice dlq redrive-all orders --rate 200
  *   sluice claims poll jobs p0 workers --batch 10
+ *   sluice cost --stack prod --since 7d
  *   sluice context add prod --endpoint https://abc.execute-api.eu-west-1.amazonaws.com --profile prod
  *   source <(sluice completion bash)
  *
@@ -21,6 +22,7 @@ import { endpointFor } from './connection.js';
 import { claimCommands } from './commands/claims.js';
 import { completionCommands } from './commands/completion.js';
 import { contextCommands } from './commands/context.js';
+import { costCommands } from './commands/cost.js';
 import { dlqCommands } from './commands/dlq.js';
 import { groupCommands } from './commands/groups.js';
 import { messageCommands } from './commands/messages.js';
@@ -38,6 +40,7 @@ const GROUPS: readonly CommandGroup[] = [
   dlqCommands,
   claimCommands,
   tokenCommands,
+  costCommands,
   contextCommands,
   completionCommands,
 ];
