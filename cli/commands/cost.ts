@@ -111,7 +111,7 @@ async function countersFromCloudWatch(t: CloudWatchTarget, start: number, end: n
   return c;
 }
 
-const usd = (n: number): string => `$${n.toFixed(n !== 0 && Math.abs(n) < 0.01 ? 6 : 4)}`;
+const usd = (n: number): string => `$${n.toFixed(6)}`;
 const count = (n: number): string => (Number.isInteger(n) ? n.toLocaleString('en-US') : n.toFixed(3));
 
 function reportText(r: CostReport, heading: string, notes: string[]): string {

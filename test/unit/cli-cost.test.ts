@@ -117,8 +117,8 @@ describe('unit: sluice cost on AWS (CloudWatch mocked)', () => {
     ).toBe(EXIT.ok);
     const text = t.out();
     expect(text).toMatch(/^Sluice cost of my-svc \(namespace Sluice\), /);
-    expect(text).toMatch(/DynamoDB write units\s+200,000\s+\$0\.1250/);
-    expect(text).toContain('per million messages: $0.2198 (SNS + SQS for the same messages: $0.2900)');
+    expect(text).toMatch(/DynamoDB write units\s+200,000\s+\$0\.125000/);
+    expect(text).toContain('per million messages: $0.219833 (SNS + SQS for the same messages: $0.290000)');
     expect(text).toContain('this report: 12 metrics from CloudWatch GetMetricData, $0.000120');
   });
 
