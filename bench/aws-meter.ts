@@ -1,18 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { createAwsStorage, ensureBucket, ensureTables } from '../lambdas/storage/aws/index.js';
+import { dynamoItemSize, type UsageMeterOptions } from '../lambdas/storage/aws/usage-meter.js';
 import { TABLES, type Storage, type TableName } from '../lambdas/storage/port.js';
+import { writeUnitsFor, type StorageUsage } from '../lambdas/storage/usage.js';
 import { emulatorClients, type AwsEndpoints } from '../test/support/aws-emulator.js';
 
-/** What the AWS backend asked of DynamoDB and S3, counted by an SDK middleware. */
+type Item = Record<string, AttributeValue>;
+
+/** What the AWS backend asked of DynamoDB and S3, counted by the production SDK middleware (`lambdas/storage/aws/usage-meter.ts`). */
 export interface AwsMeter {
   requests: Map<string, number>;
   /** DynamoDB write request units as AWS bills them (1 KB per unit per item; ×2 inside transactions). */
-  writeUnits: number;
+  readonly writeUnits: number;
   /** DynamoDB read request units (strongly consistent: 4 KB per unit), from the returned items. */
-  readUnits: number;
-  s3Puts: number;
-  s3Gets: number;
+  readonly readUnits: number;
+  readonly s3Puts: number;
+  readonly s3Gets: number;
   /**
    * Write units per partition key (`<table> <pk>`, the logical table): DynamoDB serves one key
    * at most 1,000 write units a second, so these show which key a workload runs hot on.
@@ -21,32 +25,15 @@ export interface AwsMeter {
   /** Read units per partition key, as {@link keyWriteUnits} (3,000 a second per key). */
   keyReadUnits: Map<string, number>;
   /** Writes refused by their condition (PutItem, DeleteItem) and cancelled transactions: billed all the same. */
-  failedWrites: number;
+  readonly failedWrites: number;
   /** Of `writeUnits`: segment items (`S#…` keys) counted once each, at ⌈size / 1 KB⌉ even inside a transaction. */
-  segmentUnits: number;
+  readonly segmentUnits: number;
   /** Of `writeUnits`: items written to the dedup table (transactionId reservations). */
-  dedupUnits: number;
+  readonly dedupUnits: number;
   reset(): void;
   dynamoRequests(): number;
   totalRequests(): number;
 }
-
-type Item = Record<string, AttributeValue>;
-
-/** DynamoDB's item size: attribute names plus values (UTF-8 strings, bytes, numbers ~ digits/2 + 1). */
-export function dynamoItemSize(item: Item): number {
-  let n = 0;
-  for (const [k, v] of Object.entries(item)) {
-    n += Buffer.byteLength(k);
-    if (v.S !== undefined) n += Buffer.byteLength(v.S);
-    else if (v.N !== undefined) n += Math.ceil(v.N.replace(/^-/, '').replace('.', '').length / 2) + 1;
-    else if (v.B !== undefined) n += v.B.byteLength;
-    else n += 1;
-  }
-  return n;
-}
-const wru = (item: Item | undefined): number => Math.max(1, Math.ceil(dynamoItemSize(item ?? {}) / 1024));
-const rru = (bytes: number): number => Math.max(1, Math.ceil(bytes / 4096));
 
 /**
  * AWS storage on an emulator whose SDK clients count every request and the units it is
@@ -59,100 +46,72 @@ export async function meteredAwsStorage(endpoints: AwsEndpoints): Promise<{ stor
   const bucket = `sluice-bench-${suffix}`;
   await Promise.all([ensureTables(dynamodb, tables), ensureBucket(s3, bucket)]);
   const logical = new Map<string, TableName>(Object.entries(tables).map(([t, name]) => [name, t as TableName]));
+  const requests = new Map<string, number>();
+  const keyWriteUnits = new Map<string, number>();
+  const keyReadUnits = new Map<string, number>();
+  let segmentUnits = 0;
+  let dedupUnits = 0;
+  const add = (into: Map<string, number>, table: string, key: Item | undefined, units: number): void => {
+    const k = `${logical.get(table) ?? table} ${key?.['pk']?.S ?? '?'}`;
+    into.set(k, (into.get(k) ?? 0) + units);
+  };
+  // The production meter, with estimated units (DynamoDB Local reports transactions unlike
+  // DynamoDB) and hooks for what only the bench breaks down: per key, segments, dedup.
+  const usageMeter: UsageMeterOptions = {
+    units: 'estimated',
+    onRequest: (service, cmd) => requests.set(`${service}:${cmd}`, (requests.get(`${service}:${cmd}`) ?? 0) + 1),
+    onWrite: ({ table, item, units, put }) => {
+      add(keyWriteUnits, table, item, units);
+      if (table === tables.dedup) dedupUnits += units;
+      else if (put && table === tables.log && item?.['sk']?.S?.startsWith('S#'))
+        segmentUnits += writeUnitsFor(dynamoItemSize(item));
+    },
+    onRead: ({ table, item, units }) => add(keyReadUnits, table, item, units),
+  };
+  const storage = createAwsStorage({ tables, bucket, dynamodb, s3, usageMeter });
+  const usage = storage.usage!;
+  let base = { ...usage };
+  const since = (k: keyof StorageUsage): number => usage[k] - base[k];
   const meter: AwsMeter = {
-    requests: new Map(),
-    writeUnits: 0,
-    readUnits: 0,
-    s3Puts: 0,
-    s3Gets: 0,
-    keyWriteUnits: new Map(),
-    keyReadUnits: new Map(),
-    failedWrites: 0,
-    segmentUnits: 0,
-    dedupUnits: 0,
+    requests,
+    keyWriteUnits,
+    keyReadUnits,
+    get writeUnits() {
+      return since('writeUnits');
+    },
+    get readUnits() {
+      return since('readUnits');
+    },
+    get s3Puts() {
+      return since('s3Puts');
+    },
+    get s3Gets() {
+      return since('s3Gets');
+    },
+    get failedWrites() {
+      return since('failedWrites');
+    },
+    get segmentUnits() {
+      return segmentUnits;
+    },
+    get dedupUnits() {
+      return dedupUnits;
+    },
     reset() {
-      this.requests.clear();
-      this.keyWriteUnits.clear();
-      this.keyReadUnits.clear();
-      this.writeUnits = this.readUnits = this.s3Puts = this.s3Gets = this.failedWrites = 0;
-      this.segmentUnits = this.dedupUnits = 0;
+      requests.clear();
+      keyWriteUnits.clear();
+      keyReadUnits.clear();
+      segmentUnits = dedupUnits = 0;
+      base = { ...usage };
     },
     dynamoRequests() {
-      let n = 0;
-      for (const [k, v] of this.requests) if (k.startsWith('dynamodb:')) n += v;
-      return n;
+      return since('dynamodbRequests');
     },
     totalRequests() {
       let n = 0;
-      for (const v of this.requests.values()) n += v;
+      for (const v of requests.values()) n += v;
       return n;
     },
   };
-  const add = (into: Map<string, number>, table: unknown, key: Item | undefined, units: number): void => {
-    const k = `${logical.get(String(table)) ?? String(table)} ${key?.['pk']?.S ?? '?'}`;
-    into.set(k, (into.get(k) ?? 0) + units);
-  };
-  dynamodb.middlewareStack.add(
-    (next, context) => async (args) => {
-      const cmd = String(context.commandName ?? 'unknown');
-      meter.requests.set(`dynamodb:${cmd}`, (meter.requests.get(`dynamodb:${cmd}`) ?? 0) + 1);
-      const input = args.input as Record<string, unknown>;
-      const write = (table: unknown, key: Item | undefined, units: number, put = false): void => {
-        meter.writeUnits += units;
-        add(meter.keyWriteUnits, table, key, units);
-        if (table === tables.dedup) meter.dedupUnits += units;
-        else if (put && table === tables.log && key?.sk?.S?.startsWith('S#')) meter.segmentUnits += wru(key);
-      };
-      if (cmd === 'PutItemCommand') write(input.TableName, input.Item as Item, wru(input.Item as Item), true);
-      // Deletes, and sequencer takes (UpdateItem on a small item): one unit each.
-      if (cmd === 'DeleteItemCommand' || cmd === 'UpdateItemCommand') write(input.TableName, input.Key as Item, 1);
-      if (cmd === 'TransactWriteItemsCommand') {
-        for (const op of input.TransactItems as {
-          Put?: { TableName: string; Item: Item };
-          Delete?: { TableName: string; Key: Item };
-          ConditionCheck?: { TableName: string; Key: Item };
-        }[]) {
-          if (op.Put) write(op.Put.TableName, op.Put.Item, 2 * wru(op.Put.Item), true);
-          else {
-            const k = op.Delete ?? op.ConditionCheck;
-            write(k?.TableName, k?.Key, 2);
-          }
-        }
-      }
-      let out: Awaited<ReturnType<typeof next>>;
-      try {
-        out = await next(args);
-      } catch (e) {
-        const name = (e as { name?: string }).name;
-        if (name === 'ConditionalCheckFailedException' || name === 'TransactionCanceledException') meter.failedWrites++;
-        throw e;
-      }
-      const o = out.output as { Item?: Item; Items?: Item[]; Responses?: Record<string, Item[]> };
-      const read = (table: unknown, key: Item | undefined, units: number): void => {
-        meter.readUnits += units;
-        add(meter.keyReadUnits, table, key, units);
-      };
-      if (cmd === 'GetItemCommand') read(input.TableName, input.Key as Item, rru(o.Item ? dynamoItemSize(o.Item) : 0));
-      if (cmd === 'QueryCommand') {
-        const pk = (input.ExpressionAttributeValues as Record<string, AttributeValue> | undefined)?.[':pk'];
-        read(input.TableName, pk && { pk }, rru((o.Items ?? []).reduce((a, i) => a + dynamoItemSize(i), 0)));
-      }
-      if (cmd === 'BatchGetItemCommand')
-        for (const [table, items] of Object.entries(o.Responses ?? {}))
-          for (const i of items) read(table, i, rru(dynamoItemSize(i)));
-      return out;
-    },
-    { step: 'initialize', name: 'sluiceMeter' },
-  );
-  s3.middlewareStack.add(
-    (next, context) => async (args) => {
-      const cmd = String(context.commandName ?? 'unknown');
-      meter.requests.set(`s3:${cmd}`, (meter.requests.get(`s3:${cmd}`) ?? 0) + 1);
-      if (cmd === 'PutObjectCommand') meter.s3Puts++;
-      if (cmd === 'GetObjectCommand') meter.s3Gets++;
-      return next(args);
-    },
-    { step: 'initialize', name: 'sluiceMeter' },
-  );
-  return { storage: createAwsStorage({ tables, bucket, dynamodb, s3 }), meter };
+  return { storage, meter };
 }

@@ -8,24 +8,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../lambdas/config.js';
+import { PRICES, sqsPerMillion } from '../lambdas/core/prices.js';
 import { buildServices, type Services } from '../lambdas/service/runtime.js';
 import type { AwsEndpoints } from '../test/support/aws-emulator.js';
 import { meteredAwsStorage, type AwsMeter } from './aws-meter.js';
 import { ackAll } from './leases.js';
 import { oneKiBPayload } from './push.js';
 
-/** us-east-1 list prices, late 2026 (`aws-limits-and-prices.md`). */
-export const PRICES = {
-  apiGatewayPerMillion: 1.0,
-  lambdaPerMillion: 0.2,
-  lambdaPerGbSecond: 0.0000133334,
-  writeUnitPerMillion: 0.625,
-  readUnitPerMillion: 0.125,
-  s3PutPerMillion: 5,
-  s3GetPerMillion: 0.4,
-  sqsPerMillion: 0.4,
-  snsPerMillion: 0.5,
-} as const;
+// The one price table, shared with `sluice cost`.
+export { PRICES, sqsPerMillion };
 
 /** The API functions' memory (the stack's default), in GB. */
 export const LAMBDA_GB = 1;
@@ -89,18 +80,6 @@ export function price(c: Counted): Priced {
     (c.writeUnits * perM * PRICES.writeUnitPerMillion + c.readUnits * perM * PRICES.readUnitPerMillion) / 1e6;
   const s3 = (c.s3Puts * perM * PRICES.s3PutPerMillion + c.s3Gets * perM * PRICES.s3GetPerMillion) / 1e6;
   return { api, lambda, dynamodb, s3, total: api + lambda + dynamodb + s3 };
-}
-
-/**
- * SQS for one group (send in batches of up to 10, receive 10, delete 10), or SNS + one SQS queue
- * per group for fan-out (publish in batches of up to 10; delivery to SQS is free), per million
- * 1 KiB messages (each 64 KB of a request is billed as one request; 10 KiB fits in one).
- */
-export function sqsPerMillion(batch: number, groups: number): number {
-  const sends = 1e6 / Math.min(batch, 10);
-  const consume = 2 * (1e6 / 10);
-  if (groups === 1) return ((sends + consume) * PRICES.sqsPerMillion) / 1e6;
-  return (sends * PRICES.snsPerMillion + groups * consume * PRICES.sqsPerMillion) / 1e6;
 }
 
 /** Counts storage requests by kind, for the round trips a call waited for. */

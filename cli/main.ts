@@ -8,6 +8,7 @@
  *   sluice dlq redrive-all orders --rate 200
  *   sluice claims poll jobs p0 workers --batch 10
  *   sluice console --endpoint https://abc.execute-api.eu-west-1.amazonaws.com --profile prod
+ *   sluice cost --stack prod --since 7d
  *   sluice context add prod --endpoint https://abc.execute-api.eu-west-1.amazonaws.com --profile prod
  *   source <(sluice completion bash)
  *
@@ -23,6 +24,7 @@ import { claimCommands } from './commands/claims.js';
 import { completionCommands } from './commands/completion.js';
 import { consoleCommands } from './commands/console.js';
 import { contextCommands } from './commands/context.js';
+import { costCommands } from './commands/cost.js';
 import { dlqCommands } from './commands/dlq.js';
 import { groupCommands } from './commands/groups.js';
 import { messageCommands } from './commands/messages.js';
@@ -40,6 +42,7 @@ const GROUPS: readonly CommandGroup[] = [
   dlqCommands,
   claimCommands,
   tokenCommands,
+  costCommands,
   contextCommands,
   consoleCommands,
   completionCommands,

@@ -13,8 +13,9 @@ import { isLagTask, type MaintenanceEvent } from './maintenance-event.js';
 export async function handler(
   event?: MaintenanceEvent,
 ): Promise<(MaintenanceReport & { lag?: LagReport }) | SkippedPass | { lag: LagReport }> {
+  const started = performance.now();
   const svc = await services();
-  if (isLagTask(event)) return lagOnly(svc);
+  if (isLagTask(event)) return lagOnly(svc, started);
   try {
     const outcome = await runMaintenance(svc);
     if (outcome.skipped) {
@@ -40,6 +41,7 @@ export async function handler(
     });
     throw e;
   } finally {
+    svc.usage.record(svc.telemetry, { apiRequest: false, ms: performance.now() - started });
     svc.telemetry.flush?.();
   }
 }
@@ -49,7 +51,7 @@ export async function handler(
  * 0, so the lag alarm (missing data breaches) sees that lag was measured; a failure throws, so
  * the errors alarm says why the lag alarm breaches.
  */
-async function lagOnly(svc: Services): Promise<{ lag: LagReport }> {
+async function lagOnly(svc: Services, started: number): Promise<{ lag: LagReport }> {
   try {
     const lag = await reportLag(svc);
     if (lag.groups === 0) svc.telemetry.gauge('OldestUnconsumedAgeSeconds', 0);
@@ -61,6 +63,7 @@ async function lagOnly(svc: Services): Promise<{ lag: LagReport }> {
     });
     throw e;
   } finally {
+    svc.usage.record(svc.telemetry, { apiRequest: false, ms: performance.now() - started });
     svc.telemetry.flush?.();
   }
 }

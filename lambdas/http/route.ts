@@ -239,6 +239,8 @@ export interface HandlerOptions {
 
 /** What one request's handling learnt, for the activity and the request log. */
 interface Seen {
+  /** When the invocation began (performance.now()), for its Lambda time. */
+  started: number;
   route?: CompiledRoute;
   runtime?: Services;
   principal: string;
@@ -262,7 +264,7 @@ export function makeHandler(routes: RouteDef[], options: HandlerOptions = {}) {
     invocation: { signal: AbortSignal },
   ): Promise<HttpResponse> => {
     const started = performance.now();
-    const seen: Seen = { principal: principalOf(event) };
+    const seen: Seen = { started, principal: principalOf(event) };
     let response: HttpResponse;
     try {
       response = await answer(event, context, invocation, seen);
@@ -352,6 +354,7 @@ export function makeHandler(routes: RouteDef[], options: HandlerOptions = {}) {
       seen.meter = result.meter;
       return serialise(result);
     } finally {
+      runtime.usage.record(runtime.telemetry, { apiRequest: true, ms: performance.now() - seen.started });
       runtime.telemetry.flush?.();
     }
   };

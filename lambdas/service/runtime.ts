@@ -27,6 +27,7 @@ import { Notifier } from './notifier.js';
 import { watchWrites, WriteHealth } from './storage-health.js';
 import { MemoryTelemetry, type Telemetry } from './telemetry.js';
 import { TransactionService } from './transaction-service.js';
+import { lambdaMemoryGb, UsageLedger } from './usage.js';
 import { WaitSlots } from './wait-slots.js';
 
 /**
@@ -66,6 +67,8 @@ export interface Services {
   /** The orphan segment-blob sweep (run by maintenance). */
   segmentBlobs: SegmentBlobSweep;
   telemetry: Telemetry;
+  /** What each invocation cost (requests, Lambda time, storage units), added to its metrics line; running totals. */
+  usage: UsageLedger;
   /** The admin reads: queue and group views, dead letters across queues, message browsing. */
   admin: AdminReads;
   /** What this process served (per-queue counts and series, request latency), counted at the HTTP boundary. */
@@ -176,6 +179,7 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
     deletion,
     segmentBlobs,
     telemetry,
+    usage: new UsageLedger(adapter.usage, lambdaMemoryGb()),
     admin,
     activity: new Activity(clock),
     storageHealth,

@@ -124,6 +124,7 @@ export function watchWrites(inner: Storage, health: WriteHealth): Storage {
     items,
     blobs,
     close: () => inner.close(),
+    ...(inner.usage ? { usage: inner.usage } : {}),
     // The embedded adapter's TTL sweeper (maintenance calls it when present) acts on the adapter.
     ...('sweepExpired' in inner
       ? { sweepExpired: (inner as unknown as { sweepExpired: (n: number) => number }).sweepExpired.bind(inner) }

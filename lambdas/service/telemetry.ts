@@ -8,6 +8,8 @@
  * svc.telemetry.count('MessagesPushed', 100, { queue: 'orders' });
  * ```
  */
+import type { UsageMetric } from './usage.js';
+
 export type MetricName =
   | 'MessagesPushed'
   | 'DuplicatesRejected'
@@ -26,7 +28,8 @@ export type MetricName =
   | 'WaitsCapped'
   | 'MaintenanceSkipped'
   | 'ConsumerLag'
-  | 'OldestUnconsumedAgeSeconds';
+  | 'OldestUnconsumedAgeSeconds'
+  | UsageMetric;
 
 export interface Telemetry {
   /** Adds to a counter (unit Count). */

@@ -20,6 +20,8 @@
  * ```
  */
 
+import type { StorageUsage } from './usage.js';
+
 /** Logical tables. On AWS each is its own DynamoDB table (so TTL, PITR and IAM are per table). */
 export const TABLES = ['log', 'meta', 'dedup', 'leases', 'claims', 'dlq'] as const;
 export type TableName = (typeof TABLES)[number];
@@ -279,6 +281,12 @@ export interface Storage {
   readonly kind: 'embedded' | 'aws';
   readonly items: ItemStore;
   readonly blobs: BlobStore;
+  /**
+   * What this adapter's requests were billed, running totals (`usage.ts`): DynamoDB and S3's
+   * own counts on AWS, the same requests as the AWS adapter would make them on the embedded one.
+   * Absent on wrappers that do not count (tests).
+   */
+  readonly usage?: StorageUsage;
   /** Releases connections and file handles; pending writes are durable when it resolves. */
   close(): Promise<void>;
 }

@@ -23,6 +23,7 @@ import { dirname, join } from 'node:path';
 import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { createAwsStorage, ensureBucket, ensureTables } from '../../lambdas/storage/aws/index.js';
+import type { UsageMeterOptions } from '../../lambdas/storage/aws/usage-meter.js';
 import { TABLES, type Storage, type TableName } from '../../lambdas/storage/port.js';
 import { checkingAttrsJson } from './attrs-json-check.js';
 import { freePort, startWatched, type WatchedProcess } from './watched-process.js';
@@ -210,13 +211,14 @@ const uniqueSuffix = (): string => `${Date.now().toString(36)}-${randomBytes(4).
  */
 export async function newAwsTestStorage(
   endpoints: AwsEndpoints,
+  opts: { usageMeter?: UsageMeterOptions } = {},
 ): Promise<{ storage: Storage; cleanup: () => Promise<void> }> {
   const suffix = uniqueSuffix();
   const tables = Object.fromEntries(TABLES.map((t) => [t, `sluice-test-${suffix}-${t}`])) as Record<TableName, string>;
   const bucket = `sluice-test-${suffix}`;
   const { dynamodb, s3 } = emulatorClients(endpoints);
   await Promise.all([ensureTables(dynamodb, tables), ensureBucket(s3, bucket)]);
-  const storage = checkingAttrsJson(createAwsStorage({ tables, bucket, dynamodb, s3 }));
+  const storage = checkingAttrsJson(createAwsStorage({ tables, bucket, dynamodb, s3, usageMeter: opts.usageMeter }));
 
   let cleaned = false;
   const cleanup = async (): Promise<void> => {

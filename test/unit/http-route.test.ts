@@ -11,6 +11,7 @@ import type { HttpEvent } from '../../lambdas/http/types.js';
 import type { Services } from '../../lambdas/service/runtime.js';
 import { WriteHealth } from '../../lambdas/service/storage-health.js';
 import { Activity } from '../../lambdas/service/admin/activity.js';
+import { UsageLedger } from '../../lambdas/service/usage.js';
 
 describe('unit: error mapping', () => {
   it('maps domain errors to their status with code and message', () => {
@@ -52,6 +53,7 @@ describe('unit: GET /health', () => {
           config: {},
           telemetry: { count() {} },
           activity: new Activity(Date.now),
+          usage: new UsageLedger(undefined, undefined),
           shutdown: new AbortController().signal,
         }) as unknown as Services,
     });
@@ -100,6 +102,7 @@ describe('unit: callers behind the JWT authorizer', () => {
         config: { maxBodyBytes: 1 << 20 },
         telemetry: { count() {} },
         activity: new Activity(Date.now),
+        usage: new UsageLedger(undefined, undefined),
         shutdown: new AbortController().signal,
       }) as unknown as Services,
   });

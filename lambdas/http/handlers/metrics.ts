@@ -15,6 +15,10 @@
  *   `sluice_transactions_total`;
  * - per group and queue: `sluice_consumer_lag_messages`, `sluice_consumer_lag_seconds` (age of
  *   the oldest unfinished message), with `kind` lease or claim;
+ * - cost counters (issue 16; `sluice cost` reads them): `sluice_api_requests_total`,
+ *   `sluice_lambda_gb_seconds_total`, `sluice_dynamodb_{requests,write_units,read_units}_total`,
+ *   `sluice_s3_{puts,gets,lists,deletes}_total`: the storage requests as the AWS adapter would
+ *   make them, with DynamoDB units estimated from item sizes (`storage/usage.ts`);
  * - per route: `sluice_http_request_duration_seconds` (histogram, `route` and `code` class).
  *
  * Counters count since the process started. Open on the loopback server without grants; with
@@ -23,6 +27,7 @@
  */
 import { LATENCY_BUCKETS_S, type ActivityRow } from '../../service/admin/activity.js';
 import type { Services } from '../../service/runtime.js';
+import { USAGE_METRICS, USAGE_PROMETHEUS } from '../../service/usage.js';
 import { PROMETHEUS_CONTENT_TYPE, PromText } from '../prometheus-text.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { seesMetricsOf } from './access.js';
@@ -111,6 +116,12 @@ async function render(services: Services, sees: (queue: string) => boolean): Pro
       { ...cluster, result: 'failed' },
       sum((r) => r.ackFailed),
     );
+
+  const usage = services.usage.totals();
+  for (const m of USAGE_METRICS) {
+    const [name, help] = USAGE_PROMETHEUS[m];
+    w.family(name, 'counter', help).sample(name, {}, Math.round(usage[m] * 1e6) / 1e6);
+  }
 
   const visible = [...totals.keys()].filter(sees).sort();
   for (const [name, help, f] of PER_QUEUE) {

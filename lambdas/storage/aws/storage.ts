@@ -8,6 +8,8 @@ import type { Storage } from '../port.js';
 import { S3BlobStore } from './blob-store.js';
 import type { AwsResources } from './config.js';
 import { DynamoItemStore } from './item-store.js';
+import { meterAwsClients, type UsageMeterOptions } from './usage-meter.js';
+import { newStorageUsage } from '../usage.js';
 
 /** Default for {@link AwsStorageOptions.writeConcurrency}. */
 export const DEFAULT_WRITE_CONCURRENCY = 32;
@@ -22,6 +24,11 @@ export interface AwsStorageOptions extends AwsResources {
   region?: string | undefined;
   /** Most single-item writes {@link ItemStore.writeEach} keeps in flight (default {@link DEFAULT_WRITE_CONCURRENCY}). */
   writeConcurrency?: number | undefined;
+  /**
+   * Count what the requests are billed into the storage's `usage` (`usage-meter.ts`). Always on
+   * for clients the adapter creates; for clients passed in, only when given (a client takes one meter).
+   */
+  usageMeter?: UsageMeterOptions | undefined;
 }
 
 /**
@@ -39,9 +46,13 @@ export function createAwsStorage(opts: AwsStorageOptions): Storage {
   const ownS3 = opts.s3 === undefined;
   const ddb = opts.dynamodb ?? new DynamoDBClient(opts.region ? { region: opts.region } : {});
   const s3 = opts.s3 ?? createS3Client(opts.region);
+  const metered = opts.usageMeter ?? (ownDynamo && ownS3 ? {} : undefined);
+  const usage = metered ? newStorageUsage() : undefined;
+  if (usage && metered) meterAwsClients(ddb, s3, usage, metered);
   let closed = false;
   return {
     kind: 'aws',
+    ...(usage ? { usage } : {}),
     items: new DynamoItemStore(ddb, opts.tables, opts.writeConcurrency ?? DEFAULT_WRITE_CONCURRENCY),
     blobs: new S3BlobStore(s3, opts.bucket),
     close() {

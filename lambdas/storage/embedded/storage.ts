@@ -7,7 +7,8 @@
 import type Database from 'better-sqlite3';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import type { Storage } from '../port.js';
+import type { BlobStore, ItemStore, Storage } from '../port.js';
+import { meterBlobs, meterItems, newStorageUsage, type StorageUsage } from '../usage.js';
 import { FileBlobStore, removeStaleTemps } from './blob-store.js';
 import { SqliteItemStore } from './item-store.js';
 import { openDatabase } from './schema.js';
@@ -63,16 +64,23 @@ export async function openEmbeddedStorage(opts: EmbeddedStorageOptions): Promise
 
 class Embedded implements EmbeddedStorage {
   readonly kind = 'embedded' as const;
+  /** What the same calls would have cost on AWS, counted by the same rules (`../usage.ts`). */
+  readonly usage: StorageUsage = newStorageUsage();
+  readonly items: ItemStore;
+  readonly blobs: BlobStore;
   private closed = false;
 
   constructor(
     private readonly db: Database.Database,
-    readonly items: SqliteItemStore,
-    readonly blobs: FileBlobStore,
-  ) {}
+    private readonly sqlite: SqliteItemStore,
+    private readonly files: FileBlobStore,
+  ) {
+    this.items = meterItems(sqlite, this.usage);
+    this.blobs = meterBlobs(files, this.usage);
+  }
 
   sweepExpired(nowSeconds: number): number {
-    return this.items.sweepExpired(nowSeconds);
+    return this.sqlite.sweepExpired(nowSeconds);
   }
 
   async close(): Promise<void> {
@@ -80,9 +88,9 @@ class Embedded implements EmbeddedStorage {
     this.closed = true;
     // The port promises pending writes are durable once close resolves: commit the writes
     // waiting for the next group commit now (their callers then resolve as usual).
-    this.items.flush();
-    await this.blobs.drain();
-    this.items.flush();
+    this.sqlite.flush();
+    await this.files.drain();
+    this.sqlite.flush();
     // Folding the WAL back keeps the data dir a single self-contained file at rest.
     this.db.pragma('wal_checkpoint(TRUNCATE)');
     this.db.close();
