@@ -66,9 +66,16 @@ export async function startConsoleProxy(opts: ConsoleProxyOptions): Promise<Loca
       if (v !== undefined) headers[name] = v;
     }
     const body = event.body;
+    let signed: Record<string, string>;
+    try {
+      signed = await sign({ method, url, headers, body });
+    } catch (e) {
+      // Typically no credentials for the profile, or an expired SSO session.
+      const why = e instanceof Error ? e.message : String(e);
+      return problem(502, 'signing_failed', `could not authenticate the call to ${base}: ${why}`);
+    }
     let res: Response;
     try {
-      const signed = await sign({ method, url, headers, body });
       res = await doFetch(url, {
         method,
         headers: signed,

@@ -41,11 +41,11 @@ export function consoleCommands(program: Command, ctx: CommandContext): void {
       });
       const how =
         options.auth?.type === 'sigv4'
-          ? 'SigV4'
+          ? 'API calls signed here with SigV4'
           : options.auth?.type === 'bearer'
-            ? 'a bearer token'
-            : 'no authentication';
-      ctx.out(`Sluice console for ${endpoint} (calls signed here with ${how}): ${proxy.url}/console/\n`);
+            ? "API calls sent with this CLI's bearer token"
+            : 'API calls sent without authentication';
+      ctx.out(`Sluice console for ${endpoint} (${how}): ${proxy.url}/console/\n`);
       const signal = ctx.io.signal;
       if (signal && !signal.aborted)
         await new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true }));

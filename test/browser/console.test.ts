@@ -20,7 +20,8 @@ describe('browser: the console in Chromium', () => {
   let dir: string;
   let storage: Storage;
   let server: LocalServer;
-  let browser: Browser;
+  // Every scenario awaits it: without Chromium each one fails with the message saying how to get it.
+  let browser: Promise<Browser>;
   const http = <T = unknown>(method: string, path: string, body?: unknown) => call<T>(server.url, method, path, body);
 
   /** Pushes `n` messages to `queue` and dead-letters each (queue mode), returning their transactionIds. */
@@ -45,8 +46,8 @@ describe('browser: the console in Chromium', () => {
   }
 
   beforeAll(async () => {
-    // Launched first: without Chromium the file fails here, with the message saying how to get it.
-    browser = await launchChromium();
+    browser = launchChromium();
+    browser.catch(() => undefined); // reported by each scenario
     dir = await mkdtemp(join(tmpdir(), 'sluice-console-'));
     storage = await openEmbeddedStorage({ dataDir: dir, sync: 'normal' });
     server = await startTestServer(testServices(storage), { consoleFiles: await buildConsole() });
@@ -63,7 +64,7 @@ describe('browser: the console in Chromium', () => {
     if (seeded.some((r) => r.status >= 300)) throw new Error(`seeding failed: ${JSON.stringify(seeded)}`);
   });
   afterAll(async () => {
-    await browser?.close();
+    await (await browser.catch(() => undefined))?.close();
     await server?.close();
     await storage?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
@@ -74,7 +75,7 @@ describe('browser: the console in Chromium', () => {
   };
 
   it('list → queue → partition → messages, and a lookup by transactionId', async () => {
-    await withPage(browser, 'browse', async (page) => {
+    await withPage(await browser, 'browse', async (page) => {
       await open(page);
       await expect.poll(() => page.getByTestId('queue-row-orders').textContent()).toContain('orders');
       await page.getByTestId('queue-link-orders').click();
@@ -119,7 +120,7 @@ describe('browser: the console in Chromium', () => {
 
   it('DLQ: retry one dead letter, delete another', async () => {
     const [first, second, third] = await deadLetters('poison', 3);
-    await withPage(browser, 'dlq-retry', async (page) => {
+    await withPage(await browser, 'dlq-retry', async (page) => {
       await open(page, '#/dlq?queue=poison');
       await page.getByTestId(`dlq-row-${first}`).waitFor();
       expect(await page.getByTestId('dlq').locator('tbody tr').count()).toBe(3);
@@ -141,7 +142,7 @@ describe('browser: the console in Chromium', () => {
 
   it('bulk redrive pages through every dead letter and shows its progress', async () => {
     await deadLetters('bulk', 25);
-    await withPage(browser, 'bulk-redrive', async (page) => {
+    await withPage(await browser, 'bulk-redrive', async (page) => {
       await open(page, '#/dlq?queue=bulk');
       await expect.poll(() => page.getByTestId('dlq').locator('tbody tr').count()).toBe(25);
       // Every text the progress line shows, in order.
@@ -180,7 +181,7 @@ describe('browser: the console in Chromium', () => {
     });
     expect(polled.body.records.map((r) => r.offset)).toEqual([0, 1]);
     expect((await http('POST', `${group}/dead-letter`, { offset: 1 })).status).toBe(200);
-    await withPage(browser, 'claim-group', async (page) => {
+    await withPage(await browser, 'claim-group', async (page) => {
       await open(page, '#/queues/orders/partitions/p1');
       await page.getByTestId('claim-link-workers').click();
       await page.getByTestId('group-title').waitFor();

@@ -104,7 +104,7 @@ describe('http: sluice console, the signing proxy', () => {
 
   it('says where the console is and how it authenticates', () => {
     expect(stdout).toBe(
-      `Sluice console for ${server.url} (calls signed here with a bearer token): ${proxyUrl}/console/\n`,
+      `Sluice console for ${server.url} (API calls sent with this CLI's bearer token): ${proxyUrl}/console/\n`,
     );
   });
 
@@ -256,6 +256,51 @@ describe('http: the console proxy signs with SigV4', () => {
       expect(got.headers.authorization).toBe(expected['authorization']);
     } finally {
       await proxy.close();
+    }
+  });
+});
+
+describe('http: the console proxy when it cannot sign or reach the API', () => {
+  it('answers 502 with the reason, and sends nothing unsigned', async () => {
+    const calls: string[] = [];
+    const noCredentials = async (): Promise<never> => {
+      throw new Error('Could not load credentials from any providers');
+    };
+    const proxy = await startConsoleProxy({
+      endpoint: 'https://abc123.execute-api.eu-west-1.amazonaws.com',
+      auth: { type: 'sigv4', credentials: noCredentials },
+      files: await buildConsole(),
+      port: 0,
+      fetch: async (url) => {
+        calls.push(url instanceof Request ? url.url : url.toString());
+        throw new TypeError('fetch failed');
+      },
+    });
+    try {
+      const r = await fetch(`${proxy.url}/api/v1/resources/queues`);
+      expect(r.status).toBe(502);
+      expect(await r.json()).toEqual({
+        code: 'signing_failed',
+        error:
+          'could not authenticate the call to https://abc123.execute-api.eu-west-1.amazonaws.com: Could not load credentials from any providers',
+      });
+      expect(calls).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
+    const unreachable = await startConsoleProxy({
+      endpoint: 'http://127.0.0.1:9',
+      files: await buildConsole(),
+      port: 0,
+      fetch: async () => {
+        throw new TypeError('fetch failed');
+      },
+    });
+    try {
+      const r = await fetch(`${unreachable.url}/health`);
+      expect([r.status, ((await r.json()) as { code: string }).code]).toEqual([502, 'bad_gateway']);
+    } finally {
+      await unreachable.close();
     }
   });
 });

@@ -41,8 +41,8 @@ export function chromiumPath(env: Record<string, string | undefined> = process.e
  * const page = await browser.newPage();
  * ```
  */
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({
+export async function launchChromium(): Promise<Browser> {
+  return await chromium.launch({
     executablePath: chromiumPath(),
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],

@@ -13,7 +13,7 @@ const groupQuery = (g: string): string => (g === QUEUE_MODE ? '' : `?consumerGro
  * `#/dlq?queue=Q`: a queue's dead letters (of partition-lease groups and queue mode), each with
  * retry and delete, and a bulk redrive that pages through them showing its progress.
  */
-export async function dlqView(root: HTMLElement, _params: string[], query: URLSearchParams): Promise<void> {
+export async function dlqView(root: HTMLElement, params: string[], query: URLSearchParams): Promise<void> {
   const queue = query.get('queue') ?? '';
   const { queues } = await api<{ queues: QueueRow[] }>('GET', '/api/v1/resources/queues');
   const picker = h(
@@ -30,7 +30,7 @@ export async function dlqView(root: HTMLElement, _params: string[], query: URLSe
     `/api/v1/dlq?limit=1000${queue ? `&queue=${encodeURIComponent(queue)}` : ''}`,
   );
   const status = h('div', { 'data-testid': 'dlq-status', role: 'status' });
-  const refresh = (): void => void dlqView(root, _params, query).catch((e: unknown) => root.append(errorBox(e)));
+  const refresh = (): void => void dlqView(root, params, query).catch((e: unknown) => root.append(errorBox(e)));
 
   const act = (button: HTMLElement, run: () => Promise<string>): void => {
     (button as HTMLButtonElement).disabled = true;
