@@ -535,7 +535,8 @@ const deleteRace: Scenario = {
         const page = await svc.storage.items.query(table, pid, { limit: 100 });
         if (page.items.length > 0) left.push(`${page.items.length} ${table} items`);
       }
-      if (await svc.storage.items.get('leases', leaseKeys.ready(q.queue, q.group, pid))) left.push('a READY entry');
+      const qid = queueIdOf.get(pid);
+      if (qid && (await svc.storage.items.get('leases', leaseKeys.work(qid, pid)))) left.push('a work item');
       const blobs = await svc.storage.blobs.list(`segments/${pid}/`, { limit: 100 });
       if (blobs.blobs.length > 0) left.push(`${blobs.blobs.length} blobs`);
       if (await svc.queues.partitionById(pid)) left.push('its record (it still resolves by id)');
