@@ -703,7 +703,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     };
     // Kept registration: the group re-consumes from its stored subscription.
     expect(await payloads(a, 'kept')).toEqual(['"one"']);
-    expect(await payloads(a, 'kept')).toEqual([]); // drained: nothing left in this process's READY page
+    expect(await payloads(a, 'kept')).toEqual([]); // drained: nothing left in this process's work-index page
     await b.leaseGroups.delete('kept', { deleteMetadata: false });
     clock.advance(1001);
     expect(await payloads(a, 'kept')).toEqual(['"one"']);

@@ -138,7 +138,7 @@ export async function prepareSegment(
   );
   const raw = frames.reduce((n, f) => n + f.payload.byteLength + 64, 0);
   const bytes = await encodeSegment(frames, deps.config.compressMinBytes ?? 0);
-  const inline = bytes.byteLength <= (deps.config.inlineMaxBytes ?? 4096);
+  const inline = bytes.byteLength <= (deps.config.inlineMaxBytes ?? 8192);
   const blob = inline ? undefined : segmentBlobKey(part.id, pushId);
   // The blob goes first: a crash before the commit leaves an unreferenced blob for the
   // sweeper, never a segment pointing at nothing.
