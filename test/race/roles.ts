@@ -156,6 +156,8 @@ export interface LeaseConsumer {
   styles: AckStyle[];
   /** [lo, hi] ms a late ack waits. */
   lateMs: [number, number];
+  /** Only wildcard pops (the work index is then the only way to the partition); default: half each. */
+  wildcardOnly?: boolean | undefined;
 }
 
 async function ackLease(
@@ -210,7 +212,7 @@ async function ackLease(
 /** Pops (partition route or wildcard, at random) and acks in one of the given styles, until stopped. */
 export async function consumeLeases(ctx: RoleContext, c: LeaseConsumer): Promise<void> {
   while (!ctx.stopped()) {
-    const route = Math.random() < 0.5 ? 'partition' : 'wildcard';
+    const route = c.wildcardOnly || Math.random() < 0.5 ? 'wildcard' : 'partition';
     const seq = ctx.inst.next();
     const t0 = Date.now();
     ctx.inst.log({ k: 'begin', inst: ctx.inst.id, seq, t0, op: 'pop' });
