@@ -31,10 +31,10 @@ const LARGE_EVERY = 8;
 /** A producer's transactionId for its n-th message. */
 export const txidOf = (producer: string, n: number): string => `${producer}-${n}`;
 
-/** One message's payload: small JSON, or ~6 KB that does not compress (its segment goes to S3). */
+/** One message's payload: small JSON, or ~12 KB that does not compress (past the 8 KiB inline threshold: its segment goes to S3). */
 function payloadOf(producer: string, n: number, large: boolean): Buffer {
   const body: Record<string, unknown> = { p: producer, n };
-  if (large) body['pad'] = randomBytes(4500).toString('base64');
+  if (large) body['pad'] = randomBytes(9000).toString('base64');
   return Buffer.from(JSON.stringify(body));
 }
 
