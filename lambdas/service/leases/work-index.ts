@@ -23,7 +23,14 @@
  *   clear that read the cursors before fails on the item's version.
  */
 import { isLive } from '../../core/leases.js';
-import { ConditionFailedError, ContentionError, MAX_GET_MANY, type Item, type Storage } from '../../storage/port.js';
+import {
+  ConditionFailedError,
+  ContentionError,
+  MAX_GET_MANY,
+  type Item,
+  type Storage,
+  type WriteOp,
+} from '../../storage/port.js';
 import type { GroupRegistry } from '../groups/group-registry.js';
 import { versionCheck, type GroupRecord } from '../groups/group-store.js';
 import { decodeCursor, decodeScanState, leaseKeys, scanStateItem, workItem, workPk } from './lease-store.js';
@@ -226,8 +233,8 @@ export class WorkIndex {
 
   /**
    * Clears the work items of partitions every lease group has consumed to the end (a few per
-   * call). A partition found with a group behind is not looked at again until a push moves its
-   * sequencer.
+   * call). A partition found with a group behind is left to that group, or to a push that
+   * moves its sequencer, or to {@link RECHECK_CLEAR_MS} passing.
    */
   private async clearDrained(
     queue: QueueRefLike,
@@ -265,7 +272,7 @@ export class WorkIndex {
     const committed = new Map(rows.items.map((r) => [r.sk, decodeCursor(r).committed]));
     const behind = lease.filter((g) => (committed.get(g.group) ?? -1) < end).map((g) => g.group);
     if (behind.length > 0) return behind;
-    const ops: Parameters<Storage['items']['transact']>[0] = [
+    const ops: WriteOp[] = [
       { op: 'delete', table: 'leases', key: { pk: item.pk, sk: item.sk }, cond: { kind: 'version', ver: item.ver } },
       versionCheck(queue.name, groupsVer),
     ];
@@ -281,6 +288,9 @@ export class WorkIndex {
       await this.deps.storage.items.transact(ops);
     } catch (e) {
       if (!(e instanceof ConditionFailedError) && !(e instanceof ContentionError)) throw e;
+      // A group registered since this process cached the list: read it again for the next try.
+      if (e instanceof ConditionFailedError && e.failed.some((f) => f.index === ops.length - 1))
+        await this.deps.groups.list(queue.name, { fresh: true });
     }
     return [];
   }

@@ -32,7 +32,7 @@ export function defineQueueSmokeSuite(target: () => HttpTarget, opts: { prefix?:
   it('smoke: a push is readable back, large payloads included', async () => {
     const queue = q('smoke-read');
     // Incompressible and past the inline limit: stored as a blob (S3 on AWS).
-    const big = randomBytes(9000).toString('base64');
+    const big = randomBytes(3000).toString('base64');
     const pushed = await http('POST', '/api/v1/push', {
       items: [
         { queue, payload: { n: 1 } },
