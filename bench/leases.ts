@@ -465,7 +465,7 @@ export async function leasesBench(): Promise<string> {
     'Each port call counted as the AWS adapter would issue it (a `getMany` of up to 100 keys is one ' +
       'request). Average over 5 pop+ack cycles of batch 100, after one warm-up cycle. A partition pop ' +
       'reads the row, one page of segments from the row’s segment hint and writes the lease; a ' +
-      'wildcard pop reads the READY index and the candidates’ rows instead of the row; an ack reads ' +
+      'wildcard pop reads the work index, the candidates’ rows and their sequencers instead of the row; an ack reads ' +
       'the row and writes it.',
     '',
     '| case | requests per pop | requests per ack |',
@@ -477,9 +477,9 @@ export async function leasesBench(): Promise<string> {
     '1,200 messages (6,000 in the deep-backlog row) pushed by one process; popped (batch 100) and ' +
       'acked by another (separate caches, as separate Lambda functions), so every S3 segment costs ' +
       'the consumer one GetObject (the segment index query is skipped when index entries an earlier ' +
-      'query returned cover the batch). Segments up to 4 KiB compressed are stored inline (their ' +
+      'query returned cover the batch). Segments up to 8 KiB compressed are stored inline (their ' +
       'bytes come with the query). Average over 10 cycles after a warm-up cycle; a wildcard pop ' +
-      'reuses the READY page it read within the last 250 ms. Targets: ≤ 4 per pop, ≤ 2 per ack call.',
+      'reuses the work-index page it read within the last 250 ms. Targets: ≤ 5 per pop, ≤ 2 per ack call.',
     '',
     '| case | requests per pop | pop requests by kind | requests per ack | ack requests by kind | ' +
       'write units per 1,000 msgs (pop+ack) | read units per 1,000 msgs |',

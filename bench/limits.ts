@@ -127,12 +127,7 @@ async function pushCase(endpoints: AwsEndpoints, c: PushCase, n: number): Promis
     ...(c.dedup ? [{ label: 'dedup', prefix: 'dedup ' }] : []),
   ]);
   // Queue-wide keys: every commit on any of the queue's partitions writes them.
-  const queueHot = c.leaseGroup
-    ? hotKeys(meter, commits, [
-        { label: 'GRPVER', prefix: 'meta GRPVER#' },
-        { label: 'READY', prefix: 'leases READY#' },
-      ])
-    : [];
+  const queueHot = c.leaseGroup ? hotKeys(meter, commits, [{ label: 'WORK', prefix: 'leases WORK#' }]) : [];
   const units = [...hot, ...queueHot].map((h) => `${h.label} ${fx(h.perOp)}`).join(', ');
   const queueCeiling = queueHot.length ? ceiling(queueHot) : '—';
   return (
@@ -267,7 +262,7 @@ export async function limitsBench(): Promise<string> {
       '',
       `### Pushes of 10 × 256 B into one queue (${CASE_MS / 1000} s per row)`,
       '',
-      'Commit scheme 2: a push takes its offsets from the partition’s sequencer item (one unconditional `UpdateItem`), then puts its segment there, in one transaction with the push’s marker when there is one (dedup on, a blob, lease groups), with the lease groups’ READY marks and a check of the queue’s group-list version (`GRPVER#<queue>`) when the queue has lease groups (docs/STORAGE.md, “Offsets come from a sequencer”). Units per commit on the hottest key of each kind: `log` (the partition’s segments and markers), `sequencer` (the partition’s `SEQ#` item), `dedup` (the partition’s transactionId reservations), `GRPVER` and `READY` (per queue, written by commits on any of its partitions). Collisions: refused conditional writes and cancelled transactions per commit.',
+      'Commit scheme 2: a push takes its offsets from the partition’s sequencer item (one unconditional `UpdateItem`), then puts its segment there, in one transaction with the push’s marker when there is one (dedup on, a blob); only the push whose take finds the partition drained also writes its has-work item (`WORK#<queueId>`) in that commit, whatever the number of lease groups (docs/STORAGE.md, “Offsets come from a sequencer”, “What a commit costs”). Units per commit on the hottest key of each kind: `log` (the partition’s segments and markers), `sequencer` (the partition’s `SEQ#` item), `dedup` (the partition’s transactionId reservations) and `WORK` (per queue: has-work items, written only when a partition goes from drained to having work). Collisions: refused conditional writes and cancelled transactions per commit.',
       '',
       '| case | partitions | producers | commits/s on DynamoDB Local | p99 ms | collisions per commit | write units per commit on the hottest key | commits/s per partition on DynamoDB (1,000 WCU/s per key) | commits/s per queue on DynamoDB |',
       '|---|---:|---:|---:|---:|---:|---|---:|---:|',

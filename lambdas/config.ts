@@ -171,14 +171,15 @@ function loadClaimDefaults(env: Record<string, string | undefined>): ClaimDefaul
 }
 
 /**
- * Inline threshold per backend. On AWS it is a price: an S3 PUT ($5/M) costs as much as eight
- * 1 KB DynamoDB write units, and inside a commit transaction an inline segment costs two
- * units per KB, so segments above ~4 KiB compressed are cheaper as S3 objects (see
- * docs/STORAGE.md). On the embedded backend everything is one SQLite file and a separate file
- * per segment only costs time, so segments stay inline up to well below the item limit.
+ * Inline threshold per backend. On AWS it is a price: an inline segment is one plain put at one
+ * write unit per KB, while a blob costs an S3 PUT ($5/M, eight write units) plus a commit marker
+ * that makes the commit a transaction, so segments up to ~8 KiB compressed are cheaper inline
+ * (docs/STORAGE.md, "Inline or blob"). On the embedded backend everything is one SQLite file and
+ * a separate file per segment only costs time, so segments stay inline up to well below the
+ * item limit.
  */
 export function defaultInlineMaxBytes(backend: 'embedded' | 'aws'): number {
-  return backend === 'aws' ? 4096 : 256 * 1024;
+  return backend === 'aws' ? 8192 : 256 * 1024;
 }
 
 /**

@@ -15,7 +15,7 @@ import { LeaseGroupAdmin } from './leases/lease-groups.js';
 import { LongPoll } from './leases/long-poll.js';
 import { maxSizeGuard } from './leases/max-size-guard.js';
 import { PopService } from './leases/pop.js';
-import { ReadyIndex } from './leases/ready-index.js';
+import { WorkIndex } from './leases/work-index.js';
 import { MessageLookup } from './log/message-lookup.js';
 import { PushService } from './log/push.js';
 import { QueueDirectory } from './log/queue-directory.js';
@@ -137,8 +137,8 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
   const longPoll = new LongPoll(notifier, waitSlots);
   const claims = new ClaimService({ storage, queues, segments, groups, notifier, longPoll, telemetry, config, clock });
   const dlq = new DlqService({ storage, queues, pushes, cipher });
-  const ready = new ReadyIndex({ storage, queues, segments, groups, clock, recheckMs: config.queueCacheMs });
-  pushes.addCommitHook(ready.hook);
+  const work = new WorkIndex({ storage, queues, segments, groups, clock, recheckMs: config.queueCacheMs });
+  pushes.addCommitHook(work.hook);
   pushes.addPushGuard(maxSizeGuard({ storage, segments }));
   const leasePops = new PopService({
     storage,
@@ -147,16 +147,16 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
     segments,
     cipher,
     groups,
-    ready,
+    work,
     longPoll,
     telemetry,
     clock,
   });
   const leaseAcks = new AckService({ storage, queues, segments, dlq, notifier, telemetry, clock });
-  const leaseGroups = new LeaseGroupAdmin({ storage, queues, segments, groups, ready, notifier, clock });
+  const leaseGroups = new LeaseGroupAdmin({ storage, queues, segments, groups, work, notifier, clock });
   const transactions = new TransactionService({ storage, queues, pushes, acks: leaseAcks, clock });
   const retention = new RetentionService({ storage, queues, segments, groups, claims, config, clock });
-  const deletion = new QueueDeletion({ storage, queues, groups, ready, dlq, config, clock });
+  const deletion = new QueueDeletion({ storage, queues, groups, work, dlq, config, clock });
   const segmentBlobs = new SegmentBlobSweep({ storage, config, clock });
   const admin = buildAdminReads({ storage, queues, segments, groups, leaseGroups, dlq, cipher, clock });
   return {

@@ -20,6 +20,7 @@ import {
   ContentionError,
   MAX_TRANSACT_OPS,
   type Storage,
+  type Taken,
   type WriteOp,
 } from '../storage/port.js';
 import type { AckService, LanePrep } from './leases/ack.js';
@@ -71,6 +72,8 @@ interface PushGroup {
   prep?: PreparedCommit;
   /** The first of the offsets taken for the segment (undefined: none taken yet). */
   base: number | undefined;
+  /** The take that gave `base`, with the sequencer as it found it. */
+  taken?: Taken | undefined;
 }
 
 interface Lane {
@@ -186,11 +189,16 @@ export class TransactionService {
       try {
         for (const g of pushes.values()) {
           const prep = g.prep as PreparedCommit;
-          g.base ??= (
-            await this.deps.storage.items.take('log', logKeys.sequencer(prep.partition.id), prep.count)
-          ).first;
           await prep.planHooks(hookRetry);
-          prep.build(g.base).forEach((op, j) => {
+          g.taken ??= await this.deps.storage.items.take(
+            'log',
+            logKeys.sequencer(prep.partition.id),
+            prep.count,
+            undefined,
+            prep.takeOptions(),
+          );
+          g.base = g.taken.first;
+          prep.build(g.taken).forEach((op, j) => {
             if (j >= prep.hookStart) hookOps.push(op);
             else {
               writes.push(op);
@@ -236,7 +244,7 @@ export class TransactionService {
           const o = owners[f.index];
           if (!o) continue;
           // A reader closed the offsets while this transaction was too slow: take new ones.
-          if (o.kind === 'seg') o.g.base = undefined;
+          if (o.kind === 'seg') o.g.base = o.g.taken = undefined;
           else if (o.kind === 'hook') hookRetry = true;
           else if (o.kind === 'lane') lanesMoved = true;
           else if (f.current?.attrs.state === 'aborted') {
@@ -259,10 +267,11 @@ export class TransactionService {
 
   /** Closes the offsets taken for pushes that will not be written (best effort; readers close the rest). */
   private async closeTaken(pushes: Map<string, PushGroup>): Promise<void> {
+    for (const g of pushes.values()) await g.prep?.abandon();
     for (const g of pushes.values()) {
       if (g.base === undefined || !g.prep) continue;
       await closeRange(this.deps.storage, g.prep.partition.id, g.base, g.prep.count, g.prep.at);
-      g.base = undefined;
+      g.base = g.taken = undefined;
     }
   }
 

@@ -513,7 +513,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
   });
 
   it('partitions=N: a partition claimed in a later round (an earlier candidate had nothing to deliver) is renewed by the pop’s one lease id', async () => {
-    // READY candidates come in partition-id order (a, b, c). b holds only a message older
+    // Work-index candidates come in partition-id order (a, b, c). b holds only a message older
     // than maxWaitTimeSeconds: the first round [a, b] claims a alone, the second claims c.
     await configure('rounds', { maxWaitTimeSeconds: 10 });
     await push('rounds', ['a-old'], 'a');
@@ -589,7 +589,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     const names = Array.from({ length: 21 }, (_, p) => `h${String(p).padStart(2, '0')}`);
     for (const n of names) {
       await push('held', ['h'], n);
-      clock.advance(1); // partition ids follow creation time: the READY index lists them in this order
+      clock.advance(1); // partition ids follow creation time: the work index lists them in this order
     }
     await push('held', ['ready'], 'last');
     clock.advance(5_000);
@@ -598,7 +598,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     for (let i = 0; i < 4 && got.length === 0; i++) {
       const r = await pop('held', 'batch=10');
       if (r.status === 200) got.push(...data(r.body.messages));
-      await new Promise((res) => setTimeout(res, 300)); // past this process's 250 ms READY page cache
+      await new Promise((res) => setTimeout(res, 300)); // past this process’s 250 ms work-index page cache
     }
     expect(got).toEqual(['ready']);
   });

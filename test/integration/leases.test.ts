@@ -1,4 +1,4 @@
-// The lease service over both storage backends: the READY index keeps wildcard pops bounded,
+// The lease service over both storage backends: the work index keeps wildcard pops bounded,
 // registrations racing pushes never lose a partition, transactions race pushes safely, and
 // pops and acks cost a constant number of storage requests.
 import { randomBytes } from 'node:crypto';
@@ -10,11 +10,14 @@ import { KmsKeyProvider } from '../../lambdas/service/adapters/kms-key-provider.
 import {
   SEGMENT_BLOB_PREFIX,
   logKeys as keys,
+  logKeys,
   parseSegmentBlobKey,
   skipSegmentItem,
 } from '../../lambdas/service/log/log-store.js';
 import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, parseDlqBlobKey } from '../../lambdas/service/leases/dlq-store.js';
 import type { PopRequest, PopResult } from '../../lambdas/service/leases/pop.js';
+import { leaseKeys } from '../../lambdas/service/leases/lease-store.js';
+import { WORK_FLAG } from '../../lambdas/service/leases/work-index.js';
 import { buildServices, type Services } from '../../lambdas/service/runtime.js';
 import { ContentionError, type ItemStore, type Storage } from '../../lambdas/storage/port.js';
 import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
@@ -44,7 +47,7 @@ function counted(inner: Storage): { storage: Storage; n: () => number; reset: ()
     delete: (t, k, c) => (n++, i.delete(t, k, c)),
     writeEach: (ops) => ((n += ops.length), i.writeEach(ops)),
     transact: (ops) => (n++, i.transact(ops)),
-    take: (t, k, c, then) => (
+    take: (t, k, c, then, o) => (
       n++,
       i.take(
         t,
@@ -56,6 +59,7 @@ function counted(inner: Storage): { storage: Storage; n: () => number; reset: ()
             if (ops.length > 0) n++;
             return ops;
           }),
+        o,
       )
     ),
   };
@@ -68,7 +72,7 @@ function counted(inner: Storage): { storage: Storage; n: () => number; reset: ()
  * or transaction whose first op writes a `log` segment): a deterministic interleaving of a
  * concurrent writer, independent of the emulator's scheduling.
  */
-function beforeFirstCommit(inner: Storage, inject: () => Promise<void>): Storage {
+function beforeFirstCommit(inner: Storage, inject: () => Promise<void>, opts: { atTake?: boolean } = {}): Storage {
   let armed = true;
   const fire = async (isSegment: boolean): Promise<void> => {
     if (armed && isSegment) {
@@ -86,7 +90,51 @@ function beforeFirstCommit(inner: Storage, inject: () => Promise<void>): Storage
       await fire(first?.op === 'put' && first.table === 'log' && first.item.sk.startsWith('S#'));
       return inner.items.transact(ops);
     },
+    // With `atTake`: before the take a push commits inside (after whatever it read first).
+    take: async (t, k, n, then, o) => {
+      await fire(opts.atTake === true && k.pk.startsWith('SEQ#'));
+      return inner.items.take(t, k, n, then, o);
+    },
   });
+}
+
+/** Storage that runs `inject` once, just before the first write clearing a work item is sent. */
+function beforeClear(inner: Storage, inject: () => Promise<void>): { storage: Storage; fired: () => boolean } {
+  let fired = false;
+  const storage = withItems(inner, {
+    transact: async (ops) => {
+      if (!fired && ops.some((op) => op.op === 'delete' && op.key.pk.startsWith('WORK#'))) {
+        fired = true;
+        await inject();
+      }
+      return inner.items.transact(ops);
+    },
+  });
+  return { storage, fired: () => fired };
+}
+
+/** Pops and acks `n` messages by wildcard pops (no empty pop after: that could clear the partition). */
+async function consume(svc: Services, queue: string, group: string, n: number): Promise<string[]> {
+  const seen: string[] = [];
+  while (seen.length < n) {
+    const p = await svc.leasePops.pop(req(queue, { group }));
+    if (!p) break;
+    seen.push(...p.messages.map((m) => text(m.payload)));
+    await ackAll(svc, p);
+  }
+  return seen;
+}
+
+/** Pops (and acks) everything the group can get by wildcard pops, in order. */
+async function drainWildcard(svc: Services, queue: string, group: string): Promise<string[]> {
+  const seen: string[] = [];
+  for (let i = 0; i < 20; i++) {
+    const p = await svc.leasePops.pop(req(queue, { group }));
+    if (!p) break;
+    seen.push(...p.messages.map((m) => text(m.payload)));
+    await ackAll(svc, p);
+  }
+  return seen;
 }
 
 const req = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({
@@ -124,7 +172,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     const q = await svc.queues.ensureQueue('idle');
     expect(await svc.leasePops.pop(req('idle', { group: 'g' }))).toBeNull();
     // moto serves a few concurrent transactions at a time (~200 writes/s): create them 5 by 5,
-    // and only 100 (idle partitions never enter the READY index, so the count is what varies).
+    // and only 100 (idle partitions never enter the work index, so the count is what varies).
     const [idle, step] = backend.name === 'aws' ? [100, 5] : [10_000, 100];
     for (let i = 0; i < idle; i += step)
       await Promise.all(Array.from({ length: step }, (_, j) => svc.queues.ensurePartition(q, `idle-${i + j}`)));
@@ -139,12 +187,22 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     expect(c.n()).toBe(2);
     c.reset();
     expect(await svc.leasePops.pop(req('idle', { group: 'g' }))).toBeNull();
-    // Empty: the rows of the cached READY page, then the READY query, its rows and one
-    // guarded delete of the drained entry.
-    expect(c.n()).toBeLessThanOrEqual(4);
+    // Empty, and every group is past the end: the rows of the cached page, then the work query,
+    // its rows and sequencers; the group list (version and registrations: cached after), the
+    // partition's cursor rows and the one transaction that clears the item and the flag.
+    expect(c.n()).toBeLessThanOrEqual(8);
+    const busy = (await svc.queues.getPartition('idle', 'busy'))!;
+    expect(await inner.items.get('leases', leaseKeys.work(q.queueId, busy.id))).toBeUndefined();
+    expect((await inner.items.get('log', logKeys.sequencer(busy.id)))?.attrs[WORK_FLAG]).toBe(false);
     c.reset();
     expect(await svc.leasePops.pop(req('idle', { group: 'g' }))).toBeNull();
     expect(c.n()).toBe(1);
+    // The next push finds the partition drained and marks it again; so does only that one.
+    await svc.pushes.push([{ queue: 'idle', partition: 'busy', payload: json('more') }]);
+    expect(await inner.items.get('leases', leaseKeys.work(q.queueId, busy.id))).toBeDefined();
+    await inner.items.delete('leases', leaseKeys.work(q.queueId, busy.id));
+    await svc.pushes.push([{ queue: 'idle', partition: 'busy', payload: json('again') }]);
+    expect(await inner.items.get('leases', leaseKeys.work(q.queueId, busy.id))).toBeUndefined();
   });
 
   it('counts MessagesPushed for every push path (plain, transaction, replay), DuplicatesRejected and DeadLettered', async () => {
@@ -443,15 +501,19 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     expect(got.size).toBe(30);
   });
 
-  it('a group registering between a push’s read of the group list and its commit still gets the partition marked (no lease group yet)', async () => {
+  it('a group registering while a push is in flight (no lease group yet) gets the partition marked', async () => {
     const svc = testServices(inner);
     const q = await svc.queues.ensureQueue('reg-race-0');
     await svc.queues.ensurePartition(q, 'Default');
     // The newcomer registers, and its registration scan completes, while the push is in flight.
     const pusher = testServices(
-      beforeFirstCommit(inner, async () => {
-        expect(await svc.leasePops.pop(req('reg-race-0', { group: 'newcomer' }))).toBeNull();
-      }),
+      beforeFirstCommit(
+        inner,
+        async () => {
+          expect(await svc.leasePops.pop(req('reg-race-0', { group: 'newcomer' }))).toBeNull();
+        },
+        { atTake: true },
+      ),
     );
     const [r] = await pusher.pushes.push([{ queue: 'reg-race-0', payload: json('missed?') }]);
     expect(r?.status).toBe('queued');
@@ -459,16 +521,20 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     expect(got?.messages.map((m) => text(m.payload))).toEqual(['"missed?"']);
   });
 
-  it('a group registering between a push’s read of the group list and its commit fails the commit’s version check: the retry marks it', async () => {
+  it('a group registering while a push is in flight (another group drained the partition) gets its message', async () => {
     const svc = testServices(inner);
     await svc.pushes.push([{ queue: 'reg-race-1', payload: json('first') }]);
     expect((await svc.leasePops.pop(req('reg-race-1', { group: 'old' })))?.messages).toHaveLength(1);
     const pusher = testServices(
-      beforeFirstCommit(inner, async () => {
-        const first = await svc.leasePops.pop(req('reg-race-1', { group: 'newcomer' }));
-        expect(first?.messages).toHaveLength(1);
-        await ackAll(svc, first!);
-      }),
+      beforeFirstCommit(
+        inner,
+        async () => {
+          const first = await svc.leasePops.pop(req('reg-race-1', { group: 'newcomer' }));
+          expect(first?.messages).toHaveLength(1);
+          await ackAll(svc, first!);
+        },
+        { atTake: true },
+      ),
     );
     const [r] = await pusher.pushes.push([{ queue: 'reg-race-1', payload: json('second') }]);
     expect(r?.status).toBe('queued');
@@ -480,6 +546,115 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
       await ackAll(svc, p);
     }
     expect(seen).toContain('"second"');
+  });
+
+  it('a push between a clear’s check and its write fails the clear: the work item stays and the message is delivered', async () => {
+    const svc = testServices(inner);
+    await svc.pushes.push([{ queue: 'clear-race-push', payload: json('first') }]);
+    expect(await consume(svc, 'clear-race-push', 'g', 1)).toEqual(['"first"']);
+    const other = testServices(inner);
+    const { storage, fired } = beforeClear(inner, async () => {
+      await other.pushes.push([{ queue: 'clear-race-push', payload: json('second') }]);
+    });
+    const clearer = testServices(storage);
+    expect(await clearer.leasePops.pop(req('clear-race-push', { group: 'g' }))).toBeNull();
+    expect(fired()).toBe(true);
+    const q = (await svc.queues.getQueue('clear-race-push'))!;
+    const part = (await svc.queues.getPartition('clear-race-push', 'Default'))!;
+    expect(await inner.items.get('leases', leaseKeys.work(q.queueId, part.id))).toBeDefined();
+    expect((await inner.items.get('log', logKeys.sequencer(part.id)))?.attrs[WORK_FLAG]).toBe(true);
+    expect(await drainWildcard(clearer, 'clear-race-push', 'g')).toEqual(['"second"']);
+  });
+
+  it('a group registered between a clear’s check and its write fails the clear: the newcomer gets every message', async () => {
+    const svc = testServices(inner);
+    await svc.pushes.push([{ queue: 'clear-race-reg', payload: json('old') }]);
+    expect(await consume(svc, 'clear-race-reg', 'g', 1)).toEqual(['"old"']);
+    const other = testServices(inner);
+    const { storage, fired } = beforeClear(inner, async () => {
+      await other.groups.register('clear-race-reg', 'newcomer', 'lease', { mode: 'all', from: null });
+    });
+    const clearer = testServices(storage);
+    expect(await clearer.leasePops.pop(req('clear-race-reg', { group: 'g' }))).toBeNull();
+    expect(fired()).toBe(true);
+    expect(await drainWildcard(other, 'clear-race-reg', 'newcomer')).toEqual(['"old"']);
+  });
+
+  it('a seek between a clear’s check and its write fails the clear: the group gets its messages again', async () => {
+    const svc = testServices(inner);
+    await svc.pushes.push([{ queue: 'clear-race-seek', payload: json('m') }]);
+    expect(await consume(svc, 'clear-race-seek', 'g', 1)).toEqual(['"m"']);
+    const other = testServices(inner);
+    const { storage, fired } = beforeClear(inner, async () => {
+      await other.leaseGroups.seek('g', 'clear-race-seek', { timestamp: 0 });
+    });
+    const clearer = testServices(storage);
+    expect(await clearer.leasePops.pop(req('clear-race-seek', { group: 'g' }))).toBeNull();
+    expect(fired()).toBe(true);
+    expect(await drainWildcard(testServices(inner), 'clear-race-seek', 'g')).toEqual(['"m"']);
+  });
+
+  it('a group registered on a queue whose partitions were all cleared finds the old messages (registration scan)', async () => {
+    const svc = testServices(inner);
+    await svc.pushes.push([
+      { queue: 'cleared-then-new', partition: 'a', payload: json('a') },
+      { queue: 'cleared-then-new', partition: 'b', payload: json('b') },
+    ]);
+    expect((await drainWildcard(svc, 'cleared-then-new', 'g')).sort()).toEqual(['"a"', '"b"']);
+    expect(await svc.leasePops.pop(req('cleared-then-new', { group: 'g' }))).toBeNull(); // clears
+    const q = (await svc.queues.getQueue('cleared-then-new'))!;
+    expect((await inner.items.query('leases', `WORK#${q.queueId}`)).items).toEqual([]);
+    const late = testServices(inner);
+    expect((await drainWildcard(late, 'cleared-then-new', 'late')).sort()).toEqual(['"a"', '"b"']);
+    // And a push after the clear marks the partition again for every group.
+    await svc.pushes.push([{ queue: 'cleared-then-new', partition: 'a', payload: json('a2') }]);
+    expect(await drainWildcard(svc, 'cleared-then-new', 'g')).toEqual(['"a2"']);
+    expect(await drainWildcard(late, 'cleared-then-new', 'late')).toEqual(['"a2"']);
+  });
+
+  it('a clear waits for every lease group: a partition one group finished stays marked for the other', async () => {
+    const svc = testServices(inner);
+    await svc.groups.register('two-groups', 'slow', 'lease', { mode: 'all', from: null });
+    await svc.pushes.push([{ queue: 'two-groups', payload: json('x') }]);
+    expect(await drainWildcard(svc, 'two-groups', 'fast')).toEqual(['"x"']);
+    expect(await svc.leasePops.pop(req('two-groups', { group: 'fast' }))).toBeNull();
+    const q = (await svc.queues.getQueue('two-groups'))!;
+    expect((await inner.items.query('leases', `WORK#${q.queueId}`)).items).toHaveLength(1);
+    expect(await drainWildcard(svc, 'two-groups', 'slow')).toEqual(['"x"']);
+    expect(await svc.leasePops.pop(req('two-groups', { group: 'slow' }))).toBeNull();
+    expect((await inner.items.query('leases', `WORK#${q.queueId}`)).items).toEqual([]);
+  });
+
+  it('a push that flipped the flag and then failed its commit still leaves the partition marked', async () => {
+    const svc = testServices(inner);
+    await svc.pushes.push([{ queue: 'flip-fail', payload: json('first') }]);
+    expect(await drainWildcard(svc, 'flip-fail', 'g')).toEqual(['"first"']);
+    expect(await svc.leasePops.pop(req('flip-fail', { group: 'g' }))).toBeNull(); // clears
+    // The commit carrying the work item fails once (after the take, which on AWS stays applied).
+    let armed = true;
+    const failing = testServices(
+      withItems(inner, {
+        take: (t, k, n, then, o) =>
+          inner.items.take(
+            t,
+            k,
+            n,
+            then &&
+              ((taken) => {
+                const ops = then(taken);
+                if (armed && ops.some((op) => op.op === 'put' && op.item.pk.startsWith('WORK#'))) {
+                  armed = false;
+                  throw new Error('simulated store failure');
+                }
+                return ops;
+              }),
+            o,
+          ),
+      }),
+    );
+    expect((await failing.pushes.push([{ queue: 'flip-fail', payload: json('lost') }]))[0]?.status).toBe('failed');
+    await svc.pushes.push([{ queue: 'flip-fail', payload: json('after') }]);
+    expect(await drainWildcard(svc, 'flip-fail', 'g')).toContain('"after"');
   });
 
   it('50 concurrent pops on one lane from 50 processes: the conditional write lets exactly one win, every time', async () => {
@@ -528,7 +703,7 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     };
     // Kept registration: the group re-consumes from its stored subscription.
     expect(await payloads(a, 'kept')).toEqual(['"one"']);
-    expect(await payloads(a, 'kept')).toEqual([]); // drained: nothing left in this process's READY page
+    expect(await payloads(a, 'kept')).toEqual([]); // drained: nothing left in this process's work-index page
     await b.leaseGroups.delete('kept', { deleteMetadata: false });
     clock.advance(1001);
     expect(await payloads(a, 'kept')).toEqual(['"one"']);

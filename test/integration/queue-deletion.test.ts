@@ -8,7 +8,10 @@ import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
 import { resolveQueueOptions, type QueueOptionsInput } from '../../lambdas/core/queue-options.js';
 import { claimKeys } from '../../lambdas/service/claims/claim-store.js';
 import { SEGMENT_BLOB_PREFIX, TOMBSTONE_PK, logKeys as keys } from '../../lambdas/service/log/log-store.js';
-import { readyPk } from '../../lambdas/service/leases/lease-store.js';
+import { leaseKeys } from '../../lambdas/service/leases/lease-store.js';
+
+/** The queue incarnation of each partition seen, kept after its record goes. */
+const workOf = new Map<string, string>();
 import type { PopRequest } from '../../lambdas/service/leases/pop.js';
 import { runMaintenance } from '../../lambdas/service/maintenance/maintenance.js';
 import type { Services } from '../../lambdas/service/runtime.js';
@@ -53,10 +56,11 @@ async function leftovers(
     blobs: (await storage.blobs.list(`${SEGMENT_BLOB_PREFIX}${pid}/`)).blobs.length,
     byId: (await storage.items.get('meta', keys.partitionById(pid))) ? 1 : 0,
   };
-  for (const g of groups.lease)
-    out[`ready:${g}`] = (await storage.items.query('leases', readyPk(queue, g))).items.filter(
-      (it) => it.sk === pid,
-    ).length;
+  // The partition's work item, under its queue incarnation (read from its record while it exists).
+  const qid = (await storage.items.get('meta', keys.partitionById(pid)))?.attrs['queueId'];
+  if (typeof qid === 'string') workOf.set(pid, qid);
+  const known = workOf.get(pid);
+  out['work'] = known ? ((await storage.items.get('leases', leaseKeys.work(known, pid))) ? 1 : 0) : 0;
   for (const g of groups.claim)
     out[`claims:${g}`] =
       (await n('claims', claimKeys.groupPk(pid, g))) +

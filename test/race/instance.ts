@@ -1,6 +1,6 @@
 /**
  * One service instance of a race: what a Lambda instance has — its own SDK clients, its own
- * storage adapter, its own services and caches (queue records, partitions, segments, READY
+ * storage adapter, its own services and caches (queue records, partitions, segments, work-index
  * pages, group registrations) — over the scenario's shared emulator tables.
  *
  * The storage is wrapped by a recorder that logs every cursor row write (`leases` table) that
@@ -27,7 +27,7 @@ export interface RaceInstance {
   close(): Promise<void>;
 }
 
-/** A cursor row (not a READY entry or scan state) of the `leases` table. */
+/** A cursor row (not a work item or scan state) of the `leases` table. */
 function cursorWrite(table: string, item: Item): boolean {
   return table === 'leases' && typeof item.attrs['committed'] === 'number';
 }

@@ -17,7 +17,7 @@ export interface RaceEnv {
   bucket: string;
 }
 
-export type ScenarioName = 'pushes' | 'pops' | 'expiry' | 'claims' | 'redrive' | 'delete';
+export type ScenarioName = 'pushes' | 'pops' | 'wildcard' | 'expiry' | 'claims' | 'redrive' | 'delete';
 
 /** What one worker process runs. */
 export interface WorkerSpec {

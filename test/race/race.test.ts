@@ -11,6 +11,7 @@ import type { ScenarioName } from './protocol.js';
 const RACES: [ScenarioName, string][] = [
   ['pushes', 'pushes into one partition: offsets 0..N-1 once each, every producer in order, nothing lost'],
   ['pops', 'pops of one (partition, group): never two live leases, every message acked once'],
+  ['wildcard', 'wildcard pops only while pushing: the work index always leads to the data, every message acked once'],
   ['expiry', 'ack vs lease expiry vs a new pop, a consumer process killed: a stale ack never moves the cursor'],
   ['claims', 'claim polls of one group, a consumer process killed: no record with two holders, no position past work'],
   ['redrive', 'dead letters redriven while polls run: each delivered again, never twice at once, listed again'],

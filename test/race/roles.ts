@@ -31,10 +31,10 @@ const LARGE_EVERY = 8;
 /** A producer's transactionId for its n-th message. */
 export const txidOf = (producer: string, n: number): string => `${producer}-${n}`;
 
-/** One message's payload: small JSON, or ~6 KB that does not compress (its segment goes to S3). */
+/** One message's payload: small JSON, or ~12 KB that does not compress (past the 8 KiB inline threshold: its segment goes to S3). */
 function payloadOf(producer: string, n: number, large: boolean): Buffer {
   const body: Record<string, unknown> = { p: producer, n };
-  if (large) body['pad'] = randomBytes(4500).toString('base64');
+  if (large) body['pad'] = randomBytes(9000).toString('base64');
   return Buffer.from(JSON.stringify(body));
 }
 
@@ -156,6 +156,8 @@ export interface LeaseConsumer {
   styles: AckStyle[];
   /** [lo, hi] ms a late ack waits. */
   lateMs: [number, number];
+  /** Only wildcard pops (the work index is then the only way to the partition); default: half each. */
+  wildcardOnly?: boolean | undefined;
 }
 
 async function ackLease(
@@ -210,7 +212,7 @@ async function ackLease(
 /** Pops (partition route or wildcard, at random) and acks in one of the given styles, until stopped. */
 export async function consumeLeases(ctx: RoleContext, c: LeaseConsumer): Promise<void> {
   while (!ctx.stopped()) {
-    const route = Math.random() < 0.5 ? 'partition' : 'wildcard';
+    const route = c.wildcardOnly || Math.random() < 0.5 ? 'wildcard' : 'partition';
     const seq = ctx.inst.next();
     const t0 = Date.now();
     ctx.inst.log({ k: 'begin', inst: ctx.inst.id, seq, t0, op: 'pop' });

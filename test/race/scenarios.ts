@@ -123,8 +123,8 @@ const pushes: Scenario = {
   instances: 4,
   budgetMs: 60_000,
   params: (scale) => ({ queues: ['plain', 'grouped'], perProducer: 24 * scale, maxBatch: 4 }),
-  // One queue commits with one put-if-absent; the other has a lease group, so its commits are
-  // transactions with the READY mark and a check of the group list.
+  // One queue has no group; the other has a lease group, whose commits that find the partition
+  // drained also write its has-work item (in a transaction with the segment).
   async setup(svc) {
     await svc.queues.ensureQueue('grouped');
     await svc.groups.register('grouped', 'watchers', 'lease', { mode: 'all', from: null });
@@ -176,9 +176,14 @@ interface LeaseParams {
   leaseSeconds: number;
   styles: AckStyle[];
   lateMs: [number, number];
+  wildcardOnly?: boolean;
 }
 
-function leaseScenario(name: 'pops' | 'expiry', p: (scale: number) => LeaseParams, extra: Partial<Scenario>): Scenario {
+function leaseScenario(
+  name: 'pops' | 'expiry' | 'wildcard',
+  p: (scale: number) => LeaseParams,
+  extra: Partial<Scenario>,
+): Scenario {
   return {
     name,
     procs: 3,
@@ -206,6 +211,7 @@ function leaseScenario(name: 'pops' | 'expiry', p: (scale: number) => LeaseParam
             maxBatch: 8,
             styles: q.styles,
             lateMs: q.lateMs,
+            wildcardOnly: q.wildcardOnly,
           }),
       };
     },
@@ -266,6 +272,26 @@ const pops = leaseScenario(
     leaseSeconds: 30,
     styles: ['prompt', 'prompt', 'split', 'retry'],
     lateMs: [0, 0],
+  }),
+  {},
+);
+
+/**
+ * Wildcard pops only, while producers push: every message must be found through the work index,
+ * whose item pushes write when they find the partition drained and consumers clear when they
+ * drain it, so flips and clears race each other (and pushes) across processes.
+ */
+const wildcard = leaseScenario(
+  'wildcard',
+  (scale) => ({
+    queue: 'work',
+    group: 'billing',
+    producers: 2,
+    perProducer: 90 * scale,
+    leaseSeconds: 30,
+    styles: ['prompt', 'prompt', 'split', 'retry'],
+    lateMs: [0, 0],
+    wildcardOnly: true,
   }),
   {},
 );
@@ -535,7 +561,8 @@ const deleteRace: Scenario = {
         const page = await svc.storage.items.query(table, pid, { limit: 100 });
         if (page.items.length > 0) left.push(`${page.items.length} ${table} items`);
       }
-      if (await svc.storage.items.get('leases', leaseKeys.ready(q.queue, q.group, pid))) left.push('a READY entry');
+      const qid = queueIdOf.get(pid);
+      if (qid && (await svc.storage.items.get('leases', leaseKeys.work(qid, pid)))) left.push('a work item');
       const blobs = await svc.storage.blobs.list(`segments/${pid}/`, { limit: 100 });
       if (blobs.blobs.length > 0) left.push(`${blobs.blobs.length} blobs`);
       if (await svc.queues.partitionById(pid)) left.push('its record (it still resolves by id)');
@@ -571,6 +598,7 @@ const deleteRace: Scenario = {
 export const SCENARIOS: Record<ScenarioName, Scenario> = {
   pushes,
   pops,
+  wildcard,
   expiry,
   claims,
   redrive,

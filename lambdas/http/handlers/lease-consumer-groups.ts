@@ -136,7 +136,7 @@ export const deleteGroup = defineRoute({
   path: '/api/v1/consumer-groups/{group}',
   group: 'admin',
   summary:
-    "Delete a group's cursors, READY entries and scan watermarks on every queue the caller can see it on (and its subscription unless deleteMetadata=false).",
+    "Delete a group's cursors and scan watermarks on every queue the caller can see it on (and its subscription unless deleteMetadata=false).",
   params: z.object({ group: nameSchema('consumer group') }),
   query: DeleteQuery,
   access: { action: 'manage' },
@@ -161,7 +161,7 @@ export const deleteGroupOnQueue = defineRoute({
   method: 'DELETE',
   path: '/api/v1/consumer-groups/{group}/queues/{queue}',
   group: 'admin',
-  summary: "Delete a group's cursors, READY entries and scan watermark on one queue.",
+  summary: "Delete a group's cursors and scan watermark on one queue.",
   params: z.object({ group: nameSchema('consumer group'), queue: nameSchema('queue') }),
   query: DeleteQuery,
   access: { action: 'manage', queues: ({ params }) => [params.queue] },

@@ -37,8 +37,8 @@ export class GroupRegistry {
     // A registration changes only by a delete (the name starts over) or a subscription
     // update, possibly in another process: a hit is trusted for `cacheMs`, like a queue's
     // options. Trusting it for ever would leave this process popping under a deleted
-    // registration, which pushes no longer mark READY for: its wildcard pops would find
-    // nothing new until the process restarts.
+    // registration, which clears of the work index no longer wait for: its wildcard pops could
+    // miss partitions other groups drained, until the process restarts.
     if (hit && this.clock() - hit.at < this.cacheMs) return hit.rec;
     const item = await this.storage.items.get('meta', groupKeys.registration(queue, group));
     if (!item) {
@@ -132,11 +132,6 @@ export class GroupRegistry {
     const out = { at: now, ver: verItem?.ver ?? 0, groups };
     this.listCache.set(queue, out);
     return out;
-  }
-
-  /** The queue's group-list version as stored now (0: no group was ever registered), uncached. */
-  async listVersion(queue: string): Promise<number> {
-    return (await this.storage.items.get('meta', groupKeys.version(queue)))?.ver ?? 0;
   }
 
   /** Queues on which `group` is registered. */

@@ -1,6 +1,6 @@
 /**
  * Lease-group administration (docs/LEASES.md, "Consumer groups and subscriptions"): lag views,
- * delete (cursors, READY entries, scan watermark and optionally the registration), the
+ * delete (cursors, scan watermark and optionally the registration), the
  * subscription start time, seeks, and per-message group progress.
  *
  * These are admin paths: they walk a queue's partitions (O(partitions) requests), unlike
@@ -12,7 +12,7 @@ import type { Storage } from '../../storage/port.js';
 import type { GroupRegistry } from '../groups/group-registry.js';
 import type { GroupRecord } from '../groups/group-store.js';
 import { cursorRows, decodeCursor, leaseKeys, putCursor } from './lease-store.js';
-import type { ReadyIndex } from './ready-index.js';
+import type { WorkIndex } from './work-index.js';
 import type { PartitionRef } from '../log/log-store.js';
 import type { QueueDirectory } from '../log/queue-directory.js';
 import { firstCommittedAfter } from '../log/seek-by-time.js';
@@ -79,7 +79,7 @@ export interface LeaseGroupAdminDeps {
   queues: QueueDirectory;
   segments: SegmentReader;
   groups: GroupRegistry;
-  ready: ReadyIndex;
+  work: WorkIndex;
   notifier: Notifier;
   clock: () => number;
 }
@@ -196,7 +196,7 @@ export class LeaseGroupAdmin {
   }
 
   /**
-   * Deletes a group's cursors (every partition), READY entries and scan watermark, on every
+   * Deletes a group's cursors (every partition) and scan watermark, on every
    * queue (that `among` admits) or on one; with `deleteMetadata` also its registration, so the
    * name starts over with a new subscription.
    */
@@ -232,11 +232,11 @@ export class LeaseGroupAdmin {
         );
       }
       deletedPartitions += present.length;
-      await this.deps.ready.purge(q, group);
+      await this.deps.work.purge(q, group);
       if (opts.deleteMetadata && reg && (await this.deps.groups.remove(q, group))) metadataDeleted = true;
       // Kept registration: the group starts over from its stored subscription, so the
       // partitions holding data must be found again by its wildcard pops.
-      else if (reg && !opts.deleteMetadata) await this.deps.ready.requestRescan(reg);
+      else if (reg && !opts.deleteMetadata) await this.deps.work.requestRescan(reg);
       this.deps.groups.forget(q, group);
     }
     return { deletedPartitions, metadataDeleted };
@@ -254,7 +254,7 @@ export class LeaseGroupAdmin {
         n++;
         // Partitions with messages after `at` must be findable by wildcard pops: re-run the scan.
         await this.deps.storage.items.delete('leases', leaseKeys.scan(reg.queue, group));
-        this.deps.ready.forget(reg.queue, group);
+        this.deps.work.forget(reg.queue, group);
       }
     }
     return n;
@@ -297,7 +297,7 @@ export class LeaseGroupAdmin {
 
   /**
    * Moves a group's cursor on one partition (seek): the lease goes, the next delivery is
-   * `committed + 1`. The partition is marked READY when it has messages after the cursor.
+   * `committed + 1`. The partition is marked as having work when it has messages after the cursor.
    */
   private async setCursor(part: PartitionRef, group: string, committed: number, tailNext: number): Promise<void> {
     for (let attempt = 0; attempt < 20; attempt++) {
@@ -313,7 +313,10 @@ export class LeaseGroupAdmin {
         hint: null,
       };
       if (await putCursor(this.deps.storage, part, group, next, row)) {
-        if (committed < tailNext - 1) await this.deps.ready.markAtLeast(part.queue, group, part.id, tailNext - 1);
+        if (committed < tailNext - 1) {
+          const queue = await this.deps.queues.getQueue(part.queue);
+          if (queue) await this.deps.work.mark(queue.queueId, part.id);
+        }
         this.deps.notifier.notify(part.queue, part.id);
         return;
       }

@@ -1,6 +1,6 @@
 /**
  * Where partition leases live and how their rows are encoded (table `leases`; layout table in
- * docs/LEASES.md, "Storage layout"): a lane's cursor row, the READY index, and a group's
+ * docs/LEASES.md, "Storage layout"): a lane's cursor row, the work index, and a group's
  * registration scan. Partition ids are UUIDs and queue and group names cannot contain `#`,
  * so the prefixes below never collide with cursor rows.
  *
@@ -18,18 +18,15 @@ export const leaseKeys = {
   /** leases: a (partition, group) cursor and lease row. A partition's rows share the pk. */
   cursor: (partitionId: string, group: string): ItemKey => ({ pk: partitionId, sk: group }),
   /**
-   * leases: the READY index — partitions of a queue that may have work for a lease group;
-   * `ver` is the partition's last offset when it was marked.
+   * leases: the work index — partitions of a queue incarnation that may have work for some
+   * lease group (see `work-index.ts`).
    */
-  ready: (queue: string, group: string, partitionId: string): ItemKey => ({
-    pk: readyPk(queue, group),
-    sk: partitionId,
-  }),
-  /** leases: progress of marking a newly registered group's existing partitions READY. */
+  work: (queueId: string, partitionId: string): ItemKey => ({ pk: workPk(queueId), sk: partitionId }),
+  /** leases: progress of marking a newly registered group's existing partitions as having work. */
   scan: (queue: string, group: string): ItemKey => ({ pk: `SCAN#${queue}#${group}`, sk: 'state' }),
 };
 
-export const readyPk = (queue: string, group: string): string => `READY#${queue}#${group}`;
+export const workPk = (queueId: string): string => `WORK#${queueId}`;
 
 // ------------------------------------------------------------ cursor rows
 
@@ -103,16 +100,16 @@ export async function partitionCursors(
   return rows.items.map((r) => ({ group: r.sk, state: decodeCursor(r) }));
 }
 
-// ------------------------------------------------------------ READY index
+// ------------------------------------------------------------ work index
 
-/** A READY mark: the partition may have work for the group up to offset `end`. */
-export const readyItem = (queue: string, group: string, partitionId: string, end: number): Item => ({
-  ...leaseKeys.ready(queue, group, partitionId),
-  ver: end,
+/** A work item: the partition may have work for some lease group. `ver` changes with every mark. */
+export const workItem = (queueId: string, partitionId: string, ver: number): Item => ({
+  ...leaseKeys.work(queueId, partitionId),
+  ver,
   attrs: {},
 });
 
-/** Progress of marking a group's existing partitions READY (see `ready-index.ts`). */
+/** Progress of marking a group's existing partitions as having work (see `work-index.ts`). */
 export interface ScanState {
   /** The registration it is for (its `createdAt`). */
   regAt: number;

@@ -8,8 +8,8 @@
  * Storage requests in steady state (AWS): a partition pop is a get of the row, one query of
  * segments from the row's segment hint (inline segments come with their bytes; blob
  * segments not in this process's decoded-segment cache add one S3 GET each) and one guarded
- * put — 3. A wildcard pop reads the READY index (one query) and the candidates' rows (one
- * getMany) instead of the get — 4.
+ * put — 3. A wildcard pop reads the work index (one query), the candidates' rows and their
+ * sequencers (two getMany) instead of the get — 5 (the page is reused for 250 ms: then 3).
  */
 import type { Frame } from '../../codec/segment.js';
 import type { SluiceConfig } from '../../config.js';
@@ -37,7 +37,7 @@ import type { SegmentReader, StoredMessage } from '../log/segments.js';
 import type { Telemetry } from '../telemetry.js';
 import { decodeCursor, leaseKeys, putCursor } from './lease-store.js';
 import { CAPPED_RETRY_AFTER_S, type LongPoll } from './long-poll.js';
-import type { ReadyIndex } from './ready-index.js';
+import type { WorkIndex } from './work-index.js';
 import { startCursor } from './start-position.js';
 
 /** Payload bytes one pop returns at most (Lambda answers at most 6 MB synchronously). */
@@ -136,7 +136,7 @@ export interface PopServiceDeps {
   /** Opens sealed payloads for delivery. */
   cipher?: PayloadCipherLike | undefined;
   groups: GroupRegistry;
-  ready: ReadyIndex;
+  work: WorkIndex;
   longPoll: LongPoll;
   telemetry: Telemetry;
   clock: () => number;
@@ -144,7 +144,7 @@ export interface PopServiceDeps {
 
 /**
  * Pops: lease a span of one partition (or, on the wildcard route, of a few partitions the
- * READY index names) for one consumer group, long-polling when asked.
+ * work index names) for one consumer group, long-polling when asked.
  *
  * @example
  * ```ts
@@ -225,7 +225,7 @@ export class PopService {
   }
 
   private async popWildcard(c: WildcardPop): Promise<PopResult | null> {
-    await this.deps.ready.scanStep(c.reg);
+    await this.deps.work.scanStep(c.reg);
     const r = await this.popCandidates(c);
     // Candidates that turned out to be retired partitions (a deleted queue, an idle partition)
     // were removed from the index: look at it once more rather than answer "nothing".
@@ -234,9 +234,7 @@ export class PopService {
 
   private async popCandidates(c: WildcardPop): Promise<{ result: PopResult | null; removed: boolean }> {
     const busy = (pid: string): boolean => this.inflight.has(`${pid}\u0000${c.group}`);
-    const cands = (await this.deps.ready.candidates(c.queue.name, c.group, c.now, busy)).filter(
-      (x) => !busy(x.partitionId),
-    );
+    const cands = (await this.deps.work.candidates(c.queue, c.group, c.now, busy)).filter((x) => !busy(x.partitionId));
     const messages: PoppedMessage[] = [];
     const claimed: { id: string; name: string }[] = [];
     let removed = false;
@@ -262,7 +260,7 @@ export class PopService {
       for (const cand of round) {
         const part = await this.deps.queues.partitionById(cand.partitionId);
         if (!part || part.queue !== c.queue.name) {
-          await this.deps.ready.remove(c.queue.name, c.group, cand.partitionId);
+          await this.deps.work.remove(c.queue, c.group, cand.partitionId);
           removed = true;
           continue;
         }
@@ -285,7 +283,7 @@ export class PopService {
         // Rotation moves past a candidate that delivered nothing (held back by windowBuffer or
         // delayedProcessing, or taken meanwhile), so a page of such partitions cannot keep the
         // next pops from reaching the partitions after it.
-        this.deps.ready.served(c.queue.name, c.group, part.id);
+        this.deps.work.served(c.queue, c.group, part.id);
         if (out.kind !== 'delivered') continue;
         leaseId = roundId;
         claimed.push({ id: part.id, name: part.name });
@@ -365,7 +363,7 @@ export class PopService {
     const last = picked[picked.length - 1];
     if (!first || !last) {
       // Nothing to deliver. Persist a skip, or a first-seen row (so its seed is durable and
-      // the READY index can see the lane is drained).
+      // the work index can see the lane is drained).
       if (skipThrough === null && item) return { kind: 'empty' };
       const next = applyPop(state, {
         now,

@@ -421,6 +421,17 @@ export class PushService {
     reserved: boolean,
   ): Promise<{ base: number } | 'aborted'> {
     const prep = await this.prepare({ queue, partition: part, pushId, messages: msgs, reserved });
+    try {
+      return await this.commitAttempts(prep);
+    } catch (e) {
+      // Given up after taking offsets: the hooks may owe a write their takes promised.
+      await prep.abandon();
+      throw e;
+    }
+  }
+
+  private async commitAttempts(prep: PreparedCommit): Promise<{ base: number } | 'aborted'> {
+    const part = prep.partition;
     let hookRetry = false;
     for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS; attempt++) {
       await prep.planHooks(hookRetry);
@@ -429,7 +440,8 @@ export class PushService {
           'log',
           logKeys.sequencer(part.id),
           prep.count,
-          ({ first: base }) => prep.build(base),
+          (t) => prep.build(t),
+          prep.takeOptions(),
         );
         await prep.afterCommit(first);
         return { base: first };

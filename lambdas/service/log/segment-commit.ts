@@ -1,7 +1,7 @@
 import { encodeSegment, type Frame } from '../../codec/segment.js';
 import type { SluiceConfig } from '../../config.js';
 import { SluiceError } from '../../core/errors.js';
-import type { Storage, WriteOp } from '../../storage/port.js';
+import type { Attrs, Item, Storage, TakeOptions, Taken, WriteOp } from '../../storage/port.js';
 import type { PayloadCipherLike } from '../encryption.js';
 import {
   MARKER_SLACK_S,
@@ -15,10 +15,11 @@ import {
 import type { PushItem } from './push.js';
 
 /**
- * Extra atomic writes another service adds to every commit (an index entry, a guard on the
- * group list). It reads what it needs first; its ops are built once the segment's offsets are
- * known. When one of its ops' conditions fails, the commit calls the hook again with
- * `retry: true` (so it can re-read what it depends on) and tries once more.
+ * What another service adds to every commit: attributes the offset take sets on the
+ * partition's sequencer, and atomic writes built once the segment's offsets (and the
+ * sequencer as the take found it) are known. When one of its ops' conditions fails, the
+ * commit calls the hook again with `retry: true` (so it can re-read what it depends on) and
+ * tries once more.
  */
 export type CommitHook = (c: {
   queue: QueueRecord;
@@ -29,10 +30,18 @@ export type CommitHook = (c: {
 
 /** A commit hook's answer: ops to write atomically with the segment, and work to do once it committed. */
 export interface HookPlan {
-  /** The ops, for a segment at offsets `base..end` (called synchronously, inside the commit). */
-  ops: (base: number, end: number) => WriteOp[];
+  /** Attributes the offset take sets on the partition's sequencer, in the same atomic write. */
+  set?: Attrs | undefined;
+  /**
+   * The ops, for a segment at offsets `base..end` (called synchronously, inside the commit).
+   * `befores`: the sequencer as each take of this commit found it, oldest first (a commit
+   * whose write failed takes again, and then finds what its own first take set).
+   */
+  ops: (base: number, end: number, befores: readonly (Item | undefined)[]) => WriteOp[];
   /** Runs after the segment committed at `base..end` (not atomic with it). */
   after?: ((base: number, end: number) => Promise<void>) | undefined;
+  /** Runs when the commit gave up after taking offsets (best effort), with what its takes found. */
+  abandoned?: ((befores: readonly (Item | undefined)[]) => Promise<void>) | undefined;
 }
 
 /** Commit hooks' ops disagree on one key: a hook read stale state (the commit re-plans them). */
@@ -56,14 +65,18 @@ export interface PreparedCommit {
   hookStart: number;
   /** Runs the commit hooks' reads (again, with `retry`, after one of their guards failed). */
   planHooks(retry: boolean): Promise<void>;
+  /** What the offset take sets on the sequencer (the hooks' attributes), for `take`'s options. */
+  takeOptions(): TakeOptions;
   /**
-   * The ops committing the segment at `base`: segment put first (if absent), marker, then the
-   * commit hooks' ops. Synchronous, so it can run inside a `take`. Throws
+   * The ops committing the segment at `taken.first`: segment put first (if absent), marker,
+   * then the commit hooks' ops. Synchronous, so it can run inside a `take`. Throws
    * {@link HookConflictError} when the hooks' ops disagree.
    */
-  build(base: number): WriteOp[];
+  build(taken: Taken): WriteOp[];
   /** Runs the commit hooks' after-commit work for the segment committed at `base`. */
   afterCommit(base: number): Promise<void>;
+  /** Runs the commit hooks' clean-up after the commit gave up (best effort, errors logged). */
+  abandon(): Promise<void>;
 }
 
 /** One message of a segment: the pushed item, its transactionId and its message id. */
@@ -101,7 +114,7 @@ export function assertCanSeal(queue: QueueRecord, cipher: PayloadCipherLike | un
  * ```ts
  * const prep = await prepareSegment(deps, { queue, partition, pushId, messages, reserved: false });
  * await prep.planHooks(false);
- * await storage.items.take('log', logKeys.sequencer(partition.id), prep.count, ({ first }) => prep.build(first));
+ * await storage.items.take('log', logKeys.sequencer(partition.id), prep.count, (t) => prep.build(t), prep.takeOptions());
  * ```
  */
 export async function prepareSegment(
@@ -125,7 +138,7 @@ export async function prepareSegment(
   );
   const raw = frames.reduce((n, f) => n + f.payload.byteLength + 64, 0);
   const bytes = await encodeSegment(frames, deps.config.compressMinBytes ?? 0);
-  const inline = bytes.byteLength <= (deps.config.inlineMaxBytes ?? 4096);
+  const inline = bytes.byteLength <= (deps.config.inlineMaxBytes ?? 8192);
   const blob = inline ? undefined : segmentBlobKey(part.id, pushId);
   // The blob goes first: a crash before the commit leaves an unreferenced blob for the
   // sweeper, never a segment pointing at nothing.
@@ -134,6 +147,17 @@ export async function prepareSegment(
   const windowS = queue.options.dedupWindowSeconds ?? 0;
   const count = msgs.length;
   let plans: HookPlan[] = [];
+  const befores: (Item | undefined)[] = [];
+  const seenTakes = new Set<number>();
+  const logFailure = (message: string, e: unknown): void =>
+    console.error(
+      JSON.stringify({
+        level: 'ERROR',
+        message,
+        partitionId: part.id,
+        error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e),
+      }),
+    );
   return {
     queue,
     partition: part,
@@ -146,7 +170,18 @@ export async function prepareSegment(
     planHooks: async (retry) => {
       plans = await Promise.all(deps.hooks.map(async (hook) => hook({ queue, partition: part, at, retry })));
     },
-    build: (base) => {
+    takeOptions: () => {
+      const set: Attrs = {};
+      for (const p of plans) Object.assign(set, p.set);
+      return Object.keys(set).length > 0 ? { set } : {};
+    },
+    build: (taken) => {
+      const base = taken.first;
+      // The same take may build twice (a hook re-planned): its before-image counts once.
+      if (!seenTakes.has(base)) {
+        seenTakes.add(base);
+        befores.push(taken.before);
+      }
       const seg: SegmentAttrs = { base, end: base + count - 1, count, at, push: pushId, size: bytes.byteLength, raw };
       if (blob) seg.blob = blob;
       const ops: WriteOp[] = [
@@ -167,7 +202,7 @@ export async function prepareSegment(
           cond: { kind: 'absent' },
         });
       }
-      const merged = mergeOps(plans.flatMap((p) => p.ops(base, seg.end)));
+      const merged = mergeOps(plans.flatMap((p) => p.ops(base, seg.end, befores)));
       if (merged === 'conflict') throw new HookConflictError('commit hooks disagree on an item; re-planning them');
       ops.push(...merged);
       return ops;
@@ -180,14 +215,17 @@ export async function prepareSegment(
         try {
           await p.after(base, base + count - 1);
         } catch (e) {
-          console.error(
-            JSON.stringify({
-              level: 'ERROR',
-              message: 'after-commit work failed',
-              partitionId: part.id,
-              error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e),
-            }),
-          );
+          logFailure('after-commit work failed', e);
+        }
+      }
+    },
+    abandon: async () => {
+      for (const p of plans) {
+        if (!p.abandoned || befores.length === 0) continue;
+        try {
+          await p.abandoned(befores);
+        } catch (e) {
+          logFailure('clean-up after a failed commit failed', e);
         }
       }
     },

@@ -3,7 +3,7 @@
  * work it leaves behind: removing the data of deleted queues and of retired partitions.
  *
  * What a delete removes: the queue, its partitions, their messages (segments, blobs, commit
- * markers), dedup reservations, lease cursors and leases, READY entries and scan state,
+ * markers), dedup reservations, lease cursors and leases, work items and scan state,
  * record-claim state (positions, batches, members, dead-letter pointers) and the queue's DLQ
  * rows. What it keeps: group registrations (their kind and subscription), as Queen keeps a
  * group's subscription, so a queue created again under the same name inherits them.
@@ -23,7 +23,7 @@
  * Maintenance (`run`, from `runMaintenance`) then works through the tombstones in bounded
  * pages per pass. A queue tombstone retires the incarnation's remaining partitions and removes
  * its DLQ rows; a partition tombstone removes the partition's segments, blobs, markers,
- * reservations, cursors, READY entries and claim state. Progress (stage and cursor) is saved
+ * reservations, cursors, work items and claim state. Progress (stage and cursor) is saved
  * in the tombstone, every step only deletes what belongs to the dead incarnation, and the
  * tombstone goes last, so a crash anywhere leaves work that the next pass repeats safely.
  *
@@ -62,7 +62,7 @@ import {
   type PartitionRef,
 } from '../log/log-store.js';
 import { belongsTo, retireOps, type QueueDirectory, type RetireReason } from '../log/queue-directory.js';
-import type { ReadyIndex } from '../leases/ready-index.js';
+import type { WorkIndex } from '../leases/work-index.js';
 
 /** Most partitions a delete request retires itself; maintenance retires the rest. */
 export const SYNC_RETIRE_PARTITIONS = 500;
@@ -134,7 +134,7 @@ export interface QueueDeletionDeps {
   storage: Storage;
   queues: QueueDirectory;
   groups: GroupRegistry;
-  ready: ReadyIndex;
+  work: WorkIndex;
   dlq: DlqService;
   config: SluiceConfig;
   clock: () => number;
@@ -194,7 +194,7 @@ export class QueueDeletion {
       const { groups } = await this.deps.groups.list(queue, { fresh: true });
       for (const g of groups) {
         this.deps.groups.forget(queue, g.group);
-        this.deps.ready.forget(queue, g.group);
+        this.deps.work.forget(queue, g.group);
       }
       const lease = groups.filter((g) => g.kind === 'lease');
       for (let i = 0; i < lease.length; i += PAGE) {
@@ -368,25 +368,15 @@ export class QueueDeletion {
       return { found, next: '' };
     },
     (t, _c, budget) => this.drain('dedup', t.partitionId, budget),
-    // Lease cursors, with the READY entries of their groups.
-    (t, _c, budget) =>
-      this.drain('leases', t.partitionId, budget, (items) =>
-        items.map((it) => ({ op: 'delete', table: 'leases', key: leaseKeys.ready(t.queue, it.sk, t.partitionId) })),
-      ),
-    // READY entries of every group registered on the queue (a push may mark one without a cursor).
-    async (t, cursor, budget, ctx) => {
-      const groups = (await this.groupsOf(t.queue, budget, ctx)).filter((g) => g.group > (cursor ?? ''));
-      if (groups.length === 0) return { found: 0 };
+    // Lease cursors.
+    (t, _c, budget) => this.drain('leases', t.partitionId, budget),
+    // The partition's work item (a partition written before queue incarnations existed has no
+    // queueId: wildcard pops drop its item when they find the partition gone).
+    async (t, _c, budget) => {
+      if (t.queueId === undefined) return { found: 0 };
       budget.left--;
-      const chunk = groups.slice(0, PAGE);
-      await this.deps.storage.items.writeEach(
-        chunk.map((g) => ({
-          op: 'delete' as const,
-          table: 'leases' as const,
-          key: leaseKeys.ready(t.queue, g.group, t.partitionId),
-        })),
-      );
-      return { found: 0, next: groups.length > PAGE ? chunk.at(-1)?.group : undefined };
+      await this.deps.storage.items.delete('leases', leaseKeys.work(t.queueId, t.partitionId));
+      return { found: 0 };
     },
     // Record-claim state of every claim group: positions and batches, members, dead-letter pointers.
     async (t, cursor, budget, ctx) => {
