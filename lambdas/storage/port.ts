@@ -196,6 +196,19 @@ export class TakeWriteError extends Error {
   }
 }
 
+/** Options of {@link ItemStore.take}. */
+export interface TakeOptions {
+  /**
+   * Attributes the take sets on the counter item, in the same atomic write that raises it: each
+   * key given replaces that key's value, every other attribute stays. `before` reports the item
+   * as it was, so a caller can tell which take flipped a flag (exactly one of several concurrent
+   * takes setting `{ w: true }` sees it unset). Exception: when the AWS adapter recognised a take
+   * as its own retried attempt, the earlier values of these keys are unknown, and `before.attrs`
+   * lacks them (treat "absent" as the value that makes you do the safe extra work).
+   */
+  set?: Attrs | undefined;
+}
+
 /** Options of {@link ItemStore.writeEach}. */
 export interface WriteEachOptions {
   /**
@@ -241,6 +254,8 @@ export interface ItemStore {
    * transaction when there are several ops). They must not touch `key`. When they fail, the call
    * throws {@link TakeWriteError}, which says whether the numbers stayed taken.
    *
+   * `opts.set` sets attributes on the counter in the same atomic write (see {@link TakeOptions}).
+   *
    * On AWS a take whose answer is lost is recognised when the SDK retries it at once; should
    * another take land in between, the lost attempt's range stays taken and unused. Callers that
    * hand out numbers this way must therefore cope with ranges nothing ever writes.
@@ -252,7 +267,13 @@ export interface ItemStore {
    * ]);
    * ```
    */
-  take(table: TableName, key: ItemKey, count: number, then?: (taken: Taken) => WriteOp[]): Promise<Taken>;
+  take(
+    table: TableName,
+    key: ItemKey,
+    count: number,
+    then?: (taken: Taken) => WriteOp[],
+    opts?: TakeOptions,
+  ): Promise<Taken>;
 }
 
 export interface BlobInfo {

@@ -728,6 +728,65 @@ export function runStorageConformance(
         expect(next.first).toBe(e.taken ? 3 : 0);
       });
 
+      it('sets attributes in the same write, keeping the others, and reports them as they were before', async () => {
+        const key = { pk: uid(), sk: 'seq' };
+        const a = await s.items.take('log', key, 2, undefined, { set: { w: true } });
+        expect(a).toEqual({ first: 0, before: undefined });
+        expect(plain(await s.items.get('log', key))).toEqual(plain({ ...key, ver: 2, attrs: { w: true } }));
+        const b = await s.items.take('log', key, 1, undefined, { set: { w: true, p: { x: [1, 'y'] } } });
+        expect(plain(b.before)).toEqual(plain({ ...key, ver: 2, attrs: { w: true } }));
+        // A put replaces every attribute, the ones a take set included; a later take keeps the rest.
+        await s.items.put('log', { ...key, ver: 3, attrs: { keep: 1, w: false } }, { kind: 'version', ver: 3 });
+        const c = await s.items.take(
+          'log',
+          key,
+          4,
+          ({ first }) => [{ op: 'put', table: 'meta', item: item(key.pk, `at${first}`, 1) }],
+          {
+            set: { w: true },
+          },
+        );
+        expect(c.first).toBe(3);
+        expect(c.before?.attrs).toEqual({ keep: 1, w: false });
+        expect(plain(await s.items.get('log', key))).toEqual(plain({ ...key, ver: 7, attrs: { keep: 1, w: true } }));
+        expect(await s.items.get('meta', { pk: key.pk, sk: 'at3' })).toBeDefined();
+        // Guards and queries see the set attributes as any other.
+        expect((await s.items.query('log', key.pk)).items.map((i) => i.attrs)).toEqual([{ keep: 1, w: true }]);
+        await s.items.transact([
+          { op: 'check', table: 'log', key, cond: { kind: 'version', ver: 7 } },
+          { op: 'put', table: 'meta', item: item(key.pk, 'after', 1) },
+        ]);
+      });
+
+      it('of concurrent takes setting a flag, exactly one sees it unset', async () => {
+        const key = { pk: uid(), sk: 'seq' };
+        await s.items.put('log', { ...key, ver: 0, attrs: { w: false, other: 'kept' } });
+        const got = await Promise.all(
+          Array.from({ length: 12 }, () => s.items.take('log', key, 1, undefined, { set: { w: true } })),
+        );
+        expect(got.filter((t) => t.before?.attrs['w'] !== true)).toHaveLength(1);
+        expect(got.every((t) => t.before?.attrs['other'] === 'kept')).toBe(true);
+        expect((await s.items.get('log', key))?.attrs).toEqual({ w: true, other: 'kept' });
+      });
+
+      it('rolls the set attributes back with the counter when the writes after it fail where the numbers are not kept', async () => {
+        const key = { pk: uid(), sk: 'seq' };
+        await s.items.put('log', item(key.pk, 'S#0', 1));
+        const err = (await s.items
+          .take(
+            'log',
+            key,
+            1,
+            () => [{ op: 'put', table: 'log', item: item(key.pk, 'S#0', 1), cond: { kind: 'absent' } }],
+            { set: { w: true } },
+          )
+          .catch((e: unknown) => e)) as TakeWriteError;
+        expect(err).toBeInstanceOf(TakeWriteError);
+        // Kept numbers keep the flag with them; rolled-back ones take it along.
+        const after = await s.items.get('log', key);
+        expect(after?.attrs).toEqual(err.taken ? { w: true } : undefined);
+      });
+
       it('refuses a count below 1', async () => {
         await expectValidationError(s.items.take('log', { pk: uid(), sk: 'seq' }, 0));
         await expectValidationError(s.items.take('log', { pk: uid(), sk: 'seq' }, 1.5));

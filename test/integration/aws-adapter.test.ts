@@ -237,6 +237,32 @@ describe('transact', () => {
   });
 });
 
+describe('take', () => {
+  it('recognises its own lost-then-retried take, reporting the keys it set as unknown', async () => {
+    const r = await rig();
+    const key = { pk: 'SEQ#p', sk: 'seq' };
+    await r.storage.items.put('log', item(key.pk, key.sk, 5, { w: false, keep: 1 }));
+    let dropped = 0;
+    r.dynamodb.middlewareStack.add(
+      (next, context) => async (args) => {
+        const out = await next(args);
+        if (context.commandName === 'UpdateItemCommand' && dropped++ === 0) {
+          throw Object.assign(new Error('response lost'), { name: 'TimeoutError', $metadata: {} });
+        }
+        return out;
+      },
+      { step: 'deserialize', name: 'loseFirstTakeResponse' },
+    );
+    const t = await r.storage.items.take('log', key, 3, undefined, { set: { w: true } });
+    expect(dropped).toBe(2);
+    expect(t.first).toBe(5);
+    // Whether `w` was set before is unknown after the retry: absent, not the value the take wrote.
+    expect(t.before?.attrs).toEqual({ keep: 1 });
+    expect((await r.storage.items.get('log', key))?.ver).toBe(8);
+    await r.storage.close();
+  });
+});
+
 describe('single writes', () => {
   it('treats a guard tripped by its own lost-then-retried write as success', async () => {
     const r = await rig();

@@ -11,6 +11,7 @@ import {
   TakeWriteError,
   type Storage,
   type Taken,
+  type TakeOptions,
   type WriteOp,
   type WriteResult,
 } from '../../lambdas/storage/port.js';
@@ -49,7 +50,7 @@ function metered(inner: Storage): { storage: Storage; writes: () => number; fail
       return r;
     },
     // The take and the writes built from it: two requests on AWS.
-    take: (t, k, n, then) => count(then ? 2 : 1, inner.items.take(t, k, n, then)),
+    take: (t, k, n, then, o) => count(then ? 2 : 1, inner.items.take(t, k, n, then, o)),
   });
   return { storage, writes: () => writes, failed: () => failed };
 }
@@ -172,8 +173,8 @@ describe.each(backends)('the offset sequencer on $name', (backend) => {
     let holdNext = false;
     // The take and its writes as two steps (as on AWS), the writes held back while holdNext.
     const slow = withItems(storage, {
-      take: async (t, k, n, then?: (x: Taken) => WriteOp[]) => {
-        const taken = await storage.items.take(t, k, n);
+      take: async (t, k, n, then?: (x: Taken) => WriteOp[], o?: TakeOptions) => {
+        const taken = await storage.items.take(t, k, n, undefined, o);
         if (!then) return taken;
         if (holdNext) {
           holdNext = false;

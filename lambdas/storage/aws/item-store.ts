@@ -33,17 +33,19 @@ import {
   type Item,
   type ItemKey,
   type ItemStore,
+  type Attrs,
   type QueryOptions,
   TakeWriteError,
   type QueryPage,
   type Taken,
+  type TakeOptions,
   type TableName,
   type WriteOp,
   type WriteResult,
 } from '../port.js';
 import { randomBytes } from 'node:crypto';
 import { decodeItem, encodeItem, encodeKey, guard, sameItem, type AvMap } from './marshal.js';
-import { TAKE_TOKEN_ATTRIBUTE } from './schema.js';
+import { SET_ATTRIBUTE_PREFIX, TAKE_TOKEN_ATTRIBUTE } from './schema.js';
 import {
   attemptsOf,
   backoff,
@@ -336,9 +338,15 @@ export class DynamoItemStore implements ItemStore {
     }
   }
 
-  async take(table: TableName, key: ItemKey, count: number, then?: (t: Taken) => WriteOp[]): Promise<Taken> {
+  async take(
+    table: TableName,
+    key: ItemKey,
+    count: number,
+    then?: (t: Taken) => WriteOp[],
+    opts?: TakeOptions,
+  ): Promise<Taken> {
     if (!Number.isInteger(count) || count < 1) throw new Error(`take needs a whole count of 1 or more, got ${count}`);
-    const taken = await this.takeOnce(table, key, count);
+    const taken = await this.takeOnce(table, key, count, opts?.set ?? {});
     if (!then) return taken;
     try {
       const ops = then(taken);
@@ -358,24 +366,35 @@ export class DynamoItemStore implements ItemStore {
    * One UpdateItem raising the counter. Each take stamps the item with a token of its own (`lt`)
    * and is guarded by "the stamp is not mine": if DynamoDB's answer is lost and the SDK sends the
    * take again, the guard fails on our own first attempt and its old image says what we took.
+   * Attributes it sets go to top-level attributes of their own (see {@link SET_ATTRIBUTE_PREFIX}),
+   * since `a` is one JSON string that an update cannot change a key of.
    */
-  private async takeOnce(table: TableName, key: ItemKey, count: number): Promise<Taken> {
+  private async takeOnce(table: TableName, key: ItemKey, count: number, set: Attrs): Promise<Taken> {
     const token = randomBytes(12).toString('base64url');
+    const setKeys = Object.keys(set);
+    const names: Record<string, string> = { '#v': 'v', '#a': 'a', '#lt': TAKE_TOKEN_ATTRIBUTE };
+    const values: AvMap = {
+      ':zero': { N: '0' },
+      ':n': { N: String(count) },
+      ':empty': { S: '{}' },
+      ':token': { S: token },
+    };
+    let update = 'SET #v = if_not_exists(#v, :zero) + :n, #a = if_not_exists(#a, :empty), #lt = :token';
+    setKeys.forEach((k, i) => {
+      names[`#s${i}`] = `${SET_ATTRIBUTE_PREFIX}${k}`;
+      values[`:s${i}`] = { S: JSON.stringify(set[k]) };
+      update += `, #s${i} = :s${i}`;
+    });
     try {
       const out = await throttled('UpdateItem', () =>
         this.ddb.send(
           new UpdateItemCommand({
             TableName: this.tableName(table),
             Key: encodeKey(key),
-            UpdateExpression: 'SET #v = if_not_exists(#v, :zero) + :n, #a = if_not_exists(#a, :empty), #lt = :token',
+            UpdateExpression: update,
             ConditionExpression: 'attribute_not_exists(#lt) OR #lt <> :token',
-            ExpressionAttributeNames: { '#v': 'v', '#a': 'a', '#lt': TAKE_TOKEN_ATTRIBUTE },
-            ExpressionAttributeValues: {
-              ':zero': { N: '0' },
-              ':n': { N: String(count) },
-              ':empty': { S: '{}' },
-              ':token': { S: token },
-            },
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: values,
             ReturnValues: 'ALL_OLD',
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
           }),
@@ -388,6 +407,8 @@ export class DynamoItemStore implements ItemStore {
       // Our own earlier attempt applied: the item as found is the one just after it.
       const after = decodeItem((err as { Item?: AvMap }).Item) as Item;
       const first = after.ver - count;
+      // What the keys it set held before is gone: report them unknown (absent), as the port says.
+      for (const k of setKeys) delete after.attrs[k];
       return {
         first,
         before: first === 0 && Object.keys(after.attrs).length === 0 ? undefined : { ...after, ver: first },

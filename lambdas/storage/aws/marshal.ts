@@ -2,12 +2,13 @@
  * Items as DynamoDB attributes and guards as condition expressions. An item is stored as
  * `pk`/`sk` (the key), `v` (the caller's version), `a` (the attributes as one JSON string, so
  * attribute names never collide with DynamoDB reserved words and an item round-trips exactly),
- * `b` (the optional bytes) and `ttl` (the optional expiry), as `ITEM_TABLE_SCHEMA` lists them.
+ * `b` (the optional bytes) and `ttl` (the optional expiry), as `ITEM_TABLE_SCHEMA` lists them;
+ * `a.<key>` attributes a `take` set (`SET_ATTRIBUTE_PREFIX`) are merged over `a` when read.
  */
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import type { Attrs, Condition, Item, ItemKey } from '../port.js';
 import { assertItemSize, attrsJson } from '../size.js';
-import { TTL_ATTRIBUTE } from './schema.js';
+import { SET_ATTRIBUTE_PREFIX, TTL_ATTRIBUTE } from './schema.js';
 
 /** An item (or key) as DynamoDB attribute values. */
 export type AvMap = Record<string, AttributeValue>;
@@ -66,6 +67,11 @@ export function decodeItem(av: AvMap | undefined): Item | undefined {
     throw new Error(`malformed item in DynamoDB (attributes: ${Object.keys(av).join(', ')})`);
   }
   const item: Item = { pk, sk, ver: Number(v), attrs: JSON.parse(a) as Attrs };
+  // Attributes a take set beside `a` (see SET_ATTRIBUTE_PREFIX) win over what `a` holds.
+  for (const name in av) {
+    const s = name.startsWith(SET_ATTRIBUTE_PREFIX) ? av[name]?.S : undefined;
+    if (s !== undefined) item.attrs[name.slice(SET_ATTRIBUTE_PREFIX.length)] = JSON.parse(s) as Attrs[string];
+  }
   const b = av['b']?.B;
   // Copy: the SDK hands out views into a shared decode buffer.
   if (b !== undefined) item.bin = new Uint8Array(b);

@@ -24,6 +24,13 @@ export const TTL_ATTRIBUTE = 'ttl';
 export const TAKE_TOKEN_ATTRIBUTE = 'lt';
 
 /**
+ * Prefix of the top-level attributes a `take` sets (`a.<key>`, each value as JSON text): an
+ * update cannot change one key inside the JSON string `a`, so they live beside it, and reads
+ * merge them over it. A put writes every attribute into `a` again and drops them.
+ */
+export const SET_ATTRIBUTE_PREFIX = 'a.';
+
+/**
  * The one table shape every logical table shares. Tests (via `ensureTables`) and the CDK
  * stack both build tables from this, so they cannot drift. Type codes are DynamoDB's (`S`, `N`,
  * `B`), which are also the values of CDK's `AttributeType` enum.

@@ -18,6 +18,8 @@ import {
   TakeWriteError,
   type QueryPage,
   type Taken,
+  type TakeOptions,
+  type Attrs,
   type TableName,
   type WriteEachOptions,
   type WriteOp,
@@ -61,7 +63,13 @@ interface WriteJob {
   /** Need not be durable before a later job that is ({@link WriteEachOptions.deferDurability}). */
   deferred?: boolean;
   /** For a take: the counter, how many numbers, and the writes to build from them. */
-  take?: { table: TableName; key: ItemKey; count: number; then?: ((t: Taken) => WriteOp[]) | undefined };
+  take?: {
+    table: TableName;
+    key: ItemKey;
+    count: number;
+    then?: ((t: Taken) => WriteOp[]) | undefined;
+    set?: Attrs | undefined;
+  };
   taken?: Taken;
   /** Each put's attributes as JSON, serialised once by {@link checkOp} (null for other ops). */
   jsons: (string | null)[];
@@ -153,6 +161,8 @@ export class SqliteItemStore implements ItemStore {
   private readonly sSweep: Database.Statement<[number]>;
   private readonly sTakeNew: Database.Statement<[string, string, string, number]>;
   private readonly sTakeRaise: Database.Statement<[number, string, string, string]>;
+  private readonly sTakeNewSet: Database.Statement<[string, string, string, number, string]>;
+  private readonly sTakeRaiseSet: Database.Statement<[number, string, string, string, string]>;
   private readonly queries = new Map<string, Database.Statement<unknown[], Row>>();
   private readonly txGetMany: (table: TableName, keys: ItemKey[]) => (Item | undefined)[];
   private readonly txGroup: Database.Transaction<(jobs: WriteJob[]) => void>;
@@ -199,6 +209,10 @@ export class SqliteItemStore implements ItemStore {
       `INSERT INTO items (tbl, pk, sk, ver, attrs, bin, expires_at) VALUES (?, ?, ?, ?, '{}', NULL, NULL)`,
     );
     this.sTakeRaise = db.prepare(`UPDATE items SET ver = ver + ? WHERE ${KEY}`);
+    this.sTakeNewSet = db.prepare(
+      `INSERT INTO items (tbl, pk, sk, ver, attrs, bin, expires_at) VALUES (?, ?, ?, ?, ?, NULL, NULL)`,
+    );
+    this.sTakeRaiseSet = db.prepare(`UPDATE items SET ver = ver + ?, attrs = ? WHERE ${KEY}`);
 
     // IMMEDIATE takes the write lock up front: a deferred transaction that reads first can
     // fail with SQLITE_BUSY on lock upgrade when another process writes, without waiting.
@@ -248,7 +262,11 @@ export class SqliteItemStore implements ItemStore {
       const t = job.take as NonNullable<WriteJob['take']>;
       const before = this.read(t.table, t.key);
       const taken: Taken = { first: before?.ver ?? 0, before };
-      if (before) this.sTakeRaise.run(t.count, t.table, t.key.pk, t.key.sk);
+      if (t.set && Object.keys(t.set).length > 0) {
+        const attrs = JSON.stringify({ ...before?.attrs, ...t.set });
+        if (before) this.sTakeRaiseSet.run(t.count, attrs, t.table, t.key.pk, t.key.sk);
+        else this.sTakeNewSet.run(t.table, t.key.pk, t.key.sk, t.count, attrs);
+      } else if (before) this.sTakeRaise.run(t.count, t.table, t.key.pk, t.key.sk);
       else this.sTakeNew.run(t.table, t.key.pk, t.key.sk, t.count);
       if (t.then) {
         try {
@@ -359,16 +377,23 @@ export class SqliteItemStore implements ItemStore {
     await this.enqueue('all', [op], [checkOp(op)]);
   }
 
-  async take(table: TableName, key: ItemKey, count: number, then?: (t: Taken) => WriteOp[]): Promise<Taken> {
+  async take(
+    table: TableName,
+    key: ItemKey,
+    count: number,
+    then?: (t: Taken) => WriteOp[],
+    opts?: TakeOptions,
+  ): Promise<Taken> {
     checkTable(table);
     checkKey(key);
     if (!Number.isInteger(count) || count < 1) throw new Error(`take needs a whole count of 1 or more, got ${count}`);
+    const set = opts?.set;
     return new Promise<Taken>((resolve, reject) => {
       this.pending.push({
         kind: 'take',
         ops: [],
         jsons: [],
-        take: { table, key, count, then },
+        take: { table, key, count, then, set },
         // flush hands a take job its `taken` (see there).
         resolve: (v) => resolve(v as unknown as Taken),
         reject,
