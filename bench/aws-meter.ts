@@ -104,8 +104,7 @@ export async function meteredAwsStorage(endpoints: AwsEndpoints): Promise<{ stor
         else if (put && table === tables.log && key?.sk?.S?.startsWith('S#')) meter.segmentUnits += wru(key);
       };
       if (cmd === 'PutItemCommand') write(input.TableName, input.Item as Item, wru(input.Item as Item), true);
-      // Deletes, and sequencer takes (UpdateItem on a small item): one unit each.
-      if (cmd === 'DeleteItemCommand' || cmd === 'UpdateItemCommand') write(input.TableName, input.Key as Item, 1);
+      if (cmd === 'DeleteItemCommand') write(input.TableName, input.Key as Item, 1);
       if (cmd === 'TransactWriteItemsCommand') {
         for (const op of input.TransactItems as {
           Put?: { TableName: string; Item: Item };
@@ -119,14 +118,25 @@ export async function meteredAwsStorage(endpoints: AwsEndpoints): Promise<{ stor
           }
         }
       }
+      // A sequencer take (UpdateItem) is billed on the larger of the item before and after: the
+      // old image it returns (ALL_OLD), plus at most the values it sets when it applied; a refused
+      // one on the item as it stands.
+      const update = (old: Item | undefined, applied: boolean): void => {
+        if (cmd !== 'UpdateItemCommand') return;
+        const values = Object.values((input.ExpressionAttributeValues ?? {}) as Item);
+        const added = applied ? dynamoItemSize(Object.fromEntries(values.map((v, i) => [`${i}`, v]))) : 0;
+        write(input.TableName, input.Key as Item, Math.max(1, Math.ceil((dynamoItemSize(old ?? {}) + added) / 1024)));
+      };
       let out: Awaited<ReturnType<typeof next>>;
       try {
         out = await next(args);
       } catch (e) {
         const name = (e as { name?: string }).name;
         if (name === 'ConditionalCheckFailedException' || name === 'TransactionCanceledException') meter.failedWrites++;
+        update((e as { Item?: Item }).Item, false);
         throw e;
       }
+      update((out.output as { Attributes?: Item }).Attributes, true);
       const o = out.output as { Item?: Item; Items?: Item[]; Responses?: Record<string, Item[]> };
       const read = (table: unknown, key: Item | undefined, units: number): void => {
         meter.readUnits += units;

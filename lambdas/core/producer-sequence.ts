@@ -104,6 +104,27 @@ export function refusalRange(stamp: ProducerStamp, past?: ProducerEntry): { afte
   };
 }
 
+/**
+ * Whether a take for `range` (see {@link refusalRange}) would be refused on these sequencer
+ * attributes: what the store checks, asked ahead of work a refusal would waste.
+ *
+ * @example
+ * ```ts
+ * wouldRefuse(item.attrs, refusalRange(stamp)); // true when the stamp was committed here
+ * ```
+ */
+export function wouldRefuse(
+  attrs: Readonly<Record<string, unknown>> | undefined,
+  range: { after: string; upTo: string },
+): boolean {
+  if (!attrs) return false;
+  for (const k of SLOT_ATTRS) {
+    const v = attrs[k];
+    if (typeof v === 'string' && v > range.after && v <= range.upTo) return true;
+  }
+  return false;
+}
+
 /** The slots of a sequencer item's attributes: entry and base per slot (absent ones skipped). */
 export function readSlots(
   attrs: Readonly<Record<string, unknown>> | undefined,

@@ -14,13 +14,14 @@ import {
   judgeRefusal,
   refusalRange,
   slotAttr,
+  wouldRefuse,
   slotBaseAttr,
   type ProducerEntry,
   type ProducerStamp,
 } from '../../core/producer-sequence.js';
 import { SluiceError, invalid } from '../../core/errors.js';
 import { uuidv7Derived } from '../../core/ids.js';
-import type { Attrs, Item, Storage, TakeOptions } from '../../storage/port.js';
+import { TakeRefusedError, type Attrs, type Item, type Storage, type TakeOptions } from '../../storage/port.js';
 import { logKeys, type PartitionRef } from './log-store.js';
 
 /** Partitions whose sequencer state a process keeps in mind to pick slots (least recently used dropped). */
@@ -97,6 +98,16 @@ export class ProducerSequences {
       setFirst: slotBaseAttr(share.slot),
       refuseIf: { anyOf: [...SLOT_ATTRS], after, upTo },
     };
+  }
+
+  /**
+   * Before a stamped push uploads a large segment's blob (an S3 PUT costs 8 write units): a read
+   * of the sequencer, throwing {@link TakeRefusedError} as the take would when the stamp is
+   * committed here already, so a retry of a big push uploads nothing.
+   */
+  async precheck(part: PartitionRef, share: StampedShare): Promise<void> {
+    const item = await this.deps.storage.items.get('log', logKeys.sequencer(part.id));
+    if (wouldRefuse(item?.attrs, refusalRange(share.stamp, share.past))) throw new TakeRefusedError(item);
   }
 
   /** Keeps what a take saw of the sequencer, so the next slot choice here is informed. */

@@ -492,7 +492,14 @@ export class PushService {
     reserved: boolean,
     share?: { current: StampedShare },
   ): Promise<{ base: number } | 'aborted' | { refused: Item | undefined }> {
-    const prep = await this.prepare({ queue, partition: part, pushId, messages: msgs, reserved });
+    let prep: PreparedCommit;
+    try {
+      const beforeUpload = share && (() => this.sequences.precheck(part, share.current));
+      prep = await this.prepare({ queue, partition: part, pushId, messages: msgs, reserved, beforeUpload });
+    } catch (e) {
+      if (e instanceof TakeRefusedError) return { refused: e.current };
+      throw e;
+    }
     let hookRetry = false;
     for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS; attempt++) {
       await prep.planHooks(hookRetry);
