@@ -121,6 +121,25 @@ describe.each(backends)('idempotent producers on $name', (backend) => {
     expect(await stored(svc, q)).toHaveLength(3);
   });
 
+  it('forgets the least recently seen producer past 8: its retry is stored again, or duplicate by transactionId', async () => {
+    const svc = testServices(storage);
+    const q = 'ps-evict';
+    const stamp = { producerId: 'old', sequence: 0 };
+    const first = await svc.pushes.push(items(q, 1), { stamp });
+    const withId = [{ ...items(q, 1)[0]!, transactionId: 'order-x' }];
+    const firstWithId = await svc.pushes.push(withId, { stamp: { producerId: 'old2', sequence: 0 } });
+    for (let k = 0; k < 8; k++) {
+      svc.testClock.advance(10);
+      await svc.pushes.push(items(q, 1), { stamp: { producerId: `new${k}`, sequence: 0 } });
+    }
+    // Both old producers were evicted: the retries are new pushes to the partition.
+    const again = await svc.pushes.push(items(q, 1), { stamp });
+    expect(again[0]?.offset).not.toBe(first[0]?.offset);
+    const againWithId = await svc.pushes.push(withId, { stamp: { producerId: 'old2', sequence: 0 } });
+    expect(againWithId.map((r) => [r.status, r.messageId])).toEqual([['duplicate', firstWithId[0]?.messageId]]);
+    expect(await stored(svc, q)).toHaveLength(11);
+  });
+
   it('a push spanning partitions is judged per partition: its retry answers every share as before', async () => {
     const svc = testServices(storage);
     const q = 'ps-multi';

@@ -106,15 +106,27 @@ export class ProducerSequences {
    * committed here already, so a retry of a big push uploads nothing.
    */
   async precheck(part: PartitionRef, share: StampedShare): Promise<void> {
-    const item = await this.deps.storage.items.get('log', logKeys.sequencer(part.id));
-    if (wouldRefuse(item?.attrs, refusalRange(share.stamp, share.past))) throw new TakeRefusedError(item);
+    const item = await this.remembered(part, share);
+    if (item) throw new TakeRefusedError(item);
   }
 
-  /** Keeps what a take saw of the sequencer, so the next slot choice here is informed. */
-  saw(partitionId: string, item: Item | undefined): void {
-    if (!item) return;
+  /** The sequencer item when it holds this stamp (so a take would be refused), else `undefined`. */
+  async remembered(part: PartitionRef, share: StampedShare): Promise<Item | undefined> {
+    const item = await this.deps.storage.items.get('log', logKeys.sequencer(part.id));
+    return item && wouldRefuse(item.attrs, refusalRange(share.stamp, share.past)) ? item : undefined;
+  }
+
+  /**
+   * Keeps what a take saw of the sequencer (with `share`: the item before a take that went
+   * through, to which its own entry is added), so the next slot choice here is informed.
+   */
+  saw(partitionId: string, item: Item | undefined, share?: StampedShare, first?: number): void {
+    let attrs: Attrs | undefined = item?.attrs;
+    if (share && first !== undefined)
+      attrs = { ...attrs, [slotAttr(share.slot)]: encodeEntry(share.entry), [slotBaseAttr(share.slot)]: first };
+    if (!attrs) return;
     this.seen.delete(partitionId);
-    this.seen.set(partitionId, item.attrs);
+    this.seen.set(partitionId, attrs);
     if (this.seen.size > SEEN_PARTITIONS) this.seen.delete(this.seen.keys().next().value as string);
   }
 

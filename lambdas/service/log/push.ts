@@ -394,18 +394,18 @@ export class PushService {
       let committed: { base: number } | 'aborted' | { refused: Item | undefined } | undefined;
       const store: number[] = [];
       try {
-        let ownEarlier = false;
+        let ownEarlier: Item | undefined;
         if (reserve.length > 0) {
           const found = await this.reservations.reserve(part, pushId, reserve, windowMs);
-          for (const [i, mid] of found) {
-            // A stamped push's ids differ between attempts only in their time: one of ours found
-            // committed is this push's earlier attempt, which the sequencer answers for.
-            if (seed && sameStampedId(mid, (prepared[i] as (typeof prepared)[number]).mid)) ownEarlier = true;
-            else dupOf.set(i, mid);
-          }
+          // A stamped push's ids differ between attempts only in their time: one of ours found
+          // committed is this push's earlier attempt, which the sequencer answers for while it
+          // remembers the stamp (else they are duplicates, as without a stamp).
+          const own = [...found].filter(([i, mid]) => seed && sameStampedId(mid, prepared[i]!.mid));
+          if (own.length > 0 && share) ownEarlier = await this.sequences.remembered(part, share.current);
+          for (const [i, mid] of found) if (!ownEarlier || !own.some(([j]) => j === i)) dupOf.set(i, mid);
         }
         for (let i = 0; i < prepared.length; i++) if (firstIndex[i] === i && !dupOf.has(i)) store.push(i);
-        if (ownEarlier) committed = { refused: await this.deps.storage.items.get('log', logKeys.sequencer(part.id)) };
+        if (ownEarlier) committed = { refused: ownEarlier };
         else if (store.length > 0)
           committed = await this.commit(
             queue,
@@ -511,7 +511,7 @@ export class PushService {
           ({ first: base }) => prep.build(base),
           share && this.sequences.takeOptions(share.current),
         );
-        if (share) this.sequences.saw(part.id, taken.before);
+        if (share) this.sequences.saw(part.id, taken.before, share.current, taken.first);
         await prep.afterCommit(taken.first);
         return { base: taken.first };
       } catch (e) {
