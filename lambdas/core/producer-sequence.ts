@@ -25,6 +25,11 @@ export interface ProducerEntry {
   sequence: number;
   /** Messages the push carried (a retry must carry as many). */
   count: number;
+  /**
+   * Offsets its take handed out: the messages stored, fewer than `count` when some were
+   * duplicates (what a retry closes when the attempt died before writing them).
+   */
+  taken: number;
   /** Epoch ms of the attempt whose segment the take is for (its message ids derive from it). */
   at: number;
   /**
@@ -56,35 +61,37 @@ const ATTEMPT_WIDTH = 2;
 export const MAX_STAMP_ATTEMPTS = 36 ** ATTEMPT_WIDTH - 1;
 
 /**
- * A slot's text: `producerId|sequence|count|attempt|at`, the numbers base 36 and all but the
- * count fixed-width, so that entries of one producer sort by sequence, then attempt (the take's
- * refusal compares them as strings).
+ * A slot's text: `producerId|sequence|count|attempt|at|taken`, the numbers base 36 and sequence,
+ * attempt and time fixed-width, so that entries of one producer sort by sequence, then attempt
+ * (the take's refusal compares them as strings).
  *
  * @example
  * ```ts
- * encodeEntry({ producerId: 'p1', sequence: 5, count: 100, at: 0, attempt: 0 }); // 'p1|00000000005|2s|00|000000000'
+ * encodeEntry({ producerId: 'p1', sequence: 5, count: 100, at: 0, attempt: 0, taken: 100 }); // 'p1|00000000005|2s|00|000000000|2s'
  * ```
  */
 export function encodeEntry(e: ProducerEntry): string {
   const seq = e.sequence.toString(36).padStart(SEQ_WIDTH, '0');
   const attempt = e.attempt.toString(36).padStart(ATTEMPT_WIDTH, '0');
-  return `${e.producerId}|${seq}|${e.count.toString(36)}|${attempt}|${e.at.toString(36).padStart(AT_WIDTH, '0')}`;
+  const at = e.at.toString(36).padStart(AT_WIDTH, '0');
+  return `${e.producerId}|${seq}|${e.count.toString(36)}|${attempt}|${at}|${e.taken.toString(36)}`;
 }
 
 /** The entry a slot holds, or `undefined` for an empty or foreign value. */
 export function decodeEntry(v: unknown): ProducerEntry | undefined {
   if (typeof v !== 'string') return undefined;
   const parts = v.split('|');
-  if (parts.length !== 5) return undefined;
-  const [producerId, seq, count, attempt, at] = parts as [string, string, string, string, string];
+  if (parts.length !== 6) return undefined;
+  const [producerId, seq, count, attempt, at, taken] = parts as [string, string, string, string, string, string];
   const entry: ProducerEntry = {
     producerId,
     sequence: parseInt(seq, 36),
     count: parseInt(count, 36),
     at: parseInt(at, 36),
     attempt: parseInt(attempt, 36),
+    taken: parseInt(taken, 36),
   };
-  return [entry.sequence, entry.count, entry.at, entry.attempt].every(Number.isFinite) ? entry : undefined;
+  return [entry.sequence, entry.count, entry.at, entry.attempt, entry.taken].every(Number.isFinite) ? entry : undefined;
 }
 
 /**
@@ -148,7 +155,7 @@ export function readSlots(
  *
  * @example
  * ```ts
- * chooseSlot('p1', { p0: encodeEntry({ producerId: 'p1', sequence: 4, count: 1, at: 0, attempt: 0 }) }); // 0
+ * chooseSlot('p1', { p0: encodeEntry({ producerId: 'p1', sequence: 4, count: 1, at: 0, attempt: 0, taken: 1 }) }); // 0
  * ```
  */
 export function chooseSlot(producerId: string, attrs: Readonly<Record<string, unknown>> | undefined): number {

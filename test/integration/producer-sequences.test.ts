@@ -222,6 +222,39 @@ describe.each(backends)('idempotent producers on $name', (backend) => {
     ]);
   });
 
+  it('a retry closes only the offsets its dead first attempt took (repeated transactionIds take none)', async () => {
+    const two = twoStep(storage);
+    const clock = new TestClock();
+    const slow = testServices(two.storage, { clock, config: { gapCloseMs: GAP_MS } });
+    const svc = testServices(storage, { clock, config: { gapCloseMs: GAP_MS } });
+    const q = 'ps-dead-dups';
+    const three = ['a', 'a', 'b'].map((t, i) => ({ queue: q, payload: json({ i }), transactionId: t }));
+    const stamp = { producerId: 'prod.0', sequence: 0 };
+    const release = two.hold();
+    const late = slow.pushes.push(three, { stamp });
+    for (let i = 0; i < 200; i++) {
+      const part = await svc.queues.getPartition(q, 'Default');
+      if (part && (await storage.items.get('log', logKeys.sequencer(part.id)))?.ver === 2) break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    // Another producer's push lands right after the dead range.
+    expect((await svc.pushes.push(items(q, 1)))[0]?.offset).toBe(2);
+    clock.advance(GAP_MS + 1);
+    const retry = await svc.pushes.push(three, { stamp });
+    expect(retry.map((r) => [r.status, r.offset])).toEqual([
+      ['queued', 3],
+      ['duplicate', undefined],
+      ['queued', 4],
+    ]);
+    release();
+    expect(answer(await late)).toEqual(answer(retry));
+    expect(await stored(svc, q)).toEqual([
+      [2, '{"i":0}'],
+      [3, '{"i":0}'],
+      [4, '{"i":2}'],
+    ]);
+  });
+
   it('concurrent repeats of one stamp from many instances store it once and all answer alike', async () => {
     const q = 'ps-race';
     const svcs = Array.from({ length: 6 }, () => testServices(storage));

@@ -23,13 +23,14 @@ const entry = (o: Partial<ProducerEntry> = {}): ProducerEntry => ({
   count: 100,
   at: 1_764_000_000_000,
   attempt: 0,
+  taken: 100,
   ...o,
 });
 const inRange = (text: string, r: { after: string; upTo: string }): boolean => text > r.after && text <= r.upTo;
 
 describe('producer slots', () => {
   it('round-trips an entry, and refuses foreign text', () => {
-    const e = entry({ sequence: Number.MAX_SAFE_INTEGER, count: 10_000, attempt: 7 });
+    const e = entry({ sequence: Number.MAX_SAFE_INTEGER, count: 10_000, attempt: 7, taken: 9_000 });
     expect(decodeEntry(encodeEntry(e))).toEqual(e);
     expect(decodeEntry('nonsense')).toBeUndefined();
     expect(decodeEntry(7)).toBeUndefined();

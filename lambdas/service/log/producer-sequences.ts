@@ -32,7 +32,7 @@ const IN_FLIGHT_WAITS_MS = [25, 50, 100, 200, 400];
 /** A stamped push's share of one partition, as the commit path carries it. */
 export interface StampedShare {
   stamp: ProducerStamp;
-  /** The entry this attempt writes: the first attempt's time, and the take's number. */
+  /** The entry this attempt writes: its time (its ids derive from it), the take's number, the offsets taken. */
   entry: ProducerEntry;
   /** The slot it goes to. */
   slot: number;
@@ -72,7 +72,14 @@ export class ProducerSequences {
 
   /** The share of a first attempt of `stamp` at partition `part`, carrying `count` messages. */
   share(part: PartitionRef, stamp: ProducerStamp, count: number, at: number): StampedShare {
-    const entry: ProducerEntry = { producerId: stamp.producerId, sequence: stamp.sequence, count, at, attempt: 0 };
+    const entry: ProducerEntry = {
+      producerId: stamp.producerId,
+      sequence: stamp.sequence,
+      count,
+      at,
+      attempt: 0,
+      taken: count,
+    };
     return {
       stamp,
       entry,
@@ -90,7 +97,7 @@ export class ProducerSequences {
     return { ...share, entry, past, slot: chooseSlot(share.stamp.producerId, this.seen.get(part.id)) };
   }
 
-  /** What the take of `share` sets and when it is refused. */
+  /** What the take of `share` sets and when it is refused (`share.entry.taken` is the take's count). */
   takeOptions(share: StampedShare): TakeOptions {
     const { after, upTo } = refusalRange(share.stamp, share.past);
     return {
@@ -177,7 +184,7 @@ export class ProducerSequences {
       if (state === 'abandoned') {
         // The first attempt died after its take: close its range as a reader would, then look again
         // (its writer may have landed first, and then it is committed).
-        await this.deps.closeRange(part.id, base, entry.count, this.deps.clock());
+        await this.deps.closeRange(part.id, base, entry.taken, this.deps.clock());
         continue;
       }
       const ms = IN_FLIGHT_WAITS_MS[wait];

@@ -503,6 +503,8 @@ export class PushService {
     let hookRetry = false;
     for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS; attempt++) {
       await prep.planHooks(hookRetry);
+      // The entry names the offsets its take hands out (the stored messages, duplicates left out).
+      if (share) share.current = { ...share.current, entry: { ...share.current.entry, taken: prep.count } };
       try {
         const taken = await this.deps.storage.items.take(
           'log',
