@@ -37,6 +37,11 @@ export interface Workload {
   dedup: boolean;
   /** Random (incompressible) 1 KiB payloads instead of the bench's JSON. */
   incompressible?: boolean;
+  /**
+   * Producer stamps (docs/DELIVERY.md), as our client sends them: `'stamped'` on every push,
+   * `'retried'` also sending every push a second time under its stamp (a lost answer, retried).
+   */
+  stamps?: 'stamped' | 'retried';
   /** Most messages a pop asks for. */
   consumerBatch: number;
   /** Messages pushed (the figures are scaled to a million). */
@@ -167,10 +172,17 @@ export async function runWorkload(endpoints: AwsEndpoints, w: Workload): Promise
         const text = w.incompressible ? randomKiB() : oneKiBPayload(i);
         return { queue, payload: Buffer.from(text), transactionId: w.dedup ? `tx-${i}` : undefined };
       });
-      const res = await calls.call(() => svc.pushes.push(items));
+      const stamp = w.stamps ? { producerId: 'cost.0', sequence: pushes } : undefined;
+      const res = await calls.call(() => svc.pushes.push(items, { stamp }));
       if (res.some((x) => x.status !== 'queued')) throw new Error('cost workload: a push was not queued');
       pushes++;
       bookkeeping += calls.lastWriteUnits - calls.lastSegmentUnits - calls.lastDedupUnits;
+      if (w.stamps === 'retried') {
+        const again = await calls.call(() => svc.pushes.push(items, { stamp }));
+        if (again.some((x, i) => x.status !== 'queued' || x.offset !== res[i]?.offset))
+          throw new Error('cost workload: a retried push was not answered as its first attempt');
+        bookkeeping += calls.lastWriteUnits;
+      }
     }
     for (const g of groups) {
       for (;;) {

@@ -34,6 +34,7 @@ const ROWS: Row[] = [
   { batch: 100, groups: 10, dedup: false, consumerBatch: 1000, messages: 5000, goal: 0.2 },
   { batch: 1000, groups: 3, dedup: false, consumerBatch: 1000, messages: 10000, goal: 0.04 },
   { batch: 100, groups: 1, dedup: false, incompressible: true, consumerBatch: 1000, messages: 5000 },
+  { batch: 100, groups: 1, dedup: false, stamps: 'retried', consumerBatch: 1000, messages: 5000 },
 ];
 
 /** The idle-consumer goal, dollars per month. */
@@ -121,6 +122,7 @@ export async function costBench(): Promise<string> {
           groups: row.groups,
           dedup: row.dedup,
           ...(row.incompressible ? { incompressible: true } : {}),
+          ...(row.stamps ? { producerStamps: row.stamps } : {}),
           consumerBatch: row.consumerBatch,
           usdPerMillion: Number(usdPerMillion.toFixed(4)),
           sqsUsdPerMillion: Number(sqsUsdPerMillion.toFixed(4)),
@@ -137,7 +139,8 @@ export async function costBench(): Promise<string> {
     const met =
       row.goal === undefined ? '' : usdPerMillion <= row.goal ? ' ✓' : ` ✗ (${(usdPerMillion / row.goal).toFixed(1)}×)`;
     return (
-      `| ${row.batch} | ${row.groups} | ${row.dedup ? 'on' : 'off'}${row.incompressible ? ', incompressible' : ''} | ` +
+      `| ${row.batch} | ${row.groups} | ${row.dedup ? 'on' : 'off'}${row.incompressible ? ', incompressible' : ''}` +
+      `${row.stamps === 'retried' ? ', producer stamps, every push retried once' : row.stamps ? ', producer stamps' : ''} | ` +
       `${row.consumerBatch} | ${Math.round(counted.apiRequests * perM).toLocaleString('en-US')} | ` +
       `${((counted.writeUnits / counted.messages) * 1000).toFixed(0)} | ${counted.bookkeepingWruPerPush.toFixed(2)} | ` +
       `${usd(p.api)} | ${usd(p.lambda)} | ${usd(p.dynamodb)} | ${usd(p.s3)} | **${usd(usdPerMillion)}** | ` +
@@ -168,7 +171,9 @@ export async function costBench(): Promise<string> {
       'delete 10); SNS + SQS for more than one group (publish batches of up to 10, a queue per ' +
       'group). "Bookkeeping" is write units per push beyond the segment\'s own ⌈KB⌉ and the ' +
       "dedup reservations (sequencer, markers, group indexes, a transaction's doubling, failed " +
-      'conditional writes).',
+      'conditional writes). The producer-stamps row sends every push a second time under its stamp ' +
+      '(a lost answer retried, as our client does: docs/DELIVERY.md); the repeat is answered from the ' +
+      'sequencer and stores nothing.',
     '',
     '| producer batch | G | dedup | consumer batch | API requests per million | write units per 1,000 msgs | bookkeeping units per push | API Gateway | Lambda | DynamoDB | S3 | **Sluice** | SQS / SNS+SQS | goal |',
     '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',

@@ -20,6 +20,7 @@ export {
   type PushOptions,
 } from './sluice.js';
 export { type SendOptions } from './producer.js';
+export { ProducerStamps, type Stamp } from './producer-stamps.js';
 export {
   ClaimGroup,
   type ClaimConsumeOptions,

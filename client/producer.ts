@@ -11,6 +11,7 @@
  */
 import { SluiceApiError } from './errors.js';
 import type { Transport } from './http.js';
+import type { ProducerStamps } from './producer-stamps.js';
 import type { PushItem, PushResult, PushStatus } from './types.js';
 import { uuidv7 } from './uuid.js';
 
@@ -18,14 +19,15 @@ export const DEFAULT_PARTITION = 'Default';
 
 /** A push item as the API takes it, and its JSON size in bytes (plus a comma). */
 export interface WireItem {
-  item: { queue: string; partition: string; payload: unknown; transactionId: string; traceId?: string };
+  item: { queue: string; partition: string; payload: unknown; transactionId?: string; traceId?: string };
   bytes: number;
 }
 
 /**
  * Builds the wire item for `it` by Queen's payload rule: `data` (else `payload`) of an object
- * that has one, else the whole value. Items without a transactionId get a UUIDv7, so a retried
- * push never stores a message twice.
+ * that has one, else the whole value. A transactionId goes only when the item has one, or with
+ * `mintIds` (for servers without producer stamps: a UUIDv7, so a retried push is deduplicated
+ * by it); by default retries are made safe by the push's producer stamp instead.
  *
  * @example
  * ```ts
@@ -33,7 +35,7 @@ export interface WireItem {
  * // { queue: 'orders', partition: 'eu', payload: { id: 1 }, transactionId: 'order-1' }
  * ```
  */
-export function wireItem(it: unknown, queue: string, partition: string | undefined): WireItem {
+export function wireItem(it: unknown, queue: string, partition: string | undefined, mintIds = false): WireItem {
   const o = it && typeof it === 'object' && !Array.isArray(it) ? (it as PushItem) : undefined;
   const payload = o && 'data' in o ? o.data : o && 'payload' in o ? o.payload : it;
   const item: WireItem['item'] = {
@@ -43,8 +45,9 @@ export function wireItem(it: unknown, queue: string, partition: string | undefin
       partition ??
       DEFAULT_PARTITION,
     payload: payload === undefined ? null : payload,
-    transactionId: o && typeof o.transactionId === 'string' ? o.transactionId : uuidv7(),
   };
+  const txid = o && typeof o.transactionId === 'string' ? o.transactionId : mintIds ? uuidv7() : undefined;
+  if (txid !== undefined) item.transactionId = txid;
   if (o && typeof o.traceId === 'string') item.traceId = o.traceId;
   // UTF-8 bytes, not string length: non-ASCII text takes up to 3 bytes a character, and the
   // byte count is what keeps a request under the server's body limit.
@@ -67,20 +70,32 @@ export function pushResult(r: Record<string, unknown>, index: number, queue: str
   return out;
 }
 
-/** One `POST /api/v1/push` of prepared items; retried (every item carries a transactionId). */
+/**
+ * One `POST /api/v1/push` of prepared items, retried with the same body: with `stamps`, under a
+ * producer stamp taken for this push and released when it settles (a retry repeats the stamp,
+ * so the server answers it as the first attempt); without, every item carries a transactionId.
+ */
 export async function postPush(
   http: Transport,
   items: readonly WireItem[],
   signal?: AbortSignal,
+  stamps?: ProducerStamps,
 ): Promise<Record<string, unknown>[]> {
-  const body = await http.json<Record<string, unknown>[]>({
-    method: 'POST',
-    path: '/api/v1/push',
-    body: { items: items.map((w) => w.item) },
-    retry: 'idempotent',
-    signal,
-  });
-  return body ?? [];
+  const stamp = stamps?.acquire();
+  try {
+    const body = await http.json<Record<string, unknown>[]>({
+      method: 'POST',
+      path: '/api/v1/push',
+      body: stamp
+        ? { items: items.map((w) => w.item), producerId: stamp.producerId, sequence: stamp.sequence }
+        : { items: items.map((w) => w.item) },
+      retry: 'idempotent',
+      signal,
+    });
+    return body ?? [];
+  } finally {
+    stamp?.release();
+  }
 }
 
 export interface SendOptions {
@@ -95,6 +110,8 @@ export interface ProducerOptions {
   maxBatch: number;
   /** Most JSON bytes per push. */
   maxBytes: number;
+  /** Stamps for each push (absent: items carry minted transactionIds instead). */
+  stamps?: ProducerStamps | undefined;
 }
 
 interface PendingSend {
@@ -120,7 +137,7 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 
 function checkIds(item: WireItem['item']): void {
   const t = item.transactionId;
-  if (t.length === 0 || t.length > 256 || LONE_SURROGATE.test(t))
+  if (t !== undefined && (t.length === 0 || t.length > 256 || LONE_SURROGATE.test(t)))
     throw new TypeError(`send: transactionId must be 1 to 256 characters of valid Unicode text (got ${t.length})`);
   if (item.traceId !== undefined && item.traceId.length > 256)
     throw new TypeError(`send: traceId must be at most 256 characters (got ${item.traceId.length})`);
@@ -226,6 +243,8 @@ export class Producer {
       rows = await postPush(
         this.http,
         batch.map((p) => p.wire),
+        undefined,
+        this.opts.stamps,
       );
     } catch (e) {
       // A refusal that names one item (a payload over the server's message limit) stored
@@ -268,7 +287,7 @@ export class Producer {
           new SluiceApiError(
             201,
             'operation_failed',
-            `send failed: ${r.error ?? 'unknown error'} (sending it again is safe: a stored message would be a duplicate)`,
+            `send failed: ${r.error ?? 'unknown error'} (it was most likely not stored; a transactionId makes sending it again safe either way)`,
             r,
             'POST /api/v1/push',
           ),

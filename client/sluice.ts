@@ -20,6 +20,7 @@ import {
   type SendOptions,
   type WireItem,
 } from './producer.js';
+import { ProducerStamps } from './producer-stamps.js';
 import type { RetryPolicy } from './retry.js';
 import { Transaction } from './transaction.js';
 import type {
@@ -62,6 +63,14 @@ export interface SluiceOptions {
   lingerMs?: number;
   /** Most sends gathered into one push (default `maxPushItems`, 1000); bytes are capped by `maxPushBytes`. */
   maxBatch?: number;
+  /**
+   * Idempotent pushes (default true): each push request carries a producer stamp that its
+   * retries repeat, so a retry never stores a message twice and gets the first answer
+   * (docs/DELIVERY.md). Items carry a transactionId only when you give one. `false` mints a
+   * transactionId per item instead (for a server without stamps, such as Queen; on Sluice that
+   * costs a dedup write per message).
+   */
+  producerSequences?: boolean;
   onRetry?: (e: RetryEvent) => void;
   /** Test hooks. */
   fetch?: typeof fetch;
@@ -88,6 +97,8 @@ export class Sluice {
   readonly producer: Producer;
   /** Partition-lease consumer groups: list, describe, lagging, delete, seek, subscription. */
   readonly groups: GroupAdmin;
+  /** Producer stamps of this client's pushes (absent with `producerSequences: false`). */
+  readonly stamps: ProducerStamps | undefined;
 
   constructor(opts: SluiceOptions = {}) {
     const endpoint = opts.endpoint ?? process.env['SLUICE_ENDPOINT'] ?? DEFAULT_ENDPOINT;
@@ -106,10 +117,12 @@ export class Sluice {
     });
     this.maxPushItems = opts.maxPushItems ?? 1000;
     this.maxPushBytes = opts.maxPushBytes ?? 4 * 1024 * 1024;
+    this.stamps = opts.producerSequences === false ? undefined : new ProducerStamps();
     this.producer = new Producer(this.http, {
       lingerMs: opts.lingerMs ?? 5,
       maxBatch: Math.max(1, Math.min(opts.maxBatch ?? this.maxPushItems, this.maxPushItems)),
       maxBytes: this.maxPushBytes,
+      stamps: this.stamps,
     });
     this.groups = new GroupAdmin(this.http);
   }
@@ -438,19 +451,20 @@ export class QueueRef {
 
   /**
    * Pushes items in order, split into requests under the server's limits (item count and
-   * body size). Each item is a `PushItem` or a bare payload. Items without a
-   * transactionId get a UUIDv7, so retrying a push (which the client does on 429, 5xx and
-   * network errors) never duplicates a message.
+   * body size). Each item is a `PushItem` or a bare payload. Each request carries a producer
+   * stamp that its retries repeat (the client retries on 429, 5xx and network errors), so a
+   * retry never duplicates a message and gets the first attempt's offsets (docs/DELIVERY.md).
    */
   async push(items: readonly unknown[], opts: PushOptions = {}): Promise<PushResult[]> {
-    const prepared = items.map((it) => wireItem(it, this.spec.queue, this.spec.partition));
+    const mint = this.client.stamps === undefined;
+    const prepared = items.map((it) => wireItem(it, this.spec.queue, this.spec.partition, mint));
     const results: PushResult[] = [];
     let chunk: WireItem[] = [];
     let bytes = 0;
     let first = 0;
     const flush = async (): Promise<void> => {
       if (chunk.length === 0) return;
-      const rows = await postPush(this.client.http, chunk, opts.signal);
+      const rows = await postPush(this.client.http, chunk, opts.signal, this.client.stamps);
       rows.forEach((r, i) => results.push(pushResult(r, first + i, this.spec.queue)));
       first += chunk.length;
       chunk = [];
@@ -469,8 +483,7 @@ export class QueueRef {
         201,
         'operation_failed',
         `${failed.length} of ${results.length} pushed items failed; first: ` +
-          `${failed[0]?.error ?? 'unknown error'} (items without a failure were stored; pushing all again ` +
-          `is safe, duplicates are skipped)`,
+          `${failed[0]?.error ?? 'unknown error'} (items without a failure were stored; push the failed ones again)`,
         failed,
         'POST /api/v1/push',
       );
@@ -495,7 +508,7 @@ export class QueueRef {
    */
   async send(item: unknown, opts: SendOptions = {}): Promise<PushResult> {
     // Throws here, for this send only, on a payload JSON cannot carry (a BigInt, a cycle).
-    const wire = wireItem(item, this.spec.queue, this.spec.partition);
+    const wire = wireItem(item, this.spec.queue, this.spec.partition, this.client.stamps === undefined);
     return this.client.producer.send(wire, opts);
   }
 

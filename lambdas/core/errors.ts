@@ -14,6 +14,7 @@ export type ErrorCode =
   | 'not_found'
   | 'conflict'
   | 'stale_claim'
+  | 'stale_sequence'
   | 'forbidden'
   | 'unauthorized'
   | 'limit_exceeded'

@@ -53,6 +53,49 @@ export function uuidv7(now: number = Date.now()): string {
 }
 
 /**
+ * A UUIDv7 whose "random" bits are derived from `seed` (10 or more bytes) and `index`: the same
+ * arguments give the same id. A stamped push (`(producerId, sequence)`) mints its message ids
+ * this way, so a retry of it answers with the ids the first attempt stored.
+ *
+ * @example
+ * ```ts
+ * uuidv7Derived(at, seed, 3) === uuidv7Derived(at, seed, 3); // true
+ * ```
+ */
+export function uuidv7Derived(now: number, seed: Uint8Array, index: number): string {
+  const hi = Math.floor(now / 2 ** 32);
+  const lo = now >>> 0;
+  bytes[0] = hi >>> 8;
+  bytes[1] = hi;
+  bytes[2] = lo >>> 24;
+  bytes[3] = lo >>> 16;
+  bytes[4] = lo >>> 8;
+  bytes[5] = lo;
+  // The index goes into the seed's last four bytes (mod 2^32), so ids of one push differ.
+  const idx = index >>> 0;
+  for (let i = 0; i < 10; i++) bytes[6 + i] = seed[i] as number;
+  const x =
+    ((bytes[12] as number) << 24) |
+    ((bytes[13] as number) << 16) |
+    ((bytes[14] as number) << 8) |
+    (bytes[15] as number);
+  const y = ((x >>> 0) + idx) >>> 0;
+  bytes[12] = y >>> 24;
+  bytes[13] = y >>> 16;
+  bytes[14] = y >>> 8;
+  bytes[15] = y;
+  bytes[6] = ((bytes[6] as number) & 0x0f) | 0x70;
+  bytes[8] = ((bytes[8] as number) & 0x3f) | 0x80;
+  for (let i = 0; i < 16; i++) {
+    const b = bytes[i] as number;
+    const at = AT[i] as number;
+    text[at] = DIGITS[b >>> 4] as number;
+    text[at + 1] = DIGITS[b & 15] as number;
+  }
+  return text.toString('latin1', 0, 36);
+}
+
+/**
  * `n` (≤ 64) random bytes from the same pool as {@link uuidv7}: a fresh copy, for ids such as
  * lease ids (`crypto.randomBytes` per id cost a pop more than the rest of an empty pop's work).
  *

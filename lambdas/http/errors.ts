@@ -13,6 +13,7 @@ export const STATUS: Record<ErrorCode, number> = {
   method_not_allowed: 405,
   conflict: 409,
   stale_claim: 409,
+  stale_sequence: 409,
   payload_too_large: 413,
   limit_exceeded: 429,
   queue_full: 429,

@@ -209,6 +209,43 @@ export interface TakeOptions {
    * lacks them (treat "absent" as the value that makes you do the safe extra work).
    */
   set?: Attrs | undefined;
+  /**
+   * Also sets this attribute to the first number taken (the counter's value before), in the same
+   * write: a caller that must later learn which range an attribute it `set` goes with reads it here.
+   */
+  setFirst?: string | undefined;
+  /**
+   * Refuses the take, writing nothing, when any attribute named in `anyOf` holds a string `v`
+   * with `after < v ≤ upTo` (byte order): the call throws {@link TakeRefusedError} with the item
+   * as found. Bounds and compared strings are printable ASCII from `#` to `~` without `\` (the
+   * AWS adapter compares their JSON text, which sorts as they do only then); other values never
+   * refuse. It sees attributes as takes `set` them (on AWS a `put` of the counter item hides them).
+   */
+  refuseIf?: { anyOf: readonly string[]; after: string; upTo: string } | undefined;
+}
+
+/**
+ * A take refused by its `refuseIf` ({@link TakeOptions}): nothing was taken or written.
+ * `current` is the counter item as the refusal found it.
+ *
+ * @example
+ * ```ts
+ * try { await items.take(t, key, 1, then, { refuseIf }); } catch (e) { if (e instanceof TakeRefusedError) e.current; }
+ * ```
+ */
+export class TakeRefusedError extends Error {
+  override readonly name = 'TakeRefusedError';
+  constructor(readonly current: Item | undefined) {
+    super('the take was refused: an attribute it names holds a value in the refused range');
+  }
+}
+
+const REFUSE_TEXT = /^[#-[\]-~]*$/;
+
+/** Throws on {@link TakeOptions.refuseIf} bounds outside the characters both adapters compare alike. */
+export function assertRefuseIf(r: NonNullable<TakeOptions['refuseIf']>): void {
+  if (!REFUSE_TEXT.test(r.after) || !REFUSE_TEXT.test(r.upTo))
+    throw new Error('take: refuseIf bounds must be printable ASCII from "#" to "~" without "\\"');
 }
 
 /** Options of {@link ItemStore.writeEach}. */
@@ -256,7 +293,9 @@ export interface ItemStore {
    * transaction when there are several ops). They must not touch `key`. When they fail, the call
    * throws {@link TakeWriteError}, which says whether the numbers stayed taken.
    *
-   * `opts.set` sets attributes on the counter in the same atomic write (see {@link TakeOptions}).
+   * `opts.set` sets attributes on the counter in the same atomic write, `opts.setFirst` records
+   * the first number taken, and `opts.refuseIf` refuses the take on an attribute's value (see
+   * {@link TakeOptions}).
    *
    * On AWS a take whose answer is lost is recognised when the SDK retries it at once; should
    * another take land in between, the lost attempt's range stays taken and unused. Callers that

@@ -22,6 +22,7 @@ import {
   MAX_GET_MANY,
   MAX_ITEM_BYTES,
   MAX_TRANSACT_OPS,
+  TakeRefusedError,
   TakeWriteError,
   type Item,
   type ItemKey,
@@ -785,6 +786,75 @@ export function runStorageConformance(
         // Kept numbers keep the flag with them; rolled-back ones take it along.
         const after = await s.items.get('log', key);
         expect(after?.attrs).toEqual(err.taken ? { w: true } : undefined);
+      });
+
+      it('records the first number taken under setFirst, with the attributes it sets', async () => {
+        const key = { pk: uid(), sk: 'seq' };
+        await s.items.take('log', key, 5);
+        const t = await s.items.take('log', key, 3, undefined, { set: { p0: 'x|1' }, setFirst: 'b0' });
+        expect(t.first).toBe(5);
+        expect((await s.items.get('log', key))?.attrs).toEqual({ p0: 'x|1', b0: 5 });
+        await s.items.take('log', key, 2, undefined, { set: { p1: 'y|1' }, setFirst: 'b1' });
+        expect((await s.items.get('log', key))?.attrs).toEqual({ p0: 'x|1', b0: 5, p1: 'y|1', b1: 8 });
+      });
+
+      it('refuses a take when a named attribute holds a string in the range, writing nothing', async () => {
+        const key = { pk: uid(), sk: 'seq' };
+        const refuse = { anyOf: ['p0', 'p1', 'n'], after: 'me|005', upTo: 'me|~' };
+        // Nothing there yet: taken.
+        await s.items.take('log', key, 2, undefined, { set: { p0: 'me|005|a' }, setFirst: 'b0', refuseIf: refuse });
+        // A value above `after` (the same prefix, longer) refuses; nothing is taken, set or written.
+        const err = (await s.items
+          .take('log', key, 4, () => [{ op: 'put', table: 'meta', item: item(key.pk, 'never', 1) }], {
+            set: { p1: 'other' },
+            refuseIf: refuse,
+          })
+          .catch((e: unknown) => e)) as TakeRefusedError;
+        expect(err).toBeInstanceOf(TakeRefusedError);
+        expect(plain(err.current)).toEqual(plain({ ...key, ver: 2, attrs: { p0: 'me|005|a', b0: 0 } }));
+        expect(plain(await s.items.get('log', key))).toEqual(
+          plain({ ...key, ver: 2, attrs: { p0: 'me|005|a', b0: 0 } }),
+        );
+        expect(await s.items.get('meta', { pk: key.pk, sk: 'never' })).toBeUndefined();
+        // `after` itself, values below it, above `upTo`, and non-strings do not refuse.
+        for (const p1 of ['me|005', 'me|004|z', 'mf', 'me|~~', 'md|999']) {
+          await s.items.take('log', key, 1, undefined, { set: { p0: p1, n: 7 } });
+          await s.items.take('log', key, 1, undefined, {
+            refuseIf: { anyOf: ['p0', 'n'], after: 'me|005', upTo: 'me|~' },
+          });
+        }
+        await s.items.take('log', key, 1, undefined, { set: { p0: 'me|~' } });
+        await expect(
+          s.items.take('log', key, 1, undefined, { refuseIf: { anyOf: ['p0'], after: 'me|005', upTo: 'me|~' } }),
+        ).rejects.toSatisfy((e: unknown) => {
+          if (!(e instanceof TakeRefusedError)) throw e as Error;
+          return true;
+        });
+        expect((await s.items.get('log', key))?.ver).toBe(13);
+      });
+
+      it('of concurrent takes refused on the value they set, exactly one goes through', async () => {
+        const key = { pk: uid(), sk: 'seq' };
+        const got = await Promise.allSettled(
+          Array.from({ length: 8 }, (_, i) =>
+            s.items.take('log', key, 1, undefined, {
+              set: { p0: `me|007|${i}` },
+              refuseIf: { anyOf: ['p0'], after: 'me|007', upTo: 'me|~' },
+            }),
+          ),
+        );
+        expect(got.filter((g) => g.status === 'fulfilled')).toHaveLength(1);
+        const reasons = got.flatMap((g) => (g.status === 'rejected' ? [g.reason as unknown] : []));
+        expect(reasons.every((r) => r instanceof TakeRefusedError)).toBe(true);
+        expect((await s.items.get('log', key))?.ver).toBe(1);
+      });
+
+      it('refuses refuseIf bounds the adapters could compare differently', async () => {
+        await expect(
+          s.items.take('log', { pk: uid(), sk: 'seq' }, 1, undefined, {
+            refuseIf: { anyOf: ['p0'], after: 'a b', upTo: '~' },
+          }),
+        ).rejects.toThrow(/printable ASCII/);
       });
 
       it('refuses a count below 1', async () => {

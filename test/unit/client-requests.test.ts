@@ -43,8 +43,16 @@ const msg = (over: Partial<Message> = {}): Message => ({
 });
 
 describe('client: push', () => {
-  it("builds items by Queen's payload rule and mints UUIDv7 transaction ids", async () => {
+  it("builds items by Queen's payload rule, under a producer stamp, with the transactionIds given", async () => {
     const { sluice, calls } = client(pushEcho);
+    await sluice.queue('orders').push([{ data: 1, transactionId: 'order-1' }, { data: 2 }]);
+    const body = calls[0]?.body as { items: Record<string, unknown>[]; producerId: string; sequence: number };
+    expect(body.items.map((i) => i['transactionId'])).toEqual(['order-1', undefined]);
+    expect([typeof body.producerId, body.sequence]).toEqual(['string', 0]);
+  });
+
+  it("builds items by Queen's payload rule and mints UUIDv7 transaction ids with producerSequences: false", async () => {
+    const { sluice, calls } = client(pushEcho, { producerSequences: false });
     const results = await sluice
       .queue('orders')
       .partition('eu')

@@ -10,7 +10,7 @@ interface WireItem {
   queue: string;
   partition: string;
   payload: unknown;
-  transactionId: string;
+  transactionId?: string;
 }
 
 const items = (req: Recorded): WireItem[] => (req.body as { items: WireItem[] }).items;
@@ -21,7 +21,8 @@ function server() {
   return (req: Recorded): Response =>
     jsonResponse(
       201,
-      items(req).map((it, index) => {
+      items(req).map((item, index) => {
+        const it = { ...item, transactionId: item.transactionId ?? `minted-${index}` };
         if (it.transactionId.startsWith('dup-'))
           return { index, status: 'duplicate', transaction_id: it.transactionId, queueName: it.queue };
         if (it.transactionId.startsWith('fail-'))
@@ -197,7 +198,7 @@ describe('client: send() gathers messages into pushes', () => {
     expect((await Promise.all(up)).map((r) => r.offset)).toEqual([0, 1]);
   });
 
-  it('retries a push that failed transiently, with the same transactionIds', async () => {
+  it('retries a push that failed transiently under the same producer stamp, minting no transactionIds', async () => {
     const answer = server();
     let n = 0;
     const { sluice, calls } = make((req) =>
@@ -207,9 +208,50 @@ describe('client: send() gathers messages into pushes', () => {
     await vi.advanceTimersByTimeAsync(5);
     expect((await Promise.all(sends)).map((r) => r.status)).toEqual(['queued', 'queued', 'queued']);
     expect(calls).toHaveLength(2);
-    expect(items(calls[1] as Recorded).map((it) => it.transactionId)).toEqual(
-      items(calls[0] as Recorded).map((it) => it.transactionId),
+    const stamp = (c: Recorded) => {
+      const b = c.body as { producerId?: string; sequence?: number };
+      return [b.producerId, b.sequence];
+    };
+    expect(stamp(calls[0] as Recorded)[0]).toMatch(/^[A-Za-z0-9_-]{12}\.0$/);
+    expect(stamp(calls[1] as Recorded)).toEqual(stamp(calls[0] as Recorded));
+    expect(items(calls[1] as Recorded).map((it) => it.transactionId)).toEqual([undefined, undefined, undefined]);
+    // The next push is a new one: the same producer id (none in flight), the next sequence.
+    const later = sluice.queue('q').send({ data: 4, transactionId: 'mine' });
+    await vi.advanceTimersByTimeAsync(5);
+    await later;
+    expect(stamp(calls[2] as Recorded)).toEqual([stamp(calls[0] as Recorded)[0], 1]);
+    expect(items(calls[2] as Recorded).map((it) => it.transactionId)).toEqual(['mine']);
+  });
+
+  it('gives pushes in flight together producer ids of their own (one push in flight per id)', async () => {
+    const answer = server();
+    // Answers held until all three are in flight.
+    const held: (() => void)[] = [];
+    const { sluice, calls } = make(
+      (req) =>
+        new Promise<Response>((resolve) => {
+          held.push(() => resolve(answer(req)));
+          if (held.length === 3) for (const go of held) go();
+        }),
     );
+    const a = sluice.queue('q').partition('a').send({ data: 1 });
+    const b = sluice.queue('q').partition('b').send({ data: 2 });
+    const c = sluice.queue('q').push([{ data: 3 }]);
+    await vi.advanceTimersByTimeAsync(5);
+    await Promise.all([a, b, c]);
+    const ids = calls.map((x) => (x.body as { producerId: string }).producerId);
+    expect(new Set(ids).size).toBe(3);
+    expect(calls.map((x) => (x.body as { sequence: number }).sequence)).toEqual([0, 0, 0]);
+  });
+
+  it('mints a transactionId per item and sends no stamp with producerSequences: false', async () => {
+    const { sluice, calls } = make(server(), { producerSequences: false });
+    await sluice.queue('q').push([{ data: 1 }, { data: 2 }]);
+    expect(calls[0]?.body).not.toHaveProperty('producerId');
+    expect(items(calls[0] as Recorded).map((it) => it.transactionId)).toEqual([
+      expect.stringMatching(/^[0-9a-f-]{36}$/),
+      expect.stringMatching(/^[0-9a-f-]{36}$/),
+    ]);
   });
 
   it('fails only the send whose payload the server refused by index, and stores the rest', async () => {

@@ -12,6 +12,7 @@ import { decodeEntry } from '../../service/leases/dlq-store.js';
 import type { PushItem, PushResult } from '../../service/log/push.js';
 import type { StoredMessage } from '../../service/log/segments.js';
 import type { Services } from '../../service/runtime.js';
+import { PRODUCER_ID_PATTERN } from '../../core/producer-sequence.js';
 import { pushMeter } from '../meters.js';
 import { payloadSpans } from '../payload-spans.js';
 import { defineRoute, type RouteDef } from '../route.js';
@@ -33,7 +34,25 @@ const PushItemSchema = z.object({
     .optional(),
   traceId: z.string({ error: 'traceId must be a string' }).max(256).nullish(),
 });
-const PushBody = z.object({ items: z.array(PushItemSchema, { error: 'items must be an array' }) });
+const PushBody = z
+  .object({
+    items: z.array(PushItemSchema, { error: 'items must be an array' }),
+    // Sluice's idempotent producers (docs/DELIVERY.md): Queen clients send neither.
+    producerId: z
+      .string({ error: 'producerId must be a string' })
+      .regex(PRODUCER_ID_PATTERN, 'producerId must be 1 to 64 characters of A-Z, a-z, 0-9, ".", "_" or "-"')
+      .optional(),
+    sequence: z
+      .number({ error: 'sequence must be a number' })
+      .int('sequence must be a whole number')
+      .min(0, 'sequence must not be negative')
+      .max(Number.MAX_SAFE_INTEGER, 'sequence must be at most 2^53 - 1')
+      .optional(),
+  })
+  .refine((b) => (b.producerId === undefined) === (b.sequence === undefined), {
+    message: 'producerId and sequence go together: send both or neither',
+    path: ['sequence'],
+  });
 type PushItemInput = z.infer<typeof PushItemSchema>;
 
 /**
@@ -153,13 +172,18 @@ export const push = defineRoute({
   method: 'POST',
   path: '/api/v1/push',
   group: 'log',
-  summary: 'Push messages; one result per item, in order (201).',
+  summary:
+    'Push messages; one result per item, in order (201). With `producerId` and `sequence` (Sluice), a repeat of the push gets the first answer and stores nothing.',
   body: PushBody,
   access: { action: 'push', queues: ({ body }) => body.items.map((i) => i.queue) },
   async run({ body, rawBody, services }) {
     const items = preparePushItems(body.items, services, 'items', rawBody());
     // MessagesPushed / DuplicatesRejected are counted by the log service (for every push path).
-    const results = items.length === 0 ? [] : await services.pushes.push(items);
+    const stamp =
+      body.producerId !== undefined && body.sequence !== undefined
+        ? { producerId: body.producerId, sequence: body.sequence }
+        : undefined;
+    const results = items.length === 0 ? [] : await services.pushes.push(items, { stamp });
     return { statusCode: 201, body: pushResultsText(results), meter: pushMeter(results) };
   },
 });

@@ -3,20 +3,25 @@ import type { SluiceConfig } from '../../config.js';
 import { firstOccurrences } from '../../core/dedup.js';
 import { SluiceError } from '../../core/errors.js';
 import { uuidv7 } from '../../core/ids.js';
+import type { ProducerStamp } from '../../core/producer-sequence.js';
 import { DEFAULT_PARTITION, assertName } from '../../core/names.js';
 import {
   ConditionFailedError,
   ContentionError,
   StoreFullError,
   StoreUnavailableError,
+  TakeRefusedError,
   TakeWriteError,
+  type Item,
   type Storage,
+  type TakeOptions,
 } from '../../storage/port.js';
 import type { PayloadCipherLike } from '../encryption.js';
 import type { Notifier } from '../notifier.js';
 import type { Telemetry } from '../telemetry.js';
 import { DedupReservations, type ReservationEntry } from './dedup-reservations.js';
 import { logKeys, skipSegmentItem, type PartitionRef, type QueueRecord } from './log-store.js';
+import { ProducerSequences, stampIds, type StampedShare } from './producer-sequences.js';
 import type { QueueDirectory } from './queue-directory.js';
 import {
   HookConflictError,
@@ -52,12 +57,22 @@ export interface PushResult {
   error?: string | undefined;
 }
 
+/** Options of {@link PushService.push}. */
+export interface PushOptions {
+  /**
+   * The producer stamp of an idempotent push (docs/DELIVERY.md): per partition, a repeat of the
+   * last stamp this producer committed there gets the first attempt's answer and stores nothing.
+   */
+  stamp?: ProducerStamp | undefined;
+}
+
 /** Refuses a push to a partition by throwing a SluiceError (see {@link PushService.addPushGuard}). */
 export type PushGuard = (c: { queue: QueueRecord; partition: PartitionRef; count: number }) => Promise<void>;
 
 export interface PushServiceDeps {
   storage: Storage;
-  config: Pick<SluiceConfig, 'inlineMaxBytes' | 'compressMinBytes' | 'pushStallMs'>;
+  config: Pick<SluiceConfig, 'inlineMaxBytes' | 'compressMinBytes' | 'pushStallMs'> &
+    Partial<Pick<SluiceConfig, 'gapCloseMs'>>;
   notifier: Notifier;
   queues: QueueDirectory;
   /** Seals payloads of queues with `encryptionEnabled`; absent without a key. */
@@ -81,6 +96,8 @@ interface Waiter {
   queue: QueueRecord;
   items: readonly PushItem[];
   bytes: number;
+  /** A stamped push commits alone: its take carries its producer's entry. */
+  stamp: ProducerStamp | undefined;
   resolve: (r: PushResult[]) => void;
   reject: (e: unknown) => void;
 }
@@ -108,6 +125,7 @@ export class PushService {
   private readonly guards: PushGuard[] = [];
   /** Per partition id: pushes waiting for the commit in progress to finish. */
   private readonly lanes = new Map<string, { waiting: Waiter[] }>();
+  private readonly sequences: ProducerSequences;
 
   constructor(private readonly deps: PushServiceDeps) {
     this.clock = deps.clock ?? Date.now;
@@ -117,6 +135,13 @@ export class PushService {
       config: this.deps.config,
       clock: this.clock,
       sleep: this.sleep,
+    });
+    this.sequences = new ProducerSequences({
+      storage: this.deps.storage,
+      gapCloseMs: this.deps.config.gapCloseMs ?? 60_000,
+      clock: this.clock,
+      sleep: this.sleep,
+      closeRange: (pid, first, count, at) => closeRange(this.deps.storage, pid, first, count, at),
     });
   }
 
@@ -140,9 +165,10 @@ export class PushService {
 
   /**
    * Pushes messages, possibly to several queues and partitions. Each partition's share is
-   * committed atomically as one segment; results come back in input order.
+   * committed atomically as one segment; results come back in input order. With a producer
+   * stamp, a repeat of a push gets its first attempt's answer (docs/DELIVERY.md).
    */
-  async push(items: readonly PushItem[]): Promise<PushResult[]> {
+  async push(items: readonly PushItem[], opts: PushOptions = {}): Promise<PushResult[]> {
     const results: PushResult[] = new Array<PushResult>(items.length);
     // Group by (queue, partition), validating every distinct name before anything is written.
     // One pass, and no key string built while an item has its predecessor's target (the
@@ -197,6 +223,7 @@ export class PushService {
           queue,
           part,
           g.idx.map((i) => items[i] as PushItem),
+          opts.stamp,
         ),
       ),
     );
@@ -232,7 +259,9 @@ export class PushService {
               : isStorageFailure(e)
                 ? 'storage unavailable'
                 : 'internal error';
-          error = `push to ${g.queue}/${g.partition} failed (${what}); retry it (repeated transactionIds are deduplicated)`;
+          error = opts.stamp
+            ? `push to ${g.queue}/${g.partition} failed (${what}); retry the request with the same producerId and sequence (committed shares are not stored again)`
+            : `push to ${g.queue}/${g.partition} failed (${what}); retry it (repeated transactionIds are deduplicated)`;
         }
         out = g.idx.map((i) => {
           const it = items[i] as PushItem;
@@ -267,12 +296,17 @@ export class PushService {
    * that wait for the commit in progress (one segment, one take, one write for all of them).
    * Each push gets its own results, its messages consecutive.
    */
-  private pushPartition(queue: QueueRecord, part: PartitionRef, items: readonly PushItem[]): Promise<PushResult[]> {
+  private pushPartition(
+    queue: QueueRecord,
+    part: PartitionRef,
+    items: readonly PushItem[],
+    stamp: ProducerStamp | undefined,
+  ): Promise<PushResult[]> {
     let bytes = 0;
     for (const it of items) bytes += it.payload.byteLength;
     return new Promise((resolve, reject) => {
       const running = this.lanes.get(part.id);
-      const waiter: Waiter = { queue, items, bytes, resolve, reject };
+      const waiter: Waiter = { queue, items, bytes, stamp, resolve, reject };
       if (running) running.waiting.push(waiter);
       else {
         const lane = { waiting: [waiter] };
@@ -290,6 +324,8 @@ export class PushService {
       let bytes = 0;
       for (const w of lane.waiting) {
         if (n > 0 && (msgs + w.items.length > MAX_COALESCED_MESSAGES || bytes + w.bytes > MAX_COALESCED_BYTES)) break;
+        // A stamped push commits on its own (its take carries its producer's entry and base).
+        if (n > 0 && (w.stamp || (lane.waiting[0] as Waiter).stamp)) break;
         n++;
         msgs += w.items.length;
         bytes += w.bytes;
@@ -300,6 +336,7 @@ export class PushService {
           (batch[0] as Waiter).queue,
           part,
           batch.map((w) => w.items),
+          (batch[0] as Waiter).stamp,
         );
         let k = 0;
         for (const w of batch) {
@@ -317,22 +354,29 @@ export class PushService {
    * Commits the items of one or more pushes to one partition as one segment. A transactionId
    * repeated across the pushes is stored once (the later ones are `duplicate`) when the queue
    * deduplicates; with the window at 0 only repeats inside one push collapse, as when the
-   * pushes commit one by one.
+   * pushes commit one by one. A stamped push (always alone) whose stamp the partition has
+   * committed before is answered as its first attempt was (docs/DELIVERY.md).
    */
   private async commitItems(
     queue: QueueRecord,
     part: PartitionRef,
     requests: readonly (readonly PushItem[])[],
+    stamp?: ProducerStamp,
   ): Promise<PushResult[]> {
     const windowMs = (queue.options.dedupWindowSeconds ?? 0) * 1000;
     const now0 = this.clock();
     const items = requests.length === 1 ? (requests[0] as readonly PushItem[]) : requests.flat();
-    const prepared = items.map((it) => ({
-      item: it,
-      txid: it.transactionId ?? uuidv7(now0),
-      supplied: it.transactionId !== undefined,
-      mid: uuidv7(now0),
-    }));
+    const share = stamp ? { current: this.sequences.share(part, stamp, items.length, now0) } : undefined;
+    const seed = share?.current.seed;
+    const prepared = items.map((it, i) => {
+      const ids = seed ? stampIds(seed, now0, i) : undefined;
+      return {
+        item: it,
+        txid: it.transactionId ?? ids?.txid ?? uuidv7(now0),
+        supplied: it.transactionId !== undefined,
+        mid: ids?.mid ?? uuidv7(now0),
+      };
+    });
     const firstIndex = firstIndexes(
       prepared.map((p) => p.txid),
       windowMs > 0 ? [items.length] : requests.map((r) => r.length),
@@ -348,21 +392,29 @@ export class PushService {
           if (p.supplied && firstIndex[i] === i) reserve.push({ i, txid: p.txid, mid: p.mid });
         }
       }
-      let committed: { base: number } | 'aborted' | undefined;
+      let committed: { base: number } | 'aborted' | { refused: Item | undefined } | undefined;
       const store: number[] = [];
       try {
+        let ownEarlier: Item | undefined;
         if (reserve.length > 0) {
           const found = await this.reservations.reserve(part, pushId, reserve, windowMs);
-          for (const [i, mid] of found) dupOf.set(i, mid);
+          // A stamped push's ids differ between attempts only in their time: one of ours found
+          // committed is this push's earlier attempt, which the sequencer answers for while it
+          // remembers the stamp (else they are duplicates, as without a stamp).
+          const own = [...found].filter(([i, mid]) => seed && sameStampedId(mid, prepared[i]!.mid));
+          if (own.length > 0 && share) ownEarlier = await this.sequences.remembered(part, share.current);
+          for (const [i, mid] of found) if (!ownEarlier || !own.some(([j]) => j === i)) dupOf.set(i, mid);
         }
         for (let i = 0; i < prepared.length; i++) if (firstIndex[i] === i && !dupOf.has(i)) store.push(i);
-        if (store.length > 0)
+        if (ownEarlier) committed = { refused: ownEarlier };
+        else if (store.length > 0)
           committed = await this.commit(
             queue,
             part,
             pushId,
             store.map((i) => prepared[i]!),
             reserve.length > 0 && reserve.some((r) => !dupOf.has(r.i)),
+            share,
           );
       } catch (e) {
         // This push will not commit: say so in its marker at once, so pushes of the same
@@ -373,6 +425,8 @@ export class PushService {
         throw e;
       }
       let base = 0;
+      // Set when this push repeats a committed stamp: the ids derive from the first attempt's time.
+      let firstAt: number | undefined;
       if (committed !== undefined) {
         if (committed === 'aborted') {
           if (attempt < 3) continue; // someone judged us stalled; our reservations are void
@@ -381,14 +435,32 @@ export class PushService {
             'push was aborted repeatedly by concurrent pushes of the same transactionIds; retry it',
           );
         }
-        base = committed.base;
-        this.deps.notifier.notify(queue.name, part.id);
+        if ('refused' in committed) {
+          if (reserve.length > 0) await this.reservations.abortMarker(part.id, pushId, windowMs);
+          const s = share as { current: StampedShare };
+          const answer = await this.sequences.answerRefusal(part, s.current, committed.refused);
+          if (answer.kind === 'store') {
+            if (attempt >= 3) throw new SluiceError('unavailable', 'this push could not be stored again; retry it');
+            s.current = answer.share;
+            continue;
+          }
+          base = answer.base;
+          firstAt = answer.at;
+        } else {
+          base = committed.base;
+          this.deps.notifier.notify(queue.name, part.id);
+        }
       }
       const out: PushResult[] = new Array<PushResult>(prepared.length);
       // `store` lists the stored items in index order: the k-th of them is at base + k.
       let stored = 0;
       for (let i = 0; i < prepared.length; i++) {
         const p = prepared[i] as (typeof prepared)[number];
+        if (firstAt !== undefined && seed && firstAt !== now0) {
+          const ids = stampIds(seed, firstAt, i);
+          p.mid = ids.mid;
+          if (!p.supplied) p.txid = ids.txid;
+        }
         const first = firstIndex[i] as number;
         const dup = dupOf.get(first) ?? (first !== i ? (prepared[first] as (typeof prepared)[number]).mid : undefined);
         // Plain literals, not spreads: this runs once per message on the push path.
@@ -419,10 +491,18 @@ export class PushService {
     pushId: string,
     msgs: SegmentMessage[],
     reserved: boolean,
-  ): Promise<{ base: number } | 'aborted'> {
-    const prep = await this.prepare({ queue, partition: part, pushId, messages: msgs, reserved });
+    share?: { current: StampedShare },
+  ): Promise<{ base: number } | 'aborted' | { refused: Item | undefined }> {
+    let prep: PreparedCommit;
     try {
-      return await this.commitAttempts(prep);
+      const beforeUpload = share && (() => this.sequences.precheck(part, share.current));
+      prep = await this.prepare({ queue, partition: part, pushId, messages: msgs, reserved, beforeUpload });
+    } catch (e) {
+      if (e instanceof TakeRefusedError) return { refused: e.current };
+      throw e;
+    }
+    try {
+      return await this.commitAttempts(prep, share);
     } catch (e) {
       // Given up after taking offsets: the hooks may owe a write their takes promised.
       await prep.abandon();
@@ -430,26 +510,35 @@ export class PushService {
     }
   }
 
-  private async commitAttempts(prep: PreparedCommit): Promise<{ base: number } | 'aborted'> {
+  private async commitAttempts(
+    prep: PreparedCommit,
+    share: { current: StampedShare } | undefined,
+  ): Promise<{ base: number } | 'aborted' | { refused: Item | undefined }> {
     const part = prep.partition;
     let hookRetry = false;
     for (let attempt = 0; attempt < MAX_COMMIT_ATTEMPTS; attempt++) {
       await prep.planHooks(hookRetry);
+      // The entry names the offsets its take hands out (the stored messages, duplicates left out).
+      if (share) share.current = { ...share.current, entry: { ...share.current.entry, taken: prep.count } };
       try {
-        const { first } = await this.deps.storage.items.take(
+        const taken = await this.deps.storage.items.take(
           'log',
           logKeys.sequencer(part.id),
           prep.count,
           (t) => prep.build(t),
-          prep.takeOptions(),
+          withStamp(prep.takeOptions(), share && this.sequences.takeOptions(share.current)),
         );
-        await prep.afterCommit(first);
-        return { base: first };
+        if (share) this.sequences.saw(part.id, taken.before, share.current, taken.first);
+        await prep.afterCommit(taken.first);
+        return { base: taken.first };
       } catch (e) {
+        // The partition has this producer's stamp already: the caller answers it as a retry.
+        if (e instanceof TakeRefusedError) return { refused: e.current };
         if (!(e instanceof TakeWriteError)) throw e;
         // Offsets that stayed taken but will not hold this segment: close them now, so readers
-        // need not wait for them.
+        // need not wait for them. The stamp's entry stayed too: the next take must pass it.
         if (e.taken) await closeRange(this.deps.storage, part.id, e.first, e.count, prep.at);
+        if (e.taken && share) share.current = this.sequences.next(part, share.current, share.current.entry);
         const cause = e.cause;
         if (cause instanceof ContentionError) {
           await this.sleep(5 + Math.random() * 20);
@@ -540,6 +629,9 @@ export async function closeRange(
   }
 }
 
+/** Whether two ids of a stamped push's item are the same but for their time (see `stampIds`). */
+const sameStampedId = (a: string, b: string): boolean => a.length === 36 && a.slice(14) === b.slice(14);
+
 /**
  * For each item, the index of the first item with its transactionId inside the same run
  * (`runs` are the lengths of consecutive runs that deduplicate among themselves).
@@ -553,4 +645,9 @@ function firstIndexes(txids: readonly string[], runs: readonly number[]): number
     start += len;
   }
   return out;
+}
+
+/** The commit's take options (the work flag) with a stamped push's (its producer slot). */
+function withStamp(commit: TakeOptions, stamp: TakeOptions | undefined): TakeOptions {
+  return stamp ? { ...commit, ...stamp, set: { ...commit.set, ...stamp.set } } : commit;
 }

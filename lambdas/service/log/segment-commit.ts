@@ -119,7 +119,15 @@ export function assertCanSeal(queue: QueueRecord, cipher: PayloadCipherLike | un
  */
 export async function prepareSegment(
   deps: SegmentCommitDeps,
-  c: { queue: QueueRecord; partition: PartitionRef; pushId: string; messages: SegmentMessage[]; reserved: boolean },
+  c: {
+    queue: QueueRecord;
+    partition: PartitionRef;
+    pushId: string;
+    messages: SegmentMessage[];
+    reserved: boolean;
+    /** Runs before a large segment's blob is uploaded (a check that may make the upload moot by throwing). */
+    beforeUpload?: (() => Promise<void>) | undefined;
+  },
 ): Promise<PreparedCommit> {
   const { queue, partition: part, pushId, messages: msgs } = c;
   const at = deps.clock();
@@ -142,7 +150,10 @@ export async function prepareSegment(
   const blob = inline ? undefined : segmentBlobKey(part.id, pushId);
   // The blob goes first: a crash before the commit leaves an unreferenced blob for the
   // sweeper, never a segment pointing at nothing.
-  if (blob) await deps.storage.blobs.put(blob, bytes);
+  if (blob) {
+    await c.beforeUpload?.();
+    await deps.storage.blobs.put(blob, bytes);
+  }
   const needMarker = c.reserved || blob !== undefined;
   const windowS = queue.options.dedupWindowSeconds ?? 0;
   const count = msgs.length;

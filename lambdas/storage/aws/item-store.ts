@@ -35,7 +35,9 @@ import {
   type ItemStore,
   type Attrs,
   type QueryOptions,
+  TakeRefusedError,
   TakeWriteError,
+  assertRefuseIf,
   type QueryPage,
   type Taken,
   type TakeOptions,
@@ -346,7 +348,8 @@ export class DynamoItemStore implements ItemStore {
     opts?: TakeOptions,
   ): Promise<Taken> {
     if (!Number.isInteger(count) || count < 1) throw new Error(`take needs a whole count of 1 or more, got ${count}`);
-    const taken = await this.takeOnce(table, key, count, opts?.set ?? {});
+    if (opts?.refuseIf) assertRefuseIf(opts.refuseIf);
+    const taken = await this.takeOnce(table, key, count, opts ?? {});
     if (!then) return taken;
     try {
       const ops = then(taken);
@@ -367,10 +370,13 @@ export class DynamoItemStore implements ItemStore {
    * and is guarded by "the stamp is not mine": if DynamoDB's answer is lost and the SDK sends the
    * take again, the guard fails on our own first attempt and its old image says what we took.
    * Attributes it sets go to top-level attributes of their own (see {@link SET_ATTRIBUTE_PREFIX}),
-   * since `a` is one JSON string that an update cannot change a key of.
+   * since `a` is one JSON string that an update cannot change a key of; `setFirst` is a number
+   * there, the counter's value before. `refuseIf` compares those attributes' JSON text, which
+   * for the strings it allows sorts as the strings do (a closing quote sorts below them).
    */
-  private async takeOnce(table: TableName, key: ItemKey, count: number, set: Attrs): Promise<Taken> {
+  private async takeOnce(table: TableName, key: ItemKey, count: number, opts: TakeOptions): Promise<Taken> {
     const token = randomBytes(12).toString('base64url');
+    const set: Attrs = opts.set ?? {};
     const setKeys = Object.keys(set);
     const names: Record<string, string> = { '#v': 'v', '#a': 'a', '#lt': TAKE_TOKEN_ATTRIBUTE };
     const values: AvMap = {
@@ -385,6 +391,23 @@ export class DynamoItemStore implements ItemStore {
       values[`:s${i}`] = { S: JSON.stringify(set[k]) };
       update += `, #s${i} = :s${i}`;
     });
+    if (opts.setFirst !== undefined) {
+      names['#sf'] = `${SET_ATTRIBUTE_PREFIX}${opts.setFirst}`;
+      update += ', #sf = if_not_exists(#v, :zero)';
+      setKeys.push(opts.setFirst);
+    }
+    let condition = 'attribute_not_exists(#lt) OR #lt <> :token';
+    if (opts.refuseIf) {
+      values[':rAfter'] = { S: JSON.stringify(opts.refuseIf.after) };
+      values[':rUpTo'] = { S: JSON.stringify(opts.refuseIf.upTo) };
+      const refuse = opts.refuseIf.anyOf.map((k, i) => {
+        names[`#r${i}`] = `${SET_ATTRIBUTE_PREFIX}${k}`;
+        return `(#r${i} > :rAfter AND #r${i} <= :rUpTo)`;
+      });
+      // DynamoDB refuses redundant parentheses: one range needs no outer pair.
+      if (refuse.length === 1) condition = `(${condition}) AND NOT ${refuse[0]}`;
+      else if (refuse.length > 1) condition = `(${condition}) AND NOT (${refuse.join(' OR ')})`;
+    }
     try {
       const out = await throttled('UpdateItem', () =>
         this.ddb.send(
@@ -392,7 +415,7 @@ export class DynamoItemStore implements ItemStore {
             TableName: this.tableName(table),
             Key: encodeKey(key),
             UpdateExpression: update,
-            ConditionExpression: 'attribute_not_exists(#lt) OR #lt <> :token',
+            ConditionExpression: condition,
             ExpressionAttributeNames: names,
             ExpressionAttributeValues: values,
             ReturnValues: 'ALL_OLD',
@@ -404,8 +427,11 @@ export class DynamoItemStore implements ItemStore {
       return { first: before?.ver ?? 0, before };
     } catch (err) {
       if (errorName(err) !== 'ConditionalCheckFailedException') throw err;
+      const found = (err as { Item?: AvMap }).Item ?? (await this.getRaw(table, key));
+      // Not our own earlier attempt: refused by `refuseIf`, nothing taken.
+      if (found?.[TAKE_TOKEN_ATTRIBUTE]?.S !== token) throw new TakeRefusedError(decodeItem(found));
       // Our own earlier attempt applied: the item as found is the one just after it.
-      const after = decodeItem((err as { Item?: AvMap }).Item) as Item;
+      const after = decodeItem(found) as Item;
       const first = after.ver - count;
       // What the keys it set held before is gone: report them unknown (absent), as the port says.
       for (const k of setKeys) delete after.attrs[k];

@@ -69,8 +69,11 @@ export function decodeItem(av: AvMap | undefined): Item | undefined {
   const item: Item = { pk, sk, ver: Number(v), attrs: JSON.parse(a) as Attrs };
   // Attributes a take set beside `a` (see SET_ATTRIBUTE_PREFIX) win over what `a` holds.
   for (const name in av) {
-    const s = name.startsWith(SET_ATTRIBUTE_PREFIX) ? av[name]?.S : undefined;
+    if (!name.startsWith(SET_ATTRIBUTE_PREFIX)) continue;
+    const { S: s, N: n } = av[name] ?? {};
+    // JSON text from `set`; a number from `setFirst`.
     if (s !== undefined) item.attrs[name.slice(SET_ATTRIBUTE_PREFIX.length)] = JSON.parse(s) as Attrs[string];
+    else if (n !== undefined) item.attrs[name.slice(SET_ATTRIBUTE_PREFIX.length)] = Number(n);
   }
   const b = av['b']?.B;
   // Copy: the SDK hands out views into a shared decode buffer.

@@ -54,9 +54,8 @@ function estimateWrites(cmd: string, input: Record<string, unknown>, each: (w: M
   const table = String(input['TableName']);
   if (cmd === 'PutItemCommand')
     each({ table, item: input['Item'] as Item, units: wru(input['Item'] as Item), put: true });
-  // Deletes, and sequencer takes (UpdateItem on a small item): one unit each.
-  if (cmd === 'DeleteItemCommand' || cmd === 'UpdateItemCommand')
-    each({ table, item: input['Key'] as Item, units: 1, put: false });
+  // Deletes: one unit each (updates are estimated from what they answer: see estimateUpdate).
+  if (cmd === 'DeleteItemCommand') each({ table, item: input['Key'] as Item, units: 1, put: false });
   if (cmd === 'TransactWriteItemsCommand') {
     for (const op of input['TransactItems'] as {
       Put?: { TableName: string; Item: Item };
@@ -70,6 +69,18 @@ function estimateWrites(cmd: string, input: Record<string, unknown>, each: (w: M
       }
     }
   }
+}
+
+/**
+ * A sequencer take (UpdateItem) is billed on the larger of the item before and after: the old
+ * image it returns (ALL_OLD), plus at most the values it sets when it applied; a refused one on
+ * the item as it stands.
+ */
+function estimateUpdate(input: Record<string, unknown>, old: Item | undefined, applied: boolean): MeteredItem {
+  const values = Object.values((input['ExpressionAttributeValues'] ?? {}) as Item);
+  const added = applied ? dynamoItemSize(Object.fromEntries(values.map((v, i) => [`${i}`, v]))) : 0;
+  const units = Math.max(1, Math.ceil((dynamoItemSize(old ?? {}) + added) / 1024));
+  return { table: String(input['TableName']), item: input['Key'] as Item, units, put: false };
 }
 
 function estimateReads(
@@ -143,6 +154,11 @@ export function meterAwsClients(
         out = await next(args);
       } catch (e) {
         const name = (e as { name?: string }).name;
+        if (cmd === 'UpdateItemCommand') {
+          const w = estimateUpdate(input, (e as { Item?: Item }).Item, false);
+          estimated += w.units;
+          opts.onWrite?.(w);
+        }
         if (name === 'ConditionalCheckFailedException' || name === 'TransactionCanceledException') {
           usage.failedWrites++;
           usage.writeUnits += estimated;
@@ -152,9 +168,15 @@ export function meterAwsClients(
       const o = out.output as {
         Item?: Item;
         Items?: Item[];
+        Attributes?: Item;
         Responses?: Record<string, Item[]>;
         ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[];
       };
+      if (cmd === 'UpdateItemCommand') {
+        const w = estimateUpdate(input, o.Attributes, true);
+        estimated += w.units;
+        opts.onWrite?.(w);
+      }
       let reads = 0;
       estimateReads(cmd, input, o, (r) => {
         reads += r.units;

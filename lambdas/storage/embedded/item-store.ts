@@ -15,7 +15,9 @@ import {
   type ItemKey,
   type ItemStore,
   type QueryOptions,
+  TakeRefusedError,
   TakeWriteError,
+  assertRefuseIf,
   type QueryPage,
   type Taken,
   type TakeOptions,
@@ -69,6 +71,8 @@ interface WriteJob {
     count: number;
     then?: ((t: Taken) => WriteOp[]) | undefined;
     set?: Attrs | undefined;
+    setFirst?: string | undefined;
+    refuseIf?: TakeOptions['refuseIf'];
   };
   taken?: Taken;
   /** Each put's attributes as JSON, serialised once by {@link checkOp} (null for other ops). */
@@ -262,8 +266,16 @@ export class SqliteItemStore implements ItemStore {
       const t = job.take as NonNullable<WriteJob['take']>;
       const before = this.read(t.table, t.key);
       const taken: Taken = { first: before?.ver ?? 0, before };
-      if (t.set && Object.keys(t.set).length > 0) {
-        const attrs = JSON.stringify({ ...before?.attrs, ...t.set });
+      const r = t.refuseIf;
+      if (r && before) {
+        for (const k of r.anyOf) {
+          const v = before.attrs[k];
+          if (typeof v === 'string' && v > r.after && v <= r.upTo) throw new TakeRefusedError(before);
+        }
+      }
+      const set = t.setFirst === undefined ? t.set : { ...t.set, [t.setFirst]: taken.first };
+      if (set && Object.keys(set).length > 0) {
+        const attrs = JSON.stringify({ ...before?.attrs, ...set });
         if (before) this.sTakeRaiseSet.run(t.count, attrs, t.table, t.key.pk, t.key.sk);
         else this.sTakeNewSet.run(t.table, t.key.pk, t.key.sk, t.count, attrs);
       } else if (before) this.sTakeRaise.run(t.count, t.table, t.key.pk, t.key.sk);
@@ -388,12 +400,14 @@ export class SqliteItemStore implements ItemStore {
     checkKey(key);
     if (!Number.isInteger(count) || count < 1) throw new Error(`take needs a whole count of 1 or more, got ${count}`);
     const set = opts?.set;
+    const refuseIf = opts?.refuseIf;
+    if (refuseIf) assertRefuseIf(refuseIf);
     return new Promise<Taken>((resolve, reject) => {
       this.pending.push({
         kind: 'take',
         ops: [],
         jsons: [],
-        take: { table, key, count, then, set },
+        take: { table, key, count, then, set, setFirst: opts?.setFirst, refuseIf },
         // flush hands a take job its `taken` (see there).
         resolve: (v) => resolve(v as unknown as Taken),
         reject,
