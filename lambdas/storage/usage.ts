@@ -113,7 +113,7 @@ export function meterItems(inner: ItemStore, usage: StorageUsage): ItemStore {
       return results;
     },
     transact: (ops) => (transact(ops), guarded(inner.transact(ops))),
-    take: (t, k, n, then) => {
+    take: (t, k, n, then, o) => {
       write(1);
       const counted =
         then &&
@@ -122,7 +122,7 @@ export function meterItems(inner: ItemStore, usage: StorageUsage): ItemStore {
           transact(ops);
           return ops;
         });
-      return guarded(inner.take(t, k, n, counted));
+      return guarded(inner.take(t, k, n, counted, o));
     },
   };
 }

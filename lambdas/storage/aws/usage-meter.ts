@@ -72,14 +72,26 @@ function estimateWrites(cmd: string, input: Record<string, unknown>, each: (w: M
 }
 
 /**
- * A sequencer take (UpdateItem) is billed on the larger of the item before and after: the old
- * image it returns (ALL_OLD), plus at most the values it sets when it applied; a refused one on
- * the item as it stands.
+ * An UpdateItem is billed on the larger of the item before and after it. The before image is
+ * what it answers (ALL_OLD; a refused one's is on the error); the after image applies its
+ * `SET #name = :value` assignments to it (counters and `if_not_exists` keep their size).
  */
 function estimateUpdate(input: Record<string, unknown>, old: Item | undefined, applied: boolean): MeteredItem {
-  const values = Object.values((input['ExpressionAttributeValues'] ?? {}) as Item);
-  const added = applied ? dynamoItemSize(Object.fromEntries(values.map((v, i) => [`${i}`, v]))) : 0;
-  const units = Math.max(1, Math.ceil((dynamoItemSize(old ?? {}) + added) / 1024));
+  const before = old ?? {};
+  let size = dynamoItemSize(before);
+  if (applied) {
+    const names = (input['ExpressionAttributeNames'] ?? {}) as Record<string, string>;
+    const values = (input['ExpressionAttributeValues'] ?? {}) as Item;
+    const after: Item = { ...before };
+    const expr = String(input['UpdateExpression'] ?? '').replace(/^\s*SET\s+/i, '');
+    for (const m of expr.matchAll(/(#\w+)\s*=\s*(:\w+)\s*(?:,|$)/g)) {
+      const name = names[m[1] ?? ''];
+      const value = values[m[2] ?? ''];
+      if (name !== undefined && value !== undefined) after[name] = value;
+    }
+    size = Math.max(size, dynamoItemSize(after));
+  }
+  const units = Math.max(1, Math.ceil(size / 1024));
   return { table: String(input['TableName']), item: input['Key'] as Item, units, put: false };
 }
 
