@@ -123,9 +123,21 @@ export async function meteredAwsStorage(endpoints: AwsEndpoints): Promise<{ stor
       // one on the item as it stands.
       const update = (old: Item | undefined, applied: boolean): void => {
         if (cmd !== 'UpdateItemCommand') return;
-        const values = Object.values((input.ExpressionAttributeValues ?? {}) as Item);
-        const added = applied ? dynamoItemSize(Object.fromEntries(values.map((v, i) => [`${i}`, v]))) : 0;
-        write(input.TableName, input.Key as Item, Math.max(1, Math.ceil((dynamoItemSize(old ?? {}) + added) / 1024)));
+        const after: Item = { ...(input.Key as Item), ...old };
+        if (applied) {
+          // The item after: each `#name = :value` of the SET clause, and numbers (`v`, `if_not_exists`) as 8 digits.
+          const names = (input.ExpressionAttributeNames ?? {}) as Record<string, string>;
+          const values = (input.ExpressionAttributeValues ?? {}) as Item;
+          const set = (typeof input.UpdateExpression === 'string' ? input.UpdateExpression : '').replace(/^SET /, '');
+          for (const part of set.split(/,\s*/)) {
+            const [, placeholder = '', value = ''] = /^(#\w+) = (.*)$/.exec(part) ?? [];
+            const name = names[placeholder];
+            if (name === undefined) continue;
+            after[name] = values[value] ?? { N: '12345678' };
+          }
+        }
+        const size = Math.max(dynamoItemSize(old ?? {}), dynamoItemSize(after));
+        write(input.TableName, input.Key as Item, Math.max(1, Math.ceil(size / 1024)));
       };
       let out: Awaited<ReturnType<typeof next>>;
       try {
