@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isUuid, randomFromPool, uuidv7 } from '../../lambdas/core/ids.js';
+import { isUuid, randomFromPool, uuidv7, uuidv7Derived } from '../../lambdas/core/ids.js';
 
 describe('unit: uuidv7', () => {
   it('is a version-7, RFC 4122-variant UUID carrying the millisecond time', () => {
@@ -47,5 +47,24 @@ describe('randomFromPool', () => {
   it('refuses sizes outside 1..64', () => {
     expect(() => randomFromPool(0)).toThrow(/1 to 64/);
     expect(() => randomFromPool(65)).toThrow(/1 to 64/);
+  });
+});
+
+describe('unit: uuidv7Derived', () => {
+  it('gives the same id for the same time, seed and index, a version-7 UUID, distinct across indexes', () => {
+    const now = Date.UTC(2026, 11, 1, 21, 0, 0, 7);
+    const seed = Buffer.from('00112233445566778899ffffffff', 'hex');
+    const ids = Array.from({ length: 1000 }, (_, i) => uuidv7Derived(now, seed, i));
+    expect(uuidv7Derived(now, seed, 5)).toBe(ids[5]);
+    expect(new Set(ids).size).toBe(1000);
+    for (const id of [ids[0]!, ids[999]!]) {
+      expect(isUuid(id)).toBe(true);
+      expect(id[14]).toBe('7');
+      expect(['8', '9', 'a', 'b']).toContain(id[19]);
+      expect(parseInt(id.replace(/-/g, '').slice(0, 12), 16)).toBe(now);
+    }
+    // Another time changes only the time part: a stamped push's attempts share the rest.
+    expect(uuidv7Derived(now + 1, seed, 5).slice(14)).toBe(ids[5]!.slice(14));
+    expect(uuidv7Derived(now, Buffer.from('ff112233445566778899', 'hex'), 5)).not.toBe(ids[5]);
   });
 });
