@@ -392,15 +392,16 @@ async function awsCounts(): Promise<string[]> {
       'aws-inline',
       popReq('aws-inline', { partition: 'Default' }),
     );
-    await fill('aws-s3', 'Default', small);
+    // 400 per push: 100 of these compress to under the 8 KiB inline threshold.
+    await fill('aws-s3', 'Default', small, 400);
     await run(
-      'partition pop, S3 segments (100 × 256 B per push), backlog 1,200',
+      'partition pop, S3 segments (400 × 256 B per push), backlog 1,200',
       'aws-s3',
       popReq('aws-s3', { partition: 'Default' }),
     );
-    await fill('aws-s3-deep', 'Default', small, 100, 6000);
+    await fill('aws-s3-deep', 'Default', small, 400, 6000);
     await run(
-      'partition pop, S3 segments (100 × 256 B per push), backlog 6,000',
+      'partition pop, S3 segments (400 × 256 B per push), backlog 6,000',
       'aws-s3-deep',
       popReq('aws-s3-deep', { partition: 'Default' }),
     );
@@ -423,7 +424,7 @@ async function awsCounts(): Promise<string[]> {
     for (let i = 0; i < 200; i++) await producer.queues.ensurePartition(rec, `idle-${i}`);
     await fill('aws-idle', 'busy', small, 10);
     await run('wildcard pop, 200 idle partitions, inline segments', 'aws-idle', popReq('aws-idle'));
-    await fill('aws-idle-s3', 'busy', small);
+    await fill('aws-idle-s3', 'busy', small, 400);
     await run('wildcard pop, S3 segments', 'aws-idle-s3', popReq('aws-idle-s3'));
     await storage.close();
   } finally {
