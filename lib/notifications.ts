@@ -32,10 +32,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { SEQUENCER_PK_PREFIX } from '../lambdas/core/notifications.js';
 import { ITEM_TABLE_SCHEMA } from '../lambdas/storage/aws/schema.js';
-import { TABLE_ACTIONS } from './access.js';
-
-/** The notifier's memory: it reads a few small items and posts a few bytes. */
-export const NOTIFIER_MEMORY_MB = 256;
+import { NOTIFIER_MEMORY_MB, TABLE_ACTIONS } from './access.js';
 
 /**
  * The event-source filter: sequencer writes (a push) only. New or updated sequencer items; a

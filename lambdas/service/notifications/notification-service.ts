@@ -150,6 +150,7 @@ export class NotificationService {
     // The wait goes before the message: a client woken re-registers only after its pop, and
     // that new wait must not be the one deleted.
     await Promise.all([...wake, ...stale].map((c) => items.delete('meta', notificationKeys.wait(queue, c))));
+    if (wake.length === 0) return 0;
     const poster = await (this.posterInstance ??= this.deps.poster());
     const sent = await Promise.all(
       wake.map(async (c) => {
