@@ -32,14 +32,15 @@ const pct = (sorted: number[], p: number): number =>
 export async function measureWakeups(rounds = ROUNDS): Promise<number[]> {
   const emulator = await startAwsEmulators();
   const { storage, cleanup } = await newAwsTestStorage(emulator.endpoints);
-  let svc: Services | undefined;
-  const gateway = await startWsGateway(() => svc!);
-  const tapped = tapLogStream(storage, (pks) => svc!.notifications.onSequencerWrites(pks));
-  svc = buildServices(
+  // The gateway and the stream call into the services built over them.
+  const built: { svc?: Services } = {};
+  const gateway = await startWsGateway(() => built.svc!);
+  const tapped = tapLogStream(storage, (pks) => built.svc!.notifications.onSequencerWrites(pks));
+  const svc = (built.svc = buildServices(
     tapped,
     { ...loadConfig({}), queueCacheMs: 3_600_000, notifyUrl: gateway.url },
     { poster: () => Promise.resolve(gateway.poster) },
-  );
+  ));
   const server = await startTestServer(svc);
   const sluice = new Sluice({ endpoint: server.url });
   const queue = 'wake';

@@ -274,9 +274,14 @@ export async function consumeLeases<T>(
 
   /**
    * On an empty pop with a channel: register a wait, look once more (a push may have landed
-   * before the wait was stored), then sleep until woken. `undefined`: no channel (long-poll).
+   * before the wait was stored), then sleep until woken. `undefined`: the server has no channel
+   * (long-poll from now on). While the channel fails, one long poll stands in for the sleep, so
+   * work is still found promptly and nothing spins.
    */
-  const idleOnChannel = async (pop: () => Promise<Message<T>[]>): Promise<Message<T>[] | undefined> => {
+  const idleOnChannel = async (
+    pop: () => Promise<Message<T>[]>,
+    longPoll: () => Promise<Message<T>[]>,
+  ): Promise<Message<T>[] | undefined> => {
     if (!channel || channel.state === 'unavailable') return undefined;
     let armed: 'armed' | 'unavailable';
     try {
@@ -284,8 +289,7 @@ export async function consumeLeases<T>(
     } catch (e) {
       if (stopping.signal.aborted) return [];
       report(e, 'pop');
-      await sleep(1000, stopping.signal).catch(() => undefined);
-      return [];
+      return longPoll();
     }
     if (armed === 'unavailable') return undefined;
     const again = await pop();
@@ -310,13 +314,14 @@ export async function consumeLeases<T>(
       }
       // With a channel the pop never waits on the server: waiting happens on the channel.
       const onChannel = channel !== undefined && channel.state !== 'unavailable';
+      const waiting = ref;
       if (onChannel) ref = ref.wait(false);
       const pop = (): Promise<Message<T>[]> => ref.pop<T>({ signal: stopping.signal });
       let msgs: Message<T>[];
       try {
         msgs = await pop();
         if (msgs.length === 0 && onChannel) {
-          const idle = await idleOnChannel(pop);
+          const idle = await idleOnChannel(pop, () => waiting.pop<T>({ signal: stopping.signal }));
           if (idle === undefined) continue; // the server has no channel: long-poll from now on
           msgs = idle;
           if (msgs.length === 0) continue;

@@ -143,6 +143,40 @@ describe('notifications: an idle consumer on AWS', () => {
   });
 });
 
+describe('notifications: a channel that cannot be reached', () => {
+  it('the consumer reports it and long-polls meanwhile: work is still delivered', async () => {
+    // The ticket names a WebSocket URL nothing listens on.
+    const broken = buildServices(storage, { ...loadConfig({}), queueCacheMs: 0, notifyUrl: 'ws://127.0.0.1:9' });
+    const other = await startTestServer(broken);
+    const waits: boolean[] = [];
+    const sluice = new Sluice({
+      endpoint: other.url,
+      fetch: (input, init) => {
+        const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
+        if (url.pathname.startsWith('/api/v1/pop/')) waits.push(url.searchParams.get('wait') === 'true');
+        return fetch(input, init);
+      },
+    });
+    const queue = `broken-${Date.now()}`;
+    const errors: unknown[] = [];
+    const got: unknown[] = [];
+    try {
+      const consuming = sluice
+        .queue(queue)
+        .group('g')
+        .consume((m) => void got.push(m.data), { each: true, limit: 1, onError: (e) => void errors.push(e) });
+      for (let t = 0; t < 200 && !waits.includes(true); t++) await pause(10);
+      await sluice.queue(queue).push([{ data: 'still delivered' }]);
+      await consuming;
+      expect(got).toEqual(['still delivered']);
+      expect(errors.length).toBeGreaterThan(0);
+      expect(waits).toContain(true);
+    } finally {
+      await other.close();
+    }
+  });
+});
+
 describe('notifications: tickets and waits', () => {
   it('a ticket opens one connection, once, and only for the queues it names', async () => {
     const { WebSocket } = await import('ws');
