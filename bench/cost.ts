@@ -55,7 +55,7 @@ const MONTH_S = 30 * 86_400;
  * and it takes a ticket and connects again. Each call is measured as the cost rows are (CPU
  * time plus round trips, units counted); no push means no notifier invocation.
  */
-async function idleChannelConsumerPerMonth(
+export async function idleChannelConsumerPerMonth(
   endpoints: AwsEndpoints,
 ): Promise<{ usd: number; note: string; parts: Record<string, number> }> {
   const { storage, meter } = await meteredAwsStorage(endpoints);

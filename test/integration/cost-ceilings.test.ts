@@ -4,6 +4,7 @@
 // which varies); docs/DEPLOYING.md has the full figures from `npm run bench -- --only cost`.
 // The ceilings are today's figures with a little room; lower them as the costs come down.
 import { describe, expect, it } from 'vitest';
+import { idleChannelConsumerPerMonth } from '../../bench/cost.js';
 import { price, runWorkload, type Counted, type Workload } from '../../bench/cost-model.js';
 import { awsEndpoints } from '../support/aws-endpoints.js';
 
@@ -40,5 +41,15 @@ describe('cost ceilings on the AWS backend', () => {
     // Goal: $0.01. Today a READY mark per group on every push (2 units in the transaction) and
     // the group's pops and acks.
     expect((requestDollars(three) - requestDollars(one)) / 2).toBeLessThanOrEqual(0.025);
+  });
+});
+
+describe('cost ceiling of an idle consumer on the notification channel', () => {
+  it('costs at most $0.25 a month (safety polls, wait registrations, reconnects, connection minutes)', async () => {
+    const idle = await idleChannelConsumerPerMonth(awsEndpoints());
+    expect(idle.usd).toBeLessThanOrEqual(0.25);
+    // The connection itself is the smallest part; a safety poll's requests are the rest.
+    expect(idle.parts['connectionMinutes']).toBeLessThan(0.02);
+    expect(idle.parts['pops']! + idle.parts['waits']!).toBeGreaterThan(idle.usd / 2);
   });
 });
