@@ -9,6 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../lambdas/config.js';
 import { PRICES, sqsPerMillion } from '../lambdas/core/prices.js';
+import { logKeys } from '../lambdas/service/log/log-store.js';
+import { NOTIFIER_MEMORY_MB } from '../lib/access.js';
 import { buildServices, type Services } from '../lambdas/service/runtime.js';
 import type { AwsEndpoints } from '../test/support/aws-emulator.js';
 import { meteredAwsStorage, type AwsMeter } from './aws-meter.js';
@@ -17,6 +19,9 @@ import { oneKiBPayload } from './push.js';
 
 // The one price table, shared with `sluice cost`.
 export { PRICES, sqsPerMillion };
+
+/** The notifications function's memory, in GB (lib/access.ts). */
+export const NOTIFIER_GB = NOTIFIER_MEMORY_MB / 1024;
 
 /** The API functions' memory (the stack's default), in GB. */
 export const LAMBDA_GB = 1;
@@ -61,6 +66,13 @@ export interface Counted {
   /** Lambda GB-seconds billed: per call, measured CPU time plus the round trips it waited for, rounded up to 1 ms. */
   lambdaGbSeconds: number;
   /**
+   * Notifier invocations (DynamoDB Streams → the notifications function; lib/notifications.ts):
+   * one per push, the most there can be (Lambda hands a shard's records over up to 4 times a
+   * second, so busy partitions share invocations). Its GB-seconds and read units are in
+   * `lambdaGbSeconds` and `readUnits`.
+   */
+  notifierInvocations: number;
+  /**
    * Write units per push beyond the segment's own ⌈KB⌉ and the dedup reservations: sequencer,
    * markers, indexes, a transaction's doubling, failed conditional writes.
    */
@@ -80,7 +92,8 @@ export function price(c: Counted): Priced {
   const perM = 1e6 / c.messages;
   const api = (c.apiRequests * perM * PRICES.apiGatewayPerMillion) / 1e6;
   const lambda =
-    (c.apiRequests * perM * PRICES.lambdaPerMillion) / 1e6 + c.lambdaGbSeconds * perM * PRICES.lambdaPerGbSecond;
+    ((c.apiRequests + c.notifierInvocations) * perM * PRICES.lambdaPerMillion) / 1e6 +
+    c.lambdaGbSeconds * perM * PRICES.lambdaPerGbSecond;
   const dynamodb =
     (c.writeUnits * perM * PRICES.writeUnitPerMillion + c.readUnits * perM * PRICES.readUnitPerMillion) / 1e6;
   const s3 = (c.s3Puts * perM * PRICES.s3PutPerMillion + c.s3Gets * perM * PRICES.s3GetPerMillion) / 1e6;
@@ -97,6 +110,19 @@ function roundTripsMs(meter: AwsMeter): number {
     else if (k === 's3:GetObjectCommand') ms += n * ROUND_TRIP_MS.s3Get;
   }
   return ms;
+}
+
+/** One metered call: its billed duration (CPU time plus round trips, ≥ 1 ms) and units. */
+export async function measureCall<T>(
+  meter: AwsMeter,
+  fn: () => Promise<T>,
+): Promise<{ out: T; ms: number; writeUnits: number; readUnits: number }> {
+  meter.reset();
+  const cpu0 = process.cpuUsage();
+  const out = await fn();
+  const cpu = process.cpuUsage(cpu0);
+  const ms = Math.max(1, Math.ceil((cpu.user + cpu.system) / 1000 + roundTripsMs(meter)));
+  return { out, ms, writeUnits: meter.writeUnits, readUnits: meter.readUnits };
 }
 
 /** A metered call: its CPU time and round trips make its billed duration. */
@@ -191,16 +217,22 @@ export async function runWorkload(endpoints: AwsEndpoints, w: Workload): Promise
         await calls.call(() => ackAll(svc, r));
       }
     }
+    // The notifier, once per push at most: a warm instance (partition → queue cached) finding no waiter.
+    const partitionId = (await svc.queues.listPartitions(queue))[0]!.id;
+    const seq = logKeys.sequencer(partitionId).pk;
+    await svc.notifications.onSequencerWrites([seq]);
+    const notifier = await measureCall(meter, () => svc.notifications.onSequencerWrites([seq]));
     return {
       messages: w.messages,
       apiRequests: calls.apiRequests,
       pushRequests: pushes,
       writeUnits: calls.writeUnits,
-      readUnits: calls.readUnits,
       s3Puts: calls.s3Puts,
       s3Gets: calls.s3Gets,
       dynamoRequests: calls.dynamoRequests,
-      lambdaGbSeconds: calls.gbSeconds,
+      lambdaGbSeconds: calls.gbSeconds + (pushes * notifier.ms * NOTIFIER_GB) / 1000,
+      notifierInvocations: pushes,
+      readUnits: calls.readUnits + pushes * notifier.readUnits,
       bookkeepingWruPerPush: bookkeeping / pushes,
     };
   } finally {

@@ -7,10 +7,14 @@ import { loadConfig } from '../lambdas/config.js';
 import { buildServices } from '../lambdas/service/runtime.js';
 import { startAwsEmulators, type AwsEndpoints } from '../test/support/aws-emulator.js';
 import { meteredAwsStorage } from './aws-meter.js';
+import { DEFAULT_SAFETY_POLL_MS } from '../client/wake-channel.js';
+import { CONNECTION_MAX_MS } from '../lambdas/core/notifications.js';
 import {
   LAMBDA_GB,
+  NOTIFIER_GB,
   PRICES,
   ROUND_TRIP_MS,
+  measureCall,
   price,
   runWorkload,
   sqsPerMillion,
@@ -42,9 +46,87 @@ const IDLE_GOAL = 0.25;
 
 const usd = (n: number): string => `$${n < 0.1 ? n.toFixed(3) : n.toFixed(2)}`;
 
+const MONTH_S = 30 * 86_400;
+
+/**
+ * Our client's consumer on AWS that gets no message all month: it sleeps on the notification
+ * channel (docs/DEPLOYING.md, "Idle consumers"). Every safety poll it pops with `wait=false`,
+ * registers a wait over the WebSocket (a message each way and an invocation of the
+ * notifications function), and pops once more; every 2 hours API Gateway closes the connection
+ * and it takes a ticket and connects again. Each call is measured as the cost rows are (CPU
+ * time plus round trips, units counted); no push means no notifier invocation.
+ */
+export async function idleChannelConsumerPerMonth(
+  endpoints: AwsEndpoints,
+): Promise<{ usd: number; note: string; parts: Record<string, number> }> {
+  const { storage, meter } = await meteredAwsStorage(endpoints);
+  try {
+    const config = { ...loadConfig({}), queueCacheMs: 3_600_000, notifyUrl: 'wss://notify.example/live' };
+    const svc = buildServices(storage, config, {
+      poster: () => Promise.resolve({ post: () => Promise.resolve('sent' as const) }),
+    });
+    await svc.pushes.push([{ queue: 'idle', payload: Buffer.from('{}') }]);
+    const req = {
+      queue: 'idle',
+      partition: 'Default',
+      group: 'g',
+      batch: 1000,
+      partitions: 1,
+      autoAck: true,
+      wait: false,
+      timeoutMs: 0,
+    } as const;
+    await svc.leasePops.pop(req); // registers the group, takes the one message
+    await svc.leasePops.pop(req);
+    const pop = await measureCall(meter, () => svc.leasePops.pop(req));
+    const ticket = await measureCall(meter, () => svc.notifications.issueTicket('consumer', ['idle']));
+    if (!ticket.out.available) throw new Error('cost: expected a notification channel');
+    const id = ticket.out.ticket;
+    const connect = await measureCall(meter, () => svc.notifications.connect('conn-1', id));
+    const wait = await measureCall(meter, () => svc.notifications.registerWait('conn-1', 'idle'));
+    const disconnect = await measureCall(meter, () => svc.notifications.disconnect('conn-1'));
+
+    const units = (c: { writeUnits: number; readUnits: number }): number =>
+      (c.writeUnits * PRICES.writeUnitPerMillion + c.readUnits * PRICES.readUnitPerMillion) / 1e6;
+    const apiCall = (c: { ms: number; writeUnits: number; readUnits: number }): number =>
+      (PRICES.apiGatewayPerMillion + PRICES.lambdaPerMillion) / 1e6 +
+      (c.ms / 1000) * LAMBDA_GB * PRICES.lambdaPerGbSecond +
+      units(c);
+    const socketCall = (c: { ms: number; writeUnits: number; readUnits: number }, messages: number): number =>
+      (messages * PRICES.webSocketMessagePerMillion + PRICES.lambdaPerMillion) / 1e6 +
+      (c.ms / 1000) * NOTIFIER_GB * PRICES.lambdaPerGbSecond +
+      units(c);
+    const pollS = DEFAULT_SAFETY_POLL_MS / 1000;
+    const cycles = MONTH_S / pollS;
+    const reconnects = MONTH_S / (CONNECTION_MAX_MS / 1000);
+    const parts = {
+      pops: cycles * 2 * apiCall(pop),
+      waits: cycles * socketCall(wait, 2),
+      reconnects: reconnects * (apiCall(ticket) + socketCall(connect, 0) + socketCall(disconnect, 0)),
+      connectionMinutes: ((MONTH_S / 60) * PRICES.webSocketConnectionMinutePerMillion) / 1e6,
+    };
+    const total = Object.values(parts).reduce((a, b) => a + b, 0);
+    const usdOf = (n: number): string => `$${n.toFixed(3)}`;
+    return {
+      usd: total,
+      parts,
+      note:
+        `a safety poll every ${pollS} s (${Math.round(cycles).toLocaleString('en-US')} a month): two empty pops ` +
+        `(${pop.ms} ms, ${pop.readUnits} read units each) ${usdOf(parts.pops)}, one wait registration over the ` +
+        `WebSocket (a message each way, ${wait.ms} ms of the ${NOTIFIER_GB * 1024} MB notifications function, ` +
+        `${wait.writeUnits} write and ${wait.readUnits} read units) ${usdOf(parts.waits)}; ` +
+        `${Math.round(reconnects)} reconnects (ticket, $connect, $disconnect) ${usdOf(parts.reconnects)}; ` +
+        `a month of connection minutes ${usdOf(parts.connectionMinutes)}`,
+    };
+  } finally {
+    await storage.close();
+  }
+}
+
 /**
  * A consumer that long-polls all month and never gets a message: back-to-back waits of
- * `maxPopWaitMs`, each billed for its whole wait, plus the wait slot's writes (measured).
+ * `maxPopWaitMs`, each billed for its whole wait, plus the wait slot's writes (measured). What a
+ * Queen client (or ours with `notifications: false`) pays.
  */
 async function idleConsumerPerMonth(endpoints: AwsEndpoints): Promise<{ usd: number; waits: number; note: string }> {
   const { storage, meter } = await meteredAwsStorage(endpoints);
@@ -85,11 +167,16 @@ async function idleConsumerPerMonth(endpoints: AwsEndpoints): Promise<{ usd: num
 
 export interface CostFigures {
   rows: { row: Row; counted: Counted; usdPerMillion: number; sqsUsdPerMillion: number }[];
+  /** Our client's idle consumer, waiting on the notification channel. */
   idleConsumerUsdPerMonth: number;
+  /** An idle consumer that long-polls over HTTP (Queen's clients). */
+  longPollIdleUsdPerMonth: number;
 }
 
 /** Runs every row (see ROWS) and the idle consumer. */
-export async function costFigures(endpoints: AwsEndpoints): Promise<CostFigures & { idleNote: string }> {
+export async function costFigures(
+  endpoints: AwsEndpoints,
+): Promise<CostFigures & { idleNote: string; longPollNote: string }> {
   const rows: CostFigures['rows'] = [];
   for (const row of ROWS) {
     const counted = await runWorkload(endpoints, row);
@@ -100,8 +187,15 @@ export async function costFigures(endpoints: AwsEndpoints): Promise<CostFigures 
       sqsUsdPerMillion: sqsPerMillion(row.batch, row.groups),
     });
   }
-  const idle = await idleConsumerPerMonth(endpoints);
-  return { rows, idleConsumerUsdPerMonth: idle.usd, idleNote: idle.note };
+  const longPoll = await idleConsumerPerMonth(endpoints);
+  const idle = await idleChannelConsumerPerMonth(endpoints);
+  return {
+    rows,
+    idleConsumerUsdPerMonth: idle.usd,
+    idleNote: idle.note,
+    longPollIdleUsdPerMonth: longPoll.usd,
+    longPollNote: longPoll.note,
+  };
 }
 
 /** The section for docs/DEPLOYING.md; also writes docs/cost.json. */
@@ -127,7 +221,10 @@ export async function costBench(): Promise<string> {
           usdPerMillion: Number(usdPerMillion.toFixed(4)),
           sqsUsdPerMillion: Number(sqsUsdPerMillion.toFixed(4)),
         })),
-        { idleConsumerUsdPerMonth: Number(figures.idleConsumerUsdPerMonth.toFixed(2)) },
+        {
+          idleConsumerUsdPerMonth: Number(figures.idleConsumerUsdPerMonth.toFixed(3)),
+          longPollIdleConsumerUsdPerMonth: Number(figures.longPollIdleUsdPerMonth.toFixed(2)),
+        },
       ],
       null,
       2,
@@ -173,13 +270,20 @@ export async function costBench(): Promise<string> {
       "dedup reservations (sequencer, markers, group indexes, a transaction's doubling, failed " +
       'conditional writes). The producer-stamps row sends every push a second time under its stamp ' +
       '(a lost answer retried, as our client does: docs/DELIVERY.md); the repeat is answered from the ' +
-      'sequencer and stores nothing.',
+      'sequencer and stores nothing. ' +
+      'The Lambda column includes the **notifier** (lib/notifications.ts) at ' +
+      `one invocation per push, the most there can be, each measured as a warm ${NOTIFIER_GB * 1024} MB ` +
+      'call that finds no waiting consumer (Lambda polls a stream shard up to 4 times a second, so ' +
+      'frequent pushes share invocations); reading the stream is free.',
     '',
     '| producer batch | G | dedup | consumer batch | API requests per million | write units per 1,000 msgs | bookkeeping units per push | API Gateway | Lambda | DynamoDB | S3 | **Sluice** | SQS / SNS+SQS | goal |',
     '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
     ...lines,
     '',
-    `**An idle consumer** costs ${usd(idle)} a month (goal ≤ ${usd(IDLE_GOAL)}${idle <= IDLE_GOAL ? ' ✓' : `: ✗, ${Math.round(idle / IDLE_GOAL)}×`}): ${figures.idleNote}. ` +
+    `**An idle consumer** (our client's \`consume()\`, waiting on the notification channel) costs ${usd(idle)} a month ` +
+      `(goal ≤ ${usd(IDLE_GOAL)}${idle <= IDLE_GOAL ? ' ✓' : `: ✗, ${Math.round(idle / IDLE_GOAL)}×`}): ${figures.idleNote}. ` +
+      `A consumer that long-polls over HTTP instead (Queen's clients; ours with \`notifications: false\`) costs ` +
+      `${usd(figures.longPollIdleUsdPerMonth)} a month: ${figures.longPollNote}. ` +
       'SQS long polling costs about $0.05 a month (one request per 20 s).',
   ].join('\n');
 }

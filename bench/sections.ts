@@ -4,6 +4,7 @@ import { leasesBench } from './leases.js';
 import { limitsBench } from './limits.js';
 import { pushBench } from './push.js';
 import { smallBench } from './small.js';
+import { wakeBench } from './wake.js';
 
 /** A benchmark section: returns Markdown (a heading, the command, a table). */
 export interface BenchSection {
@@ -20,4 +21,5 @@ export const SECTIONS: BenchSection[] = [
   { name: 'leases', run: leasesBench },
   { name: 'limits', run: limitsBench },
   { name: 'cost', doc: 'docs/DEPLOYING.md', run: costBench },
+  { name: 'wake', run: wakeBench },
 ];

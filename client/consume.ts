@@ -26,6 +26,7 @@ import { SluiceApiError } from './errors.js';
 import { sleep } from './retry.js';
 import type { QueueRef } from './sluice.js';
 import type { AckResult, AckStatus, Message } from './types.js';
+import { DEFAULT_SAFETY_POLL_MS, WakeChannel } from './wake-channel.js';
 
 export interface LeaseContext<T> {
   /** Aborts when the consumer gives up on this handler (stop bound passed). */
@@ -81,6 +82,19 @@ export interface LeaseConsumeOptions {
   idleMs?: number;
   /** After `signal` aborts, how long running handlers may take to finish (default 30 s). */
   stopTimeoutMs?: number;
+  /**
+   * Wait for work on the deployment's notification channel when it offers one (AWS; default
+   * true): pops ask `wait=false` and an idle consumer sleeps on a WebSocket, which costs nothing,
+   * instead of long-polling, which bills a Lambda for every wait. The local server offers none,
+   * and consumers long-poll there (free). Only with the builder's `wait(true)`, the default.
+   */
+  notifications?: boolean;
+  /**
+   * With notifications: how long an idle consumer sleeps before it pops anyway (default 120,000
+   * ms). It bounds what a lost notification delays, and finds work no push announces (a lapsed
+   * lease's messages); docs/CLIENT.md prices it.
+   */
+  safetyPollMs?: number;
   /** Failures the loop survives: pops after retries, acks, renewals, handler errors. */
   onError?: (error: unknown, info: { phase: 'pop' | 'ack' | 'renew' | 'handler'; messages?: Message[] }) => void;
 }
@@ -140,6 +154,9 @@ export async function consumeLeases<T>(
   opts.signal?.addEventListener('abort', stop, { once: true });
 
   let lastMessageAt = Date.now();
+  // One connection for all workers; each registers its own waits on it.
+  const channel = q.spec.wait && opts.notifications !== false ? new WakeChannel(client.http, q.spec.queue) : undefined;
+  const safetyPollMs = Math.max(1, opts.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS);
 
   const ack = async (msgs: Message<T>[], status: AckStatus, error?: string): Promise<void> => {
     if (msgs.length === 0) return;
@@ -255,6 +272,34 @@ export async function consumeLeases<T>(
     }
   };
 
+  /**
+   * On an empty pop with a channel: register a wait, look once more (a push may have landed
+   * before the wait was stored), then sleep until woken. `undefined`: the server has no channel
+   * (long-poll from now on). While the channel fails, one long poll stands in for the sleep, so
+   * work is still found promptly and nothing spins.
+   */
+  const idleOnChannel = async (
+    pop: () => Promise<Message<T>[]>,
+    longPoll: () => Promise<Message<T>[]>,
+  ): Promise<Message<T>[] | undefined> => {
+    if (!channel || channel.state === 'unavailable') return undefined;
+    let armed: 'armed' | 'unavailable';
+    try {
+      armed = await channel.arm(stopping.signal);
+    } catch (e) {
+      if (stopping.signal.aborted) return [];
+      report(e, 'pop');
+      return longPoll();
+    }
+    if (armed === 'unavailable') return undefined;
+    const again = await pop();
+    if (again.length > 0) return again;
+    let left = safetyPollMs;
+    if (opts.idleMs !== undefined) left = Math.min(left, Math.max(0, opts.idleMs - (Date.now() - lastMessageAt)));
+    await channel.sleep(left, stopping.signal);
+    return [];
+  };
+
   const worker = async (): Promise<void> => {
     while (!stopping.signal.aborted) {
       if (opts.limit !== undefined && stats.messages >= opts.limit) break;
@@ -267,9 +312,20 @@ export async function consumeLeases<T>(
         if (left <= 0) break;
         if (q.spec.wait && left < q.spec.timeoutMs) ref = ref.timeout(Math.max(1, left));
       }
+      // With a channel the pop never waits on the server: waiting happens on the channel.
+      const onChannel = channel !== undefined && channel.state !== 'unavailable';
+      const waiting = ref;
+      if (onChannel) ref = ref.wait(false);
+      const pop = (): Promise<Message<T>[]> => ref.pop<T>({ signal: stopping.signal });
       let msgs: Message<T>[];
       try {
-        msgs = await ref.pop<T>({ signal: stopping.signal });
+        msgs = await pop();
+        if (msgs.length === 0 && onChannel) {
+          const idle = await idleOnChannel(pop, () => waiting.pop<T>({ signal: stopping.signal }));
+          if (idle === undefined) continue; // the server has no channel: long-poll from now on
+          msgs = idle;
+          if (msgs.length === 0) continue;
+        }
       } catch (e) {
         if (stopping.signal.aborted) break;
         if (e instanceof SluiceApiError && e.status >= 400 && e.status < 500 && e.status !== 429) {
@@ -298,6 +354,7 @@ export async function consumeLeases<T>(
     await Promise.all(Array.from({ length: concurrency }, worker));
   } finally {
     opts.signal?.removeEventListener('abort', stop);
+    channel?.close();
     if (abandonTimer) clearTimeout(abandonTimer);
     if (!stopping.signal.aborted) stopping.abort();
   }

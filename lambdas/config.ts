@@ -77,6 +77,13 @@ export interface SluiceConfig {
   encryptionKey: string | undefined;
   /** KMS key whose data keys seal payloads of queues with `encryptionEnabled` (SLUICE_KMS_KEY_ID; AWS). */
   kmsKeyId: string | undefined;
+  /**
+   * The WebSocket URL idle consumers wait on (SLUICE_NOTIFY_URL; set by the CDK stack). Unset
+   * (the local server): no notification channel, consumers long-poll, which costs nothing there.
+   */
+  notifyUrl: string | undefined;
+  /** The WebSocket stage's management endpoint the notifier posts to (SLUICE_NOTIFY_CALLBACK_URL; AWS). */
+  notifyCallbackUrl: string | undefined;
 }
 
 /** Defaults of the record-claim queue options. */
@@ -152,6 +159,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxWaiters: maxWaitersOf(env.SLUICE_MAX_WAITERS),
     encryptionKey: env.SLUICE_ENCRYPTION_KEY || undefined,
     kmsKeyId: env.SLUICE_KMS_KEY_ID || undefined,
+    notifyUrl: env.SLUICE_NOTIFY_URL || undefined,
+    notifyCallbackUrl: env.SLUICE_NOTIFY_CALLBACK_URL || undefined,
   };
 }
 

@@ -16,6 +16,12 @@ import type { TableName } from '../lambdas/storage/port.js';
 export type FunctionName = FunctionGroup | 'maintenance';
 export const FUNCTIONS: readonly FunctionName[] = ['log', 'leases', 'claims', 'admin', 'maintenance'];
 
+/**
+ * The notifications function's memory (lib/notifications.ts; outside FUNCTIONS, with its own
+ * role): it reads a few small items and posts a few bytes. The cost model prices it.
+ */
+export const NOTIFIER_MEMORY_MB = 256;
+
 export type TableAccess = 'read' | 'readwrite';
 export type BucketOp = 'read' | 'write' | 'delete' | 'list';
 

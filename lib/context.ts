@@ -17,6 +17,7 @@
  * | `alarmEmail` | none | address notified of alarms (a topic is created unless `alarmTopicArn` names one) |
  * | `alarmTopicArn` | none | existing SNS topic the alarms notify |
  * | `kmsKeyArn` | none | KMS key ARN sealing `encryptionEnabled` queues; or `kmsKey=create` for a new key |
+ * | `notifications` | `true` | `false` leaves out the WebSocket channel idle consumers wait on (they long-poll) |
  *
  * Bad values stop the synth with a message naming the key, before anything is built.
  *
@@ -85,6 +86,11 @@ export function stackOptionsFromContext(ctx: ContextReader): { stackName: string
       throw new Error(`logRetentionDays must be one CloudWatch accepts (1, 3, 5, 7, 14, 30, 60, 90, ...); got ${days}`);
     props.logRetention = retention as RetentionDays;
   }
+
+  const notifications = ctx('notifications');
+  if (notifications !== undefined && notifications !== 'true' && notifications !== 'false')
+    throw new Error(`notifications must be true or false (got ${notifications})`);
+  if (notifications === 'false') props.notifications = false;
 
   const reserved = wholeNumber(ctx, 'maintenanceReservedConcurrency', 1, MAX_MAINTENANCE_RESERVATION);
   if (reserved !== undefined) props.maintenanceReservedConcurrency = reserved;

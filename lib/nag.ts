@@ -33,6 +33,13 @@ export const NAG_REASONS = {
     "account's Lambda concurrency limits (no data, no function); the waiting functions size the " +
     'default wait cap from it (SLUICE_MAX_WAITERS=auto, docs/DEPLOYING.md#quotas). Nothing else in ' +
     'the policy has a "*" resource.',
+  listStreams:
+    'dynamodb:ListStreams acts on no resource, so IAM accepts only "*" for it (CDK adds it with the ' +
+    "DynamoDB Streams event source). It lists stream ARNs, no data; reading the log table's stream " +
+    'is granted on that stream only. Nothing else in the policy has a "*" resource.',
+  manageConnections:
+    'execute-api:ManageConnections on this stack\'s WebSocket stage only: "*" stands for the ' +
+    'connection ids, which API Gateway mints at run time. The notifier posts wake-ups to them.',
   accessLogs:
     'Only Sluice functions touch this bucket, through their own least-privilege roles; requests are ' +
     "traceable in the functions' structured logs and API access logs. Pass `accessLogsBucket` to " +
@@ -83,7 +90,16 @@ interface PolicyDocumentJson {
 }
 
 /** Actions that act on no resource (IAM accepts only "*" for them) and that a Sluice function may hold. */
-const RESOURCELESS_ACTIONS: readonly string[] = ['lambda:GetAccountSettings'];
+const RESOURCELESS_ACTIONS: Readonly<Record<string, string>> = {
+  'lambda:GetAccountSettings': NAG_REASONS.accountConcurrency,
+  'dynamodb:ListStreams': NAG_REASONS.listStreams,
+};
+
+// PostToConnection on a WebSocket stage of this stack: Resource::arn:…:execute-api:<region>:<account>:<ApiXXXX>/<stage>/*/@connections/*
+const CONNECTIONS_RESOURCE = new RegExp(
+  String.raw`^Resource::arn:<AWS::Partition>:execute-api:(?:<AWS::Region>|[a-z0-9-]+):(?:<AWS::AccountId>|\d{12}):` +
+    String.raw`<[A-Za-z0-9]+>\/[A-Za-z0-9_-]+\/\*\/@connections\/\*$`,
+);
 
 /**
  * The reason a wildcard finding is accepted, or undefined when it is not. A bare `*` resource
@@ -93,10 +109,11 @@ const RESOURCELESS_ACTIONS: readonly string[] = ['lambda:GetAccountSettings'];
 export function wildcardReason(finding: string, apiRef: string, policy?: PolicyDocumentJson): string | undefined {
   if (finding === 'Resource::*') {
     const star = (policy?.Statement ?? []).filter((s) => [s.Resource].flat().includes('*'));
-    const ok =
-      star.length > 0 && star.every((s) => [s.Action ?? []].flat().every((a) => RESOURCELESS_ACTIONS.includes(a)));
-    return ok ? NAG_REASONS.accountConcurrency : undefined;
+    const actions = star.flatMap((s) => [s.Action ?? []].flat());
+    const ok = actions.length > 0 && actions.every((a) => a in RESOURCELESS_ACTIONS);
+    return ok ? [...new Set(actions.map((a) => RESOURCELESS_ACTIONS[a]))].join(' ') : undefined;
   }
+  if (CONNECTIONS_RESOURCE.test(finding)) return NAG_REASONS.manageConnections;
   // Objects under a blob prefix of a bucket in this stack: Resource::<BucketXXXX.Arn>/segments/*
   const objects = /^Resource::<[A-Za-z0-9]+\.Arn>\/(.+)\*$/.exec(finding);
   if (objects && BLOB_PREFIXES.includes(objects[1] as string)) return NAG_REASONS.blobObjects;

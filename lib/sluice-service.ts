@@ -76,6 +76,7 @@ import {
   DEFAULT_THROTTLE,
 } from './limits.js';
 import { acknowledgeNagFindings, logicalIdOf } from './nag.js';
+import { Notifications } from './notifications.js';
 
 const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -313,6 +314,12 @@ export interface SluiceServiceProps {
   /** A bucket for S3 server access logs of the segment bucket (default: none). */
   accessLogsBucket?: s3.IBucket;
   alarms?: SluiceAlarmOptions;
+  /**
+   * The WebSocket channel idle consumers wait on instead of long-polling (docs/DEPLOYING.md,
+   * "Idle consumers"; default true). False: no WebSocket API, no stream on the `log` table;
+   * consumers long-poll, and every wait bills a Lambda.
+   */
+  notifications?: boolean;
 }
 
 /** Largest grants JSON passed in the environment (Lambda allows 4 KB for all variables). */
@@ -341,6 +348,8 @@ export class SluiceService extends Construct {
   /** IAM managed policies allowing `execute-api:Invoke` per role (IAM auth only). */
   readonly policies: Partial<Record<ApiRole, iam.ManagedPolicy>>;
   readonly alarms: cloudwatch.Alarm[] = [];
+  /** The idle consumers' WebSocket channel and its notifier (unless `notifications: false`). */
+  readonly notifications: Notifications | undefined;
   /** The bearer-token authorizer's function (`auth: { type: 'tokens' }` only). */
   readonly authorizerFunction: NodejsFunction | undefined;
   /** Where alarms notify, when a topic or an email address was given. */
@@ -393,6 +402,8 @@ export class SluiceService extends Construct {
           timeToLiveAttribute: ITEM_TABLE_SCHEMA.timeToLiveAttribute,
           pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
           encryption: dynamodb.TableEncryption.AWS_MANAGED,
+          // The notifier hears pushes from the log's stream (lib/notifications.ts); keys are all it reads.
+          ...(name === 'log' && props.notifications !== false ? { stream: dynamodb.StreamViewType.KEYS_ONLY } : {}),
           removalPolicy,
         }),
       ]),
@@ -449,6 +460,19 @@ export class SluiceService extends Construct {
       SLUICE_MAX_WAITERS: String(props.maxWaiters ?? 'auto'),
       ...environment,
     };
+    if (props.notifications !== false) {
+      this.notifications = new Notifications(this, 'Notifications', {
+        logTable: this.tables.log,
+        metaTable: this.tables.meta,
+        environment,
+        repoRoot: REPO_ROOT,
+        bundling: BUNDLING,
+        logRetention,
+        removalPolicy,
+        throttle: props.throttle ?? DEFAULT_THROTTLE,
+      });
+      apiEnvironment['SLUICE_NOTIFY_URL'] = this.notifications.url;
+    }
     const { maxBodyBytes, maxPushItems, maxWaiters } = loadConfig(apiEnvironment);
     checkBodyLimit(maxBodyBytes, `${this.node.path}: maxBodyBytes (SLUICE_MAX_BODY_BYTES)`);
     checkPushItems(maxPushItems, `${this.node.path}: maxPushItems (SLUICE_MAX_PUSH_ITEMS)`);

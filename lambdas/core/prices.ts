@@ -21,6 +21,9 @@ export const PRICES = {
   s3ListPerMillion: 5,
   sqsPerMillion: 0.4,
   snsPerMillion: 0.5,
+  /** API Gateway WebSocket: messages either way, per 32 KB. */
+  webSocketMessagePerMillion: 1.0,
+  webSocketConnectionMinutePerMillion: 0.25,
   /** CloudWatch GetMetricData, per 1,000 metrics requested. */
   getMetricDataPerThousandMetrics: 0.01,
   /** A CloudWatch custom metric, per month (the first 10,000 metrics' tier). */

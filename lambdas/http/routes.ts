@@ -7,6 +7,7 @@ import { leaseRoutes } from './handlers/leases.js';
 import { messageBrowseRoutes } from './handlers/message-browse.js';
 import { messageRoutes } from './handlers/messages.js';
 import { metricsRoutes } from './handlers/metrics.js';
+import { notificationRoutes } from './handlers/notifications.js';
 import { openApiRoutes } from './handlers/openapi.js';
 import { queueRoutes } from './handlers/queues.js';
 import { resourceRoutes } from './handlers/resources.js';
@@ -23,6 +24,7 @@ export const ALL_ROUTES: RouteDef[] = [
   ...leaseRoutes,
   ...leaseDeadLetterRoutes,
   ...leaseConsumerGroupRoutes,
+  ...notificationRoutes,
   ...resourceRoutes,
   ...statusRoutes,
   ...messageBrowseRoutes,

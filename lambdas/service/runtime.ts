@@ -23,6 +23,8 @@ import { SegmentReader } from './log/segments.js';
 import { QueueDeletion } from './maintenance/queue-deletion.js';
 import { RetentionService } from './maintenance/retention.js';
 import { SegmentBlobSweep } from './maintenance/segment-blob-sweep.js';
+import type { ConnectionPoster } from './notifications/connection-poster.js';
+import { NotificationService } from './notifications/notification-service.js';
 import { Notifier } from './notifier.js';
 import { watchWrites, WriteHealth } from './storage-health.js';
 import { MemoryTelemetry, type Telemetry } from './telemetry.js';
@@ -79,6 +81,8 @@ export interface Services {
   waitSlots: WaitSlots | undefined;
   /** Aborted when the process is shutting down: long polls answer early. */
   shutdown: AbortSignal;
+  /** Wake-ups for idle consumers over WebSocket (AWS; off without SLUICE_NOTIFY_URL). */
+  notifications: NotificationService;
 }
 
 export interface BuildOptions {
@@ -93,6 +97,8 @@ export interface BuildOptions {
    * process on the first wait; by default `lambda:GetAccountSettings` in AWS_REGION.
    */
   unreservedConcurrency?: () => Promise<number>;
+  /** Where the notifier posts wake-ups; by default API Gateway's management API at SLUICE_NOTIFY_CALLBACK_URL. */
+  poster?: () => Promise<ConnectionPoster>;
 }
 
 /**
@@ -185,6 +191,12 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
     storageHealth,
     waitSlots,
     shutdown: opts.shutdown ?? new AbortController().signal,
+    notifications: new NotificationService({
+      storage,
+      clock,
+      url: config.notifyUrl,
+      poster: opts.poster ?? (() => apiGatewayPoster(config.notifyCallbackUrl)),
+    }),
   };
 }
 
@@ -193,6 +205,13 @@ function accountUnreservedConcurrency(): Promise<number> {
   const region = process.env['AWS_REGION'] ?? process.env['AWS_DEFAULT_REGION'];
   if (!region) return Promise.reject(new Error('AWS_REGION is not set'));
   return unreservedConcurrency({ region });
+}
+
+/** PostToConnection at the WebSocket stage's callback URL; the SDK is loaded only by the notifier. */
+async function apiGatewayPoster(endpoint: string | undefined): Promise<ConnectionPoster> {
+  if (!endpoint) throw new Error('SLUICE_NOTIFY_CALLBACK_URL is not set');
+  const { ApiGatewayPoster } = await import('./adapters/api-gateway-poster.js');
+  return new ApiGatewayPoster(endpoint);
 }
 
 /** SLUICE_ENCRYPTION_KEY (a local key) wins over SLUICE_KMS_KEY_ID (KMS data keys). */

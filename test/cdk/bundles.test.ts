@@ -103,7 +103,9 @@ beforeAll(async () => {
   };
   const anyFunction = [...functions.keys()][0]!;
   functionEnv = (resources[anyFunction]!.Properties['Environment'] as { Variables: Record<string, unknown> }).Variables;
-  for (const [k, v] of Object.entries(functionEnv)) if (k !== 'NODE_OPTIONS') process.env[k] = physical(v);
+  // Without the WebSocket URLs consumers long-poll here (the channel: test/integration/notifications.test.ts).
+  for (const [k, v] of Object.entries(functionEnv))
+    if (k !== 'NODE_OPTIONS' && !k.startsWith('SLUICE_NOTIFY_')) process.env[k] = physical(v);
   Object.assign(process.env, {
     ...emulatorEnv(endpoints),
     AWS_LAMBDA_FUNCTION_NAME: 'sluice-bundle-test',

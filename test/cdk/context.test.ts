@@ -74,6 +74,13 @@ describe('cdk app: options from context (-c key=value)', () => {
     expect(from({ maxWaiters: '0' }).props.maxWaiters).toBe(0);
   });
 
+  it('notifications: on unless false; anything else is refused', () => {
+    expect(from({}).props.notifications).toBeUndefined();
+    expect(from({ notifications: 'true' }).props.notifications).toBeUndefined();
+    expect(from({ notifications: 'false' }).props.notifications).toBe(false);
+    expect(() => from({ notifications: 'off' })).toThrow(/notifications must be true or false \(got off\)/);
+  });
+
   it('auth=tokens: stored bearer tokens', () => {
     expect(from({ auth: 'tokens' }).props.auth).toEqual({ type: 'tokens' });
   });

@@ -44,9 +44,15 @@ const logicalId = (c: IConstruct): string => Stack.of(c).getLogicalId(c.node.def
 const tableIds = (): Record<TableName, string> =>
   Object.fromEntries(TABLES.map((t) => [t, logicalId(stack.service.tables[t])])) as Record<TableName, string>;
 
+/** The HTTP API's routes (the notifications' WebSocket API has its own: test/cdk/notifications.test.ts). */
+const httpRoutes = (t: Template, st: SluiceStack) =>
+  Object.values(resourcesOf(t, 'AWS::ApiGatewayV2::Route')).filter(
+    (r) => refId(r.Properties['ApiId']) === logicalId(st.service.api),
+  );
+
 describe('cdk: API', () => {
   it('serves exactly the route table, each route with the IAM authorizer', () => {
-    const routes = Object.values(resourcesOf(template, 'AWS::ApiGatewayV2::Route'));
+    const routes = httpRoutes(template, stack);
     expect(routes.map((r) => r.Properties['RouteKey']).sort()).toEqual(
       ALL_ROUTES.map((r) => `${r.method} ${r.path}`).sort(),
     );
@@ -57,15 +63,17 @@ describe('cdk: API', () => {
 
   it("sends each route to its group's function (payload 2.0), one invoke permission per function", () => {
     const integrations = resourcesOf(template, 'AWS::ApiGatewayV2::Integration');
-    for (const r of Object.values(resourcesOf(template, 'AWS::ApiGatewayV2::Route'))) {
+    for (const r of httpRoutes(template, stack)) {
       const def = ALL_ROUTES.find((d) => `${d.method} ${d.path}` === r.Properties['RouteKey']);
       const integrationId = refId((r.Properties['Target'] as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1][1]);
       const integration = integrations[integrationId as string];
       expect(integration?.Properties).toMatchObject({ IntegrationType: 'AWS_PROXY', PayloadFormatVersion: '2.0' });
       expect(refId(integration?.Properties['IntegrationUri'])).toBe(logicalId(stack.service.functions[def!.group]));
     }
+    const notifier = logicalId(stack.service.notifications!.function);
     const apiPermissions = Object.values(resourcesOf(template, 'AWS::Lambda::Permission')).filter(
-      (p) => p.Properties['Principal'] === 'apigateway.amazonaws.com',
+      (p) =>
+        p.Properties['Principal'] === 'apigateway.amazonaws.com' && refId(p.Properties['FunctionName']) !== notifier,
     );
     expect(apiPermissions.length).toBe(new Set(ALL_ROUTES.map((r) => r.group)).size);
   });
@@ -454,7 +462,7 @@ describe('cdk: options', () => {
       AuthorizerType: 'JWT',
       JwtConfiguration: { Issuer: 'https://issuer.example.com/', Audience: ['sluice'] },
     });
-    for (const r of Object.values(resourcesOf(t, 'AWS::ApiGatewayV2::Route')))
+    for (const r of httpRoutes(t, jwt))
       // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- vitest types its asymmetric matchers as any
       expect(r.Properties).toMatchObject({ AuthorizationType: 'JWT', AuthorizerId: expect.anything() });
     t.resourceCountIs('AWS::IAM::ManagedPolicy', 0);
@@ -494,7 +502,8 @@ describe('cdk: options', () => {
       fns[Stack.of(st).getLogicalId(st.service.functions[name].node.defaultChild as never)]!.Properties['MemorySize'];
     expect(FUNCTIONS.map((f) => [f, memoryOf(f)])).toEqual(FUNCTIONS.map((f) => [f, f === 'maintenance' ? 256 : 2048]));
     const groups = Object.values(resourcesOf(t, 'AWS::Logs::LogGroup'));
-    expect(groups.length).toBe(FUNCTIONS.length + 1); // one per function, plus API access logs
+    // One per function, the notifications function's, and the two APIs' access logs.
+    expect(groups.length).toBe(FUNCTIONS.length + 3);
     for (const g of groups) expect(g.Properties['RetentionInDays']).toBe(7);
     // Defaults: 1024 MB for the API functions, a month of logs.
     for (const g of Object.values(resourcesOf(template, 'AWS::Logs::LogGroup')))

@@ -252,3 +252,28 @@ describe('client consume(): big pops, one message per handler call', () => {
     expect(deliveries.slice(1).sort()).toEqual(['a1', 'a2', 'a3', 'b1', 'b2', 'b3']);
   });
 });
+
+describe('client consume(): waiting on the local server', () => {
+  it('long-polls: the server offers no notification channel, and an idle consumer is woken by the wait', async () => {
+    const waits: boolean[] = [];
+    let tickets = 0;
+    const sluice = new Sluice({
+      endpoint: server.url,
+      fetch: (input, init) => {
+        const url = new URL(input instanceof Request ? input.url : String(input));
+        if (url.pathname.startsWith('/api/v1/pop/')) waits.push(url.searchParams.get('wait') === 'true');
+        if (url.pathname === '/api/v1/notifications/ticket') tickets++;
+        return fetch(input, init);
+      },
+    });
+    const q = sluice.queue('idle-local');
+    const got: unknown[] = [];
+    const consuming = q.group('g').consume((m) => void got.push(m.data), { each: true, limit: 1 });
+    await pause(300); // idle: the consumer asked for a ticket, learnt there is no channel, and long-polls
+    await q.push([{ data: 'wake' }]);
+    await consuming;
+    expect(got).toEqual(['wake']);
+    expect(tickets).toBe(1);
+    expect(waits.at(-1)).toBe(true); // the pop that delivered was a long poll
+  });
+});

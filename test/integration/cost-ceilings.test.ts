@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { meteredAwsStorage } from '../../bench/aws-meter.js';
+import { idleChannelConsumerPerMonth } from '../../bench/cost.js';
 import { price, runWorkload, type Counted, type Workload } from '../../bench/cost-model.js';
 import { ackAll } from '../../bench/leases.js';
 import { loadConfig } from '../../lambdas/config.js';
@@ -135,5 +136,15 @@ describe('idempotent producers on the AWS backend (docs/DELIVERY.md)', () => {
     } finally {
       await storage.close();
     }
+  });
+});
+
+describe('cost ceiling of an idle consumer on the notification channel', () => {
+  it('costs at most $0.25 a month (safety polls, wait registrations, reconnects, connection minutes)', async () => {
+    const idle = await idleChannelConsumerPerMonth(awsEndpoints());
+    expect(idle.usd).toBeLessThanOrEqual(0.25);
+    // The connection itself is the smallest part; a safety poll's requests are the rest.
+    expect(idle.parts['connectionMinutes']).toBeLessThan(0.02);
+    expect(idle.parts['pops']! + idle.parts['waits']!).toBeGreaterThan(idle.usd / 2);
   });
 });

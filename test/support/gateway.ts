@@ -66,6 +66,8 @@ export function readAssembly(
   const routes: AssemblyRoute[] = [];
   for (const r of Object.values(template.Resources)) {
     if (r.Type !== 'AWS::ApiGatewayV2::Route') continue;
+    // The notifications' WebSocket routes ($connect, …): test/integration/notifications.test.ts covers them.
+    if (String(r.Properties['RouteKey']).startsWith('$')) continue;
     const [method, path] = String(r.Properties['RouteKey']).split(' ') as [string, string];
     const target = (r.Properties['Target'] as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
     const integration = template.Resources[ref(target[1]) ?? ''];
