@@ -24,6 +24,7 @@
  */
 import { SluiceApiError } from './errors.js';
 import { sleep } from './retry.js';
+import { ackAndPop } from './ack-and-pop.js';
 import type { QueueRef } from './sluice.js';
 import type { AckResult, AckStatus, Message } from './types.js';
 
@@ -141,19 +142,21 @@ export async function consumeLeases<T>(
 
   let lastMessageAt = Date.now();
 
+  const reportAcks = (results: readonly AckResult[], status: AckStatus, msgs: Message<T>[]): void => {
+    const bad = results.filter((r) => !r.success);
+    if (bad.length > 0)
+      report(
+        new Error(
+          `ack ${status}: ${bad.length} of ${results.length} not applied (${bad[0]?.error ?? 'unknown'}); those messages will be delivered again`,
+        ),
+        'ack',
+        msgs,
+      );
+  };
   const ack = async (msgs: Message<T>[], status: AckStatus, error?: string): Promise<void> => {
     if (msgs.length === 0) return;
     try {
-      const results = await client.ack(msgs, status, error !== undefined ? { error } : {});
-      const bad = results.filter((r) => !r.success);
-      if (bad.length > 0)
-        report(
-          new Error(
-            `ack ${status}: ${bad.length} of ${results.length} not applied (${bad[0]?.error ?? 'unknown'}); those messages will be delivered again`,
-          ),
-          'ack',
-          msgs,
-        );
+      reportAcks(await client.ack(msgs, status, error !== undefined ? { error } : {}), status, msgs);
     } catch (e) {
       report(e, 'ack', msgs);
     }
@@ -171,7 +174,8 @@ export async function consumeLeases<T>(
     return Promise.race([run, abandoned.then((): Outcome => ({ kind: 'abandoned' }))]);
   };
 
-  const processBatch = async (msgs: Message<T>[]): Promise<void> => {
+  /** Works a pop through; returns its final acks (each message marked with its status), for the next request to carry. */
+  const processBatch = async (msgs: Message<T>[]): Promise<Message<T>[]> => {
     const ctl = new AbortController();
     running.add(ctl);
     const renewNow = async (seconds = renewSeconds): Promise<void> => {
@@ -233,7 +237,7 @@ export async function consumeLeases<T>(
         }
       }
       if (gaveUp) stats.abandoned++;
-      if (!autoAck) return; // what was handed to the handler is the handler's to ack
+      if (!autoAck) return []; // what was handed to the handler is the handler's to ack
       const marked: Message<T>[] = msgs.slice(acked, done).map((m) => ({ ...m, _status: 'completed' }));
       if (failure) {
         const error = errorText(failure.error);
@@ -245,10 +249,10 @@ export async function consumeLeases<T>(
         // Stopping: what the handler never saw goes back now, without charging the budget.
         marked.push(...msgs.slice(done).map((m) => ({ ...m, _status: 'retry' })));
       }
-      await ack(marked, 'completed');
       stats.completed += done;
       if (failure) stats.failed += failure.part.length;
       else if (!gaveUp) stats.handedBack += msgs.length - done;
+      return marked;
     } finally {
       if (timer) clearInterval(timer);
       running.delete(ctl);
@@ -256,6 +260,24 @@ export async function consumeLeases<T>(
   };
 
   const worker = async (): Promise<void> => {
+    let carried: Message<T>[] = []; // the last pop's final acks, sent with the next pop
+    try {
+      await work(
+        (acks) => (carried = acks),
+        () => carried.splice(0),
+      );
+    } finally {
+      await ack(carried, 'completed');
+    }
+  };
+
+  /**
+   * The poll loop. A batch's final acks travel with the next pop in one request
+   * (`ack-and-pop`, without waiting, so a stop never cuts it short); when that finds nothing,
+   * or there were no acks, the loop pops (and long-polls) as usual.
+   */
+  let combinedMissing = false;
+  const work = async (carry: (acks: Message<T>[]) => void, take: () => Message<T>[]): Promise<void> => {
     while (!stopping.signal.aborted) {
       if (opts.limit !== undefined && stats.messages >= opts.limit) break;
       // A limit caps the pop too, so `limit: 5` does not lease 1,000 messages to use 5.
@@ -267,9 +289,22 @@ export async function consumeLeases<T>(
         if (left <= 0) break;
         if (q.spec.wait && left < q.spec.timeoutMs) ref = ref.timeout(Math.max(1, left));
       }
-      let msgs: Message<T>[];
+      let msgs: Message<T>[] = [];
+      const acks = take();
+      if (acks.length > 0 && !combinedMissing) {
+        try {
+          const r = await ackAndPop<T>(ref.wait(false), acks);
+          reportAcks(r.acks, 'completed', acks);
+          msgs = r.messages;
+        } catch (e) {
+          // A server from before the route: ack on its own from now on.
+          if (e instanceof SluiceApiError && (e.status === 404 || e.status === 405)) combinedMissing = true;
+          else report(e, 'ack', acks);
+        }
+      }
+      if (combinedMissing) await ack(acks, 'completed');
       try {
-        msgs = await ref.pop<T>({ signal: stopping.signal });
+        if (msgs.length === 0) msgs = await ref.pop<T>({ signal: stopping.signal });
       } catch (e) {
         if (stopping.signal.aborted) break;
         if (e instanceof SluiceApiError && e.status >= 400 && e.status < 500 && e.status !== 429) {
@@ -288,7 +323,7 @@ export async function consumeLeases<T>(
       lastMessageAt = Date.now();
       stats.messages += msgs.length;
       stats.batches++;
-      await processBatch(msgs);
+      carry(await processBatch(msgs));
       // Limit reached: stop the other workers' long polls too (running handlers still finish).
       if (opts.limit !== undefined && stats.messages >= opts.limit) stop();
     }
