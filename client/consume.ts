@@ -7,9 +7,10 @@
  * messages instead of one of each per message is what makes a consumer cheap on AWS, and it
  * costs no parallelism: a (partition, group) has one leased span at a time whatever its size.
  *
- * After the pop's last handler call the loop acks the span in one request: `completed` for
- * what was handled, `failed` (with the error's message) from the first handler call that
- * threw, so the server's retry budget and dead-letter queue apply and the rest comes back.
+ * After the pop's last handler call the loop acks the span: `completed` for what was handled,
+ * `failed` (with the error's message) from the first handler call that threw, so the server's
+ * retry budget and dead-letter queue apply and the rest comes back. Those acks ride with the
+ * next pop (`ack-and-pop.ts`): one request per batch while there is work.
  * While a long pop is worked through, the finished part is acked every `ackIntervalMs` (a
  * partial ack keeps the lease), so a crash redelivers at most that much finished work, and
  * the lease is extended every `renewLease` ms.
