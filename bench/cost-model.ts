@@ -12,7 +12,7 @@ import { PRICES, sqsPerMillion } from '../lambdas/core/prices.js';
 import { buildServices, type Services } from '../lambdas/service/runtime.js';
 import type { AwsEndpoints } from '../test/support/aws-emulator.js';
 import { meteredAwsStorage, type AwsMeter } from './aws-meter.js';
-import { ackAll } from './leases.js';
+import { ackAll, completedAcks } from './leases.js';
 import { oneKiBPayload } from './push.js';
 
 // The one price table, shared with `sluice cost`.
@@ -172,11 +172,15 @@ export async function runWorkload(endpoints: AwsEndpoints, w: Workload): Promise
       pushes++;
       bookkeeping += calls.lastWriteUnits - calls.lastSegmentUnits - calls.lastDedupUnits;
     }
+    // As our client's consume loop: a first pop, then each batch's acks ride with the next pop
+    // (ack-and-pop), one request per batch; the last one finds nothing.
     for (const g of groups) {
-      for (;;) {
-        const r = await calls.call(() => svc.leasePops.pop(popReq(g)));
-        if (!r) break;
-        await calls.call(() => ackAll(svc, r));
+      let r = await calls.call(() => svc.leasePops.pop(popReq(g)));
+      while (r) {
+        const done = r;
+        const next = await calls.call(() => svc.ackAndPop.run(completedAcks(done), popReq(g)));
+        if (!next.acks.every((a) => a.success)) throw new Error('cost workload: an ack failed');
+        r = next.pop?.result ?? null;
       }
     }
     return {
