@@ -14,7 +14,7 @@ import { NOTIFIER_MEMORY_MB } from '../lib/access.js';
 import { buildServices, type Services } from '../lambdas/service/runtime.js';
 import type { AwsEndpoints } from '../test/support/aws-emulator.js';
 import { meteredAwsStorage, type AwsMeter } from './aws-meter.js';
-import { ackAll } from './leases.js';
+import { ackAll, completedAcks } from './leases.js';
 import { oneKiBPayload } from './push.js';
 
 // The one price table, shared with `sluice cost`.
@@ -210,11 +210,15 @@ export async function runWorkload(endpoints: AwsEndpoints, w: Workload): Promise
         bookkeeping += calls.lastWriteUnits;
       }
     }
+    // As our client's consume loop: a first pop, then each batch's acks ride with the next pop
+    // (ack-and-pop), one request per batch; the last one finds nothing.
     for (const g of groups) {
-      for (;;) {
-        const r = await calls.call(() => svc.leasePops.pop(popReq(g)));
-        if (!r) break;
-        await calls.call(() => ackAll(svc, r));
+      let r = await calls.call(() => svc.leasePops.pop(popReq(g)));
+      while (r) {
+        const done = r;
+        const next = await calls.call(() => svc.ackAndPop.run(completedAcks(done), popReq(g)));
+        if (!next.acks.every((a) => a.success)) throw new Error('cost workload: an ack failed');
+        r = next.pop?.result ?? null;
       }
     }
     // The notifier, once per push at most: a warm instance (partition → queue cached) finding no waiter.

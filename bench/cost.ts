@@ -252,7 +252,7 @@ export async function costBench(): Promise<string> {
     '',
     "Each row pushes 1 KiB messages (the bench's JSON, which zstd compresses about 5×, or random " +
       'bytes where it says incompressible) in batches of `batch` into one partition, then each of ' +
-      '`G` lease groups pops up to 1,000 per request and acks each pop in one request, all through ' +
+      '`G` lease groups pops up to 1,000 per request, each batch acked in the request that pops the next (`ack-and-pop`, as our client does), all through ' +
       "the services the API's Lambda handlers call, on the AWS backend (DynamoDB Local and moto " +
       'S3) from a warm instance. Storage requests, write and read units and S3 operations are ' +
       'counted by an SDK middleware (`bench/aws-meter.ts`: units as DynamoDB bills them, 1 KB per ' +

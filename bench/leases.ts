@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../lambdas/config.js';
 import { QUEUE_MODE_GROUP } from '../lambdas/core/names.js';
+import type { AckRequestItem } from '../lambdas/service/leases/ack.js';
 import type { PopRequest, PopResult } from '../lambdas/service/leases/pop.js';
 import { buildServices, type Services } from '../lambdas/service/runtime.js';
 import { openEmbeddedStorage } from '../lambdas/storage/embedded/index.js';
@@ -228,17 +229,19 @@ const popReq = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({
 
 /** Acks every message of a pop as completed, in one call; throws if any ack failed. */
 export async function ackAll(svc: Services, r: PopResult): Promise<void> {
-  const res = await svc.leaseAcks.ack(
-    r.messages.map((m, index) => ({
-      index,
-      partitionId: m.partitionId,
-      transactionId: m.transactionId,
-      status: 'completed' as const,
-      leaseId: r.leaseId,
-    })),
-    r.group,
-  );
+  const res = await svc.leaseAcks.ack(completedAcks(r), r.group);
   if (!res.every((x) => x.success)) throw new Error('bench ack failed');
+}
+
+/** A pop's messages as `completed` ack items. */
+export function completedAcks(r: PopResult): AckRequestItem[] {
+  return r.messages.map((m, index) => ({
+    index,
+    partitionId: m.partitionId,
+    transactionId: m.transactionId,
+    status: 'completed' as const,
+    leaseId: r.leaseId,
+  }));
 }
 
 /** Average requests per pop and per ack over `cycles` pop+ack cycles of one group. */

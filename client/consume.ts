@@ -7,9 +7,10 @@
  * messages instead of one of each per message is what makes a consumer cheap on AWS, and it
  * costs no parallelism: a (partition, group) has one leased span at a time whatever its size.
  *
- * After the pop's last handler call the loop acks the span in one request: `completed` for
- * what was handled, `failed` (with the error's message) from the first handler call that
- * threw, so the server's retry budget and dead-letter queue apply and the rest comes back.
+ * After the pop's last handler call the loop acks the span: `completed` for what was handled,
+ * `failed` (with the error's message) from the first handler call that threw, so the server's
+ * retry budget and dead-letter queue apply and the rest comes back. Those acks ride with the
+ * next pop (`ack-and-pop.ts`): one request per batch while there is work.
  * While a long pop is worked through, the finished part is acked every `ackIntervalMs` (a
  * partial ack keeps the lease), so a crash redelivers at most that much finished work, and
  * the lease is extended every `renewLease` ms.
@@ -24,6 +25,7 @@
  */
 import { SluiceApiError } from './errors.js';
 import { sleep } from './retry.js';
+import { ackAndPop } from './ack-and-pop.js';
 import type { QueueRef } from './sluice.js';
 import type { AckResult, AckStatus, Message } from './types.js';
 import { DEFAULT_SAFETY_POLL_MS, WakeChannel } from './wake-channel.js';
@@ -158,19 +160,21 @@ export async function consumeLeases<T>(
   const channel = q.spec.wait && opts.notifications !== false ? new WakeChannel(client.http, q.spec.queue) : undefined;
   const safetyPollMs = Math.max(1, opts.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS);
 
+  const reportAcks = (results: readonly AckResult[], status: AckStatus, msgs: Message<T>[]): void => {
+    const bad = results.filter((r) => !r.success);
+    if (bad.length > 0)
+      report(
+        new Error(
+          `ack ${status}: ${bad.length} of ${results.length} not applied (${bad[0]?.error ?? 'unknown'}); those messages will be delivered again`,
+        ),
+        'ack',
+        msgs,
+      );
+  };
   const ack = async (msgs: Message<T>[], status: AckStatus, error?: string): Promise<void> => {
     if (msgs.length === 0) return;
     try {
-      const results = await client.ack(msgs, status, error !== undefined ? { error } : {});
-      const bad = results.filter((r) => !r.success);
-      if (bad.length > 0)
-        report(
-          new Error(
-            `ack ${status}: ${bad.length} of ${results.length} not applied (${bad[0]?.error ?? 'unknown'}); those messages will be delivered again`,
-          ),
-          'ack',
-          msgs,
-        );
+      reportAcks(await client.ack(msgs, status, error !== undefined ? { error } : {}), status, msgs);
     } catch (e) {
       report(e, 'ack', msgs);
     }
@@ -188,7 +192,8 @@ export async function consumeLeases<T>(
     return Promise.race([run, abandoned.then((): Outcome => ({ kind: 'abandoned' }))]);
   };
 
-  const processBatch = async (msgs: Message<T>[]): Promise<void> => {
+  /** Works a pop through; returns its final acks (each message marked with its status), for the next request to carry. */
+  const processBatch = async (msgs: Message<T>[]): Promise<Message<T>[]> => {
     const ctl = new AbortController();
     running.add(ctl);
     const renewNow = async (seconds = renewSeconds): Promise<void> => {
@@ -250,7 +255,7 @@ export async function consumeLeases<T>(
         }
       }
       if (gaveUp) stats.abandoned++;
-      if (!autoAck) return; // what was handed to the handler is the handler's to ack
+      if (!autoAck) return []; // what was handed to the handler is the handler's to ack
       const marked: Message<T>[] = msgs.slice(acked, done).map((m) => ({ ...m, _status: 'completed' }));
       if (failure) {
         const error = errorText(failure.error);
@@ -262,10 +267,10 @@ export async function consumeLeases<T>(
         // Stopping: what the handler never saw goes back now, without charging the budget.
         marked.push(...msgs.slice(done).map((m) => ({ ...m, _status: 'retry' })));
       }
-      await ack(marked, 'completed');
       stats.completed += done;
       if (failure) stats.failed += failure.part.length;
       else if (!gaveUp) stats.handedBack += msgs.length - done;
+      return marked;
     } finally {
       if (timer) clearInterval(timer);
       running.delete(ctl);
@@ -301,6 +306,24 @@ export async function consumeLeases<T>(
   };
 
   const worker = async (): Promise<void> => {
+    let carried: Message<T>[] = []; // the last pop's final acks, sent with the next pop
+    try {
+      await work(
+        (acks) => (carried = acks),
+        () => carried.splice(0),
+      );
+    } finally {
+      await ack(carried, 'completed');
+    }
+  };
+
+  /**
+   * The poll loop. A batch's final acks travel with the next pop in one request
+   * (`ack-and-pop`, without waiting, so a stop never cuts it short); when that finds nothing,
+   * or there were no acks, the loop pops (and long-polls) as usual.
+   */
+  let combinedMissing = false;
+  const work = async (carry: (acks: Message<T>[]) => void, take: () => Message<T>[]): Promise<void> => {
     while (!stopping.signal.aborted) {
       if (opts.limit !== undefined && stats.messages >= opts.limit) break;
       // A limit caps the pop too, so `limit: 5` does not lease 1,000 messages to use 5.
@@ -312,14 +335,27 @@ export async function consumeLeases<T>(
         if (left <= 0) break;
         if (q.spec.wait && left < q.spec.timeoutMs) ref = ref.timeout(Math.max(1, left));
       }
+      let msgs: Message<T>[] = [];
+      const acks = take();
+      if (acks.length > 0 && !combinedMissing) {
+        try {
+          const r = await ackAndPop<T>(ref.wait(false), acks);
+          reportAcks(r.acks, 'completed', acks);
+          msgs = r.messages;
+        } catch (e) {
+          // A server from before the route: ack on its own from now on.
+          if (e instanceof SluiceApiError && (e.status === 404 || e.status === 405)) combinedMissing = true;
+          else report(e, 'ack', acks);
+        }
+      }
+      if (combinedMissing) await ack(acks, 'completed');
       // With a channel the pop never waits on the server: waiting happens on the channel.
       const onChannel = channel !== undefined && channel.state !== 'unavailable';
       const waiting = ref;
       if (onChannel) ref = ref.wait(false);
       const pop = (): Promise<Message<T>[]> => ref.pop<T>({ signal: stopping.signal });
-      let msgs: Message<T>[];
       try {
-        msgs = await pop();
+        if (msgs.length === 0) msgs = await pop();
         if (msgs.length === 0 && onChannel) {
           const idle = await idleOnChannel(pop, () => waiting.pop<T>({ signal: stopping.signal }));
           if (idle === undefined) continue; // the server has no channel: long-poll from now on
@@ -344,7 +380,7 @@ export async function consumeLeases<T>(
       lastMessageAt = Date.now();
       stats.messages += msgs.length;
       stats.batches++;
-      await processBatch(msgs);
+      carry(await processBatch(msgs));
       // Limit reached: stop the other workers' long polls too (running handlers still finish).
       if (opts.limit !== undefined && stats.messages >= opts.limit) stop();
     }

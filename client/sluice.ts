@@ -37,6 +37,25 @@ import type {
 
 /** The implicit group of a pop that names none. */
 export const QUEUE_MODE = '__QUEUE_MODE__';
+
+/**
+ * One ack item on the wire: a message's own `_status`/`_error` (set by the consume loop) win.
+ *
+ * @example
+ * ```ts
+ * ackItem(msg, 'completed'); // { transactionId, partitionId, status: 'completed', error: null, leaseId }
+ * ```
+ */
+export function ackItem(m: Message, status: string, error?: string) {
+  const o = m as Message & { _status?: string; _error?: string };
+  return {
+    transactionId: m.transactionId,
+    partitionId: m.partitionId,
+    status: o._status ?? status,
+    error: o._error ?? error ?? null,
+    ...(m.leaseId ? { leaseId: m.leaseId } : {}),
+  };
+}
 export { DEFAULT_PARTITION };
 
 export interface SluiceOptions {
@@ -178,16 +197,7 @@ export class Sluice {
           'ack: each message needs transactionId and partitionId (pass the messages pop() or consume() gave you)',
         );
     }
-    const item = (m: Message) => {
-      const o = m as Message & { _status?: string; _error?: string };
-      return {
-        transactionId: m.transactionId,
-        partitionId: m.partitionId,
-        status: o._status ?? st,
-        error: o._error ?? opts.error ?? null,
-        ...(m.leaseId ? { leaseId: m.leaseId } : {}),
-      };
-    };
+    const item = (m: Message) => ackItem(m, st, opts.error);
     if (!Array.isArray(messages)) {
       const m = messages as Message;
       const r = await this.http.json<AckResult[] | AckResult>({

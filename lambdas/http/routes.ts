@@ -1,3 +1,4 @@
+import { ackAndPopRoutes } from './handlers/ack-and-pop.js';
 import { analyticsRoutes } from './handlers/analytics.js';
 import { claimRoutes } from './handlers/claims.js';
 import { healthRoutes } from './handlers/health.js';
@@ -22,6 +23,7 @@ export const ALL_ROUTES: RouteDef[] = [
   ...healthRoutes,
   ...claimRoutes,
   ...leaseRoutes,
+  ...ackAndPopRoutes,
   ...leaseDeadLetterRoutes,
   ...leaseConsumerGroupRoutes,
   ...notificationRoutes,

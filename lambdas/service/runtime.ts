@@ -10,6 +10,7 @@ import { ClaimService } from './claims/claim-service.js';
 import { LocalKeyProvider, PayloadCipher, type KeyProvider } from './encryption.js';
 import { GroupRegistry } from './groups/group-registry.js';
 import { AckService } from './leases/ack.js';
+import { AckAndPop } from './leases/ack-and-pop.js';
 import { DlqService } from './leases/dlq-service.js';
 import { LeaseGroupAdmin } from './leases/lease-groups.js';
 import { LongPoll } from './leases/long-poll.js';
@@ -56,6 +57,8 @@ export interface Services {
   leasePops: PopService;
   /** Partition-lease acks and lease extends (docs/LEASES.md). */
   leaseAcks: AckService;
+  /** An ack and the next pop in one request (our route; Queen's clients send two). */
+  ackAndPop: AckAndPop;
   /** The partition-lease dead-letter queue. */
   dlq: DlqService;
   /** Lease consumer groups: lag, delete, subscription, seek. */
@@ -178,6 +181,7 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
     claims,
     leasePops,
     leaseAcks,
+    ackAndPop: new AckAndPop({ queues, acks: leaseAcks, pops: leasePops }),
     dlq,
     leaseGroups,
     transactions,

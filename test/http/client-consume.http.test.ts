@@ -61,7 +61,7 @@ function counted(opts: SluiceOptions = {}) {
 }
 
 describe('client consume(): big pops, one message per handler call', () => {
-  it('pops up to 1,000 per request and acks once per pop, calling the handler once per message', async () => {
+  it('pops up to 1,000 per request, one request per batch (acks ride with the next pop), the handler once per message', async () => {
     const { sluice, count } = counted();
     const q = sluice.queue('pop-big').partition('p');
     await q.push(Array.from({ length: 2500 }, (_, i) => i));
@@ -77,8 +77,11 @@ describe('client consume(): big pops, one message per handler call', () => {
     expect([...sizes]).toEqual([1]);
     expect(seen).toEqual(Array.from({ length: 2500 }, (_, i) => i));
     expect(stats).toMatchObject({ messages: 2500, batches: 3, completed: 2500, failed: 0, handedBack: 0 });
-    expect(count('GET pop')).toBe(3);
-    expect(count('POST /api/v1/ack/batch')).toBe(3);
+    // One request per batch: the first pop, then each batch's acks ride with the next pop; the
+    // last batch is acked on its own when the limit stops the loop.
+    expect(count('GET pop')).toBe(1);
+    expect(count('POST /api/v1/queues/pop-big/ack-and-pop')).toBe(2);
+    expect(count('POST /api/v1/ack/batch')).toBe(1);
     expect(await q.group('g').wait(false).pop()).toEqual([]);
   });
 
@@ -97,7 +100,9 @@ describe('client consume(): big pops, one message per handler call', () => {
         { idleMs: 1000 },
       );
     expect(sizes).toEqual([10, 10, 10, 10, 10, 10, 10, 10, 10, 5]);
-    expect(count('POST /api/v1/ack/batch')).toBe(1);
+    // The acks rode with the next (empty) pop.
+    expect(count('POST /api/v1/queues/pop-batches/ack-and-pop')).toBe(1);
+    expect(count('POST /api/v1/ack/batch')).toBe(0);
 
     // limit: 5 leases 5, not 1,000: the rest stays free for the next consumer.
     await q.push(Array.from({ length: 20 }, (_, i) => 100 + i));

@@ -156,4 +156,23 @@ describe('client consume(): defaults for big pops', () => {
     expect(calls.filter((c) => c.url.pathname === '/api/v1/ack')).toHaveLength(3);
     expect(acks(calls)).toEqual([]); // nothing handed back for it: the handler's acks own the pop
   });
+
+  it('a server without the ack-and-pop route (404): the acks it carried go to /ack/batch', async () => {
+    vi.useRealTimers(); // the loop idles out on the real clock
+    const { sluice, calls } = make(3);
+    const stats = await sluice
+      .queue('q')
+      .group('g')
+      .wait(false)
+      .consume(() => undefined, { idleMs: 300 });
+    expect(stats).toMatchObject({ messages: 3, completed: 3 });
+    const combined = calls.filter((c) => c.url.pathname === '/api/v1/queues/q/ack-and-pop');
+    expect(combined).toHaveLength(1);
+    expect((combined[0]?.body as { acknowledgments: AckItem[] }).acknowledgments.map((a) => a.status)).toEqual([
+      'completed',
+      'completed',
+      'completed',
+    ]);
+    expect(acks(calls).map((a) => a.map((x) => x.transactionId))).toEqual([['t0', 't1', 't2']]);
+  });
 });

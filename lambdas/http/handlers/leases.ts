@@ -44,7 +44,8 @@ const groupNameBy = (problem: typeof nameProblem) =>
       if (p) ctx.addIssue({ code: 'custom', message: p });
     })
     .transform((v) => (v === null || v === undefined || v === '' ? QUEUE_MODE_GROUP : v));
-const groupName = groupNameBy(nameProblem);
+/** A consumer group an ack names (queue mode when absent). */
+export const groupName = groupNameBy(nameProblem);
 
 // ---------------------------------------------------------------------- pop
 
@@ -228,7 +229,8 @@ const statusSchema = z
   })
   .transform((v) => parseAckStatus(v) ?? 'completed');
 
-const AckItemSchema = z.object({
+/** One ack item, as `/ack` and `/ack/batch` take it. */
+export const AckItemSchema = z.object({
   transactionId: z.string({ error: 'transactionId is required' }).min(1).max(256),
   partitionId: z.string({ error: 'partitionId is required' }).min(1).max(64),
   status: statusSchema,
@@ -237,7 +239,7 @@ const AckItemSchema = z.object({
 });
 
 /** Resolves the queues of acked partitions and checks the caller may consume them. */
-async function authorizePartitions(
+export async function authorizePartitions(
   services: Services,
   partitionIds: Iterable<string>,
   authorize: (queue: string, action?: Action) => void,
@@ -248,7 +250,8 @@ async function authorizePartitions(
   }
 }
 
-const ackJson = (result: AckResult) => ({
+/** An ack result as `/ack` answers it. */
+export const ackJson = (result: AckResult) => ({
   index: result.index,
   transactionId: result.transactionId,
   success: result.success,
