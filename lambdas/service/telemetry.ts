@@ -18,6 +18,7 @@ export type MetricName =
   | 'DeadLettered'
   | 'Redeliveries'
   | 'MessagesDropped'
+  | 'MessagesExpired'
   | 'LeaseExtends'
   | 'ClaimPolls'
   | 'ClaimPollsCapped'

@@ -24,14 +24,21 @@ import {
   windowHeld,
 } from '../../core/leases.js';
 import { randomFromPool } from '../../core/ids.js';
+import { popOrder } from '../../core/queue-match.js';
 import { QUEUE_MODE_GROUP } from '../../core/names.js';
-import { effectiveLeaseSeconds } from '../../core/queue-options.js';
+import { appliedTimers, effectiveLeaseSeconds } from '../../core/queue-options.js';
 import { retentionOn, retentionWindows } from '../../core/retention.js';
 import type { Item, Storage } from '../../storage/port.js';
 import { openPayload, type PayloadCipherLike } from '../encryption.js';
 import type { GroupRegistry } from '../groups/group-registry.js';
 import type { GroupRecord } from '../groups/group-store.js';
-import type { PartitionRef, QueueRecord, SegmentMeta } from '../log/log-store.js';
+import {
+  queueMatchPk,
+  type PartitionRef,
+  type QueueRecord,
+  type QueueSelector,
+  type SegmentMeta,
+} from '../log/log-store.js';
 import type { QueueDirectory } from '../log/queue-directory.js';
 import type { SegmentReader, StoredMessage } from '../log/segments.js';
 import type { Telemetry } from '../telemetry.js';
@@ -81,9 +88,26 @@ export interface PopRequest {
   timeoutMs: number;
 }
 
+/** A pop by namespace and/or task: {@link PopRequest} without a queue, and which queues the caller may consume. */
+export interface MatchingPopRequest extends Omit<PopRequest, 'queue' | 'partition'> {
+  namespace?: string | undefined;
+  task?: string | undefined;
+  allowed: (queue: string) => boolean;
+}
+
+/** Whether a queue answers a selector (a missing namespace or task matches any). */
+export const matchesSelector = (q: Pick<QueueRecord, 'namespace' | 'task'>, sel: QueueSelector): boolean =>
+  (!sel.namespace || q.namespace === sel.namespace) && (!sel.task || q.task === sel.task);
+
+function addExpired(ctx: LaneContext, n: number): void {
+  if (n > 0 && ctx.tally) ctx.tally.set(ctx.queue.name, (ctx.tally.get(ctx.queue.name) ?? 0) + n);
+}
+
 /** A pop as the route answers it: the result, and after an empty one when to ask again. */
 export interface PopAnswer {
   result: PopResult | null;
+  /** Per queue, the messages this request passed over because they outlived the queue's ttl. */
+  expired: ReadonlyMap<string, number>;
   /** Set when the wait cap turned the wait away: the client should wait this long before asking again. */
   retryAfterSeconds?: number | undefined;
 }
@@ -111,7 +135,15 @@ interface LaneContext {
   batch: number;
   maxBytes: number;
   autoAck: boolean;
+  /** Adds up what the pop's looks passed over (see {@link PopTally}). */
+  tally?: PopTally | undefined;
 }
+
+/**
+ * What one pop request (all its looks) passed over without delivering, for the meters: per
+ * queue, the messages not delivered because they outlived the queue's explicit ttl.
+ */
+export type PopTally = Map<string, number>;
 
 /** A wildcard pop: up to `partitions` partitions of the queue, `batch` messages in all. */
 interface WildcardPop {
@@ -123,6 +155,7 @@ interface WildcardPop {
   autoAck: boolean;
   batch: number;
   partitions: number;
+  tally?: PopTally | undefined;
 }
 
 type LaneOutcome =
@@ -160,6 +193,8 @@ export class PopService {
    * after each had read and decoded the same segment).
    */
   private readonly inflight = new Set<string>();
+  /** Per (selector, group): the queue that served the last namespace/task pop here (round-robin among equals). */
+  private readonly lastServed = new Map<string, string>();
 
   constructor(private readonly deps: PopServiceDeps) {}
 
@@ -178,24 +213,32 @@ export class PopService {
    * deployment's wait cap turned the wait away (docs/DEPLOYING.md, "The wait cap").
    */
   async answer(req: PopRequest, signal?: AbortSignal): Promise<PopAnswer> {
+    const tally: PopTally = new Map();
     const { value: r, capped } = await this.deps.longPoll.wait({
       queue: req.queue,
       budgetMs: req.wait ? Math.max(0, Math.min(req.timeoutMs, this.deps.config.maxPopWaitMs)) : 0,
       signal,
       baton: `${req.queue}\u0000${req.group}`,
-      look: () => this.popOnce(req),
+      look: () => this.popOnce(req, tally),
     });
+    return this.finish(r, capped, tally);
+  }
+
+  private finish(r: PopResult | null, capped: boolean, tally: PopTally): PopAnswer {
+    for (const [queue, n] of tally) this.deps.telemetry.count('MessagesExpired', n, { queue });
     if (r) {
       this.deps.telemetry.count('Pops');
       this.deps.telemetry.count('MessagesDelivered', r.messages.length);
-      return { result: r };
+      return { result: r, expired: tally };
     }
     this.deps.telemetry.count('EmptyPops');
-    return capped ? { result: null, retryAfterSeconds: CAPPED_RETRY_AFTER_S } : { result: null };
+    return capped
+      ? { result: null, retryAfterSeconds: CAPPED_RETRY_AFTER_S, expired: tally }
+      : { result: null, expired: tally };
   }
 
   /** One attempt, no waiting. */
-  async popOnce(req: PopRequest): Promise<PopResult | null> {
+  async popOnce(req: PopRequest, tally?: PopTally): Promise<PopResult | null> {
     const queue = await this.deps.queues.getQueue(req.queue);
     if (!queue) return null; // an unknown queue is "nothing to deliver", never a 404
     const now = this.deps.clock();
@@ -206,7 +249,7 @@ export class PopService {
     const reg = await this.deps.groups.register(queue.name, req.group, 'lease', sub);
     const leaseMs = effectiveLeaseSeconds(req.leaseSeconds, queue.options.leaseTime) * 1000;
     const batch = Math.max(1, Math.min(MAX_POP_BATCH, req.batch));
-    const base = { queue, group: req.group, reg, now, leaseMs, autoAck: req.autoAck };
+    const base = { queue, group: req.group, reg, now, leaseMs, autoAck: req.autoAck, tally };
     if (req.partition !== undefined) {
       const part = await this.deps.queues.getPartition(queue.name, req.partition);
       if (!part) return null;
@@ -325,11 +368,14 @@ export class PopService {
       if (windowHeld(tail.lastAt, o.windowBuffer * 1000, now)) return { kind: 'empty' };
     }
     const w = retentionWindows(o, now);
+    const timers = appliedTimers(o, ctx.queue.explicit);
     const vis = {
       delayMs: o.delayedProcessing * 1000,
       maxWaitMs: o.maxWaitTimeSeconds * 1000,
       retentionMs: w.retentionMs,
+      ttlMs: timers.ttlMs,
     };
+    let expired = 0;
     let from = plan.from;
     let hint = state.hint;
     let skipThrough: number | null = null;
@@ -354,6 +400,7 @@ export class PopService {
         { ...vis, now, batch: ctx.batch, maxBytes: ctx.maxBytes },
       );
       if (sel.skipThrough !== null) skipThrough = sel.skipThrough;
+      expired += sel.expired;
       picked = read.items.slice(sel.first, sel.first + sel.count);
       const allSkipped = sel.skipThrough !== null && sel.first === read.items.length;
       if (picked.length > 0 || !allSkipped || read.items.length < ctx.batch) break;
@@ -379,10 +426,11 @@ export class PopService {
         rl: 0,
         dlq: false,
         skipThrough,
+        expired,
         segAvg,
       });
       if (skipThrough !== null) next.hint = null;
-      await putCursor(this.deps.storage, part, ctx.group, next, item);
+      if (await putCursor(this.deps.storage, part, ctx.group, next, item)) addExpired(ctx, expired);
       return { kind: 'empty' };
     }
     const segs: number[] = [];
@@ -398,11 +446,14 @@ export class PopService {
       segEnd: last.seg.end,
       rl: o.retryLimit,
       dlq: dlqEnabled(o),
+      rd: timers.retryDelayMs,
       skipThrough,
+      expired,
       autoAck: ctx.autoAck,
       segAvg,
     });
     if (!(await putCursor(this.deps.storage, part, ctx.group, next, item))) return { kind: 'busy' };
+    addExpired(ctx, expired);
     if (next.redeliveries > 0) this.deps.telemetry.count('Redeliveries', picked.length);
     const messages = await Promise.all(
       picked.map(async (p) => ({
@@ -478,6 +529,61 @@ export class PopService {
       if (segs > 0) segAvg = msgs / segs;
     }
     return { items, segAvg: segs > 0 ? Math.max(1, msgs / segs) : segAvg };
+  }
+
+  // ------------------------------------------------------- by namespace and task
+
+  /**
+   * A pop across the queues a namespace and/or task selects (`GET /api/v1/pop?namespace=…&task=…`):
+   * one pop leases from exactly one queue, the first in {@link popOrder} (highest priority;
+   * equal priorities round-robin per process) that delivers, as {@link answer} would on that
+   * queue's wildcard route. `allowed` leaves out queues the caller may not consume. Long polls
+   * re-read storage every second (a push in this process does not wake them early).
+   *
+   * @example
+   * ```ts
+   * const r = await pops.answerMatching({ namespace: 'shop', group: 'billing', batch: 10, partitions: 1,
+   *   autoAck: false, wait: false, timeoutMs: 0, allowed: () => true });
+   * r.result?.queue; // the queue it leased from
+   * ```
+   */
+  async answerMatching(req: MatchingPopRequest, signal?: AbortSignal): Promise<PopAnswer> {
+    const sel: QueueSelector = { namespace: req.namespace || undefined, task: req.task || undefined };
+    const key = `\u0000match\u0000${queueMatchPk(sel)}`;
+    const tally: PopTally = new Map();
+    const { value: r, capped } = await this.deps.longPoll.wait({
+      queue: key,
+      budgetMs: req.wait ? Math.max(0, Math.min(req.timeoutMs, this.deps.config.maxPopWaitMs)) : 0,
+      signal,
+      baton: `${key}\u0000${req.group}`,
+      look: () => this.popMatchingOnce(sel, req, tally),
+    });
+    return this.finish(r, capped, tally);
+  }
+
+  private async popMatchingOnce(
+    sel: QueueSelector,
+    req: MatchingPopRequest,
+    tally: PopTally,
+  ): Promise<PopResult | null> {
+    const matches = await this.deps.queues.matching(sel);
+    const turn = `${queueMatchPk(sel)}\u0000${req.group}`;
+    for (const name of popOrder(matches, this.lastServed.get(turn))) {
+      if (!req.allowed(name)) continue;
+      let q = await this.deps.queues.getQueue(name);
+      if (!q || !matchesSelector(q, sel)) q = await this.deps.queues.getQueue(name, { fresh: true });
+      if (!q || !matchesSelector(q, sel)) {
+        // Left by a deleted queue, or one configured away from this selector.
+        await this.deps.queues.forgetMatch(sel, name);
+        continue;
+      }
+      const r = await this.popOnce({ ...req, queue: name, partition: undefined }, tally);
+      if (r) {
+        this.lastServed.set(turn, name);
+        return r;
+      }
+    }
+    return null;
   }
 
   private mintLeaseId(group: string, partitionIds: string[]): string {
