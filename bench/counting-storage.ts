@@ -38,7 +38,7 @@ export function countingStorage(inner: Storage): {
       inner.items.transact(ops)
     ),
     // An UpdateItem, then (AWS) the writes it built as one more request.
-    take: (t, k, n, then) =>
+    take: (t, k, n, then, o) =>
       inner.items
         .take(
           t,
@@ -50,6 +50,7 @@ export function countingStorage(inner: Storage): {
               if (ops.length > 0) bump(ops.length === 1 && ops[0]?.op !== 'check' ? 'put' : 'transact');
               return ops;
             }),
+          o,
         )
         .finally(() => bump('take')),
   };

@@ -106,8 +106,8 @@ export function watchWrites(inner: Storage, health: WriteHealth): Storage {
     writeEach: (ops, o) => watch(i.writeEach(ops, o)),
     transact: (ops) => watch(i.transact(ops)),
     // A take's writes fail inside a TakeWriteError: what the store did is its cause.
-    take: (t, k, n, then) =>
-      i.take(t, k, n, then).catch((e: unknown) => {
+    take: (t, k, n, then, o) =>
+      i.take(t, k, n, then, o).catch((e: unknown) => {
         health.failed(e instanceof TakeWriteError ? e.cause : e);
         throw e;
       }),

@@ -251,8 +251,25 @@ export interface ItemStore {
    *   { op: 'put', table: 'log', item: segmentAt(first), cond: { kind: 'absent' } },
    * ]);
    * ```
+   *
+   * `opts.atMost` bounds the counter: the take applies only if the counter after it would be at
+   * most that (checked atomically with the raise), else nothing is taken and it throws
+   * {@link ConditionFailedError} (index 0, the counter as found). A bound does not make the take
+   * contend: concurrent takes under the bound all apply, the ones that would pass it fail.
    */
-  take(table: TableName, key: ItemKey, count: number, then?: (taken: Taken) => WriteOp[]): Promise<Taken>;
+  take(
+    table: TableName,
+    key: ItemKey,
+    count: number,
+    then?: (taken: Taken) => WriteOp[],
+    opts?: TakeOptions,
+  ): Promise<Taken>;
+}
+
+/** Options of {@link ItemStore.take}. */
+export interface TakeOptions {
+  /** The highest value the counter may have after the take. */
+  atMost?: number | undefined;
 }
 
 export interface BlobInfo {

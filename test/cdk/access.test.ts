@@ -45,7 +45,7 @@ function recording(inner: Storage, uses: Set<Use>, badKeys: string[]): Storage {
       delete: (t, k, c) => (uses.add(`table:${t}:write`), inner.items.delete(t, k, c)),
       writeEach: (ops) => (ops.forEach((o) => uses.add(op(o))), inner.items.writeEach(ops)),
       transact: (ops) => (ops.forEach((o) => uses.add(op(o))), inner.items.transact(ops)),
-      take: (t, k, n, then) => (
+      take: (t, k, n, then, takeOpts) => (
         uses.add(`table:${t}:write`),
         inner.items.take(
           t,
@@ -57,6 +57,7 @@ function recording(inner: Storage, uses: Set<Use>, badKeys: string[]): Storage {
               ops.forEach((o) => uses.add(op(o)));
               return ops;
             }),
+          takeOpts,
         )
       ),
     },

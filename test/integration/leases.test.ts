@@ -44,7 +44,7 @@ function counted(inner: Storage): { storage: Storage; n: () => number; reset: ()
     delete: (t, k, c) => (n++, i.delete(t, k, c)),
     writeEach: (ops) => ((n += ops.length), i.writeEach(ops)),
     transact: (ops) => (n++, i.transact(ops)),
-    take: (t, k, c, then) => (
+    take: (t, k, c, then, o) => (
       n++,
       i.take(
         t,
@@ -56,6 +56,7 @@ function counted(inner: Storage): { storage: Storage; n: () => number; reset: ()
             if (ops.length > 0) n++;
             return ops;
           }),
+        o,
       )
     ),
   };

@@ -37,9 +37,9 @@ function interceptCommits(storage: Storage, beforeCommit: (ops: WriteOp[]) => Pr
         return inner.transact(ops);
       },
       // A push commits its segment inside the take of its partition's offsets.
-      take: async (t, k, n, then) => {
+      take: async (t, k, n, then, o) => {
         if (k.pk.startsWith('SEQ#')) await beforeCommit([]);
-        return inner.take(t, k, n, then);
+        return inner.take(t, k, n, then, o);
       },
     },
   };

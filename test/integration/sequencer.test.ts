@@ -49,7 +49,7 @@ function metered(inner: Storage): { storage: Storage; writes: () => number; fail
       return r;
     },
     // The take and the writes built from it: two requests on AWS.
-    take: (t, k, n, then) => count(then ? 2 : 1, inner.items.take(t, k, n, then)),
+    take: (t, k, n, then, o) => count(then ? 2 : 1, inner.items.take(t, k, n, then, o)),
   });
   return { storage, writes: () => writes, failed: () => failed };
 }

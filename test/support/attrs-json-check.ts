@@ -45,7 +45,7 @@ export function checkingAttrsJson<S extends Storage>(inner: S): S {
     delete: (t, k, c) => i.delete(t, k, c),
     writeEach: async (ops, o) => (checkOps(ops), i.writeEach(ops, o)),
     transact: async (ops) => (checkOps(ops), i.transact(ops)),
-    take: (t, k, n, then) =>
+    take: (t, k, n, then, o) =>
       i.take(
         t,
         k,
@@ -56,6 +56,7 @@ export function checkingAttrsJson<S extends Storage>(inner: S): S {
             checkOps(ops);
             return ops;
           }),
+        o,
       ),
   };
   return new Proxy(inner, {

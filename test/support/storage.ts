@@ -22,7 +22,7 @@ export function withItems(inner: Storage, over: Partial<ItemStore>): Storage {
     delete: (t, k, c) => i.delete(t, k, c),
     writeEach: (ops, o) => i.writeEach(ops, o),
     transact: (ops) => i.transact(ops),
-    take: (t, k, n, then) => i.take(t, k, n, then),
+    take: (t, k, n, then, o) => i.take(t, k, n, then, o),
     ...over,
   };
   return { kind: inner.kind, blobs: inner.blobs, close: () => inner.close(), items };
@@ -40,7 +40,7 @@ export function crashing(inner: Storage, fail: (ops: WriteOp[]) => boolean): Sto
     writeEach: async (ops, o) => (check(ops), i.writeEach(ops, o)),
     transact: async (ops) => (check(ops), i.transact(ops)),
     // The writes a take builds crash when they are built (the take itself went through).
-    take: (t, k, n, then) =>
+    take: (t, k, n, then, o) =>
       i.take(
         t,
         k,
@@ -51,6 +51,7 @@ export function crashing(inner: Storage, fail: (ops: WriteOp[]) => boolean): Sto
             check(ops);
             return ops;
           }),
+        o,
       ),
   });
 }

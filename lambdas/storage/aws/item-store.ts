@@ -36,6 +36,7 @@ import {
   type QueryOptions,
   TakeWriteError,
   type QueryPage,
+  type TakeOptions,
   type Taken,
   type TableName,
   type WriteOp,
@@ -336,9 +337,15 @@ export class DynamoItemStore implements ItemStore {
     }
   }
 
-  async take(table: TableName, key: ItemKey, count: number, then?: (t: Taken) => WriteOp[]): Promise<Taken> {
+  async take(
+    table: TableName,
+    key: ItemKey,
+    count: number,
+    then?: (t: Taken) => WriteOp[],
+    opts: TakeOptions = {},
+  ): Promise<Taken> {
     if (!Number.isInteger(count) || count < 1) throw new Error(`take needs a whole count of 1 or more, got ${count}`);
-    const taken = await this.takeOnce(table, key, count);
+    const taken = await this.takeOnce(table, key, count, opts.atMost);
     if (!then) return taken;
     try {
       const ops = then(taken);
@@ -358,9 +365,16 @@ export class DynamoItemStore implements ItemStore {
    * One UpdateItem raising the counter. Each take stamps the item with a token of its own (`lt`)
    * and is guarded by "the stamp is not mine": if DynamoDB's answer is lost and the SDK sends the
    * take again, the guard fails on our own first attempt and its old image says what we took.
+   * With `atMost` the guard also says "the counter stays within the bound"; a failure whose item
+   * carries another take's stamp is then the bound.
    */
-  private async takeOnce(table: TableName, key: ItemKey, count: number): Promise<Taken> {
+  private async takeOnce(table: TableName, key: ItemKey, count: number, atMost?: number): Promise<Taken> {
     const token = randomBytes(12).toString('base64url');
+    if (atMost !== undefined && count > atMost) {
+      const current = await this.getRaw(table, key);
+      throw new ConditionFailedError([{ index: 0, current: decodeItem(current) }]);
+    }
+    const bound: AvMap = atMost === undefined ? {} : { ':max': { N: String(atMost - count) } };
     try {
       const out = await throttled('UpdateItem', () =>
         this.ddb.send(
@@ -368,13 +382,17 @@ export class DynamoItemStore implements ItemStore {
             TableName: this.tableName(table),
             Key: encodeKey(key),
             UpdateExpression: 'SET #v = if_not_exists(#v, :zero) + :n, #a = if_not_exists(#a, :empty), #lt = :token',
-            ConditionExpression: 'attribute_not_exists(#lt) OR #lt <> :token',
+            ConditionExpression:
+              atMost === undefined
+                ? 'attribute_not_exists(#lt) OR #lt <> :token'
+                : '(attribute_not_exists(#lt) OR #lt <> :token) AND (attribute_not_exists(#v) OR #v <= :max)',
             ExpressionAttributeNames: { '#v': 'v', '#a': 'a', '#lt': TAKE_TOKEN_ATTRIBUTE },
             ExpressionAttributeValues: {
               ':zero': { N: '0' },
               ':n': { N: String(count) },
               ':empty': { S: '{}' },
               ':token': { S: token },
+              ...bound,
             },
             ReturnValues: 'ALL_OLD',
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -385,8 +403,11 @@ export class DynamoItemStore implements ItemStore {
       return { first: before?.ver ?? 0, before };
     } catch (err) {
       if (errorName(err) !== 'ConditionalCheckFailedException') throw err;
+      const found = (err as { Item?: AvMap }).Item ?? (atMost === undefined ? undefined : await this.getRaw(table, key));
+      if (atMost !== undefined && found?.[TAKE_TOKEN_ATTRIBUTE]?.S !== token)
+        throw new ConditionFailedError([{ index: 0, current: decodeItem(found) }]);
       // Our own earlier attempt applied: the item as found is the one just after it.
-      const after = decodeItem((err as { Item?: AvMap }).Item) as Item;
+      const after = decodeItem(found) as Item;
       const first = after.ver - count;
       return {
         first,

@@ -17,6 +17,7 @@ import {
   type QueryOptions,
   TakeWriteError,
   type QueryPage,
+  type TakeOptions,
   type Taken,
   type TableName,
   type WriteEachOptions,
@@ -61,7 +62,13 @@ interface WriteJob {
   /** Need not be durable before a later job that is ({@link WriteEachOptions.deferDurability}). */
   deferred?: boolean;
   /** For a take: the counter, how many numbers, and the writes to build from them. */
-  take?: { table: TableName; key: ItemKey; count: number; then?: ((t: Taken) => WriteOp[]) | undefined };
+  take?: {
+    table: TableName;
+    key: ItemKey;
+    count: number;
+    then?: ((t: Taken) => WriteOp[]) | undefined;
+    atMost?: number | undefined;
+  };
   taken?: Taken;
   /** Each put's attributes as JSON, serialised once by {@link checkOp} (null for other ops). */
   jsons: (string | null)[];
@@ -248,6 +255,8 @@ export class SqliteItemStore implements ItemStore {
       const t = job.take as NonNullable<WriteJob['take']>;
       const before = this.read(t.table, t.key);
       const taken: Taken = { first: before?.ver ?? 0, before };
+      if (t.atMost !== undefined && taken.first + t.count > t.atMost)
+        throw new ConditionFailedError([{ index: 0, current: before }]);
       if (before) this.sTakeRaise.run(t.count, t.table, t.key.pk, t.key.sk);
       else this.sTakeNew.run(t.table, t.key.pk, t.key.sk, t.count);
       if (t.then) {
@@ -359,7 +368,13 @@ export class SqliteItemStore implements ItemStore {
     await this.enqueue('all', [op], [checkOp(op)]);
   }
 
-  async take(table: TableName, key: ItemKey, count: number, then?: (t: Taken) => WriteOp[]): Promise<Taken> {
+  async take(
+    table: TableName,
+    key: ItemKey,
+    count: number,
+    then?: (t: Taken) => WriteOp[],
+    opts: TakeOptions = {},
+  ): Promise<Taken> {
     checkTable(table);
     checkKey(key);
     if (!Number.isInteger(count) || count < 1) throw new Error(`take needs a whole count of 1 or more, got ${count}`);
@@ -368,7 +383,7 @@ export class SqliteItemStore implements ItemStore {
         kind: 'take',
         ops: [],
         jsons: [],
-        take: { table, key, count, then },
+        take: { table, key, count, then, atMost: opts.atMost },
         // flush hands a take job its `taken` (see there).
         resolve: (v) => resolve(v as unknown as Taken),
         reject,
