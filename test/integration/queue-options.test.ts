@@ -158,6 +158,34 @@ describe.each(backends)('integration: queue options on $name', (backend) => {
     expect((await svc.queues.getQueue('patched', { fresh: true }))?.options.maxVisibilityMs).toBe(43_200_000);
   });
 
+  it('maxSize is exact under concurrency: 60 pushes racing from three processes store exactly maxSize messages', async () => {
+    const procs = [testServices(storage), testServices(storage), testServices(storage)];
+    await configure(procs[0]!, 'bounded', { maxSize: 20 });
+    const got = await Promise.allSettled(
+      procs.flatMap((svc, p) =>
+        Array.from({ length: 20 }, (_, i) => svc.pushes.push([{ queue: 'bounded', payload: json(`${p}-${i}`) }])),
+      ),
+    );
+    const ok = got.filter((g) => g.status === 'fulfilled');
+    for (const g of got) if (g.status === 'rejected') expect(g.reason).toMatchObject({ code: 'queue_full' });
+    expect(ok).toHaveLength(20);
+    const all = await procs[0]!.leasePops.pop(req('bounded', { batch: 1000, autoAck: true }));
+    expect(all?.messages).toHaveLength(20);
+    // Consumed: room again, exactly as much.
+    const again = await Promise.allSettled(
+      procs.flatMap((svc) =>
+        Array.from({ length: 4 }, () =>
+          svc.pushes.push([1, 2, 3].map((i) => ({ queue: 'bounded', payload: json(i) }))),
+        ),
+      ),
+    );
+    const stored = again.filter((g) => g.status === 'fulfilled').length * 3;
+    expect(stored).toBeLessThanOrEqual(20);
+    expect(stored).toBeGreaterThanOrEqual(18); // 6 pushes of 3 fit; a seventh would not
+    const rest = await procs[1]!.leasePops.pop(req('bounded', { batch: 1000, autoAck: true }));
+    expect(rest?.messages).toHaveLength(stored);
+  });
+
   it('a namespace/task pop leases from exactly one queue: the highest priority with work, equals in turn', async () => {
     const svc = testServices(storage);
     await configure(svc, 'shop-low', { priority: 1 }, { namespace: 'shop', task: 'bill' });
