@@ -150,7 +150,11 @@ describe('cli against the local server', () => {
     const merged = await sluiceCli(['--json', 'configure', 'cli-seek', '--merge', '--set', 'ttl=600'], { env });
     expect(merged.code).toBe(0);
     expect(JSON.parse(merged.stdout)).toMatchObject({ options: { leaseTime: 30, retryLimit: 5, ttl: 600 } });
-    expect(JSON.parse(merged.stdout).explicitOptions).toEqual(['leaseTime', 'retryLimit', 'ttl']);
+    expect((JSON.parse(merged.stdout) as { explicitOptions: string[] }).explicitOptions).toEqual([
+      'leaseTime',
+      'retryLimit',
+      'ttl',
+    ]);
     const replaced = await sluiceCli(['--json', 'configure', 'cli-seek', '--set', 'ttl=600'], { env });
     expect(JSON.parse(replaced.stdout)).toMatchObject({ options: { leaseTime: 300, retryLimit: 3, ttl: 600 } });
     const nowhere = await sluiceCli(['configure', 'cli-no-such', '--merge', '--set', 'ttl=1'], { env });

@@ -92,10 +92,11 @@ describe.each(backends)('http: queue options on $name', (backend) => {
     const missing = await http<ErrorReply>('PATCH', '/api/v1/resources/queues/nope', { options: { ttl: 5 } });
     expect(missing.status).toBe(404);
     await http('POST', '/api/v1/configure', { queue: 'pv', options: {} });
-    for (const body of [{}, { options: {} }, { options: { ttlx: 1 } }, { options: { ttl: -1 } }, { extra: 1 }]) {
-      const r = await http<ErrorReply>('PATCH', '/api/v1/resources/queues/pv', body);
-      expect(r.status, JSON.stringify(body)).toBe(400);
-    }
+    const bodies = [{}, { options: {} }, { options: { ttlx: 1 } }, { options: { ttl: -1 } }, { extra: 1 }];
+    const statuses = [];
+    for (const body of bodies)
+      statuses.push((await http<ErrorReply>('PATCH', '/api/v1/resources/queues/pv', body)).status);
+    expect(statuses).toEqual(bodies.map(() => 400));
   });
 
   it('a Queen-client-shaped pop by namespace and task leases from the one highest-priority queue with work', async () => {

@@ -403,7 +403,8 @@ export class DynamoItemStore implements ItemStore {
       return { first: before?.ver ?? 0, before };
     } catch (err) {
       if (errorName(err) !== 'ConditionalCheckFailedException') throw err;
-      const found = (err as { Item?: AvMap }).Item ?? (atMost === undefined ? undefined : await this.getRaw(table, key));
+      const found =
+        (err as { Item?: AvMap }).Item ?? (atMost === undefined ? undefined : await this.getRaw(table, key));
       if (atMost !== undefined && found?.[TAKE_TOKEN_ATTRIBUTE]?.S !== token)
         throw new ConditionFailedError([{ index: 0, current: decodeItem(found) }]);
       // Our own earlier attempt applied: the item as found is the one just after it.
