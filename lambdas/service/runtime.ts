@@ -14,6 +14,7 @@ import { DlqService } from './leases/dlq-service.js';
 import { LeaseGroupAdmin } from './leases/lease-groups.js';
 import { LongPoll } from './leases/long-poll.js';
 import { maxSizeGuard } from './leases/max-size-guard.js';
+import { MatchingPopService } from './leases/namespace-pop.js';
 import { PopService } from './leases/pop.js';
 import { ReadyIndex } from './leases/ready-index.js';
 import { MessageLookup } from './log/message-lookup.js';
@@ -51,6 +52,8 @@ export interface Services {
   claims: ClaimService;
   /** Partition-lease pops, long-polling when asked (docs/LEASES.md). */
   leasePops: PopService;
+  /** Partition-lease pops across the queues a namespace and/or task selects (docs/LEASES.md). */
+  matchingPops: MatchingPopService;
   /** Partition-lease acks and lease extends (docs/LEASES.md). */
   leaseAcks: AckService;
   /** The partition-lease dead-letter queue. */
@@ -149,6 +152,7 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
     telemetry,
     clock,
   });
+  const matchingPops = new MatchingPopService({ config, queues, pops: leasePops, longPoll });
   const leaseAcks = new AckService({ storage, queues, segments, dlq, notifier, telemetry, clock });
   const leaseGroups = new LeaseGroupAdmin({ storage, queues, segments, groups, ready, notifier, clock });
   const transactions = new TransactionService({ storage, queues, pushes, acks: leaseAcks, clock });
@@ -168,6 +172,7 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
     groups,
     claims,
     leasePops,
+    matchingPops,
     leaseAcks,
     dlq,
     leaseGroups,

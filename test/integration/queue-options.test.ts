@@ -5,7 +5,8 @@ import { SluiceError } from '../../lambdas/core/errors.js';
 import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
 import { QueueOptionsInput, explicitOptionNames, resolveQueueOptions } from '../../lambdas/core/queue-options.js';
 import { decodeCursor, leaseKeys } from '../../lambdas/service/leases/lease-store.js';
-import type { MatchingPopRequest, PopRequest, PopResult } from '../../lambdas/service/leases/pop.js';
+import type { MatchingPopRequest } from '../../lambdas/service/leases/namespace-pop.js';
+import type { PopRequest, PopResult } from '../../lambdas/service/leases/pop.js';
 import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
 import type { Services } from '../../lambdas/service/runtime.js';
 import type { Storage } from '../../lambdas/storage/port.js';
@@ -198,20 +199,20 @@ describe.each(backends)('integration: queue options on $name', (backend) => {
 
     const served: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const r = (await svc.leasePops.answerMatching(matchReq({ namespace: 'shop', batch: 1 }))).result!;
+      const r = (await svc.matchingPops.answer(matchReq({ namespace: 'shop', batch: 1 }))).result!;
       expect(new Set(r.messages.map((m) => m.partitionId)).size).toBe(1);
       served.push(r.queue);
     }
     // Priority 5 first, then 1 once both priority-5 lanes are leased; then every lane is busy.
     expect(served.slice(0, 2).sort()).toEqual(['shop-a', 'shop-b']);
     expect(served[2]).toBe('shop-low');
-    expect((await svc.leasePops.answerMatching(matchReq({ namespace: 'shop', batch: 1 }))).result).toBeNull();
+    expect((await svc.matchingPops.answer(matchReq({ namespace: 'shop', batch: 1 }))).result).toBeNull();
     // Task only / both.
-    const byTask = await svc.leasePops.answerMatching(matchReq({ task: 'bill' }));
+    const byTask = await svc.matchingPops.answer(matchReq({ task: 'bill' }));
     expect(byTask.result?.queue).toBe('other');
-    expect((await svc.leasePops.answerMatching(matchReq({ namespace: 'shop', task: 'ship' }))).result).toBeNull();
+    expect((await svc.matchingPops.answer(matchReq({ namespace: 'shop', task: 'ship' }))).result).toBeNull();
     // A caller that may not consume a queue never gets it.
-    const only = await svc.leasePops.answerMatching(
+    const only = await svc.matchingPops.answer(
       matchReq({ namespace: 'shop', group: 'g2', allowed: (q) => q === 'shop-low' }),
     );
     expect(only.result?.queue).toBe('shop-low');
@@ -237,8 +238,7 @@ describe.each(backends)('integration: queue options on $name', (backend) => {
     for (let k = 0; k < idle; k++) await configure(svc, `cost-idle-${k}`, { priority: 5 }, { namespace: 'cost' });
     await configure(svc, 'cost-work', { priority: 1 }, { namespace: 'cost' });
     await svc.pushes.push([1, 2, 3].map((x) => ({ queue: 'cost-work', payload: json(x) })));
-    const pop = () =>
-      svc.leasePops.answerMatching(matchReq({ namespace: 'cost', group: 'cg', batch: 1, autoAck: true }));
+    const pop = () => svc.matchingPops.answer(matchReq({ namespace: 'cost', group: 'cg', batch: 1, autoAck: true }));
     expect((await pop()).result?.queue).toBe('cost-work'); // warms group registrations and caches
     n = 0;
     expect((await pop()).result?.queue).toBe('cost-work');
@@ -254,7 +254,7 @@ describe.each(backends)('integration: queue options on $name', (backend) => {
     for (const q of ['rr-a', 'rr-c']) await svc.pushes.push([1, 2, 3].map((i) => ({ queue: q, payload: json(i) })));
     const served: string[] = [];
     for (let i = 0; i < 4; i++) {
-      const r = (await svc.leasePops.answerMatching(matchReq({ namespace: 'rr', batch: 1, autoAck: true }))).result!;
+      const r = (await svc.matchingPops.answer(matchReq({ namespace: 'rr', batch: 1, autoAck: true }))).result!;
       served.push(r.queue);
     }
     expect(served).toEqual(['rr-a', 'rr-c', 'rr-a', 'rr-c']);
@@ -270,8 +270,8 @@ describe.each(backends)('integration: queue options on $name', (backend) => {
     ]);
     await svc.queues.patch('mv-1', { namespace: 'away' });
     await svc.deletion.deleteQueue('mv-2');
-    expect((await svc.leasePops.answerMatching(matchReq({ namespace: 'mv' }))).result).toBeNull();
-    expect((await svc.leasePops.answerMatching(matchReq({ namespace: 'away' }))).result?.queue).toBe('mv-1');
+    expect((await svc.matchingPops.answer(matchReq({ namespace: 'mv' }))).result).toBeNull();
+    expect((await svc.matchingPops.answer(matchReq({ namespace: 'away' }))).result?.queue).toBe('mv-1');
     // mv-1's entry went with the PATCH, mv-2's with the pop that met it.
     expect(await svc.queues.matching({ namespace: 'mv' })).toEqual([]);
   });

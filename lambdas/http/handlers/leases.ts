@@ -235,7 +235,7 @@ export const popMatching = defineRoute({
       result: r,
       retryAfterSeconds,
       expired,
-    } = await services.leasePops.answerMatching(
+    } = await services.matchingPops.answer(
       {
         namespace: q.namespace,
         task: q.task,

@@ -1,3 +1,4 @@
+// One concept past 500 lines: a partition-lease pop from request to leased span (one lane, wildcard rounds, what it passed over).
 /**
  * Partition-lease pops over the storage port (docs/LEASES.md, "A lane, its cursor and its
  * lease"). The semantics live in `core/leases.ts` as pure transitions; a pop reads a
@@ -24,7 +25,6 @@ import {
   windowHeld,
 } from '../../core/leases.js';
 import { randomFromPool } from '../../core/ids.js';
-import { popOrder } from '../../core/queue-match.js';
 import { QUEUE_MODE_GROUP } from '../../core/names.js';
 import { appliedTimers, effectiveLeaseSeconds } from '../../core/queue-options.js';
 import { retentionOn, retentionWindows } from '../../core/retention.js';
@@ -32,13 +32,7 @@ import type { Item, Storage } from '../../storage/port.js';
 import { openPayload, type PayloadCipherLike } from '../encryption.js';
 import type { GroupRegistry } from '../groups/group-registry.js';
 import type { GroupRecord } from '../groups/group-store.js';
-import {
-  queueMatchPk,
-  type PartitionRef,
-  type QueueRecord,
-  type QueueSelector,
-  type SegmentMeta,
-} from '../log/log-store.js';
+import type { PartitionRef, QueueRecord, SegmentMeta } from '../log/log-store.js';
 import type { QueueDirectory } from '../log/queue-directory.js';
 import type { SegmentReader, StoredMessage } from '../log/segments.js';
 import type { Telemetry } from '../telemetry.js';
@@ -87,17 +81,6 @@ export interface PopRequest {
   /** Long-poll budget asked for (capped by configuration). */
   timeoutMs: number;
 }
-
-/** A pop by namespace and/or task: {@link PopRequest} without a queue, and which queues the caller may consume. */
-export interface MatchingPopRequest extends Omit<PopRequest, 'queue' | 'partition'> {
-  namespace?: string | undefined;
-  task?: string | undefined;
-  allowed: (queue: string) => boolean;
-}
-
-/** Whether a queue answers a selector (a missing namespace or task matches any). */
-export const matchesSelector = (q: Pick<QueueRecord, 'namespace' | 'task'>, sel: QueueSelector): boolean =>
-  (!sel.namespace || q.namespace === sel.namespace) && (!sel.task || q.task === sel.task);
 
 function addExpired(ctx: LaneContext, n: number): void {
   if (n > 0 && ctx.tally) ctx.tally.set(ctx.queue.name, (ctx.tally.get(ctx.queue.name) ?? 0) + n);
@@ -193,8 +176,6 @@ export class PopService {
    * after each had read and decoded the same segment).
    */
   private readonly inflight = new Set<string>();
-  /** Per (selector, group): the queue that served the last namespace/task pop here (round-robin among equals). */
-  private readonly lastServed = new Map<string, string>();
 
   constructor(private readonly deps: PopServiceDeps) {}
 
@@ -221,10 +202,11 @@ export class PopService {
       baton: `${req.queue}\u0000${req.group}`,
       look: () => this.popOnce(req, tally),
     });
-    return this.finish(r, capped, tally);
+    return this.settle(r, capped, tally);
   }
 
-  private finish(r: PopResult | null, capped: boolean, tally: PopTally): PopAnswer {
+  /** The answer to a pop request that ended with `r` (its telemetry counted), for {@link answer} and pops over several queues. */
+  settle(r: PopResult | null, capped: boolean, tally: PopTally): PopAnswer {
     for (const [queue, n] of tally) this.deps.telemetry.count('MessagesExpired', n, { queue });
     if (r) {
       this.deps.telemetry.count('Pops');
@@ -529,61 +511,6 @@ export class PopService {
       if (segs > 0) segAvg = msgs / segs;
     }
     return { items, segAvg: segs > 0 ? Math.max(1, msgs / segs) : segAvg };
-  }
-
-  // ------------------------------------------------------- by namespace and task
-
-  /**
-   * A pop across the queues a namespace and/or task selects (`GET /api/v1/pop?namespace=…&task=…`):
-   * one pop leases from exactly one queue, the first in {@link popOrder} (highest priority;
-   * equal priorities round-robin per process) that delivers, as {@link answer} would on that
-   * queue's wildcard route. `allowed` leaves out queues the caller may not consume. Long polls
-   * re-read storage every second (a push in this process does not wake them early).
-   *
-   * @example
-   * ```ts
-   * const r = await pops.answerMatching({ namespace: 'shop', group: 'billing', batch: 10, partitions: 1,
-   *   autoAck: false, wait: false, timeoutMs: 0, allowed: () => true });
-   * r.result?.queue; // the queue it leased from
-   * ```
-   */
-  async answerMatching(req: MatchingPopRequest, signal?: AbortSignal): Promise<PopAnswer> {
-    const sel: QueueSelector = { namespace: req.namespace || undefined, task: req.task || undefined };
-    const key = `\u0000match\u0000${queueMatchPk(sel)}`;
-    const tally: PopTally = new Map();
-    const { value: r, capped } = await this.deps.longPoll.wait({
-      queue: key,
-      budgetMs: req.wait ? Math.max(0, Math.min(req.timeoutMs, this.deps.config.maxPopWaitMs)) : 0,
-      signal,
-      baton: `${key}\u0000${req.group}`,
-      look: () => this.popMatchingOnce(sel, req, tally),
-    });
-    return this.finish(r, capped, tally);
-  }
-
-  private async popMatchingOnce(
-    sel: QueueSelector,
-    req: MatchingPopRequest,
-    tally: PopTally,
-  ): Promise<PopResult | null> {
-    const matches = await this.deps.queues.matching(sel);
-    const turn = `${queueMatchPk(sel)}\u0000${req.group}`;
-    for (const name of popOrder(matches, this.lastServed.get(turn))) {
-      if (!req.allowed(name)) continue;
-      let q = await this.deps.queues.getQueue(name);
-      if (!q || !matchesSelector(q, sel)) q = await this.deps.queues.getQueue(name, { fresh: true });
-      if (!q || !matchesSelector(q, sel)) {
-        // Left by a deleted queue, or one configured away from this selector.
-        await this.deps.queues.forgetMatch(sel, name);
-        continue;
-      }
-      const r = await this.popOnce({ ...req, queue: name, partition: undefined }, tally);
-      if (r) {
-        this.lastServed.set(turn, name);
-        return r;
-      }
-    }
-    return null;
   }
 
   private mintLeaseId(group: string, partitionIds: string[]): string {

@@ -1,3 +1,4 @@
+// One concept past 500 lines: queues and their partitions (cached lookups, creation, configure and PATCH, the namespace/task index).
 import { randomInt } from 'node:crypto';
 import type { SluiceConfig } from '../../config.js';
 import { SluiceError } from '../../core/errors.js';

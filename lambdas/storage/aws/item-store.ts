@@ -1,3 +1,4 @@
+// One concept past 500 lines: the port's items on DynamoDB (reads, guarded writes, transactions, bounded takes, retries).
 /**
  * The AWS item store: the port's items over DynamoDB, one table per logical table (see
  * `schema.ts`), items marshalled by `marshal.ts`.
