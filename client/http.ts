@@ -49,7 +49,7 @@ export interface TransportOptions {
 }
 
 export interface Request {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   query?: Record<string, string | number | boolean | undefined | null> | undefined;
   body?: unknown;

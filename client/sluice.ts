@@ -432,6 +432,32 @@ export class QueueRef {
   }
 
   /**
+   * Changes only the options given (`PATCH /api/v1/resources/queues/{queue}`), keeping the rest;
+   * `null` puts an option back to its default. A queue that does not exist is a
+   * {@link SluiceApiError} with status 404.
+   *
+   * @example
+   * ```ts
+   * await sluice.queue('orders').update({ options: { ttl: 600 } });
+   * ```
+   */
+  async update(change: {
+    options?: { [K in keyof QueueOptions]?: QueueOptions[K] | null };
+    namespace?: string | null;
+    task?: string | null;
+    signal?: AbortSignal;
+  }): Promise<ConfigureResult> {
+    const { signal, ...body } = change;
+    return (await this.client.http.json<ConfigureResult>({
+      method: 'PATCH',
+      path: `/api/v1/resources/queues/${seg(this.spec.queue)}`,
+      body,
+      retry: 'idempotent',
+      signal,
+    })) as ConfigureResult;
+  }
+
+  /**
    * The queue's options (`GET /api/v1/queues/{queue}`); a queue that does not exist is a
    * {@link SluiceApiError} with status 404.
    */

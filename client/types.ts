@@ -41,6 +41,8 @@ export interface QueueInfo {
   /** False for a queue a push created (it has the default options). */
   configured: boolean;
   options: QueueOptions;
+  /** The options the client set (the rest are defaults); `ttl` and `retryDelay` act only when named here. */
+  explicitOptions: string[];
 }
 
 export interface ConfigureResult {

@@ -81,7 +81,7 @@ export function acknowledgeNagFindings(
 // A route of an API in this stack: Resource::arn:<AWS::Partition>:execute-api:<region>:<account>:<ApiXXXX>/*/METHOD/path
 const API_ROUTE_RESOURCE = new RegExp(
   String.raw`^Resource::arn:<AWS::Partition>:execute-api:(?:<AWS::Region>|[a-z0-9-]+):(?:<AWS::AccountId>|\d{12}):` +
-    String.raw`(<[A-Za-z0-9]+>)\/\*\/(GET|POST|PUT|DELETE)\/[A-Za-z0-9/_*.-]*$`,
+    String.raw`(<[A-Za-z0-9]+>)\/\*\/(GET|POST|PUT|PATCH|DELETE)\/[A-Za-z0-9/_*.-]*$`,
 );
 
 /** A resolved IAM policy document, as far as the checks below read it. */

@@ -1,4 +1,4 @@
-/** Queue commands: `configure` (create a queue or replace its options). */
+/** Queue commands: `configure` (create a queue or replace its options; `--merge` changes only the given ones). */
 import type { Command } from 'commander';
 import type { QueueOptions } from '../../client/types.js';
 import type { CommandContext } from '../command.js';
@@ -11,7 +11,9 @@ export function queueCommands(program: Command, ctx: CommandContext): void {
 
   program
     .command('configure')
-    .description('Create a queue or replace its configuration (options not given go back to defaults).')
+    .description(
+      'Create a queue or replace its configuration (options not given go back to defaults); with --merge, change only the given options of an existing queue.',
+    )
     .argument('<queue>')
     .option(
       '-s, --set <key=value>',
@@ -19,10 +21,29 @@ export function queueCommands(program: Command, ctx: CommandContext): void {
       parseOptionPair,
       {},
     )
-    .action(async (queue: string, o: { set: QueueOptions }, cmd: Command) => {
-      const r = await client(cmd).queue(queue).config(o.set).create();
-      if (json(cmd)) return printJson(r);
-      out(`configured ${r.queue}\n`);
-      out(table([['OPTION', 'VALUE'], ...Object.entries(r.options).map(([k, v]) => [k, String(v)])]));
-    });
+    .option('--merge', 'keep the options not given (PATCH); the queue must exist')
+    .option('--namespace <namespace>', "the queue's namespace (pops by namespace select on it)")
+    .option('--task <task>', "the queue's task (pops by task select on it)")
+    .action(
+      async (
+        queue: string,
+        o: { set: QueueOptions; merge?: boolean; namespace?: string; task?: string },
+        cmd: Command,
+      ) => {
+        const ref = client(cmd).queue(queue);
+        const r = o.merge
+          ? await ref.update({
+              options: o.set,
+              ...(o.namespace !== undefined ? { namespace: o.namespace } : {}),
+              ...(o.task !== undefined ? { task: o.task } : {}),
+            })
+          : await ref.config(o.set).create({
+              ...(o.namespace !== undefined ? { namespace: o.namespace } : {}),
+              ...(o.task !== undefined ? { task: o.task } : {}),
+            });
+        if (json(cmd)) return printJson(r);
+        out(`configured ${r.queue}\n`);
+        out(table([['OPTION', 'VALUE'], ...Object.entries(r.options).map(([k, v]) => [k, String(v)])]));
+      },
+    );
 }

@@ -44,6 +44,8 @@ export interface Lease {
   rl: number;
   /** Whether dead-lettering was enabled (either DLQ flag) when the lease was taken. */
   dlq: boolean;
+  /** The queue's applied retryDelay (ms) when the lease was taken: an expired lease redelivers that long after `exp`. */
+  rd?: number | undefined;
 }
 
 /** A (partition, group) cursor row. */
@@ -66,6 +68,10 @@ export interface CursorState {
   completed: number;
   deadLettered: number;
   dropped: number;
+  /** Epoch ms before which the lane is not redelivered after a failed ack (retryDelay); 0 = none. */
+  heldUntil: number;
+  /** Counter: messages this group passed without delivery because they outlived the queue's ttl. */
+  expired: number;
 }
 
 export const emptyCursor = (committed = -1, hint: number | null = null): CursorState => ({
@@ -80,6 +86,8 @@ export const emptyCursor = (committed = -1, hint: number | null = null): CursorS
   completed: 0,
   deadLettered: 0,
   dropped: 0,
+  heldUntil: 0,
+  expired: 0,
 });
 
 /**
@@ -147,11 +155,28 @@ export type PopPlan =
   | { kind: 'free'; from: number; redelivery: boolean };
 
 /**
- * A pop skips a lane whose lease is live; otherwise it reads from committed + 1 (docs/LEASES.md,
- * "A lane, its cursor and its lease").
+ * When a lane may be redelivered under the queue's explicit retryDelay: `retryDelay` after its
+ * lease expired, or after the failed ack that released it; 0 when nothing holds it.
+ *
+ * @example
+ * ```ts
+ * redeliveryAt({ ...emptyCursor(), heldUntil: 5_000 }); // 5000
+ * ```
+ */
+export function redeliveryAt(s: Pick<CursorState, 'lease' | 'heldUntil'>): number {
+  const afterExpiry = s.lease?.rd ? s.lease.exp + s.lease.rd : 0;
+  return Math.max(s.heldUntil, afterExpiry);
+}
+
+/**
+ * A pop skips a lane whose lease is live, or that retryDelay still holds after an expired lease
+ * or a failed ack; otherwise it reads from committed + 1 (docs/LEASES.md, "A lane, its cursor
+ * and its lease").
  */
 export function planPop(s: CursorState, now: number): PopPlan {
   if (isLive(s.lease, now)) return { kind: 'busy', until: s.lease.exp };
+  const held = redeliveryAt(s);
+  if (held > now) return { kind: 'busy', until: held };
   return { kind: 'free', from: s.committed + 1, redelivery: s.lease !== null };
 }
 
@@ -170,6 +195,8 @@ export interface Visibility {
   maxWaitMs: number;
   /** retentionSeconds (when retention is enabled): older messages are gone, even if still stored. */
   retentionMs: number;
+  /** The queue's ttl, only when the client set it explicitly: an unconsumed older message is not delivered. */
+  ttlMs?: number | undefined;
 }
 
 export interface Selection {
@@ -180,6 +207,8 @@ export interface Selection {
   count: number;
   /** Epoch ms at which the next invisible (delayed) message becomes visible, if one stopped the batch. */
   visibleAt: number | null;
+  /** How many of the skipped messages outlived the ttl (the count the `expired` counters add). */
+  expired: number;
 }
 
 /**
@@ -193,12 +222,20 @@ export function selectDeliverable(
   opts: Visibility & { now: number; batch: number; maxBytes: number },
 ): Selection {
   const { now } = opts;
+  const ttlMs = opts.ttlMs ?? 0;
   let i = 0;
   let skipThrough: number | null = null;
+  let expired = 0;
+  const outlived = (c: Candidate): boolean => ttlMs > 0 && c.createdAt + ttlMs <= now;
   const gone = (c: Candidate): boolean =>
     (opts.retentionMs > 0 && c.createdAt + opts.retentionMs <= now) ||
-    (opts.maxWaitMs > 0 && c.createdAt + opts.maxWaitMs <= now);
-  while (i < cands.length && gone(cands[i] as Candidate)) skipThrough = (cands[i++] as Candidate).offset;
+    (opts.maxWaitMs > 0 && c.createdAt + opts.maxWaitMs <= now) ||
+    outlived(c);
+  while (i < cands.length && gone(cands[i] as Candidate)) {
+    const c = cands[i++] as Candidate;
+    if (outlived(c)) expired++;
+    skipThrough = c.offset;
+  }
   const first = i;
   let bytes = 0;
   let visibleAt: number | null = null;
@@ -215,7 +252,7 @@ export function selectDeliverable(
     bytes += c.bytes;
     i++;
   }
-  return { skipThrough, first, count: i - first, visibleAt };
+  return { skipThrough, first, count: i - first, visibleAt, expired };
 }
 
 /** windowBuffer: a partition is held back until `windowMs` after its newest message. */
@@ -237,6 +274,10 @@ export interface PopGrant {
   dlq: boolean;
   /** Offsets passed without delivery (expired / too old). */
   skipThrough?: number | null | undefined;
+  /** How many of the passed offsets outlived the ttl (added to the lane's `expired` counter). */
+  expired?: number | undefined;
+  /** The queue's applied retryDelay in ms (0: redeliver as soon as the lease ends). */
+  rd?: number | undefined;
   /** Commit at delivery and take no lease (autoAck). */
   autoAck?: boolean | undefined;
   /** Messages per segment seen by this read. */
@@ -252,7 +293,8 @@ export function applyPop(s: CursorState, g: PopGrant): CursorState {
   const n = g.end >= g.start ? g.end - g.start + 1 : 0;
   let committed = Math.max(s.committed, g.skipThrough ?? -1);
   if (n > 0) committed = Math.max(committed, g.start - 1);
-  const next: CursorState = { ...s, committed, segAvg: g.segAvg ?? s.segAvg };
+  const next: CursorState = { ...s, committed, segAvg: g.segAvg ?? s.segAvg, expired: s.expired + (g.expired ?? 0) };
+  if (n > 0) next.heldUntil = 0;
   if (n === 0) {
     next.lease = isLive(s.lease, g.now) ? s.lease : null;
     next.hint = committed === s.committed ? s.hint : hintFor(committed + 1, g.segs, g.segEnd, null);
@@ -282,6 +324,7 @@ export function applyPop(s: CursorState, g: PopGrant): CursorState {
     rl: g.rl,
     dlq: g.dlq,
   };
+  if (g.rd) next.lease.rd = g.rd;
   next.hint = hintFor(committed + 1, g.segs, g.segEnd, s.hint);
   return next;
 }
@@ -359,7 +402,7 @@ export const DEFAULT_DLQ_ERROR = 'Retries exhausted';
  *   offset that lies below the lowest explicit signal (`failed`, `retry`, `dlq`) of the call.
  * - The lowest explicit signal decides: `retry` releases the lease (budget untouched);
  *   `failed` charges the lane's counter by one while it is below `retryLimit` and releases the
- *   lease; `failed` with the budget spent, or `dlq`, dead-letters the head un-acked message
+ *   lease, holding the lane for the lease's retryDelay (`heldUntil`); `failed` with the budget spent, or `dlq`, dead-letters the head un-acked message
  *   (committed + 1 after the prefix), moves the cursor past it, resets the counter and
  *   releases the lease — or drops it when both DLQ flags are off.
  * - With no explicit signal, the cursor reaching the lease's end completes the batch: the
@@ -431,7 +474,11 @@ export function planAck(
   markReleased();
   if (lowest.status === 'retry') return { results, next: release(base), outcome: 'retry' };
   if (lowest.status === 'failed' && s.retry < lease.rl)
-    return { results, next: release({ ...base, retry: s.retry + 1 }), outcome: 'failed' };
+    return {
+      results,
+      next: release({ ...base, retry: s.retry + 1, heldUntil: lease.rd ? ctx.now + lease.rd : 0 }),
+      outcome: 'failed',
+    };
 
   // Budget spent (or dlq): the head un-acked message leaves the lane.
   const poison = committed + 1;
@@ -492,7 +539,7 @@ export function planExtend(
  * `committed + 1`. The budget and redelivery state start over.
  */
 export function applySeek(s: CursorState, committed: number, hint: number | null): CursorState {
-  return { ...s, committed, lease: null, retry: 0, redeliveries: 0, lastStart: null, hint };
+  return { ...s, committed, lease: null, retry: 0, redeliveries: 0, lastStart: null, hint, heldUntil: 0 };
 }
 
 // ---------------------------------------------------------------- subscription

@@ -6,17 +6,23 @@ import { z } from 'zod';
  * left out goes back to its default.
  */
 export interface QueueOptions {
-  /** Stored and echoed (Queen compatibility). */
+  /** Namespace/task pops lease from the highest-priority matching queue with work. */
   priority: number;
   /** Lease seconds for partition-lease pops. Null on a queue created implicitly by a push: pops then use 60 s. */
   leaseTime: number | null;
   /** Failed acks a (partition, group) lane may spend before the head message is dead-lettered. */
   retryLimit: number;
-  /** Stored and echoed (Queen compatibility), in milliseconds. */
+  /**
+   * Milliseconds a lane waits after an expired lease or a failed ack before it is redelivered.
+   * Applied only when the client set it (see {@link appliedTimers}).
+   */
   retryDelay: number;
   /** Most unconsumed messages a partition may hold; 0 = unlimited. */
   maxSize: number;
-  /** Stored and echoed (Queen compatibility), seconds. */
+  /**
+   * Seconds after its push an unconsumed message is no longer delivered by pops (0 = never).
+   * Applied only when the client set it (see {@link appliedTimers}).
+   */
   ttl: number;
   deadLetterQueue: boolean;
   dlqAfterMaxRetries: boolean;
@@ -140,4 +146,63 @@ export function effectiveLeaseSeconds(requested: number | undefined, stored: num
   if (requested !== undefined && requested > 0) return requested;
   if (stored !== null && stored !== undefined && stored > 0) return stored;
   return 60;
+}
+
+/** The names of the options a `/configure` or PATCH body set (a value that is not null). */
+export function explicitOptionNames(input: QueueOptionsInput | null | undefined): (keyof QueueOptions)[] {
+  return Object.entries(input ?? {})
+    .filter(([, v]) => v !== null && v !== undefined)
+    .map(([k]) => k as keyof QueueOptions)
+    .sort();
+}
+
+/**
+ * What `ttl` and `retryDelay` do on a queue, in milliseconds (0 = nothing). Queen stores and
+ * echoes both, and its server defaults (3600 s, 1000 ms) fill every `/configure` that leaves them
+ * out; applied silently they would drop unconsumed messages after an hour and slow every failed
+ * redelivery. So each applies only when the client set it explicitly (`explicit` names it).
+ *
+ * @example
+ * ```ts
+ * appliedTimers(QUEUE_OPTION_DEFAULTS, []); // { ttlMs: 0, retryDelayMs: 0 }
+ * appliedTimers({ ...QUEUE_OPTION_DEFAULTS, ttl: 60 }, ['ttl']); // { ttlMs: 60000, retryDelayMs: 0 }
+ * ```
+ */
+export function appliedTimers(
+  o: Pick<QueueOptions, 'ttl' | 'retryDelay'>,
+  explicit: readonly string[] | undefined,
+): { ttlMs: number; retryDelayMs: number } {
+  const set = new Set(explicit ?? []);
+  return {
+    ttlMs: set.has('ttl') ? o.ttl * 1000 : 0,
+    retryDelayMs: set.has('retryDelay') ? o.retryDelay : 0,
+  };
+}
+
+/**
+ * A PATCH: the given options over the current ones, the rest kept. A value of null puts that
+ * option back to its default and forgets that the client set it.
+ *
+ * @example
+ * ```ts
+ * const cur = { options: QUEUE_OPTION_DEFAULTS, explicit: ['ttl'] };
+ * mergeQueueOptions(cur, { retryDelay: 5000 }).explicit; // ['retryDelay', 'ttl']
+ * ```
+ */
+export function mergeQueueOptions(
+  cur: { options: QueueOptions; explicit?: readonly string[] | undefined },
+  patch: QueueOptionsInput,
+  defaults: Partial<QueueOptions> = {},
+): { options: QueueOptions; explicit: string[] } {
+  const base: QueueOptions = { ...QUEUE_OPTION_DEFAULTS, ...defaults };
+  const options: QueueOptions = { ...cur.options };
+  const explicit = new Set(cur.explicit ?? []);
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === undefined) continue;
+    const key = k as keyof QueueOptions;
+    (options as unknown as Record<string, unknown>)[key] = v === null ? base[key] : v;
+    if (v === null) explicit.delete(key);
+    else explicit.add(key);
+  }
+  return { options, explicit: [...explicit].sort() };
 }

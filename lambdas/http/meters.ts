@@ -44,10 +44,16 @@ export const pushMeter =
     flush();
   };
 
-/** A pop: a request on the queue, the messages it leased and their age, or an empty pop. */
+/**
+ * A pop: a request on the queue, the messages it leased and their age, or an empty pop; and the
+ * messages it passed over because they outlived the queue's ttl.
+ */
 export const popMeter =
-  (queue: string, pop: PopResult | null | undefined, now: number) =>
+  (queue: string | undefined, pop: PopResult | null | undefined, now: number, expired?: ReadonlyMap<string, number>) =>
   (m: Meter): void => {
+    for (const [q, n] of expired ?? []) m.count(q, 'ttlExpired', n);
+    // A pop by namespace/task that found nothing names no queue.
+    if (queue === undefined) return;
     m.count(queue, 'popRequests');
     if (!pop || pop.messages.length === 0) {
       m.count(queue, 'popEmpty');

@@ -10,7 +10,7 @@ import { grantsFromEnv, type Grants } from './grants.js';
 import { toJson } from '../codec/json-writer.js';
 import type { HttpEvent, HttpResponse, HttpResult } from './types.js';
 
-export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /** Which Lambda function serves a route (each gets only the permissions its routes need). */
 export type FunctionGroup = 'log' | 'leases' | 'claims' | 'admin';

@@ -46,7 +46,7 @@ export interface EdgePolicy {
   authenticate?: Authenticate | undefined;
 }
 
-const CORS_METHODS = 'GET, POST, PUT, DELETE';
+const CORS_METHODS = 'GET, POST, PUT, PATCH, DELETE';
 const CORS_HEADERS = 'authorization, content-type';
 
 function answer(statusCode: number, code: string, error: string, headers: Record<string, string> = {}): HttpResponse {

@@ -15,6 +15,7 @@ import { DlqService } from './leases/dlq-service.js';
 import { LeaseGroupAdmin } from './leases/lease-groups.js';
 import { LongPoll } from './leases/long-poll.js';
 import { maxSizeGuard } from './leases/max-size-guard.js';
+import { MatchingPopService } from './leases/namespace-pop.js';
 import { PopService } from './leases/pop.js';
 import { WorkIndex } from './leases/work-index.js';
 import { MessageLookup } from './log/message-lookup.js';
@@ -55,6 +56,8 @@ export interface Services {
   claims: ClaimService;
   /** Partition-lease pops, long-polling when asked (docs/LEASES.md). */
   leasePops: PopService;
+  /** Partition-lease pops across the queues a namespace and/or task selects (docs/LEASES.md). */
+  matchingPops: MatchingPopService;
   /** Partition-lease acks and lease extends (docs/LEASES.md). */
   leaseAcks: AckService;
   /** An ack and the next pop in one request (our route; Queen's clients send two). */
@@ -161,6 +164,7 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
     telemetry,
     clock,
   });
+  const matchingPops = new MatchingPopService({ config, queues, pops: leasePops, longPoll });
   const leaseAcks = new AckService({ storage, queues, segments, dlq, notifier, telemetry, clock });
   const leaseGroups = new LeaseGroupAdmin({ storage, queues, segments, groups, work, notifier, clock });
   const transactions = new TransactionService({ storage, queues, pushes, acks: leaseAcks, clock });
@@ -180,6 +184,7 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
     groups,
     claims,
     leasePops,
+    matchingPops,
     leaseAcks,
     ackAndPop: new AckAndPop({ queues, acks: leaseAcks, pops: leasePops }),
     dlq,

@@ -20,6 +20,7 @@ export type MetricName =
   | 'DeadLettered'
   | 'Redeliveries'
   | 'MessagesDropped'
+  | 'MessagesExpired'
   | 'LeaseExtends'
   | 'ClaimPolls'
   | 'ClaimPollsCapped'

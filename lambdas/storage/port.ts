@@ -200,6 +200,8 @@ export class TakeWriteError extends Error {
 
 /** Options of {@link ItemStore.take}. */
 export interface TakeOptions {
+  /** The highest value the counter may have after the take (see {@link ItemStore.take}). */
+  atMost?: number | undefined;
   /**
    * Attributes the take sets on the counter item, in the same atomic write that raises it: each
    * key given replaces that key's value, every other attribute stays. `before` reports the item
@@ -307,6 +309,11 @@ export interface ItemStore {
    *   { op: 'put', table: 'log', item: segmentAt(first), cond: { kind: 'absent' } },
    * ]);
    * ```
+   *
+   * `opts.atMost` bounds the counter: the take applies only if the counter after it would be at
+   * most that (checked atomically with the raise), else nothing is taken and it throws
+   * {@link ConditionFailedError} (index 0, the counter as found). A bound does not make the take
+   * contend: concurrent takes under the bound all apply, the ones that would pass it fail.
    */
   take(
     table: TableName,

@@ -857,6 +857,44 @@ export function runStorageConformance(
         ).rejects.toThrow(/printable ASCII/);
       });
 
+      it('atMost: a take that would raise the counter past the bound takes nothing and throws ConditionFailedError', async () => {
+        const key = { pk: uid(), sk: 'seq' };
+        expect((await s.items.take('log', key, 3, undefined, { atMost: 5 })).first).toBe(0);
+        const err = await s.items.take('log', key, 3, undefined, { atMost: 5 }).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(ConditionFailedError);
+        expect((err as ConditionFailedError).failed[0]?.current?.ver).toBe(3);
+        // Nothing was taken, and writes built from it were not applied.
+        let built = false;
+        const err2 = await s.items
+          .take('log', key, 9, () => ((built = true), []), { atMost: 5 })
+          .catch((e: unknown) => e);
+        expect(err2).toBeInstanceOf(ConditionFailedError);
+        expect(built).toBe(false);
+        expect((await s.items.get('log', key))?.ver).toBe(3);
+        expect((await s.items.take('log', key, 2, undefined, { atMost: 5 })).first).toBe(3);
+        // On an absent counter too.
+        const fresh = { pk: uid(), sk: 'seq' };
+        expect(await s.items.take('log', fresh, 2, undefined, { atMost: 1 }).catch((e: unknown) => e)).toBeInstanceOf(
+          ConditionFailedError,
+        );
+        expect(await s.items.get('log', fresh)).toBeUndefined();
+      });
+
+      it('atMost under 40 parallel takes: exactly the takes that fit apply, the counter never passes the bound', async () => {
+        const key = { pk: uid(), sk: 'seq' };
+        const got = await Promise.allSettled(
+          Array.from({ length: 40 }, () => s.items.take('log', key, 1, undefined, { atMost: 25 })),
+        );
+        const ok = got.filter((g) => g.status === 'fulfilled');
+        expect(ok).toHaveLength(25);
+        const refused = got.flatMap((g) => (g.status === 'rejected' ? [g.reason as unknown] : []));
+        expect(refused.every((e) => e instanceof ConditionFailedError)).toBe(true);
+        expect(
+          ok.map((g) => (g as PromiseFulfilledResult<{ first: number }>).value.first).sort((a, b) => a - b),
+        ).toEqual(Array.from({ length: 25 }, (_, i) => i));
+        expect((await s.items.get('log', key))?.ver).toBe(25);
+      });
+
       it('refuses a count below 1', async () => {
         await expectValidationError(s.items.take('log', { pk: uid(), sk: 'seq' }, 0));
         await expectValidationError(s.items.take('log', { pk: uid(), sk: 'seq' }, 1.5));

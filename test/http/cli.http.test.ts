@@ -146,6 +146,20 @@ describe('cli against the local server', () => {
     const refused = await sluiceCli(['configure', 'cli-seek', '--set', 'leaseTime=soon'], { env });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^sluice: .*leaseTime.*\[HTTP 400 invalid_request\]\n$/);
+    // --merge changes one option and keeps the others; without it the others go back to defaults.
+    const merged = await sluiceCli(['--json', 'configure', 'cli-seek', '--merge', '--set', 'ttl=600'], { env });
+    expect(merged.code).toBe(0);
+    expect(JSON.parse(merged.stdout)).toMatchObject({ options: { leaseTime: 30, retryLimit: 5, ttl: 600 } });
+    expect((JSON.parse(merged.stdout) as { explicitOptions: string[] }).explicitOptions).toEqual([
+      'leaseTime',
+      'retryLimit',
+      'ttl',
+    ]);
+    const replaced = await sluiceCli(['--json', 'configure', 'cli-seek', '--set', 'ttl=600'], { env });
+    expect(JSON.parse(replaced.stdout)).toMatchObject({ options: { leaseTime: 300, retryLimit: 3, ttl: 600 } });
+    const nowhere = await sluiceCli(['configure', 'cli-no-such', '--merge', '--set', 'ttl=1'], { env });
+    expect(nowhere.code).toBe(3); // EXIT.notFound
+    expect(nowhere.stderr).toMatch(/cli-no-such.*does not exist/);
   });
 
   it('lists the DLQ and redrives it with a progress bar and a rate limit', async () => {

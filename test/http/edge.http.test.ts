@@ -188,7 +188,7 @@ describe('edge: CORS (--cors-origin)', () => {
     expect(r.status).toBe(204);
     expect(r.headers).toMatchObject({
       'access-control-allow-origin': DASHBOARD,
-      'access-control-allow-methods': 'GET, POST, PUT, DELETE',
+      'access-control-allow-methods': 'GET, POST, PUT, PATCH, DELETE',
       'access-control-allow-headers': 'authorization, content-type',
       vary: 'origin',
     });

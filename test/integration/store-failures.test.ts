@@ -73,6 +73,7 @@ function calls(w: { pid: string; txid: string; leaseId: string }): Call[] {
   return [
     { method: 'POST', path: '/api/v1/configure', body: { queue: 'sf', options: { leaseTime: 60 } } },
     { method: 'DELETE', path: '/api/v1/resources/queues/sf-other' },
+    { method: 'PATCH', path: '/api/v1/resources/queues/sf', body: { options: { leaseTime: 60 } } },
     {
       method: 'POST',
       path: '/api/v1/push',
@@ -97,6 +98,7 @@ function calls(w: { pid: string; txid: string; leaseId: string }): Call[] {
     { method: 'DELETE', path: G },
     { method: 'GET', path: '/api/v1/pop/queue/sf/partition/Default?batch=1&consumerGroup=other' },
     { method: 'GET', path: '/api/v1/pop/queue/sf?batch=1&consumerGroup=other' },
+    { method: 'GET', path: '/api/v1/pop?namespace=sf-ns&batch=1&consumerGroup=other' },
     { method: 'POST', path: '/api/v1/ack', body: { ...ackItem, consumerGroup: 'g' } },
     { method: 'POST', path: '/api/v1/ack/batch', body: { acknowledgments: [ackItem], consumerGroup: 'g' } },
     { method: 'POST', path: `/api/v1/lease/${w.leaseId}/extend`, body: { seconds: 30 } },

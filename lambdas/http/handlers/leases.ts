@@ -74,9 +74,9 @@ const PopQuery = z.object({
       },
     ),
   partitions: queryInteger(1, 1),
-  // Sent by the Queen client; they select nothing on these routes.
-  namespace: z.string().optional(),
-  task: z.string().optional(),
+  // Sent by the Queen client; they select nothing on the queue routes (GET /api/v1/pop selects by them).
+  namespace: z.string().max(256).optional(),
+  task: z.string().max(256).optional(),
 });
 
 /**
@@ -166,7 +166,11 @@ async function runPop(
   partition: string | undefined,
   q: z.infer<typeof PopQuery>,
 ) {
-  const { result: r, retryAfterSeconds } = await services.leasePops.answer(
+  const {
+    result: r,
+    retryAfterSeconds,
+    expired,
+  } = await services.leasePops.answer(
     {
       queue,
       partition,
@@ -183,7 +187,7 @@ async function runPop(
     // Only a waiting pop needs to hear of shutdown or the deadline.
     q.wait ? signal() : undefined,
   );
-  const meter = popMeter(queue, r, services.clock());
+  const meter = popMeter(queue, r, services.clock(), expired);
   // 204 for every "nothing to deliver": empty, unknown, leased, held back, timed out; with
   // `Retry-After` when the wait cap turned the wait away (our client sleeps that long).
   if (!r)
@@ -213,6 +217,50 @@ export const popQueue = defineRoute({
   query: PopQuery,
   access: { action: 'consume', queues: ({ params }) => [params.queue] },
   run: (i) => runPop(i.services, () => i.signal, i.params.queue, undefined, i.query),
+});
+
+export const popMatching = defineRoute({
+  method: 'GET',
+  path: '/api/v1/pop',
+  group: 'leases',
+  summary:
+    'Lease the next batch from ONE of the queues a `namespace` and/or `task` selects: the highest-priority one with work (equal priorities take turns); 204 when none has any.',
+  query: PopQuery.refine((q) => !!q.namespace || !!q.task, {
+    message: 'name a namespace or a task (or pop a queue: /api/v1/pop/queue/{queue})',
+  }),
+  // The queues are known only while running: those the caller may not consume are left out.
+  access: { action: 'consume' },
+  async run(i) {
+    const { query: q, services, allowed } = i;
+    const {
+      result: r,
+      retryAfterSeconds,
+      expired,
+    } = await services.matchingPops.answer(
+      {
+        namespace: q.namespace,
+        task: q.task,
+        allowed: (queue) => allowed(queue),
+        group: q.consumerGroup,
+        batch: q.batch,
+        partitions: q.partitions,
+        autoAck: q.autoAck,
+        leaseSeconds: q.leaseSeconds,
+        subscriptionMode: q.subscriptionMode,
+        subscriptionFrom: q.subscriptionFrom,
+        wait: q.wait,
+        timeoutMs: q.timeout,
+      },
+      // Only a waiting pop needs to hear of shutdown or the deadline (the signal is made on first read).
+      q.wait ? i.signal : undefined,
+    );
+    const meter = popMeter(r?.queue, r, services.clock(), expired);
+    if (!r)
+      return retryAfterSeconds === undefined
+        ? { statusCode: 204, meter }
+        : { statusCode: 204, headers: { 'retry-after': String(retryAfterSeconds) }, meter };
+    return { statusCode: 200, body: popResultText(r), meter };
+  },
 });
 
 // ---------------------------------------------------------------------- ack
@@ -440,4 +488,4 @@ export const transaction = defineRoute({
   },
 });
 
-export const leaseRoutes: RouteDef[] = [popPartition, popQueue, ack, ackBatch, extendLease, transaction];
+export const leaseRoutes: RouteDef[] = [popPartition, popQueue, popMatching, ack, ackBatch, extendLease, transaction];

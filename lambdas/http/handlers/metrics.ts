@@ -10,7 +10,7 @@
  *   `queen_cluster_dlq_total`, `queen_cluster_db_errors_total`; `queen_dlq_depth`;
  * - per queue: `queen_dlq_depth_by_queue`, `sluice_pushes_total`, `sluice_messages_pushed_total`,
  *   `sluice_duplicates_total`, `sluice_pops_total`, `sluice_messages_delivered_total`,
- *   `sluice_empty_pops_total`, `sluice_acks_total{result}`, `sluice_dead_letters_total`,
+ *   `sluice_empty_pops_total`, `sluice_messages_expired_total`, `sluice_acks_total{result}`, `sluice_dead_letters_total`,
  *   `sluice_claim_polls_total`, `sluice_claim_polls_capped_total`, `sluice_claim_acks_total`,
  *   `sluice_transactions_total`;
  * - per group and queue: `sluice_consumer_lag_messages`, `sluice_consumer_lag_seconds` (age of
@@ -44,6 +44,11 @@ const PER_QUEUE: readonly [string, string, (r: ActivityRow) => number][] = [
     (r) => r.popMessages + r.claimMessages,
   ],
   ['sluice_empty_pops_total', 'Pops that delivered nothing.', (r) => r.popEmpty],
+  [
+    'sluice_messages_expired_total',
+    "Messages pops passed over because they outlived the queue's explicit ttl (once per group).",
+    (r) => r.ttlExpired,
+  ],
   ['sluice_dead_letters_total', 'Messages dead-lettered by acks and claim dead-letter calls.', (r) => r.deadLetters],
   ['sluice_claim_polls_total', 'Record-claim polls.', (r) => r.claimPolls],
   [

@@ -1,12 +1,14 @@
 /**
- * Queue routes: create or reconfigure a queue (`/configure`), describe one (does it exist, with
- * what options), delete one with everything it holds.
+ * Queue routes: create or reconfigure a queue (`/configure`, the whole option set), change some
+ * options (PATCH), describe one (does it exist, with what options), delete one with everything
+ * it holds.
  */
 import { z } from 'zod';
 import { SluiceError, notFound } from '../../core/errors.js';
 import { newNameProblem } from '../../core/names.js';
 import {
   QueueOptionsInput,
+  explicitOptionNames,
   queueOptionsProblem,
   resolveQueueOptions,
   type QueueOptions,
@@ -46,6 +48,8 @@ export const configure = defineRoute({
       namespace: body.namespace,
       task: body.task,
       options,
+      // Queen's defaults fill what the client left out; only what it set applies ttl and retryDelay.
+      explicit: explicitOptionNames(body.options),
     });
     return {
       statusCode: 200,
@@ -97,9 +101,47 @@ export const describeQueue = defineRoute({
         createdAt: iso(q.createdAt),
         configured: q.configured,
         options: echoOptions(q.options),
+        explicitOptions: q.explicit ?? [],
       },
     };
   },
 });
 
-export const queueRoutes: RouteDef[] = [configure, describeQueue, deleteQueue];
+const PatchBody = z
+  .object({
+    namespace: z.string().max(256).nullish(),
+    task: z.string().max(256).nullish(),
+    options: QueueOptionsInput.nullish(),
+  })
+  .strict()
+  .refine((b) => b.namespace !== undefined || b.task !== undefined || Object.keys(b.options ?? {}).length > 0, {
+    message: 'name at least one option (or namespace, task) to change',
+  });
+
+export const patchQueue = defineRoute({
+  method: 'PATCH',
+  path: '/api/v1/resources/queues/{queue}',
+  group: 'admin',
+  summary:
+    'Change some options of an existing queue (the rest stay; null puts one back to its default); 404 when the queue does not exist.',
+  params: z.object({ queue: nameSchema('queue') }),
+  body: PatchBody,
+  access: { action: 'manage', queues: ({ params }) => [params.queue] },
+  async run({ params, body, services }) {
+    const q = await services.queues.patch(params.queue, body, services.config.claimDefaults);
+    return {
+      statusCode: 200,
+      body: {
+        configured: true,
+        queueId: q.queueId,
+        queue: q.name,
+        namespace: q.namespace,
+        task: q.task,
+        options: echoOptions(q.options),
+        explicitOptions: q.explicit ?? [],
+      },
+    };
+  },
+});
+
+export const queueRoutes: RouteDef[] = [configure, describeQueue, patchQueue, deleteQueue];

@@ -26,6 +26,7 @@ export const ACTIVITY_COUNTERS = [
   'popRequests',
   'popMessages',
   'popEmpty',
+  'ttlExpired',
   'ackRequests',
   'ackSuccess',
   'ackFailed',

@@ -8,7 +8,9 @@ import { partitionCursors } from './lease-store.js';
  * The `maxSize` queue option as a push guard (when > 0): refuses a push that would leave more
  * unconsumed messages in the partition than the limit — unconsumed meaning after the slowest
  * lease group's cursor, or everything retained when no group has read it. Two reads per push
- * on such queues; two concurrent pushes can both pass (a soft limit).
+ * on such queues. Exact under concurrency: a push that passes gets the bound `floor + maxSize`
+ * for its take from the partition's sequencer (offsets are handed out there), so of concurrent
+ * pushes only those that still fit commit; the others are refused as if the check had failed.
  *
  * @example
  * ```ts
@@ -26,12 +28,14 @@ export function maxSizeGuard(deps: { storage: Storage; segments: SegmentReader }
     const floors = cursors.map((c) => c.state.committed + 1);
     const floor = floors.length > 0 ? Math.min(...floors) : await deps.segments.readHead(part.id);
     const pending = Math.max(0, tail.next - floor);
-    if (pending + count > max) {
-      throw new SluiceError(
+    const full = (held: number): SluiceError =>
+      new SluiceError(
         'queue_full',
-        `queue ${queue.name} partition ${part.name} holds ${pending} unconsumed messages; maxSize is ${max}, so ${count} more do not fit`,
-        { maxSize: max, pending },
+        `queue ${queue.name} partition ${part.name} holds ${held} unconsumed messages; maxSize is ${max}, so ${count} more do not fit`,
+        { maxSize: max, pending: held },
       );
-    }
+    if (pending + count > max) throw full(pending);
+    // Pushes racing this one took offsets since the read: then at least max - count + 1 are held.
+    return { atMost: floor + max, refusal: () => full(Math.max(pending, max - count + 1)) };
   };
 }

@@ -1,3 +1,4 @@
+// One concept past 500 lines: a partition-lease pop from request to leased span (one lane, wildcard rounds, what it passed over).
 /**
  * Partition-lease pops over the storage port (docs/LEASES.md, "A lane, its cursor and its
  * lease"). The semantics live in `core/leases.ts` as pure transitions; a pop reads a
@@ -25,7 +26,7 @@ import {
 } from '../../core/leases.js';
 import { randomFromPool } from '../../core/ids.js';
 import { QUEUE_MODE_GROUP } from '../../core/names.js';
-import { effectiveLeaseSeconds } from '../../core/queue-options.js';
+import { appliedTimers, effectiveLeaseSeconds } from '../../core/queue-options.js';
 import { retentionOn, retentionWindows } from '../../core/retention.js';
 import type { Item, Storage } from '../../storage/port.js';
 import { openPayload, type PayloadCipherLike } from '../encryption.js';
@@ -81,9 +82,15 @@ export interface PopRequest {
   timeoutMs: number;
 }
 
+function addExpired(ctx: LaneContext, n: number): void {
+  if (n > 0 && ctx.tally) ctx.tally.set(ctx.queue.name, (ctx.tally.get(ctx.queue.name) ?? 0) + n);
+}
+
 /** A pop as the route answers it: the result, and after an empty one when to ask again. */
 export interface PopAnswer {
   result: PopResult | null;
+  /** Per queue, the messages this request passed over because they outlived the queue's ttl. */
+  expired: ReadonlyMap<string, number>;
   /** Set when the wait cap turned the wait away: the client should wait this long before asking again. */
   retryAfterSeconds?: number | undefined;
 }
@@ -111,7 +118,15 @@ interface LaneContext {
   batch: number;
   maxBytes: number;
   autoAck: boolean;
+  /** Adds up what the pop's looks passed over (see {@link PopTally}). */
+  tally?: PopTally | undefined;
 }
+
+/**
+ * What one pop request (all its looks) passed over without delivering, for the meters: per
+ * queue, the messages not delivered because they outlived the queue's explicit ttl.
+ */
+export type PopTally = Map<string, number>;
 
 /** A wildcard pop: up to `partitions` partitions of the queue, `batch` messages in all. */
 interface WildcardPop {
@@ -123,6 +138,7 @@ interface WildcardPop {
   autoAck: boolean;
   batch: number;
   partitions: number;
+  tally?: PopTally | undefined;
 }
 
 type LaneOutcome =
@@ -178,24 +194,33 @@ export class PopService {
    * deployment's wait cap turned the wait away (docs/DEPLOYING.md, "The wait cap").
    */
   async answer(req: PopRequest, signal?: AbortSignal): Promise<PopAnswer> {
+    const tally: PopTally = new Map();
     const { value: r, capped } = await this.deps.longPoll.wait({
       queue: req.queue,
       budgetMs: req.wait ? Math.max(0, Math.min(req.timeoutMs, this.deps.config.maxPopWaitMs)) : 0,
       signal,
       baton: `${req.queue}\u0000${req.group}`,
-      look: () => this.popOnce(req),
+      look: () => this.popOnce(req, tally),
     });
+    return this.settle(r, capped, tally);
+  }
+
+  /** The answer to a pop request that ended with `r` (its telemetry counted), for {@link answer} and pops over several queues. */
+  settle(r: PopResult | null, capped: boolean, tally: PopTally): PopAnswer {
+    for (const [queue, n] of tally) this.deps.telemetry.count('MessagesExpired', n, { queue });
     if (r) {
       this.deps.telemetry.count('Pops');
       this.deps.telemetry.count('MessagesDelivered', r.messages.length);
-      return { result: r };
+      return { result: r, expired: tally };
     }
     this.deps.telemetry.count('EmptyPops');
-    return capped ? { result: null, retryAfterSeconds: CAPPED_RETRY_AFTER_S } : { result: null };
+    return capped
+      ? { result: null, retryAfterSeconds: CAPPED_RETRY_AFTER_S, expired: tally }
+      : { result: null, expired: tally };
   }
 
   /** One attempt, no waiting. */
-  async popOnce(req: PopRequest): Promise<PopResult | null> {
+  async popOnce(req: PopRequest, tally?: PopTally): Promise<PopResult | null> {
     const queue = await this.deps.queues.getQueue(req.queue);
     if (!queue) return null; // an unknown queue is "nothing to deliver", never a 404
     const now = this.deps.clock();
@@ -206,7 +231,7 @@ export class PopService {
     const reg = await this.deps.groups.register(queue.name, req.group, 'lease', sub);
     const leaseMs = effectiveLeaseSeconds(req.leaseSeconds, queue.options.leaseTime) * 1000;
     const batch = Math.max(1, Math.min(MAX_POP_BATCH, req.batch));
-    const base = { queue, group: req.group, reg, now, leaseMs, autoAck: req.autoAck };
+    const base = { queue, group: req.group, reg, now, leaseMs, autoAck: req.autoAck, tally };
     if (req.partition !== undefined) {
       const part = await this.deps.queues.getPartition(queue.name, req.partition);
       if (!part) return null;
@@ -323,11 +348,14 @@ export class PopService {
       if (windowHeld(tail.lastAt, o.windowBuffer * 1000, now)) return { kind: 'empty' };
     }
     const w = retentionWindows(o, now);
+    const timers = appliedTimers(o, ctx.queue.explicit);
     const vis = {
       delayMs: o.delayedProcessing * 1000,
       maxWaitMs: o.maxWaitTimeSeconds * 1000,
       retentionMs: w.retentionMs,
+      ttlMs: timers.ttlMs,
     };
+    let expired = 0;
     let from = plan.from;
     let hint = state.hint;
     let skipThrough: number | null = null;
@@ -352,6 +380,7 @@ export class PopService {
         { ...vis, now, batch: ctx.batch, maxBytes: ctx.maxBytes },
       );
       if (sel.skipThrough !== null) skipThrough = sel.skipThrough;
+      expired += sel.expired;
       picked = read.items.slice(sel.first, sel.first + sel.count);
       const allSkipped = sel.skipThrough !== null && sel.first === read.items.length;
       if (picked.length > 0 || !allSkipped || read.items.length < ctx.batch) break;
@@ -377,10 +406,11 @@ export class PopService {
         rl: 0,
         dlq: false,
         skipThrough,
+        expired,
         segAvg,
       });
       if (skipThrough !== null) next.hint = null;
-      await putCursor(this.deps.storage, part, ctx.group, next, item);
+      if (await putCursor(this.deps.storage, part, ctx.group, next, item)) addExpired(ctx, expired);
       return { kind: 'empty' };
     }
     const segs: number[] = [];
@@ -396,11 +426,14 @@ export class PopService {
       segEnd: last.seg.end,
       rl: o.retryLimit,
       dlq: dlqEnabled(o),
+      rd: timers.retryDelayMs,
       skipThrough,
+      expired,
       autoAck: ctx.autoAck,
       segAvg,
     });
     if (!(await putCursor(this.deps.storage, part, ctx.group, next, item))) return { kind: 'busy' };
+    addExpired(ctx, expired);
     if (next.redeliveries > 0) this.deps.telemetry.count('Redeliveries', picked.length);
     const messages = await Promise.all(
       picked.map(async (p) => ({

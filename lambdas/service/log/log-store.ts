@@ -53,6 +53,12 @@ export const logKeys = {
   marker: (partitionId: string, pushId: string): ItemKey => ({ pk: partitionId, sk: `${MARKER_PREFIX}${pushId}` }),
   /** dedup: a transactionId's reservation in a partition. */
   dedup: (partitionId: string, transactionId: string): ItemKey => ({ pk: partitionId, sk: transactionId }),
+  /**
+   * meta: queues by namespace and task, for namespace/task pops: one entry per queue under each
+   * selector it answers (namespace alone, task alone, both), sk the queue name. JSON keeps a
+   * namespace holding `#` apart from a namespace and a task.
+   */
+  queueMatch: (sel: QueueSelector, queue: string): ItemKey => ({ pk: queueMatchPk(sel), sk: queue }),
   /** meta: where the orphan-blob sweeper stopped. */
   sweepCursor: (): ItemKey => ({ pk: 'MAINT', sk: 'blob-sweep' }),
   /**
@@ -76,6 +82,35 @@ export function parseSegmentBlobKey(key: string): { partitionId: string; pushId:
 
 // ------------------------------------------------------------------ queues
 
+/** Which queues a namespace/task pop asks for: a namespace, a task, or both (a missing one matches any). */
+export interface QueueSelector {
+  namespace?: string | undefined;
+  task?: string | undefined;
+}
+
+export const queueMatchPk = (sel: QueueSelector): string =>
+  sel.namespace && sel.task
+    ? `NT#${JSON.stringify([sel.namespace, sel.task])}`
+    : sel.namespace
+      ? `NS#${sel.namespace}`
+      : `TK#${sel.task ?? ''}`;
+
+/** The selectors a queue with this namespace and task answers (none without either). */
+export function selectorsOf(namespace: string, task: string): QueueSelector[] {
+  const out: QueueSelector[] = [];
+  if (namespace) out.push({ namespace });
+  if (task) out.push({ task });
+  if (namespace && task) out.push({ namespace, task });
+  return out;
+}
+
+/** A queue's entry under one selector: its priority, so a pop orders the matches without reading every record. */
+export const queueMatchItem = (sel: QueueSelector, queue: string, priority: number): Item => ({
+  ...logKeys.queueMatch(sel, queue),
+  ver: 1,
+  attrs: { priority },
+});
+
 /** A queue as stored. */
 export interface QueueRecord {
   name: string;
@@ -86,6 +121,11 @@ export interface QueueRecord {
   /** False for a queue a push created: it has no stored lease time. */
   configured: boolean;
   options: QueueOptions;
+  /**
+   * The options the client set in `/configure` or a PATCH (the rest are defaults); `ttl` and
+   * `retryDelay` apply only when named here. Absent on records written before it existed.
+   */
+  explicit?: string[] | undefined;
 }
 
 export const decodeQueue = (item: Item): QueueRecord => item.attrs as unknown as QueueRecord;

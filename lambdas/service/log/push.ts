@@ -66,8 +66,26 @@ export interface PushOptions {
   stamp?: ProducerStamp | undefined;
 }
 
-/** Refuses a push to a partition by throwing a SluiceError (see {@link PushService.addPushGuard}). */
-export type PushGuard = (c: { queue: QueueRecord; partition: PartitionRef; count: number }) => Promise<void>;
+/**
+ * Refuses a push to a partition by throwing a SluiceError (see {@link PushService.addPushGuard});
+ * or lets it through with a bound on the partition's sequencer that the commit's take must
+ * respect, so concurrent pushes cannot all pass a check made before any of them committed.
+ */
+export type PushGuard = (c: {
+  queue: QueueRecord;
+  partition: PartitionRef;
+  count: number;
+}) => Promise<PushBound | void>;
+
+/** The highest value the partition's sequencer may reach with this push, and the error when it would not fit. */
+export interface PushBound {
+  atMost: number;
+  refusal: () => Error;
+}
+
+/** The tighter of two bounds. */
+const tighter = (a: PushBound | undefined, b: PushBound | undefined): PushBound | undefined =>
+  a === undefined ? b : b === undefined || a.atMost <= b.atMost ? a : b;
 
 export interface PushServiceDeps {
   storage: Storage;
@@ -98,6 +116,8 @@ interface Waiter {
   bytes: number;
   /** A stamped push commits alone: its take carries its producer's entry. */
   stamp: ProducerStamp | undefined;
+  /** The tightest bound the push guards set on the partition's sequencer (maxSize). */
+  bound: PushBound | undefined;
   resolve: (r: PushResult[]) => void;
   reject: (e: unknown) => void;
 }
@@ -159,8 +179,10 @@ export class PushService {
     this.guards.push(guard);
   }
 
-  private async runPushGuards(queue: QueueRecord, part: PartitionRef, count: number): Promise<void> {
-    for (const g of this.guards) await g({ queue, partition: part, count });
+  private async runPushGuards(queue: QueueRecord, part: PartitionRef, count: number): Promise<PushBound | undefined> {
+    let bound: PushBound | undefined;
+    for (const g of this.guards) bound = tighter(bound, (await g({ queue, partition: part, count })) ?? undefined);
+    return bound;
   }
 
   /**
@@ -200,30 +222,29 @@ export class PushService {
         const queue = part && (await this.deps.queues.getQueue(g.queue));
         if (!part || !queue) return false;
         assertCanSeal(queue, this.deps.cipher);
-        await this.runPushGuards(queue, part, g.idx.length);
-        return true;
+        return { bound: await this.runPushGuards(queue, part, g.idx.length) };
       }),
     );
     const targets = await Promise.all(
       all.map(async (g, k) => {
         const queue = await this.deps.queues.ensureQueue(g.queue);
         const part = await this.deps.queues.ensurePartition(queue, g.partition);
-        if (!checked[k]) {
-          assertCanSeal(queue, this.deps.cipher);
-          await this.runPushGuards(queue, part, g.idx.length);
-        }
-        return { g, queue, part };
+        const done = checked[k];
+        if (done) return { g, queue, part, bound: done.bound };
+        assertCanSeal(queue, this.deps.cipher);
+        return { g, queue, part, bound: await this.runPushGuards(queue, part, g.idx.length) };
       }),
     );
     // Every partition's share runs to its end before the push answers: a reply must never go
     // out while another share is still committing (a client retrying it would race that share).
     const settled = await Promise.allSettled(
-      targets.map(({ queue, part, g }) =>
+      targets.map(({ queue, part, g, bound }) =>
         this.pushPartition(
           queue,
           part,
           g.idx.map((i) => items[i] as PushItem),
           opts.stamp,
+          bound,
         ),
       ),
     );
@@ -301,12 +322,13 @@ export class PushService {
     part: PartitionRef,
     items: readonly PushItem[],
     stamp: ProducerStamp | undefined,
+    bound?: PushBound,
   ): Promise<PushResult[]> {
     let bytes = 0;
     for (const it of items) bytes += it.payload.byteLength;
     return new Promise((resolve, reject) => {
       const running = this.lanes.get(part.id);
-      const waiter: Waiter = { queue, items, bytes, stamp, resolve, reject };
+      const waiter: Waiter = { queue, items, bytes, stamp, bound, resolve, reject };
       if (running) running.waiting.push(waiter);
       else {
         const lane = { waiting: [waiter] };
@@ -331,12 +353,14 @@ export class PushService {
         bytes += w.bytes;
       }
       const batch = lane.waiting.splice(0, n);
+      const bound = batch.reduce<PushBound | undefined>((b, w) => tighter(b, w.bound), undefined);
       try {
         const results = await this.commitItems(
           (batch[0] as Waiter).queue,
           part,
           batch.map((w) => w.items),
           (batch[0] as Waiter).stamp,
+          bound,
         );
         let k = 0;
         for (const w of batch) {
@@ -344,7 +368,15 @@ export class PushService {
           k += w.items.length;
         }
       } catch (e) {
-        for (const w of batch) w.reject(e);
+        if (!(e instanceof BoundExceeded) || batch.length === 1) {
+          for (const w of batch) w.reject(e instanceof BoundExceeded ? e.refusal : e);
+          continue;
+        }
+        // Together they pass a bound: each on its own, so those that fit still commit.
+        for (const w of batch)
+          await this.commitItems(w.queue, part, [w.items], w.stamp, w.bound).then(w.resolve, (e2: unknown) =>
+            w.reject(e2 instanceof BoundExceeded ? e2.refusal : e2),
+          );
       }
     }
     this.lanes.delete(part.id);
@@ -362,6 +394,7 @@ export class PushService {
     part: PartitionRef,
     requests: readonly (readonly PushItem[])[],
     stamp?: ProducerStamp,
+    bound?: PushBound,
   ): Promise<PushResult[]> {
     const windowMs = (queue.options.dedupWindowSeconds ?? 0) * 1000;
     const now0 = this.clock();
@@ -415,6 +448,7 @@ export class PushService {
             store.map((i) => prepared[i]!),
             reserve.length > 0 && reserve.some((r) => !dupOf.has(r.i)),
             share,
+            bound,
           );
       } catch (e) {
         // This push will not commit: say so in its marker at once, so pushes of the same
@@ -492,6 +526,7 @@ export class PushService {
     msgs: SegmentMessage[],
     reserved: boolean,
     share?: { current: StampedShare },
+    bound?: PushBound,
   ): Promise<{ base: number } | 'aborted' | { refused: Item | undefined }> {
     let prep: PreparedCommit;
     try {
@@ -502,7 +537,7 @@ export class PushService {
       throw e;
     }
     try {
-      return await this.commitAttempts(prep, share);
+      return await this.commitAttempts(prep, share, bound);
     } catch (e) {
       // Given up after taking offsets: the hooks may owe a write their takes promised.
       await prep.abandon();
@@ -513,6 +548,7 @@ export class PushService {
   private async commitAttempts(
     prep: PreparedCommit,
     share: { current: StampedShare } | undefined,
+    bound: PushBound | undefined,
   ): Promise<{ base: number } | 'aborted' | { refused: Item | undefined }> {
     const part = prep.partition;
     let hookRetry = false;
@@ -521,13 +557,15 @@ export class PushService {
       // The entry names the offsets its take hands out (the stored messages, duplicates left out).
       if (share) share.current = { ...share.current, entry: { ...share.current.entry, taken: prep.count } };
       try {
-        const taken = await this.deps.storage.items.take(
-          'log',
-          logKeys.sequencer(part.id),
-          prep.count,
-          (t) => prep.build(t),
-          withStamp(prep.takeOptions(), share && this.sequences.takeOptions(share.current)),
-        );
+        const taken = await this.deps.storage.items
+          .take('log', logKeys.sequencer(part.id), prep.count, (t) => prep.build(t), {
+            ...withStamp(prep.takeOptions(), share && this.sequences.takeOptions(share.current)),
+            atMost: bound?.atMost,
+          })
+          .catch((e: unknown) => {
+            // Only a bounded take fails with a bare ConditionFailedError: nothing was taken.
+            throw bound && e instanceof ConditionFailedError ? new BoundExceeded(bound.refusal()) : e;
+          });
         if (share) this.sequences.saw(part.id, taken.before, share.current, taken.first);
         await prep.afterCommit(taken.first);
         return { base: taken.first };
@@ -593,6 +631,13 @@ export class PushService {
     this.deps.telemetry?.count('MessagesPushed', prep.count);
     await prep.afterCommit(base);
     this.deps.notifier.notify(prep.queue.name, prep.partition.id);
+  }
+}
+
+/** A bounded take found no room: nothing was taken (the push's `refusal` answers it). */
+class BoundExceeded extends Error {
+  constructor(readonly refusal: Error) {
+    super(refusal.message);
   }
 }
 

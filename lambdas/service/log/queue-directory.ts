@@ -1,9 +1,16 @@
+// One concept past 500 lines: queues and their partitions (cached lookups, creation, configure and PATCH, the namespace/task index).
 import { randomInt } from 'node:crypto';
 import type { SluiceConfig } from '../../config.js';
 import { SluiceError } from '../../core/errors.js';
 import { uuidv7 } from '../../core/ids.js';
 import { DEFAULT_PARTITION, assertName } from '../../core/names.js';
-import { IMPLICIT_QUEUE_OPTIONS, type QueueOptions } from '../../core/queue-options.js';
+import {
+  IMPLICIT_QUEUE_OPTIONS,
+  mergeQueueOptions,
+  queueOptionsProblem,
+  type QueueOptions,
+  type QueueOptionsInput,
+} from '../../core/queue-options.js';
 import {
   ConditionFailedError,
   ContentionError,
@@ -20,9 +27,28 @@ import {
   partitionRefOf,
   queueIndexItem,
   queueItem,
+  queueMatchItem,
+  queueMatchPk,
+  selectorsOf,
   type PartitionRef,
   type QueueRecord,
+  type QueueSelector,
 } from './log-store.js';
+
+/**
+ * How long this process trusts a page of the namespace/task index: a namespace pop reads it
+ * once per this long, whatever the number of pops (a queue configured in another process joins
+ * the matches within it; one configured here at once).
+ */
+export const MATCH_CACHE_MS = 5_000;
+/** Most queues one namespace/task selector matches (one index query of up to this many entries). */
+export const MAX_MATCHING_QUEUES = 1_000;
+
+/** A queue a namespace/task selector matches, with its priority as the index holds it. */
+export interface MatchingQueue {
+  name: string;
+  priority: number;
+}
 
 /**
  * How much older than its queue record a partition written before queue deletion existed (no
@@ -108,6 +134,7 @@ export class QueueDirectory {
    */
   private readonly partitionCache = new Map<string, { at: number; ref: PartitionRef; unmarked: boolean }>();
   private readonly partitionByIdCache = new Map<string, { at: number; ref: PartitionRef }>();
+  private readonly matchCache = new Map<string, { at: number; queues: MatchingQueue[] }>();
 
   constructor(private readonly deps: QueueDirectoryDeps) {}
 
@@ -148,6 +175,7 @@ export class QueueDirectory {
       createdAt: now,
       configured: false,
       options: { ...IMPLICIT_QUEUE_OPTIONS },
+      explicit: [],
     };
     try {
       await this.deps.storage.items.transact([
@@ -165,16 +193,67 @@ export class QueueDirectory {
 
   /**
    * Creates or replaces a queue's configuration (an upsert of the whole option set) and makes
-   * sure its `Default` partition exists.
+   * sure its `Default` partition exists. `explicit` names the options the client set.
    */
   async configure(input: {
     queue: string;
     namespace?: string | null;
     task?: string | null;
     options: QueueOptions;
+    explicit?: string[] | undefined;
   }): Promise<{ queue: QueueRecord; defaultPartition: PartitionRef }> {
     assertName(input.queue, 'queue');
-    if (input.options.encryptionEnabled && !this.deps.canSeal) {
+    this.assertSealable(input.options);
+    const rec = await this.writeConfig(input.queue, (prev, now) => ({
+      name: input.queue,
+      queueId: prev?.queueId ?? uuidv7(now),
+      namespace: input.namespace ?? '',
+      task: input.task ?? '',
+      createdAt: prev?.createdAt ?? now,
+      configured: true,
+      options: input.options,
+      explicit: input.explicit ?? [],
+    }));
+    const defaultPartition = await this.ensurePartition(rec, DEFAULT_PARTITION);
+    return { queue: rec, defaultPartition };
+  }
+
+  /**
+   * Changes some options of an existing queue (PATCH): the given ones over the stored ones, a
+   * null puts one back to its default; `namespace` and `task` change when given. Validated
+   * completely before the one guarded write. Throws not_found for a queue that does not exist.
+   *
+   * @example
+   * ```ts
+   * await queues.patch('orders', { options: { ttl: 600 } }); // only ttl changes, and it now applies
+   * ```
+   */
+  async patch(
+    queue: string,
+    change: { namespace?: string | null; task?: string | null; options?: QueueOptionsInput | null },
+    defaults: Partial<QueueOptions> = {},
+  ): Promise<QueueRecord> {
+    assertName(queue, 'queue');
+    return this.writeConfig(queue, (prev) => {
+      if (!prev)
+        throw new SluiceError('not_found', `queue ${JSON.stringify(queue)} does not exist`, { missing: 'queue' });
+      const merged = mergeQueueOptions(prev, change.options ?? {}, defaults);
+      const problem = queueOptionsProblem(merged.options);
+      if (problem) throw new SluiceError('invalid_request', problem);
+      this.assertSealable(merged.options);
+      return {
+        ...prev,
+        namespace: change.namespace === undefined ? prev.namespace : (change.namespace ?? ''),
+        task: change.task === undefined ? prev.task : (change.task ?? ''),
+        configured: true,
+        options: merged.options,
+        explicit: merged.explicit,
+      };
+    });
+  }
+
+  private assertSealable(options: QueueOptions): void {
+    if (options.encryptionEnabled && !this.deps.canSeal) {
       throw new SluiceError(
         'invalid_request',
         'options.encryptionEnabled needs an encryption key on the server: set SLUICE_ENCRYPTION_KEY ' +
@@ -182,38 +261,76 @@ export class QueueDirectory {
         { field: 'options.encryptionEnabled' },
       );
     }
+  }
+
+  /**
+   * Writes a queue record built from the stored one, guarded by its version (read again and
+   * rebuilt when another write won), with its directory entry and its namespace/task index
+   * entries in the same transaction.
+   */
+  private async writeConfig(
+    name: string,
+    build: (prev: QueueRecord | undefined, now: number) => QueueRecord,
+  ): Promise<QueueRecord> {
     for (let attempt = 0; ; attempt++) {
       const now = this.deps.clock();
-      const cur = await this.deps.storage.items.get('meta', logKeys.queue(input.queue));
+      const cur = await this.deps.storage.items.get('meta', logKeys.queue(name));
       const prev = cur ? decodeQueue(cur) : undefined;
-      const rec: QueueRecord = {
-        name: input.queue,
-        queueId: prev?.queueId ?? uuidv7(now),
-        namespace: input.namespace ?? '',
-        task: input.task ?? '',
-        createdAt: prev?.createdAt ?? now,
-        configured: true,
-        options: input.options,
-      };
+      const rec = build(prev, now);
+      const next = selectorsOf(rec.namespace, rec.task);
+      const keep = new Set(next.map(queueMatchPk));
+      const gone = prev ? selectorsOf(prev.namespace, prev.task).filter((sel) => !keep.has(queueMatchPk(sel))) : [];
+      const ops: WriteOp[] = [
+        {
+          op: 'put',
+          table: 'meta',
+          item: queueItem(rec, (cur?.ver ?? 0) + 1),
+          cond: cur ? { kind: 'version', ver: cur.ver } : { kind: 'absent' },
+        },
+        { op: 'put', table: 'meta', item: queueIndexItem(name, rec.createdAt) },
+        ...next.map((sel): WriteOp => ({
+          op: 'put',
+          table: 'meta',
+          item: queueMatchItem(sel, name, rec.options.priority),
+        })),
+        ...gone.map((sel): WriteOp => ({ op: 'delete', table: 'meta', key: logKeys.queueMatch(sel, name) })),
+      ];
       try {
-        await this.deps.storage.items.transact([
-          {
-            op: 'put',
-            table: 'meta',
-            item: queueItem(rec, (cur?.ver ?? 0) + 1),
-            cond: cur ? { kind: 'version', ver: cur.ver } : { kind: 'absent' },
-          },
-          { op: 'put', table: 'meta', item: queueIndexItem(input.queue, rec.createdAt) },
-        ]);
+        await this.deps.storage.items.transact(ops);
       } catch (e) {
         if (e instanceof ConditionFailedError && attempt < 20) continue;
         throw e;
       }
-      this.invalidateQueue(input.queue);
-      this.queueCache.set(input.queue, { at: now, rec });
-      const defaultPartition = await this.ensurePartition(rec, DEFAULT_PARTITION);
-      return { queue: rec, defaultPartition };
+      this.invalidateQueue(name);
+      this.queueCache.set(name, { at: now, rec });
+      for (const sel of [...next, ...gone]) this.matchCache.delete(queueMatchPk(sel));
+      return rec;
     }
+  }
+
+  /**
+   * The queues a namespace/task selector matches, highest priority first (then by name), from
+   * the index `/configure` keeps: one query, cached for {@link MATCH_CACHE_MS}. Entries are
+   * hints: the caller checks each queue's record (a deleted queue leaves its entries behind
+   * until {@link forgetMatch}).
+   */
+  async matching(sel: QueueSelector): Promise<MatchingQueue[]> {
+    const pk = queueMatchPk(sel);
+    const now = this.deps.clock();
+    const hit = this.matchCache.get(pk);
+    if (hit && now - hit.at < MATCH_CACHE_MS) return hit.queues;
+    const page = await this.deps.storage.items.query('meta', pk, { limit: MAX_MATCHING_QUEUES });
+    const queues = page.items
+      .map((it) => ({ name: it.sk, priority: typeof it.attrs.priority === 'number' ? it.attrs.priority : 0 }))
+      .sort((a, b) => b.priority - a.priority || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    this.matchCache.set(pk, { at: now, queues });
+    return queues;
+  }
+
+  /** Removes a queue's stale entry under a selector (its record is gone or no longer matches). */
+  async forgetMatch(sel: QueueSelector, queue: string): Promise<void> {
+    await this.deps.storage.items.delete('meta', logKeys.queueMatch(sel, queue));
+    this.matchCache.delete(queueMatchPk(sel));
   }
 
   /** One page of the queue directory, names in order: for passes over every queue. */

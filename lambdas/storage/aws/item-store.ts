@@ -1,3 +1,4 @@
+// One concept past 500 lines: the port's items on DynamoDB (reads, guarded writes, transactions, bounded takes, retries).
 /**
  * The AWS item store: the port's items over DynamoDB, one table per logical table (see
  * `schema.ts`), items marshalled by `marshal.ts`.
@@ -39,8 +40,8 @@ import {
   TakeWriteError,
   assertRefuseIf,
   type QueryPage,
-  type Taken,
   type TakeOptions,
+  type Taken,
   type TableName,
   type WriteOp,
   type WriteResult,
@@ -373,9 +374,16 @@ export class DynamoItemStore implements ItemStore {
    * since `a` is one JSON string that an update cannot change a key of; `setFirst` is a number
    * there, the counter's value before. `refuseIf` compares those attributes' JSON text, which
    * for the strings it allows sorts as the strings do (a closing quote sorts below them).
+   * With `atMost` the guard also says "the counter stays within the bound"; a failure whose item
+   * carries another take's stamp and is past the bound is the bound.
    */
   private async takeOnce(table: TableName, key: ItemKey, count: number, opts: TakeOptions): Promise<Taken> {
     const token = randomBytes(12).toString('base64url');
+    const atMost = opts.atMost;
+    if (atMost !== undefined && count > atMost) {
+      const current = await this.getRaw(table, key);
+      throw new ConditionFailedError([{ index: 0, current: decodeItem(current) }]);
+    }
     const set: Attrs = opts.set ?? {};
     const setKeys = Object.keys(set);
     const names: Record<string, string> = { '#v': 'v', '#a': 'a', '#lt': TAKE_TOKEN_ATTRIBUTE };
@@ -408,6 +416,10 @@ export class DynamoItemStore implements ItemStore {
       if (refuse.length === 1) condition = `(${condition}) AND NOT ${refuse[0]}`;
       else if (refuse.length > 1) condition = `(${condition}) AND NOT (${refuse.join(' OR ')})`;
     }
+    if (atMost !== undefined) {
+      values[':max'] = { N: String(atMost - count) };
+      condition = `(${condition}) AND (attribute_not_exists(#v) OR #v <= :max)`;
+    }
     try {
       const out = await throttled('UpdateItem', () =>
         this.ddb.send(
@@ -428,8 +440,13 @@ export class DynamoItemStore implements ItemStore {
     } catch (err) {
       if (errorName(err) !== 'ConditionalCheckFailedException') throw err;
       const found = (err as { Item?: AvMap }).Item ?? (await this.getRaw(table, key));
-      // Not our own earlier attempt: refused by `refuseIf`, nothing taken.
-      if (found?.[TAKE_TOKEN_ATTRIBUTE]?.S !== token) throw new TakeRefusedError(decodeItem(found));
+      if (found?.[TAKE_TOKEN_ATTRIBUTE]?.S !== token) {
+        // Not our own earlier attempt: past the bound (nothing taken), else refused by `refuseIf`.
+        const current = decodeItem(found);
+        if (atMost !== undefined && (current?.ver ?? 0) + count > atMost)
+          throw new ConditionFailedError([{ index: 0, current }]);
+        throw new TakeRefusedError(current);
+      }
       // Our own earlier attempt applied: the item as found is the one just after it.
       const after = decodeItem(found) as Item;
       const first = after.ver - count;

@@ -19,8 +19,8 @@ import {
   TakeWriteError,
   assertRefuseIf,
   type QueryPage,
-  type Taken,
   type TakeOptions,
+  type Taken,
   type Attrs,
   type TableName,
   type WriteEachOptions,
@@ -73,6 +73,7 @@ interface WriteJob {
     set?: Attrs | undefined;
     setFirst?: string | undefined;
     refuseIf?: TakeOptions['refuseIf'];
+    atMost?: number | undefined;
   };
   taken?: Taken;
   /** Each put's attributes as JSON, serialised once by {@link checkOp} (null for other ops). */
@@ -266,6 +267,8 @@ export class SqliteItemStore implements ItemStore {
       const t = job.take as NonNullable<WriteJob['take']>;
       const before = this.read(t.table, t.key);
       const taken: Taken = { first: before?.ver ?? 0, before };
+      if (t.atMost !== undefined && taken.first + t.count > t.atMost)
+        throw new ConditionFailedError([{ index: 0, current: before }]);
       const r = t.refuseIf;
       if (r && before) {
         for (const k of r.anyOf) {
@@ -407,7 +410,7 @@ export class SqliteItemStore implements ItemStore {
         kind: 'take',
         ops: [],
         jsons: [],
-        take: { table, key, count, then, set, setFirst: opts?.setFirst, refuseIf },
+        take: { table, key, count, then, set, setFirst: opts?.setFirst, refuseIf, atMost: opts?.atMost },
         // flush hands a take job its `taken` (see there).
         resolve: (v) => resolve(v as unknown as Taken),
         reject,

@@ -495,6 +495,6 @@ export function defineAdminSuite(target: () => HttpTarget, opts: AdminSuiteOptio
     const doc = await get<{ openapi: string; paths: Record<string, Record<string, unknown>> }>('/api/v1/openapi.json');
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths['/api/v1/resources/queues'] ?? {})).toEqual(['get']);
-    expect(Object.keys(doc.paths['/api/v1/resources/queues/{queue}'] ?? {}).sort()).toEqual(['delete', 'get']);
+    expect(Object.keys(doc.paths['/api/v1/resources/queues/{queue}'] ?? {}).sort()).toEqual(['delete', 'get', 'patch']);
   });
 }

@@ -1,0 +1,278 @@
+// Queue options that act (ttl, retryDelay: only when the client set them), PATCH of some
+// options, and pops by namespace/task, on both storage backends. Time is moved by hand.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SluiceError } from '../../lambdas/core/errors.js';
+import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
+import { QueueOptionsInput, explicitOptionNames, resolveQueueOptions } from '../../lambdas/core/queue-options.js';
+import { decodeCursor, leaseKeys } from '../../lambdas/service/leases/lease-store.js';
+import type { MatchingPopRequest } from '../../lambdas/service/leases/namespace-pop.js';
+import type { PopRequest, PopResult } from '../../lambdas/service/leases/pop.js';
+import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
+import type { Services } from '../../lambdas/service/runtime.js';
+import type { Storage } from '../../lambdas/storage/port.js';
+import { testBackends } from '../support/backends.js';
+import { json, testServices, text } from '../support/services.js';
+
+const { backends, setup, teardown } = testBackends();
+beforeAll(setup);
+afterAll(teardown);
+
+const req = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({
+  queue,
+  group: QUEUE_MODE_GROUP,
+  batch: 100,
+  partitions: 1,
+  autoAck: false,
+  wait: false,
+  timeoutMs: 0,
+  ...over,
+});
+const matchReq = (over: Partial<MatchingPopRequest> = {}): MatchingPopRequest => ({
+  group: QUEUE_MODE_GROUP,
+  batch: 100,
+  partitions: 1,
+  autoAck: false,
+  wait: false,
+  timeoutMs: 0,
+  allowed: () => true,
+  ...over,
+});
+
+/** `/configure` as the handler does it: the body's options over the defaults, and which it set. */
+async function configure(
+  svc: Services,
+  queue: string,
+  raw: unknown,
+  extra: { namespace?: string; task?: string } = {},
+) {
+  const input = QueueOptionsInput.parse(raw);
+  return svc.queues.configure({
+    queue,
+    ...extra,
+    options: resolveQueueOptions(input),
+    explicit: explicitOptionNames(input),
+  });
+}
+
+const ack = (svc: Services, r: PopResult, status: 'completed' | 'failed') =>
+  svc.leaseAcks.ack(
+    r.messages.map((m, index) => ({
+      index,
+      partitionId: m.partitionId,
+      transactionId: m.transactionId,
+      status,
+      leaseId: r.leaseId,
+    })),
+    r.group,
+  );
+const payloads = (r: PopResult | null) => r?.messages.map((m) => text(m.payload)) ?? [];
+
+describe.each(backends)('integration: queue options on $name', (backend) => {
+  let storage: Storage;
+  let cleanup: () => Promise<void>;
+  beforeAll(async () => ({ storage, cleanup } = await backend.newStorage()));
+  afterAll(() => cleanup());
+
+  it("ttl left out (Queen's default 3600 echoed) drops nothing: a two-hour-old message is delivered", async () => {
+    const svc = testServices(storage);
+    const { queue } = await configure(svc, 'ttl-default', { leaseTime: 30 });
+    expect(queue.options.ttl).toBe(3600);
+    expect(queue.explicit).toEqual(['leaseTime']);
+    await svc.pushes.push([{ queue: 'ttl-default', payload: json('old') }]);
+    svc.testClock.advance(2 * 3600_000);
+    expect(payloads(await svc.leasePops.pop(req('ttl-default')))).toEqual(['"old"']);
+  });
+
+  it('an explicit ttl: older unconsumed messages are not delivered, and are counted per group', async () => {
+    const svc = testServices(storage);
+    await configure(svc, 'ttl-set', { ttl: 60 });
+    await svc.pushes.push([
+      { queue: 'ttl-set', payload: json('a') },
+      { queue: 'ttl-set', payload: json('b') },
+    ]);
+    svc.testClock.advance(30_000);
+    await svc.pushes.push([{ queue: 'ttl-set', payload: json('fresh') }]);
+    svc.testClock.advance(30_000); // a and b are now exactly 60 s old
+    const r = await svc.leasePops.answer(req('ttl-set', { group: 'g1' }));
+    expect(payloads(r.result)).toEqual(['"fresh"']);
+    expect([...r.expired]).toEqual([['ttl-set', 2]]);
+    expect((svc.telemetry as MemoryTelemetry).counters.get('MessagesExpired')).toBe(2);
+    const row = await storage.items.get('leases', leaseKeys.cursor(r.result!.partitions[0]!.id, 'g1'));
+    expect(decodeCursor(row!).expired).toBe(2);
+    // Another group skips them too, and counts its own.
+    const r2 = await svc.leasePops.answer(req('ttl-set', { group: 'g2' }));
+    expect(payloads(r2.result)).toEqual(['"fresh"']);
+    expect(r2.expired.get('ttl-set')).toBe(2);
+    // A leased message that outlives the ttl before it is finished is not redelivered.
+    await ack(svc, r.result!, 'failed');
+    svc.testClock.advance(60_000);
+    const r3 = await svc.leasePops.answer(req('ttl-set', { group: 'g1' }));
+    expect(r3.result).toBeNull();
+    expect(r3.expired.get('ttl-set')).toBe(1);
+  });
+
+  it('an explicit retryDelay holds a failed or expired lane that long; the default 1000 does not', async () => {
+    const svc = testServices(storage);
+    await configure(svc, 'rd-set', { leaseTime: 10, retryDelay: 5000 });
+    await svc.pushes.push([{ queue: 'rd-set', payload: json('m') }]);
+    const first = await svc.leasePops.pop(req('rd-set'));
+    await ack(svc, first!, 'failed');
+    expect(await svc.leasePops.pop(req('rd-set'))).toBeNull();
+    svc.testClock.advance(4_999);
+    expect(await svc.leasePops.pop(req('rd-set'))).toBeNull();
+    svc.testClock.advance(1);
+    const second = await svc.leasePops.pop(req('rd-set'));
+    expect(payloads(second)).toEqual(['"m"']);
+    // The lease expires at 10 s; redelivery waits until 15 s.
+    svc.testClock.advance(10_000);
+    expect(await svc.leasePops.pop(req('rd-set'))).toBeNull();
+    svc.testClock.advance(5_000);
+    expect(payloads(await svc.leasePops.pop(req('rd-set')))).toEqual(['"m"']);
+
+    await configure(svc, 'rd-default', { leaseTime: 10 });
+    await svc.pushes.push([{ queue: 'rd-default', payload: json('n') }]);
+    const r = await svc.leasePops.pop(req('rd-default'));
+    await ack(svc, r!, 'failed');
+    expect(payloads(await svc.leasePops.pop(req('rd-default')))).toEqual(['"n"']);
+  });
+
+  it('PATCH changes only the named options, keeps the rest, and makes ttl apply; unknown queue is not_found', async () => {
+    const svc = testServices(storage);
+    await configure(svc, 'patched', { leaseTime: 30, retryLimit: 7 }, { namespace: 'ns-p' });
+    await svc.pushes.push([{ queue: 'patched', payload: json('x') }]);
+    svc.testClock.advance(120_000);
+    const q = await svc.queues.patch('patched', { options: { ttl: 60 } });
+    expect(q.options).toMatchObject({ leaseTime: 30, retryLimit: 7, ttl: 60 });
+    expect(q.explicit).toEqual(['leaseTime', 'retryLimit', 'ttl']);
+    expect(q.namespace).toBe('ns-p');
+    expect((await svc.leasePops.answer(req('patched'))).expired.get('patched')).toBe(1);
+    await expect(svc.queues.patch('no-such-queue', { options: { ttl: 1 } })).rejects.toMatchObject({
+      code: 'not_found',
+    });
+    // Validated before the write: nothing changes.
+    await expect(svc.queues.patch('patched', { options: { visibilityTimeoutMs: 50_000_000 } })).rejects.toBeInstanceOf(
+      SluiceError,
+    );
+    await expect(svc.queues.patch('patched', { options: { maxVisibilityMs: 1 } })).rejects.toMatchObject({
+      code: 'invalid_request',
+    });
+    expect((await svc.queues.getQueue('patched', { fresh: true }))?.options.maxVisibilityMs).toBe(43_200_000);
+  });
+
+  it('maxSize is exact under concurrency: 60 pushes racing from three processes store exactly maxSize messages', async () => {
+    const procs = [testServices(storage), testServices(storage), testServices(storage)];
+    await configure(procs[0]!, 'bounded', { maxSize: 20 });
+    const got = await Promise.allSettled(
+      procs.flatMap((svc, p) =>
+        Array.from({ length: 20 }, (_, i) => svc.pushes.push([{ queue: 'bounded', payload: json(`${p}-${i}`) }])),
+      ),
+    );
+    const ok = got.filter((g) => g.status === 'fulfilled');
+    const refused = got.flatMap((g) => (g.status === 'rejected' ? [g.reason as { code?: string }] : []));
+    expect(refused.map((e) => e.code)).toEqual(Array.from({ length: 40 }, () => 'queue_full'));
+    expect(ok).toHaveLength(20);
+    const all = await procs[0]!.leasePops.pop(req('bounded', { batch: 1000, autoAck: true }));
+    expect(all?.messages).toHaveLength(20);
+    // Consumed: room again, exactly as much.
+    const again = await Promise.allSettled(
+      procs.flatMap((svc) =>
+        Array.from({ length: 4 }, () =>
+          svc.pushes.push([1, 2, 3].map((i) => ({ queue: 'bounded', payload: json(i) }))),
+        ),
+      ),
+    );
+    const stored = again.filter((g) => g.status === 'fulfilled').length * 3;
+    expect(stored).toBeLessThanOrEqual(20);
+    expect(stored).toBeGreaterThanOrEqual(18); // 6 pushes of 3 fit; a seventh would not
+    const rest = await procs[1]!.leasePops.pop(req('bounded', { batch: 1000, autoAck: true }));
+    expect(rest?.messages).toHaveLength(stored);
+  });
+
+  it('a namespace/task pop leases from exactly one queue: the highest priority with work, equals in turn', async () => {
+    const svc = testServices(storage);
+    await configure(svc, 'shop-low', { priority: 1 }, { namespace: 'shop', task: 'bill' });
+    await configure(svc, 'shop-a', { priority: 5 }, { namespace: 'shop', task: 'bill' });
+    await configure(svc, 'shop-b', { priority: 5 }, { namespace: 'shop', task: 'ship' });
+    await configure(svc, 'other', { priority: 9 }, { namespace: 'elsewhere', task: 'bill' });
+    for (const q of ['shop-low', 'shop-a', 'shop-b', 'other'])
+      await svc.pushes.push([1, 2].map((i) => ({ queue: q, payload: json(`${q}-${i}`) })));
+
+    const served: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = (await svc.matchingPops.answer(matchReq({ namespace: 'shop', batch: 1 }))).result!;
+      expect(new Set(r.messages.map((m) => m.partitionId)).size).toBe(1);
+      served.push(r.queue);
+    }
+    // Priority 5 first, then 1 once both priority-5 lanes are leased; then every lane is busy.
+    expect(served.slice(0, 2).sort()).toEqual(['shop-a', 'shop-b']);
+    expect(served[2]).toBe('shop-low');
+    expect((await svc.matchingPops.answer(matchReq({ namespace: 'shop', batch: 1 }))).result).toBeNull();
+    // Task only / both.
+    const byTask = await svc.matchingPops.answer(matchReq({ task: 'bill' }));
+    expect(byTask.result?.queue).toBe('other');
+    expect((await svc.matchingPops.answer(matchReq({ namespace: 'shop', task: 'ship' }))).result).toBeNull();
+    // A caller that may not consume a queue never gets it.
+    const only = await svc.matchingPops.answer(
+      matchReq({ namespace: 'shop', group: 'g2', allowed: (q) => q === 'shop-low' }),
+    );
+    expect(only.result?.queue).toBe('shop-low');
+  });
+
+  it('what a namespace pop costs: the first queue with work as a queue pop, plus about one request per idle queue ahead of it', async () => {
+    let n = 0;
+    const i = storage.items;
+    const counting: Storage = {
+      ...storage,
+      items: {
+        ...i,
+        get: (t, k) => (n++, i.get(t, k)),
+        getMany: (t, ks) => (n++, i.getMany(t, ks)),
+        query: (t, pk, o) => (n++, i.query(t, pk, o)),
+        put: (t, it, c) => (n++, i.put(t, it, c)),
+        delete: (t, k, c) => (n++, i.delete(t, k, c)),
+        transact: (ops) => (n++, i.transact(ops)),
+      },
+    };
+    const svc = testServices(counting, { config: { queueCacheMs: 60_000 } });
+    const idle = 10;
+    for (let k = 0; k < idle; k++) await configure(svc, `cost-idle-${k}`, { priority: 5 }, { namespace: 'cost' });
+    await configure(svc, 'cost-work', { priority: 1 }, { namespace: 'cost' });
+    await svc.pushes.push([1, 2, 3].map((x) => ({ queue: 'cost-work', payload: json(x) })));
+    const pop = () => svc.matchingPops.answer(matchReq({ namespace: 'cost', group: 'cg', batch: 1, autoAck: true }));
+    expect((await pop()).result?.queue).toBe('cost-work'); // warms group registrations and caches
+    n = 0;
+    expect((await pop()).result?.queue).toBe('cost-work');
+    const withWork = n;
+    // Documented in docs/LEASES.md ("Cost per pop on AWS"): one per idle queue ahead, plus the pop (12-13 measured).
+    expect(withWork).toBeLessThanOrEqual(idle + 4);
+    expect(withWork).toBeGreaterThanOrEqual(idle); // the gap: it grows with the idle queues ahead
+  });
+
+  it('round-robin among equal priorities serves each queue with work in turn', async () => {
+    const svc = testServices(storage);
+    for (const q of ['rr-a', 'rr-b', 'rr-c']) await configure(svc, q, {}, { namespace: 'rr' });
+    for (const q of ['rr-a', 'rr-c']) await svc.pushes.push([1, 2, 3].map((i) => ({ queue: q, payload: json(i) })));
+    const served: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = (await svc.matchingPops.answer(matchReq({ namespace: 'rr', batch: 1, autoAck: true }))).result!;
+      served.push(r.queue);
+    }
+    expect(served).toEqual(['rr-a', 'rr-c', 'rr-a', 'rr-c']);
+  });
+
+  it('a queue moved out of the namespace, or deleted, is no longer popped (its index entry goes)', async () => {
+    const svc = testServices(storage);
+    await configure(svc, 'mv-1', {}, { namespace: 'mv' });
+    await configure(svc, 'mv-2', {}, { namespace: 'mv' });
+    await svc.pushes.push([
+      { queue: 'mv-1', payload: json(1) },
+      { queue: 'mv-2', payload: json(2) },
+    ]);
+    await svc.queues.patch('mv-1', { namespace: 'away' });
+    await svc.deletion.deleteQueue('mv-2');
+    expect((await svc.matchingPops.answer(matchReq({ namespace: 'mv' }))).result).toBeNull();
+    expect((await svc.matchingPops.answer(matchReq({ namespace: 'away' }))).result?.queue).toBe('mv-1');
+    // mv-1's entry went with the PATCH, mv-2's with the pop that met it.
+    expect(await svc.queues.matching({ namespace: 'mv' })).toEqual([]);
+  });
+});
