@@ -53,9 +53,9 @@ export function tapLogStream(
       await i.transact(ops);
       record(logKeys(ops.filter((op) => op.op !== 'check')));
     },
-    take: async (t, k, n, then) => {
+    take: async (t, k, n, then, o) => {
       let built: WriteOp[] = [];
-      const r = await i.take(t, k, n, then && ((taken) => (built = then(taken))));
+      const r = await i.take(t, k, n, then && ((taken) => (built = then(taken))), o);
       record([...(t === 'log' ? [k.pk] : []), ...logKeys(built)]);
       return r;
     },
