@@ -244,6 +244,30 @@ export async function costBench(): Promise<string> {
       `${usd(sqsUsdPerMillion)} | ${row.goal === undefined ? '' : `≤ ${usd(row.goal)}${met}`} |`
     );
   });
+  const missed = figures.rows.flatMap(({ row, counted, usdPerMillion }) => {
+    if (row.goal === undefined || usdPerMillion <= row.goal) return [];
+    const p = price(counted);
+    return [
+      `- batch ${row.batch}, G ${row.groups}: ${usd(usdPerMillion)} against ${usd(row.goal)} ` +
+        `(${usd(usdPerMillion - row.goal)} over). S3 is ${usd(p.s3)} of it (one PUT per push, each ` +
+        `$5 per million), API Gateway and Lambda ${usd(p.api + p.lambda)}, DynamoDB ${usd(p.dynamodb)} ` +
+        `(${counted.bookkeepingWruPerPush.toFixed(2)} units of bookkeeping per push).`,
+    ];
+  });
+  const why =
+    missed.length === 0
+      ? []
+      : [
+          '',
+          '**Rows that miss their goal, and why.** At batch 100 and more a segment is an S3 object: ' +
+            'its PUT alone is $0.05 per million messages at batch 100, and its commit writes a marker ' +
+            'with the segment in one transaction (the crash-safety record the orphan-blob sweeper ' +
+            'reads), which is most of the bookkeeping left. What would close the gap: segments in ' +
+            'S3 Express One Zone (a PUT under a quarter of the price; single-zone durability, so an ' +
+            'opt-in) and a commit without the marker (the sweeper would check the segment item ' +
+            'instead); neither is built.',
+          ...missed,
+        ];
   const idle = figures.idleConsumerUsdPerMonth;
   return [
     '## Costs per million messages',
@@ -279,6 +303,7 @@ export async function costBench(): Promise<string> {
     '| producer batch | G | dedup | consumer batch | API requests per million | write units per 1,000 msgs | bookkeeping units per push | API Gateway | Lambda | DynamoDB | S3 | **Sluice** | SQS / SNS+SQS | goal |',
     '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
     ...lines,
+    ...why,
     '',
     `**An idle consumer** (our client's \`consume()\`, waiting on the notification channel) costs ${usd(idle)} a month ` +
       `(goal ≤ ${usd(IDLE_GOAL)}${idle <= IDLE_GOAL ? ' ✓' : `: ✗, ${Math.round(idle / IDLE_GOAL)}×`}): ${figures.idleNote}. ` +

@@ -83,7 +83,7 @@ function estimateUpdate(input: Record<string, unknown>, old: Item | undefined, a
     const names = (input['ExpressionAttributeNames'] ?? {}) as Record<string, string>;
     const values = (input['ExpressionAttributeValues'] ?? {}) as Item;
     const after: Item = { ...before };
-    const expr = String(input['UpdateExpression'] ?? '').replace(/^\s*SET\s+/i, '');
+    const expr = ((input['UpdateExpression'] as string | undefined) ?? '').replace(/^\s*SET\s+/i, '');
     for (const m of expr.matchAll(/(#\w+)\s*=\s*(:\w+)\s*(?:,|$)/g)) {
       const name = names[m[1] ?? ''];
       const value = values[m[2] ?? ''];
