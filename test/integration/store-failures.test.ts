@@ -101,6 +101,13 @@ function calls(w: { pid: string; txid: string; leaseId: string }): Call[] {
     { method: 'GET', path: '/api/v1/pop?namespace=sf-ns&batch=1&consumerGroup=other' },
     { method: 'POST', path: '/api/v1/ack', body: { ...ackItem, consumerGroup: 'g' } },
     { method: 'POST', path: '/api/v1/ack/batch', body: { acknowledgments: [ackItem], consumerGroup: 'g' } },
+    {
+      method: 'POST',
+      path: '/api/v1/queues/sf/ack-and-pop',
+      body: { acknowledgments: [ackItem], consumerGroup: 'g', batch: 1 },
+    },
+    // The local server has no notification channel: the ticket route answers without storage.
+    { method: 'POST', path: '/api/v1/notifications/ticket', body: { queues: ['sf'] }, storeless: true },
     { method: 'POST', path: `/api/v1/lease/${w.leaseId}/extend`, body: { seconds: 30 } },
     {
       method: 'POST',
