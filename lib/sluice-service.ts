@@ -1,3 +1,5 @@
+// One construct past 500 lines: the stack's wiring (API, functions, tables, bucket, roles, alarms) in one
+// place; the notifications construct lives in lib/notifications.ts.
 /**
  * `SluiceService`: everything Sluice needs in one reusable construct — the HTTP API, one
  * Lambda function per route group plus scheduled maintenance, the DynamoDB tables, the segment
