@@ -14,6 +14,29 @@ const bytes = new Uint8Array(16);
 /** Where each of the 16 bytes' two hex digits go in the text. */
 const AT = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
 
+/** 48-bit big-endian milliseconds into bytes 0–5 (split: bitwise ops are 32-bit; Uint8Array keeps the low byte). */
+function writeTime(now: number): void {
+  const hi = Math.floor(now / 2 ** 32);
+  const lo = now >>> 0;
+  bytes[0] = hi >>> 8;
+  bytes[1] = hi;
+  bytes[2] = lo >>> 24;
+  bytes[3] = lo >>> 16;
+  bytes[4] = lo >>> 8;
+  bytes[5] = lo;
+}
+
+/** The 16 bytes as the id's text. */
+function render(): string {
+  for (let i = 0; i < 16; i++) {
+    const b = bytes[i] as number;
+    const at = AT[i] as number;
+    text[at] = DIGITS[b >>> 4] as number;
+    text[at + 1] = DIGITS[b & 15] as number;
+  }
+  return text.toString('latin1', 0, 36);
+}
+
 /**
  * A UUIDv7 (RFC 9562): 48 bits of Unix milliseconds, then random bits. Time-ordered, so
  * ids minted later sort later, which keeps DynamoDB keys built from them append-mostly.
@@ -30,26 +53,12 @@ export function uuidv7(now: number = Date.now()): string {
   }
   const r = poolPos;
   poolPos += 10;
-  // 48-bit big-endian milliseconds (split: bitwise ops are 32-bit; Uint8Array keeps the low byte).
-  const hi = Math.floor(now / 2 ** 32);
-  const lo = now >>> 0;
-  bytes[0] = hi >>> 8;
-  bytes[1] = hi;
-  bytes[2] = lo >>> 24;
-  bytes[3] = lo >>> 16;
-  bytes[4] = lo >>> 8;
-  bytes[5] = lo;
+  writeTime(now);
   bytes[6] = ((pool[r] as number) & 0x0f) | 0x70; // version 7
   bytes[7] = pool[r + 1] as number;
   bytes[8] = ((pool[r + 2] as number) & 0x3f) | 0x80; // RFC 4122 variant
   for (let i = 9; i < 16; i++) bytes[i] = pool[r + i - 6] as number;
-  for (let i = 0; i < 16; i++) {
-    const b = bytes[i] as number;
-    const at = AT[i] as number;
-    text[at] = DIGITS[b >>> 4] as number;
-    text[at + 1] = DIGITS[b & 15] as number;
-  }
-  return text.toString('latin1', 0, 36);
+  return render();
 }
 
 /**
@@ -63,14 +72,7 @@ export function uuidv7(now: number = Date.now()): string {
  * ```
  */
 export function uuidv7Derived(now: number, seed: Uint8Array, index: number): string {
-  const hi = Math.floor(now / 2 ** 32);
-  const lo = now >>> 0;
-  bytes[0] = hi >>> 8;
-  bytes[1] = hi;
-  bytes[2] = lo >>> 24;
-  bytes[3] = lo >>> 16;
-  bytes[4] = lo >>> 8;
-  bytes[5] = lo;
+  writeTime(now);
   // The index goes into the seed's last four bytes (mod 2^32), so ids of one push differ.
   const idx = index >>> 0;
   for (let i = 0; i < 10; i++) bytes[6 + i] = seed[i] as number;
@@ -86,13 +88,7 @@ export function uuidv7Derived(now: number, seed: Uint8Array, index: number): str
   bytes[15] = y;
   bytes[6] = ((bytes[6] as number) & 0x0f) | 0x70;
   bytes[8] = ((bytes[8] as number) & 0x3f) | 0x80;
-  for (let i = 0; i < 16; i++) {
-    const b = bytes[i] as number;
-    const at = AT[i] as number;
-    text[at] = DIGITS[b >>> 4] as number;
-    text[at + 1] = DIGITS[b & 15] as number;
-  }
-  return text.toString('latin1', 0, 36);
+  return render();
 }
 
 /**
