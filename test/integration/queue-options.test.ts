@@ -218,6 +218,18 @@ describe.each(backends)('integration: queue options on $name', (backend) => {
     expect(only.result?.queue).toBe('shop-low');
   });
 
+  it('a namespace pop passes over a queue where its group name is a record-claim group', async () => {
+    const svc = testServices(storage);
+    await configure(svc, 'mixed-claims', { priority: 9 }, { namespace: 'mixed' });
+    await configure(svc, 'mixed-leases', { priority: 1 }, { namespace: 'mixed' });
+    for (const q of ['mixed-claims', 'mixed-leases']) await svc.pushes.push([{ queue: q, payload: json(q) }]);
+    await svc.claims.create('mixed-claims', 'Default', 'workers', 'earliest');
+    const r = await svc.matchingPops.answer(matchReq({ namespace: 'mixed', group: 'workers', batch: 1 }));
+    expect(r.result?.queue).toBe('mixed-leases');
+    // Nothing left for the lease group: an empty answer, not a conflict.
+    expect((await svc.matchingPops.answer(matchReq({ namespace: 'mixed', group: 'workers' }))).result).toBeNull();
+  });
+
   it('what a namespace pop costs: the first queue with work as a queue pop, plus about one request per idle queue ahead of it', async () => {
     let n = 0;
     const i = storage.items;

@@ -6,6 +6,7 @@
  * one query per selector per process every few seconds).
  */
 import type { SluiceConfig } from '../../config.js';
+import { SluiceError } from '../../core/errors.js';
 import { popOrder } from '../../core/queue-match.js';
 import { queueMatchPk, type QueueRecord, type QueueSelector } from '../log/log-store.js';
 import type { QueueDirectory } from '../log/queue-directory.js';
@@ -76,7 +77,14 @@ export class MatchingPopService {
         await this.deps.queues.forgetMatch(sel, name);
         continue;
       }
-      const r = await this.deps.pops.popOnce({ ...req, queue: name, partition: undefined }, tally);
+      const r = await this.deps.pops
+        .popOnce({ ...req, queue: name, partition: undefined }, tally)
+        .catch((e: unknown) => {
+          // The group name is a record-claim group on this queue: not a candidate (a 409 here
+          // would fail a pop that other queues may answer, after it registered on earlier ones).
+          if (e instanceof SluiceError && e.code === 'conflict' && e.details?.['kind'] === 'claim') return null;
+          throw e;
+        });
       if (r) {
         this.lastServed.set(turn, name);
         return r;
