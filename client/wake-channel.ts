@@ -36,7 +36,9 @@ export class WakeChannel {
   /** `unavailable`: the server has no channel (the local server); callers long-poll. */
   state: 'unknown' | 'available' | 'unavailable' = 'unknown';
   private socket: Promise<WsSocket> | undefined;
-  private woken = false;
+  /** What happened since the last {@link arm}: a sleep that starts after it returns at once. */
+  private since: 'work' | 'closed' | undefined;
+  private live: WsSocket | undefined;
   private readonly sleepers = new Set<(why: 'work' | 'closed') => void>();
   private readonly pending = new Map<string, { resolve: () => void; reject: (e: Error) => void }>();
   private seq = 0;
@@ -62,7 +64,7 @@ export class WakeChannel {
       if (e instanceof Unavailable) return 'unavailable';
       throw e;
     }
-    this.woken = false;
+    this.since = undefined;
     const id = String(++this.seq);
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -80,7 +82,8 @@ export class WakeChannel {
 
   /** Resolves on a wake-up since the last {@link arm}, after `ms`, on a closed connection, or on abort. */
   sleep(ms: number, signal?: AbortSignal): Promise<'work' | 'timeout' | 'closed' | 'aborted'> {
-    if (this.woken) return Promise.resolve('work');
+    // A wake-up or a close that came between arm() and this sleep must not be slept through.
+    if (this.since) return Promise.resolve(this.since);
     if (signal?.aborted) return Promise.resolve('aborted');
     return new Promise((resolve) => {
       const done = (why: 'work' | 'timeout' | 'closed' | 'aborted'): void => {
@@ -144,10 +147,12 @@ export class WakeChannel {
       ws.once('open', resolve);
       ws.once('error', reject);
     });
+    this.live = ws;
     ws.on('error', () => undefined); // 'close' follows, which is what matters
     ws.on('message', (data: Buffer) => this.onMessage(data.toString('utf8')));
     ws.on('close', () => {
       clearInterval(this.keepalive);
+      if (this.live === ws) this.since ??= 'closed'; // a late close of an old socket is no news
       for (const p of this.pending.values()) p.reject(new Error('notifications: connection closed'));
       this.pending.clear();
       for (const s of [...this.sleepers]) s('closed');
@@ -175,7 +180,7 @@ export class WakeChannel {
       return;
     }
     if (m.type === 'work' && m.queue === this.queue) {
-      this.woken = true;
+      this.since = 'work';
       for (const s of [...this.sleepers]) s('work');
     } else if ((m.type === 'waiting' || m.type === 'error') && m.id !== undefined) {
       const p = this.pending.get(m.id);
