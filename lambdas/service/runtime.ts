@@ -17,6 +17,7 @@ import { LongPoll } from './leases/long-poll.js';
 import { maxSizeGuard } from './leases/max-size-guard.js';
 import { MatchingPopService } from './leases/namespace-pop.js';
 import { PopService } from './leases/pop.js';
+import { SelectorWork } from './leases/selector-work.js';
 import { WorkIndex } from './leases/work-index.js';
 import { MessageLookup } from './log/message-lookup.js';
 import { PushService } from './log/push.js';
@@ -149,7 +150,8 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
   const longPoll = new LongPoll(notifier, waitSlots);
   const claims = new ClaimService({ storage, queues, segments, groups, notifier, longPoll, telemetry, config, clock });
   const dlq = new DlqService({ storage, queues, pushes, cipher });
-  const work = new WorkIndex({ storage, queues, segments, groups, clock, recheckMs: config.queueCacheMs });
+  const selectors = new SelectorWork({ storage, queues, clock });
+  const work = new WorkIndex({ storage, queues, segments, groups, clock, recheckMs: config.queueCacheMs, selectors });
   pushes.addCommitHook(work.hook);
   pushes.addPushGuard(maxSizeGuard({ storage, segments }));
   const leasePops = new PopService({
@@ -164,7 +166,16 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
     telemetry,
     clock,
   });
-  const matchingPops = new MatchingPopService({ config, queues, pops: leasePops, longPoll });
+  const matchingPops = new MatchingPopService({
+    config,
+    queues,
+    pops: leasePops,
+    longPoll,
+    groups,
+    work,
+    selectors,
+    clock,
+  });
   const leaseAcks = new AckService({ storage, queues, segments, dlq, notifier, telemetry, clock });
   const leaseGroups = new LeaseGroupAdmin({ storage, queues, segments, groups, work, notifier, clock });
   const transactions = new TransactionService({ storage, queues, pushes, acks: leaseAcks, clock });

@@ -315,7 +315,7 @@ export class LeaseGroupAdmin {
       if (await putCursor(this.deps.storage, part, group, next, row)) {
         if (committed < tailNext - 1) {
           const queue = await this.deps.queues.getQueue(part.queue);
-          if (queue) await this.deps.work.mark(queue.queueId, part.id);
+          if (queue) await this.deps.work.mark(queue, part.id);
         }
         this.deps.notifier.notify(part.queue, part.id);
         return;

@@ -22,11 +22,22 @@ export const leaseKeys = {
    * lease group (see `work-index.ts`).
    */
   work: (queueId: string, partitionId: string): ItemKey => ({ pk: workPk(queueId), sk: partitionId }),
+  /**
+   * leases: the selector work index (see `selector-work.ts`): under pk `WSEL#<selector>`, one
+   * item per queue that may have work (sk `Q#<queue>`), the periodic check's progress (sk
+   * `SEED`) and per consumer group how far its preparation got (sk `G#<group>`).
+   */
+  selectorWork: (selPk: string, queue: string): ItemKey => ({ pk: selectorWorkPk(selPk), sk: `Q#${queue}` }),
+  selectorSeed: (selPk: string): ItemKey => ({ pk: selectorWorkPk(selPk), sk: 'SEED' }),
+  selectorGroup: (selPk: string, group: string): ItemKey => ({ pk: selectorWorkPk(selPk), sk: `G#${group}` }),
   /** leases: progress of marking a newly registered group's existing partitions as having work. */
   scan: (queue: string, group: string): ItemKey => ({ pk: `SCAN#${queue}#${group}`, sk: 'state' }),
 };
 
 export const workPk = (queueId: string): string => `WORK#${queueId}`;
+export const selectorWorkPk = (selPk: string): string => `WSEL#${selPk}`;
+/** The sk prefix of a selector work item (the queue name follows). */
+export const SELECTOR_WORK_PREFIX = 'Q#';
 
 // ------------------------------------------------------------ cursor rows
 

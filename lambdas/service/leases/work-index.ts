@@ -34,10 +34,11 @@ import {
 import type { GroupRegistry } from '../groups/group-registry.js';
 import { versionCheck, type GroupRecord } from '../groups/group-store.js';
 import { decodeCursor, decodeScanState, leaseKeys, scanStateItem, workItem, workPk } from './lease-store.js';
-import { PARTITION_PREFIX, logKeys, partitionRefOf } from '../log/log-store.js';
+import { PARTITION_PREFIX, logKeys, partitionRefOf, type QueueRecord } from '../log/log-store.js';
 import { belongsTo, type QueueDirectory } from '../log/queue-directory.js';
 import type { CommitHook } from '../log/segment-commit.js';
 import type { SegmentReader } from '../log/segments.js';
+import type { SelectorWork } from './selector-work.js';
 
 /** Work items read per query. */
 export const PAGE = 20;
@@ -75,6 +76,8 @@ export interface WorkIndexDeps {
   clock: () => number;
   /** How long a group's finished scan is trusted before it is confirmed again (`queueCacheMs`). */
   recheckMs: number;
+  /** The selector work index: told when a queue's work index gains an item (namespace/task pops). */
+  selectors: SelectorWork;
 }
 
 /** The queue incarnation a wildcard pop or a mark is for. */
@@ -82,6 +85,9 @@ export interface QueueRefLike {
   name: string;
   queueId: string;
 }
+
+/** A queue a mark is for: its namespace and task say which selector items it also updates. */
+export type MarkedQueueRef = Pick<QueueRecord, 'name' | 'queueId' | 'namespace' | 'task'>;
 
 /**
  * The work index (see the module doc): marked by pushes that find a partition drained, read by
@@ -113,29 +119,53 @@ export class WorkIndex {
    */
   private readonly unclearable = new Map<string, { ver: number; at: number; behind: Set<string> }>();
 
+  /** Per queue incarnation: when this process last issued a query that found its work index empty (`performance.now()`). */
+  private readonly emptyAt = new Map<string, number>();
+
   constructor(private readonly deps: WorkIndexDeps) {}
+
+  /**
+   * Whether this process found the queue's work index empty with a query issued at or after
+   * `t` (`performance.now()`): what a namespace pop needs before it removes a selector item
+   * it read at `t`.
+   */
+  foundEmptySince(queueId: string, t: number): boolean {
+    return (this.emptyAt.get(queueId) ?? -Infinity) >= t;
+  }
 
   /**
    * The commit hook: every push's take sets the flag; the push whose take (any of its attempts)
    * found it unset writes the work item in its commit. No read, whatever the number of groups.
    */
-  readonly hook: CommitHook = ({ queue, partition }) => ({
-    set: { [WORK_FLAG]: true },
-    ops: (base, _end, befores) =>
-      befores.some((b) => b?.attrs[WORK_FLAG] !== true)
-        ? [{ op: 'put', table: 'leases', item: workItem(queue.queueId, partition.id, base) }]
-        : [],
-    abandoned: async (befores) => {
-      // A push that flipped the flag and then failed: the item must exist all the same.
-      if (befores.some((b) => b?.attrs[WORK_FLAG] !== true)) await this.mark(queue.queueId, partition.id);
-    },
-  });
+  readonly hook: CommitHook = ({ queue, partition }) => {
+    let flipped = false;
+    return {
+      set: { [WORK_FLAG]: true },
+      ops: (base, _end, befores) => {
+        flipped = befores.some((b) => b?.attrs[WORK_FLAG] !== true);
+        return flipped ? [{ op: 'put', table: 'leases', item: workItem(queue.queueId, partition.id, base) }] : [];
+      },
+      // After the commit, whose work item must exist first (see selector-work.ts).
+      after: async () => {
+        if (flipped) await this.deps.selectors.markQueue(queue);
+      },
+      abandoned: async (befores) => {
+        // A push that flipped the flag and then failed: the item must exist all the same.
+        if (befores.some((b) => b?.attrs[WORK_FLAG] !== true)) await this.mark(queue, partition.id);
+      },
+    };
+  };
 
   /**
    * Marks a partition as having work (outside a push): writes the item with a version no
    * earlier read of it saw, so a clear that read it before fails.
    */
-  async mark(queueId: string, partitionId: string): Promise<void> {
+  async mark(queue: MarkedQueueRef, partitionId: string): Promise<void> {
+    await this.markPartition(queue.queueId, partitionId);
+    await this.deps.selectors.markQueue(queue);
+  }
+
+  private async markPartition(queueId: string, partitionId: string): Promise<void> {
     const key = leaseKeys.work(queueId, partitionId);
     for (let attempt = 0; attempt < 10; attempt++) {
       const cur = await this.deps.storage.items.get('leases', key);
@@ -189,10 +219,13 @@ export class WorkIndex {
     const startAfter = pos.whole ? undefined : pos.last;
     for (let pass = 0; pass < 2; pass++) {
       const after = pass === 0 ? startAfter : undefined;
+      const issuedAt = performance.now();
       const page = await this.deps.storage.items.query('leases', workPk(queue.queueId), { after, limit: PAGE });
       if (page.items.length === 0) {
         if (after !== undefined) continue; // wrap around
         this.rotation.set(k, { whole: true });
+        if (this.emptyAt.size > 10_000) this.emptyAt.clear();
+        this.emptyAt.set(queue.queueId, issuedAt);
         return [];
       }
       const items = page.items.slice(0, MAX_GET_MANY);
@@ -323,13 +356,13 @@ export class WorkIndex {
    * One bounded step of marking the partitions that existed before `reg` (a group's first
    * registration on the queue): nothing to do for `new` subscriptions, whose start is after
    * every message that existed then — unless a rescan was requested for them (see
-   * {@link requestRescan}).
+   * {@link requestRescan}). True once every partition is marked.
    */
-  async scanStep(reg: GroupRecord): Promise<void> {
+  async scanStep(reg: GroupRecord): Promise<boolean> {
     const k = `${reg.queue}\u0000${reg.group}\u0000${reg.createdAt}`;
     const now = this.deps.clock();
     const seen = this.scanned.get(k);
-    if (seen !== undefined && now - seen < this.deps.recheckMs) return;
+    if (seen !== undefined && now - seen < this.deps.recheckMs) return true;
     const key = leaseKeys.scan(reg.queue, reg.group);
     const st = await this.deps.storage.items.get('leases', key);
     const state = st ? decodeScanState(st) : undefined;
@@ -339,7 +372,7 @@ export class WorkIndex {
       (state && state.regAt === reg.createdAt && state.done === true)
     ) {
       this.scanned.set(k, now);
-      return;
+      return true;
     }
     this.scanned.delete(k);
     const fresh = !state || state.regAt !== reg.createdAt;
@@ -356,7 +389,7 @@ export class WorkIndex {
         // A partition of a deleted incarnation of the queue, not retired yet: not this queue's.
         if (!queue || !belongsTo(ref, queue)) return;
         const tail = await this.deps.segments.readTail(ref.id);
-        if (tail.next > 0) await this.mark(queue.queueId, ref.id);
+        if (tail.next > 0) await this.mark(queue, ref.id);
       }),
     );
     const done = page.next === undefined;
@@ -368,8 +401,10 @@ export class WorkIndex {
     try {
       await this.deps.storage.items.put('leases', next, st ? { kind: 'version', ver: st.ver } : { kind: 'absent' });
       if (done) this.scanned.set(k, now);
+      return done;
     } catch (e) {
       if (!(e instanceof ConditionFailedError)) throw e; // another pop advanced it
+      return false;
     }
   }
 

@@ -59,6 +59,12 @@ export const logKeys = {
    * namespace holding `#` apart from a namespace and a task.
    */
   queueMatch: (sel: QueueSelector, queue: string): ItemKey => ({ pk: queueMatchPk(sel), sk: queue }),
+  /**
+   * meta: when a queue last joined or rejoined a selector (a `/configure` or PATCH of a queue
+   * under it): namespace/task pops prepare their groups on the queues configured since (see
+   * `leases/selector-work.ts`). One pk for every selector; written only by configure.
+   */
+  selectorConfigured: (sel: QueueSelector): ItemKey => ({ pk: 'SELCFG', sk: queueMatchPk(sel) }),
   /** meta: where the orphan-blob sweeper stopped. */
   sweepCursor: (): ItemKey => ({ pk: 'MAINT', sk: 'blob-sweep' }),
   /**
@@ -105,10 +111,17 @@ export function selectorsOf(namespace: string, task: string): QueueSelector[] {
 }
 
 /** A queue's entry under one selector: its priority, so a pop orders the matches without reading every record. */
-export const queueMatchItem = (sel: QueueSelector, queue: string, priority: number): Item => ({
+export const queueMatchItem = (sel: QueueSelector, queue: string, priority: number, at: number): Item => ({
   ...logKeys.queueMatch(sel, queue),
   ver: 1,
-  attrs: { priority },
+  attrs: { priority, at },
+});
+
+/** When a queue was last configured under the selector (see {@link logKeys.selectorConfigured}). */
+export const selectorConfiguredItem = (sel: QueueSelector, at: number): Item => ({
+  ...logKeys.selectorConfigured(sel),
+  ver: 1,
+  attrs: { at },
 });
 
 /** A queue as stored. */

@@ -28,6 +28,7 @@ import {
   queueIndexItem,
   queueItem,
   queueMatchItem,
+  selectorConfiguredItem,
   queueMatchPk,
   selectorsOf,
   type PartitionRef,
@@ -48,6 +49,8 @@ export const MAX_MATCHING_QUEUES = 1_000;
 export interface MatchingQueue {
   name: string;
   priority: number;
+  /** When it was configured under the selector (0: before this was recorded). */
+  at: number;
 }
 
 /**
@@ -291,14 +294,20 @@ export class QueueDirectory {
         ...next.map((sel): WriteOp => ({
           op: 'put',
           table: 'meta',
-          item: queueMatchItem(sel, name, rec.options.priority),
+          item: queueMatchItem(sel, name, rec.options.priority, now),
         })),
+        ...next.map((sel): WriteOp => ({ op: 'put', table: 'meta', item: selectorConfiguredItem(sel, now) })),
         ...gone.map((sel): WriteOp => ({ op: 'delete', table: 'meta', key: logKeys.queueMatch(sel, name) })),
       ];
       try {
         await this.deps.storage.items.transact(ops);
       } catch (e) {
         if (e instanceof ConditionFailedError && attempt < 20) continue;
+        // Configures of other queues under the same selector write its `selectorConfigured` item.
+        if (e instanceof ContentionError && attempt < 20) {
+          await new Promise((r) => setTimeout(r, 5 + randomInt(20 * (attempt + 1))));
+          continue;
+        }
         throw e;
       }
       this.invalidateQueue(name);
@@ -314,17 +323,27 @@ export class QueueDirectory {
    * hints: the caller checks each queue's record (a deleted queue leaves its entries behind
    * until {@link forgetMatch}).
    */
-  async matching(sel: QueueSelector): Promise<MatchingQueue[]> {
+  async matching(sel: QueueSelector, opts: { fresh?: boolean } = {}): Promise<MatchingQueue[]> {
     const pk = queueMatchPk(sel);
     const now = this.deps.clock();
     const hit = this.matchCache.get(pk);
-    if (hit && now - hit.at < MATCH_CACHE_MS) return hit.queues;
+    if (hit && !opts.fresh && now - hit.at < MATCH_CACHE_MS) return hit.queues;
     const page = await this.deps.storage.items.query('meta', pk, { limit: MAX_MATCHING_QUEUES });
     const queues = page.items
-      .map((it) => ({ name: it.sk, priority: typeof it.attrs.priority === 'number' ? it.attrs.priority : 0 }))
+      .map((it) => ({
+        name: it.sk,
+        priority: typeof it.attrs.priority === 'number' ? it.attrs.priority : 0,
+        at: typeof it.attrs.at === 'number' ? it.attrs.at : 0,
+      }))
       .sort((a, b) => b.priority - a.priority || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     this.matchCache.set(pk, { at: now, queues });
     return queues;
+  }
+
+  /** When a queue was last configured under the selector (0: never recorded). One read, not cached. */
+  async selectorConfiguredAt(sel: QueueSelector): Promise<number> {
+    const it = await this.deps.storage.items.get('meta', logKeys.selectorConfigured(sel));
+    return typeof it?.attrs.at === 'number' ? it.attrs.at : 0;
   }
 
   /** Removes a queue's stale entry under a selector (its record is gone or no longer matches). */
