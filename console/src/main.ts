@@ -13,24 +13,38 @@ import { queuesView } from './views/queues.js';
 
 type View = (root: HTMLElement, params: string[], query: URLSearchParams) => Promise<void>;
 
-/** Path patterns (`:x` captures a segment) to views, first match wins. */
-const ROUTES: [string[], View][] = [
-  [[], queuesView],
-  [['dlq'], dlqView],
-  [['groups'], groupsView],
-  [['queues', ':queue'], queueView],
-  [['queues', ':queue', 'partitions', ':partition'], partitionView],
-  [['queues', ':queue', 'partitions', ':partition', 'groups', ':group'], groupView],
+/**
+ * Path patterns (`:x` captures a segment) to views, first match wins. `live`: a list the Live
+ * toggle reloads; views with forms and actions (messages, dead letters) reload only when asked,
+ * so a reload never wipes what the user is typing or an action's result.
+ */
+const ROUTES: [string[], View, { live: boolean }][] = [
+  [[], queuesView, { live: true }],
+  [['dlq'], dlqView, { live: false }],
+  [['groups'], groupsView, { live: true }],
+  [['queues', ':queue'], queueView, { live: true }],
+  [['queues', ':queue', 'partitions', ':partition'], partitionView, { live: false }],
+  [['queues', ':queue', 'partitions', ':partition', 'groups', ':group'], groupView, { live: true }],
 ];
 
-function match(parts: string[]): { view: View; params: string[] } | undefined {
-  for (const [pattern, view] of ROUTES) {
+/** How often Live reloads a list view. */
+const LIVE_MS = 5_000;
+
+function match(parts: string[]): { view: View; params: string[]; live: boolean } | undefined {
+  for (const [pattern, view, { live }] of ROUTES) {
     if (pattern.length !== parts.length) continue;
     const params: string[] = [];
     if (pattern.every((p, i) => (p.startsWith(':') ? (params.push(parts[i] ?? ''), true) : p === parts[i])))
-      return { view, params };
+      return { view, params, live };
   }
   return undefined;
+}
+
+function currentRoute(): { found: ReturnType<typeof match>; qs: string } {
+  const hash = location.hash.replace(/^#\/?/, '');
+  const [path = '', qs = ''] = hash.split('?');
+  const parts = path === '' ? [] : path.split('/').map(decodeURIComponent);
+  return { found: match(parts), qs };
 }
 
 const root = document.getElementById('app') as HTMLElement;
@@ -39,10 +53,7 @@ const tokenForm = document.getElementById('token-form') as HTMLFormElement;
 let rendering = 0;
 async function render(): Promise<void> {
   const mine = ++rendering;
-  const hash = location.hash.replace(/^#\/?/, '');
-  const [path = '', qs = ''] = hash.split('?');
-  const parts = path === '' ? [] : path.split('/').map(decodeURIComponent);
-  const found = match(parts);
+  const { found, qs } = currentRoute();
   root.setAttribute('aria-busy', 'true');
   try {
     if (!found) root.replaceChildren(h('h1', {}, 'Not found'), h('a', { href: '#/' }, 'Queues'));
@@ -63,4 +74,14 @@ tokenForm.addEventListener('submit', (e) => {
   void render();
 });
 window.addEventListener('hashchange', () => void render());
+
+const live = document.getElementById('live') as HTMLInputElement;
+live.checked = localStorage.getItem('sluice.console.live') === 'true';
+live.addEventListener('change', () => localStorage.setItem('sluice.console.live', String(live.checked)));
+(document.getElementById('refresh') as HTMLButtonElement).addEventListener('click', () => void render());
+setInterval(() => {
+  // Not while hidden, while a render is under way, or on a view with forms.
+  if (!live.checked || document.hidden || root.hasAttribute('aria-busy') || !currentRoute().found?.live) return;
+  void render();
+}, LIVE_MS);
 void render();

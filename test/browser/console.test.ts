@@ -118,6 +118,23 @@ describe('browser: the console in Chromium', () => {
     });
   });
 
+  it('Refresh reloads the view; Live reloads list views by itself, and is remembered', async () => {
+    await withPage(await browser, 'live', async (page) => {
+      await open(page);
+      await page.getByTestId('queue-row-orders').waitFor();
+      await http('POST', '/api/v1/push', { items: [{ queue: 'fresh-1', payload: { n: 1 } }] });
+      await page.getByTestId('refresh').click();
+      await page.getByTestId('queue-row-fresh-1').waitFor();
+
+      await page.getByTestId('live').check();
+      await http('POST', '/api/v1/push', { items: [{ queue: 'fresh-2', payload: { n: 2 } }] });
+      // No click: the list reloads within its 5 s period.
+      await page.getByTestId('queue-row-fresh-2').waitFor({ timeout: 15_000 });
+      await page.reload();
+      expect(await page.getByTestId('live').isChecked()).toBe(true);
+    });
+  });
+
   it('DLQ: retry one dead letter, delete another', async () => {
     const [first, second, third] = await deadLetters('poison', 3);
     await withPage(await browser, 'dlq-retry', async (page) => {
