@@ -299,6 +299,25 @@ describe.each(backends)('integration: queue options on $name', (backend) => {
     expect(payloads(r.result)).toEqual(['"a1"', '"a2"']);
   });
 
+  it('a group deleted on a queue (its registration kept) re-reads that queue by namespace', async () => {
+    const svc = testServices(storage);
+    await configure(svc, 'again-1', {}, { namespace: 'again' });
+    await svc.pushes.push([1, 2].map((x) => ({ queue: 'again-1', payload: json(`m${x}`) })));
+    const popAll = async () => {
+      const got: string[] = [];
+      for (let k = 0; k < 4; k++)
+        got.push(
+          ...payloads(
+            (await svc.matchingPops.answer(matchReq({ namespace: 'again', group: 'ag', autoAck: true }))).result,
+          ),
+        );
+      return got;
+    };
+    expect(await popAll()).toEqual(['"m1"', '"m2"']);
+    await svc.leaseGroups.delete('ag', { queue: 'again-1', deleteMetadata: false });
+    expect(await popAll()).toEqual(['"m1"', '"m2"']);
+  });
+
   it('a selector item lost to a crash after a commit is restored by the periodic pass', async () => {
     const svc = testServices(storage);
     await configure(svc, 'lost-1', {}, { namespace: 'lost' });

@@ -254,6 +254,7 @@ export class LeaseGroupAdmin {
         n++;
         // Partitions with messages after `at` must be findable by wildcard pops: re-run the scan.
         await this.deps.storage.items.delete('leases', leaseKeys.scan(reg.queue, group));
+        await this.deps.work.resetSelectors(reg.queue, group);
         this.deps.work.forget(reg.queue, group);
       }
     }

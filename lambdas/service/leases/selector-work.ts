@@ -202,7 +202,8 @@ export class SelectorWork {
     if (!st || now - st.lookedAt >= CONFIG_LOOK_MS) {
       const [cfgAt, item] = await Promise.all([
         this.deps.queues.selectorConfiguredAt(sel),
-        st ? Promise.resolve(st.item) : this.deps.storage.items.get('leases', leaseKeys.selectorGroup(selPk, group)),
+        // Read again too: a group deleted on a queue (or its start moved) resets it elsewhere.
+        this.deps.storage.items.get('leases', leaseKeys.selectorGroup(selPk, group)),
       ]);
       st = { item, lookedAt: now, cfgAt, passAt: st?.passAt ?? -Infinity };
       this.groups.set(k, st);
@@ -247,8 +248,16 @@ export class SelectorWork {
     }
   }
 
-  /** Forgets what this process knows of a group (after the group was deleted somewhere). */
-  forget(group: string): void {
-    for (const k of this.groups.keys()) if (k.endsWith(`\u0000${group}`)) this.groups.delete(k);
+  /**
+   * Makes the group's next pops by the queue's selectors prepare it on every matching queue
+   * again: after its cursors on the queue were deleted or its start moved, the queue's history
+   * is owed again, and no selector item may name the queue.
+   */
+  async resetGroup(queue: QueueLike, group: string): Promise<void> {
+    for (const sel of selectorsOf(queue.namespace, queue.task)) {
+      const selPk = queueMatchPk(sel);
+      this.groups.delete(`${selPk}\u0000${group}`);
+      await this.deps.storage.items.delete('leases', leaseKeys.selectorGroup(selPk, group));
+    }
   }
 }

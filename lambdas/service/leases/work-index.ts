@@ -435,9 +435,19 @@ export class WorkIndex {
     for (const k of this.scanned.keys()) if (k.startsWith(`${queue}\u0000${group}\u0000`)) this.scanned.delete(k);
   }
 
-  /** Deletes a group's scan state on a queue (the work items are every group's and stay). */
+  /**
+   * Deletes a group's scan state on a queue (the work items are every group's and stay), and
+   * its preparation under the queue's selectors (its pops by namespace/task redo it).
+   */
   async purge(queue: string, group: string): Promise<void> {
     await this.deps.storage.items.delete('leases', leaseKeys.scan(queue, group));
+    await this.resetSelectors(queue, group);
     this.forget(queue, group);
+  }
+
+  /** The group's pops by the queue's namespace/task prepare it on every matching queue again. */
+  async resetSelectors(queue: string, group: string): Promise<void> {
+    const q = await this.deps.queues.getQueue(queue);
+    if (q) await this.deps.selectors.resetGroup(q, group);
   }
 }
