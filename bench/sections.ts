@@ -2,6 +2,7 @@ import { claimsBench } from './claims.js';
 import { costBench } from './cost.js';
 import { leasesBench } from './leases.js';
 import { limitsBench } from './limits.js';
+import { namespaceBench } from './namespace.js';
 import { pushBench } from './push.js';
 import { smallBench } from './small.js';
 import { wakeBench } from './wake.js';
@@ -22,4 +23,5 @@ export const SECTIONS: BenchSection[] = [
   { name: 'limits', run: limitsBench },
   { name: 'cost', doc: 'docs/DEPLOYING.md', run: costBench },
   { name: 'wake', run: wakeBench },
+  { name: 'namespace', run: namespaceBench },
 ];
