@@ -213,9 +213,10 @@ describe.each(backends)('integration: queue options on $name', (backend) => {
     queue: string,
     items: number,
     src: { partitionId: string; transactionId: string },
+    tag: number,
   ) =>
     svc.transactions.run([
-      { type: 'push', items: Array.from({ length: items }, (_, j) => ({ queue, payload: json(j) })) },
+      { type: 'push', items: Array.from({ length: items }, (_, j) => ({ queue, payload: json(`tx-${tag}-${j}`) })) },
       {
         type: 'ack',
         partitionId: src.partitionId,
@@ -229,7 +230,7 @@ describe.each(backends)('integration: queue options on $name', (backend) => {
     const procs = [testServices(storage), testServices(storage)];
     await configure(procs[0]!, 'tx-bounded', { maxSize: 6 });
     const src = await leasedSources(procs[0]!, 'tx-bounded-src', 16);
-    const got = await Promise.allSettled(src.map((m, i) => txPushAck(procs[i % 2]!, 'tx-bounded', 1, m)));
+    const got = await Promise.allSettled(src.map((m, i) => txPushAck(procs[i % 2]!, 'tx-bounded', 1, m, i)));
     const ok = got.flatMap((g, i) => (g.status === 'fulfilled' && g.value.success ? [i] : []));
     const refused = got.flatMap((g, i) => (g.status === 'rejected' ? [i] : []));
     expect(
@@ -246,7 +247,7 @@ describe.each(backends)('integration: queue options on $name', (backend) => {
     const procs = [testServices(storage), testServices(storage)];
     await configure(procs[0]!, 'tx-mixed', { maxSize: 10 });
     const src = await leasedSources(procs[0]!, 'tx-mixed-src', 8);
-    const txRuns = src.map((m, i) => txPushAck(procs[i % 2]!, 'tx-mixed', 2, m));
+    const txRuns = src.map((m, i) => txPushAck(procs[i % 2]!, 'tx-mixed', 2, m, i));
     const plain = Array.from({ length: 8 }, (_, i) =>
       procs[(i + 1) % 2]!.pushes.push([{ queue: 'tx-mixed', payload: json(`plain-${i}`) }]),
     );
@@ -265,6 +266,26 @@ describe.each(backends)('integration: queue options on $name', (backend) => {
     const all = await procs[1]!.leasePops.pop(req('tx-mixed', { batch: 1000, autoAck: true }));
     expect(all?.messages).toHaveLength(stored);
     expect(await redelivered(procs[0]!, 'tx-mixed-src', 8)).toEqual(refusedTx.map(String).sort());
+  });
+
+  it('a transaction refused by maxSize writes nothing: no other target created, its blob not uploaded, its ack not applied', async () => {
+    const svc = testServices(storage);
+    await configure(svc, 'tx-full', { maxSize: 1 });
+    await svc.pushes.push([{ queue: 'tx-full', payload: json('first') }]);
+    const [src] = await leasedSources(svc, 'tx-full-src', 1);
+    const big = json('x'.repeat(20_000)); // past inlineMaxBytes: its segment would go to a blob first
+    const blobs = async () => (await storage.blobs.list('', { limit: 1000 })).blobs.map((b) => b.key);
+    const blobsBefore = await blobs();
+    await expect(
+      svc.transactions.run([
+        { type: 'push', items: [{ queue: 'tx-full-other', partition: 'new', payload: big }] },
+        { type: 'push', items: [{ queue: 'tx-full', payload: json('second') }] },
+        { type: 'ack', partitionId: src!.partitionId, transactionId: src!.transactionId, consumerGroup: 'g' },
+      ]),
+    ).rejects.toMatchObject({ code: 'queue_full' });
+    expect(await svc.queues.getQueue('tx-full-other', { fresh: true })).toBeUndefined();
+    expect(await blobs()).toEqual(blobsBefore);
+    expect(await redelivered(svc, 'tx-full-src', 1)).toEqual(['0']);
   });
 
   it('a namespace/task pop leases from exactly one queue: the highest priority with work, equals in turn', async () => {

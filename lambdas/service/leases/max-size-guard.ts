@@ -26,7 +26,7 @@ export function maxSizeGuard(deps: { storage: Storage; segments: SegmentReader }
       partitionCursors(deps.storage, part.id),
     ]);
     const floors = cursors.map((c) => c.state.committed + 1);
-    const floor = floors.length > 0 ? Math.min(...floors) : await deps.segments.readHead(part.id);
+    const floor = floors.length > 0 ? Math.min(...floors) : await deps.segments.readFloor(part.id);
     const pending = Math.max(0, tail.next - floor);
     const full = (held: number): SluiceError =>
       new SluiceError(
