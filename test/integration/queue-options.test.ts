@@ -5,6 +5,7 @@ import { SluiceError } from '../../lambdas/core/errors.js';
 import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
 import { QueueOptionsInput, explicitOptionNames, resolveQueueOptions } from '../../lambdas/core/queue-options.js';
 import { decodeCursor, leaseKeys } from '../../lambdas/service/leases/lease-store.js';
+import { logKeys } from '../../lambdas/service/log/log-store.js';
 import type { MatchingPopRequest } from '../../lambdas/service/leases/namespace-pop.js';
 import type { PopRequest, PopResult } from '../../lambdas/service/leases/pop.js';
 import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
@@ -186,6 +187,19 @@ describe.each(backends)('integration: queue options on $name', (backend) => {
     expect(stored).toBeGreaterThanOrEqual(18); // 6 pushes of 3 fit; a seventh would not
     const rest = await procs[1]!.leasePops.pop(req('bounded', { batch: 1000, autoAck: true }));
     expect(rest?.messages).toHaveLength(stored);
+  });
+
+  it('maxSize counts offsets taken but not yet written: a slow push below the oldest segment still holds its place', async () => {
+    const svc = testServices(storage);
+    await configure(svc, 'bounded-slow', { maxSize: 2 });
+    const part = await svc.queues.ensurePartition((await svc.queues.getQueue('bounded-slow'))!, 'Default');
+    // A push that took offset 0 and has not written it yet (on AWS a take and its write are two requests).
+    await storage.items.take('log', logKeys.sequencer(part.id), 1);
+    await svc.pushes.push([{ queue: 'bounded-slow', payload: json('second') }]);
+    // Offset 0 (in flight) and 1 hold the two places: the oldest written segment (1) is not the floor.
+    await expect(svc.pushes.push([{ queue: 'bounded-slow', payload: json('third') }])).rejects.toMatchObject({
+      code: 'queue_full',
+    });
   });
 
   /**
