@@ -7,8 +7,9 @@ import { partitionCursors } from './lease-store.js';
 /**
  * The `maxSize` queue option as a push guard (when > 0): refuses a push that would leave more
  * unconsumed messages in the partition than the limit — unconsumed meaning after the slowest
- * lease group's cursor, or everything retained when no group has read it. Two reads per push
- * on such queues. Exact under concurrency: a push that passes gets the bound `floor + maxSize`
+ * lease group's cursor, or everything past retention's floor when no group has read it (offsets
+ * taken and not yet written included). Two reads per push on such queues. Exact under
+ * concurrency: a push (plain or in a transaction) that passes gets the bound `floor + maxSize`
  * for its take from the partition's sequencer (offsets are handed out there), so of concurrent
  * pushes only those that still fit commit; the others are refused as if the check had failed.
  *
