@@ -4,7 +4,9 @@
  *
  * Each (queue, partition) of the pushes becomes one segment, prepared by the push service
  * exactly as a push would commit it (blob uploaded first, commit hooks' ops included), at
- * offsets taken from the partition's sequencer before the transaction; each (partition, group)
+ * offsets taken from the partition's sequencer before the transaction (bounded by the push
+ * guards, so `maxSize` holds under concurrency: a take past the bound takes nothing and the
+ * transaction is refused `queue_full`, none of it applied); each (partition, group)
  * of the acks becomes one cursor write, planned by the ack service (a transactional `failed`
  * or `dlq` files the message at once, its DLQ items in the same transaction). When a guard
  * fails — the group list moved, a lane's row changed — the affected part is prepared again and
@@ -14,7 +16,7 @@
 import { SluiceError, invalid } from '../core/errors.js';
 import { uuidv7 } from '../core/ids.js';
 import { parseAckStatus, type AckStatus } from '../core/leases.js';
-import { QUEUE_MODE_GROUP } from '../core/names.js';
+import { DEFAULT_PARTITION, QUEUE_MODE_GROUP } from '../core/names.js';
 import {
   ConditionFailedError,
   ContentionError,
@@ -24,9 +26,9 @@ import {
   type WriteOp,
 } from '../storage/port.js';
 import type { AckService, LanePrep } from './leases/ack.js';
-import type { PushItem, PushService } from './log/push.js';
+import type { PushBound, PushItem, PushService } from './log/push.js';
 import type { QueueDirectory } from './log/queue-directory.js';
-import { logKeys } from './log/log-store.js';
+import { logKeys, type PartitionRef, type QueueRecord } from './log/log-store.js';
 import { closeRange } from './log/push.js';
 import { HookConflictError, mergeOps, type PreparedCommit } from './log/segment-commit.js';
 
@@ -69,6 +71,8 @@ export interface TxResult {
 
 interface PushGroup {
   items: { op: number; pos: number; item: PushItem }[];
+  /** The push guards' bound on the segment's take (maxSize): past it the transaction is refused. */
+  bound?: PushBound | undefined;
   prep?: PreparedCommit;
   /** The first of the offsets taken for the segment (undefined: none taken yet). */
   base: number | undefined;
@@ -145,10 +149,8 @@ export class TransactionService {
     // Lanes first: a bad ack fails the transaction before anything (a blob) is written.
     const laneError = await this.prepareLanes([...lanes.values()]);
     if (laneError) return fail(txId, laneError);
-    for (const g of pushes.values()) {
-      const first = g.items[0] as PushGroup['items'][number];
-      const queue = await this.deps.queues.ensureQueue(first.item.queue);
-      const part = await this.deps.queues.ensurePartition(queue, first.item.partition ?? 'Default');
+    const targets = await this.checkPushes([...pushes.values()]);
+    for (const { g, queue, part } of targets) {
       g.prep = await this.deps.pushes.prepareCommit(
         queue,
         part,
@@ -172,11 +174,61 @@ export class TransactionService {
   }
 
   /**
+   * Checks every push target (sealing, push guards such as maxSize) before anything is written,
+   * as a plain push does: the existing ones first, so a refused transaction has not created
+   * another target's queue or partition; then the rest are created and checked.
+   */
+  private async checkPushes(groups: PushGroup[]): Promise<{ g: PushGroup; queue: QueueRecord; part: PartitionRef }[]> {
+    const target = (g: PushGroup): { queue: string; partition: string } => {
+      const first = (g.items[0] as PushGroup['items'][number]).item;
+      return { queue: first.queue, partition: first.partition ?? DEFAULT_PARTITION };
+    };
+    const checked = await Promise.all(
+      groups.map(async (g) => {
+        const t = target(g);
+        const part = await this.deps.queues.getPartition(t.queue, t.partition);
+        const queue = part && (await this.deps.queues.getQueue(t.queue));
+        if (!part || !queue) return false;
+        g.bound = await this.deps.pushes.checkPush(queue, part, g.items.length);
+        return true;
+      }),
+    );
+    const out: { g: PushGroup; queue: QueueRecord; part: PartitionRef }[] = [];
+    for (const [k, g] of groups.entries()) {
+      const t = target(g);
+      const queue = await this.deps.queues.ensureQueue(t.queue);
+      const part = await this.deps.queues.ensurePartition(queue, t.partition);
+      if (!checked[k]) g.bound = await this.deps.pushes.checkPush(queue, part, g.items.length);
+      out.push({ g, queue, part });
+    }
+    return out;
+  }
+
+  /**
+   * Takes a segment's offsets, bounded by its push guards: a take past the bound takes nothing
+   * and refuses the transaction (`queue_full`), as it refuses a plain push.
+   */
+  private async take(g: PushGroup, prep: PreparedCommit): Promise<Taken> {
+    try {
+      return await this.deps.storage.items.take('log', logKeys.sequencer(prep.partition.id), prep.count, undefined, {
+        ...prep.takeOptions(),
+        atMost: g.bound?.atMost,
+      });
+    } catch (e) {
+      // Only a bounded take fails with a bare ConditionFailedError: nothing was taken.
+      throw g.bound && e instanceof ConditionFailedError ? g.bound.refusal() : e;
+    }
+  }
+
+  /**
    * Writes the prepared pushes and lanes in one transaction, taking each segment's offsets first;
    * answers the transaction's error when a lane can no longer be applied.
    */
   private async commit(pushes: Map<string, PushGroup>, lanes: Map<string, Lane>): Promise<string | undefined> {
     let hookRetry = false;
+    // Bounded segments take first: a refused take then leaves nothing behind when the others
+    // are unbounded (offsets already taken for others are closed with skips).
+    const order = [...pushes.values()].sort((a, b) => Number(!a.bound) - Number(!b.bound));
     for (let attempt = 0; ; attempt++) {
       if (attempt >= 50)
         throw new SluiceError(
@@ -187,16 +239,10 @@ export class TransactionService {
       const owners: ({ kind: 'seg'; g: PushGroup } | { kind: 'marker' } | { kind: 'hook' } | { kind: 'lane' })[] = [];
       const hookOps: WriteOp[] = [];
       try {
-        for (const g of pushes.values()) {
+        for (const g of order) {
           const prep = g.prep as PreparedCommit;
           await prep.planHooks(hookRetry);
-          g.taken ??= await this.deps.storage.items.take(
-            'log',
-            logKeys.sequencer(prep.partition.id),
-            prep.count,
-            undefined,
-            prep.takeOptions(),
-          );
+          g.taken ??= await this.take(g, prep);
           g.base = g.taken.first;
           prep.build(g.taken).forEach((op, j) => {
             if (j >= prep.hookStart) hookOps.push(op);

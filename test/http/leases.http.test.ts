@@ -686,6 +686,25 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     expect((await pop('tx-src', 'consumerGroup=tx')).status).toBe(204);
   });
 
+  it('a transaction pushing into a full maxSize queue answers 200 success false and applies none of its acks', async () => {
+    await configure('tx-small', { maxSize: 1 });
+    await push('tx-small', ['held']);
+    await push('tx-small-src', ['job']);
+    const m = (await popped('tx-small-src', 'consumerGroup=tx')).messages[0]!;
+    const full = await call<ErrorReply>(url, 'POST', '/api/v1/transaction', {
+      operations: [
+        { type: 'push', items: [{ queue: 'tx-small', payload: { more: true } }] },
+        { type: 'ack', transactionId: m.transactionId, partitionId: m.partitionId, consumerGroup: 'tx' },
+      ],
+    });
+    expect(full.status).toBe(200);
+    expect(full.body).toMatchObject({ success: false, results: [] });
+    expect(full.body.error).toMatch(/maxSize is 1/);
+    expect(data((await popped('tx-small', 'batch=10')).messages)).toEqual(['held']);
+    clock.advance(61_000);
+    expect(data((await popped('tx-small-src', 'consumerGroup=tx')).messages)).toEqual(['job']);
+  });
+
   it('a transactional failed files the message at once; an empty operations list is a 400', async () => {
     await push('tx-fail', ['f']);
     const m = (await popped('tx-fail')).messages[0]!;

@@ -11,7 +11,7 @@ import {
   SEED_EVERY_MS,
   SelectorWork,
 } from '../../lambdas/service/leases/selector-work.js';
-import { queueMatchPk } from '../../lambdas/service/log/log-store.js';
+import { logKeys, queueMatchPk } from '../../lambdas/service/log/log-store.js';
 import type { MatchingPopRequest } from '../../lambdas/service/leases/namespace-pop.js';
 import type { PopRequest, PopResult } from '../../lambdas/service/leases/pop.js';
 import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
@@ -193,6 +193,119 @@ describe.each(backends)('integration: queue options on $name', (backend) => {
     expect(stored).toBeGreaterThanOrEqual(18); // 6 pushes of 3 fit; a seventh would not
     const rest = await procs[1]!.leasePops.pop(req('bounded', { batch: 1000, autoAck: true }));
     expect(rest?.messages).toHaveLength(stored);
+  });
+
+  it('maxSize counts offsets taken but not yet written: a slow push below the oldest segment still holds its place', async () => {
+    const svc = testServices(storage);
+    await configure(svc, 'bounded-slow', { maxSize: 2 });
+    const part = await svc.queues.ensurePartition((await svc.queues.getQueue('bounded-slow'))!, 'Default');
+    // A push that took offset 0 and has not written it yet (on AWS a take and its write are two requests).
+    await storage.items.take('log', logKeys.sequencer(part.id), 1);
+    await svc.pushes.push([{ queue: 'bounded-slow', payload: json('second') }]);
+    // Offset 0 (in flight) and 1 hold the two places: the oldest written segment (1) is not the floor.
+    await expect(svc.pushes.push([{ queue: 'bounded-slow', payload: json('third') }])).rejects.toMatchObject({
+      code: 'queue_full',
+    });
+  });
+
+  /**
+   * One leased source message per transaction to ack (each in its own partition), so that which
+   * transactions applied their acks shows in what the source redelivers once the leases expire.
+   */
+  async function leasedSources(svc: Services, queue: string, n: number) {
+    await configure(svc, queue, { leaseTime: 30 });
+    await svc.pushes.push(Array.from({ length: n }, (_, i) => ({ queue, partition: `p${i}`, payload: json(i) })));
+    const out = [];
+    for (let i = 0; i < n; i++) {
+      const r = await svc.leasePops.pop(req(queue, { partition: `p${i}`, group: 'g', batch: 1 }));
+      out.push(r!.messages[0]!);
+    }
+    return out;
+  }
+  /** The source messages delivered again after the leases expired: those whose ack was not applied. */
+  async function redelivered(svc: Services & { testClock: { advance(ms: number): void } }, queue: string, n: number) {
+    svc.testClock.advance(31_000);
+    const again = await svc.leasePops.pop(req(queue, { group: 'g', batch: n, partitions: n }));
+    return (again?.messages.map((m) => text(m.payload)) ?? []).sort();
+  }
+  const txPushAck = (
+    svc: Services,
+    queue: string,
+    items: number,
+    src: { partitionId: string; transactionId: string },
+    tag: number,
+  ) =>
+    svc.transactions.run([
+      { type: 'push', items: Array.from({ length: items }, (_, j) => ({ queue, payload: json(`tx-${tag}-${j}`) })) },
+      {
+        type: 'ack',
+        partitionId: src.partitionId,
+        transactionId: src.transactionId,
+        consumerGroup: 'g',
+        status: 'completed',
+      },
+    ]);
+
+  it('maxSize is exact for transactions too: 16 racing from two processes store maxSize, refused ones apply no ack', async () => {
+    const procs = [testServices(storage), testServices(storage)];
+    await configure(procs[0]!, 'tx-bounded', { maxSize: 6 });
+    const src = await leasedSources(procs[0]!, 'tx-bounded-src', 16);
+    const got = await Promise.allSettled(src.map((m, i) => txPushAck(procs[i % 2]!, 'tx-bounded', 1, m, i)));
+    const ok = got.flatMap((g, i) => (g.status === 'fulfilled' && g.value.success ? [i] : []));
+    const refused = got.flatMap((g, i) => (g.status === 'rejected' ? [i] : []));
+    expect(
+      refused.map((i) => (got[i] as PromiseRejectedResult).reason as { code?: string }).map((e) => e.code),
+    ).toEqual(Array.from({ length: 10 }, () => 'queue_full'));
+    expect(ok).toHaveLength(6);
+    const all = await procs[1]!.leasePops.pop(req('tx-bounded', { batch: 1000, autoAck: true }));
+    expect(all?.messages).toHaveLength(6);
+    // A refused transaction changed nothing: exactly the refused ones' source messages come back.
+    expect(await redelivered(procs[0]!, 'tx-bounded-src', 16)).toEqual(refused.map(String).sort());
+  });
+
+  it('maxSize is exact for transactions racing plain pushes: never more stored, a refused transaction applies no ack', async () => {
+    const procs = [testServices(storage), testServices(storage)];
+    await configure(procs[0]!, 'tx-mixed', { maxSize: 10 });
+    const src = await leasedSources(procs[0]!, 'tx-mixed-src', 8);
+    const txRuns = src.map((m, i) => txPushAck(procs[i % 2]!, 'tx-mixed', 2, m, i));
+    const plain = Array.from({ length: 8 }, (_, i) =>
+      procs[(i + 1) % 2]!.pushes.push([{ queue: 'tx-mixed', payload: json(`plain-${i}`) }]),
+    );
+    const [txs, pushes] = await Promise.all([Promise.allSettled(txRuns), Promise.allSettled(plain)]);
+    const okTx = txs.flatMap((g, i) => (g.status === 'fulfilled' && g.value.success ? [i] : []));
+    const refusedTx = txs.flatMap((g, i) => (g.status === 'rejected' ? [i] : []));
+    const okPushes = pushes.filter((g) => g.status === 'fulfilled').length;
+    const codes = [...txs, ...pushes].flatMap((g) =>
+      g.status === 'rejected' ? [(g.reason as { code?: string }).code] : [],
+    );
+    expect(new Set(codes)).toEqual(new Set(['queue_full']));
+    expect(okTx.length + refusedTx.length).toBe(8);
+    const stored = okTx.length * 2 + okPushes;
+    expect(stored).toBeLessThanOrEqual(10);
+    expect(stored).toBeGreaterThanOrEqual(9); // a 2-message transaction may not fit the last place
+    const all = await procs[1]!.leasePops.pop(req('tx-mixed', { batch: 1000, autoAck: true }));
+    expect(all?.messages).toHaveLength(stored);
+    expect(await redelivered(procs[0]!, 'tx-mixed-src', 8)).toEqual(refusedTx.map(String).sort());
+  });
+
+  it('a transaction refused by maxSize writes nothing: no other target created, its blob not uploaded, its ack not applied', async () => {
+    const svc = testServices(storage);
+    await configure(svc, 'tx-full', { maxSize: 1 });
+    await svc.pushes.push([{ queue: 'tx-full', payload: json('first') }]);
+    const [src] = await leasedSources(svc, 'tx-full-src', 1);
+    const big = json('x'.repeat(20_000)); // past inlineMaxBytes: its segment would go to a blob first
+    const blobs = async () => (await storage.blobs.list('', { limit: 1000 })).blobs.map((b) => b.key);
+    const blobsBefore = await blobs();
+    await expect(
+      svc.transactions.run([
+        { type: 'push', items: [{ queue: 'tx-full-other', partition: 'new', payload: big }] },
+        { type: 'push', items: [{ queue: 'tx-full', payload: json('second') }] },
+        { type: 'ack', partitionId: src!.partitionId, transactionId: src!.transactionId, consumerGroup: 'g' },
+      ]),
+    ).rejects.toMatchObject({ code: 'queue_full' });
+    expect(await svc.queues.getQueue('tx-full-other', { fresh: true })).toBeUndefined();
+    expect(await blobs()).toEqual(blobsBefore);
+    expect(await redelivered(svc, 'tx-full-src', 1)).toEqual(['0']);
   });
 
   it('a namespace/task pop leases from exactly one queue: the highest priority with work, equals in turn', async () => {

@@ -7,8 +7,9 @@ import { partitionCursors } from './lease-store.js';
 /**
  * The `maxSize` queue option as a push guard (when > 0): refuses a push that would leave more
  * unconsumed messages in the partition than the limit — unconsumed meaning after the slowest
- * lease group's cursor, or everything retained when no group has read it. Two reads per push
- * on such queues. Exact under concurrency: a push that passes gets the bound `floor + maxSize`
+ * lease group's cursor, or everything past retention's floor when no group has read it (offsets
+ * taken and not yet written included). Two reads per push on such queues. Exact under
+ * concurrency: a push (plain or in a transaction) that passes gets the bound `floor + maxSize`
  * for its take from the partition's sequencer (offsets are handed out there), so of concurrent
  * pushes only those that still fit commit; the others are refused as if the check had failed.
  *
@@ -26,7 +27,7 @@ export function maxSizeGuard(deps: { storage: Storage; segments: SegmentReader }
       partitionCursors(deps.storage, part.id),
     ]);
     const floors = cursors.map((c) => c.state.committed + 1);
-    const floor = floors.length > 0 ? Math.min(...floors) : await deps.segments.readHead(part.id);
+    const floor = floors.length > 0 ? Math.min(...floors) : await deps.segments.readFloor(part.id);
     const pending = Math.max(0, tail.next - floor);
     const full = (held: number): SluiceError =>
       new SluiceError(

@@ -615,12 +615,29 @@ export class PushService {
   }
 
   /**
+   * Checks a push of `count` messages to one partition for a caller that commits it with
+   * {@link prepareCommit}: refuses it (sealing, push guards such as maxSize) by throwing, or
+   * answers the bound its offset take must respect (`atMost`; past it, answer `refusal()`).
+   *
+   * @example
+   * ```ts
+   * const bound = await pushes.checkPush(queue, part, items.length);
+   * const prep = await pushes.prepareCommit(queue, part, items);
+   * await storage.items.take('log', logKeys.sequencer(part.id), prep.count, undefined, { ...prep.takeOptions(), atMost: bound?.atMost });
+   * ```
+   */
+  async checkPush(queue: QueueRecord, part: PartitionRef, count: number): Promise<PushBound | undefined> {
+    assertCanSeal(queue, this.deps.cipher);
+    return this.runPushGuards(queue, part, count);
+  }
+
+  /**
    * Prepares (but does not write) the commit of `items` to one partition as one segment, for
    * a caller that commits it atomically with other writes (transactions). Transaction ids are
-   * minted, so no dedup reservations are taken; the push guards run first.
+   * minted, so no dedup reservations are taken. The caller runs {@link checkPush} first and
+   * bounds its take by the answer.
    */
   async prepareCommit(queue: QueueRecord, part: PartitionRef, items: readonly PushItem[]): Promise<PreparedCommit> {
-    await this.runPushGuards(queue, part, items.length);
     const now = this.clock();
     const messages = items.map((item) => ({ item, txid: uuidv7(now), mid: uuidv7(now) }));
     return this.prepare({ queue, partition: part, pushId: uuidv7(now), messages, reserved: false });

@@ -242,6 +242,23 @@ export class SegmentReader {
     return { next, lastAt: last?.at };
   }
 
+  /**
+   * The lowest offset that may still hold a message: past a leading skip (retention's floor, or
+   * a closed range), else 0. Unlike {@link readHead} never the oldest written segment's base:
+   * offsets below it may be taken and not yet written (on AWS a take and its write are two
+   * requests), so a bound computed from this never overshoots.
+   *
+   * @example
+   * ```ts
+   * const atMost = (await segments.readFloor(partitionId)) + maxSize;
+   * ```
+   */
+  async readFloor(partitionId: string): Promise<number> {
+    const page = await this.deps.storage.items.query('log', partitionId, { prefix: SEGMENT_PREFIX, limit: 1 });
+    const oldest = page.items[0] ? segmentAttrsOf(page.items[0]) : undefined;
+    return oldest?.skip ? oldest.end + 1 : 0;
+  }
+
   /** The oldest offset still stored (retention may have removed a prefix), or the tail when empty. */
   async readHead(partitionId: string): Promise<number> {
     const page = await this.deps.storage.items.query('log', partitionId, { prefix: SEGMENT_PREFIX, limit: 1 });
