@@ -47,6 +47,8 @@ export interface FunctionAccess {
  * - Claim routes keep positions, claims and dead letters in `claims`, register groups in
  *   `meta` and read the log (and its blobs); they never push.
  * - Reading one message (log routes) tells whether it is a dead letter (`dlq`, read).
+ * - Every HTTP function stores its activity buckets once a minute (`meta`, `ACT#…`), for the
+ *   status and analytics series.
  * - Admin routes configure and delete queues (`meta`: the queue, its partitions' names, the
  *   tombstones; the lease groups' scan state in `leases`), list, retry (a push) and delete
  *   dead letters (`dlq` and its blobs) and manage lease groups (`leases`, `meta`); the admin

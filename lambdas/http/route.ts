@@ -276,6 +276,14 @@ export function makeHandler(routes: RouteDef[], options: HandlerOptions = {}) {
     if (seen.runtime && seen.route) {
       seen.runtime.activity.request(seen.route.label, status, ms / 1000);
       if (status < 400) seen.meter?.(seen.runtime.activity);
+      // Once a minute: the finished minute's buckets go to storage (the series of every
+      // process). Not after a refusal: a 4xx changes nothing stored.
+      if (status < 400)
+        await seen.runtime.activity
+          .flushDue()
+          .catch((e: unknown) =>
+            jsonLog.error('activity flush failed (tried again after the next request)', { error: String(e) }),
+          );
     }
     options.requestLog?.({
       method: event.requestContext.http.method,

@@ -3,6 +3,7 @@ import { defaultMaxWaiters } from '../core/holds.js';
 import { parseKey } from '../core/sealing.js';
 import type { Storage } from '../storage/port.js';
 import { Activity } from './admin/activity.js';
+import { ActivityStore } from './admin/activity-store.js';
 import { buildAdminReads, type AdminReads } from './admin/index.js';
 import { KmsKeyProvider, lazyKmsClient } from './adapters/kms-key-provider.js';
 import { unreservedConcurrency } from './adapters/lambda-account.js';
@@ -207,7 +208,7 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
     telemetry,
     usage: new UsageLedger(adapter.usage, lambdaMemoryGb()),
     admin,
-    activity: new Activity(clock),
+    activity: new Activity(clock, new ActivityStore(storage)),
     storageHealth,
     waitSlots,
     shutdown: opts.shutdown ?? new AbortController().signal,

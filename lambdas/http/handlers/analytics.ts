@@ -27,7 +27,7 @@ export const queueOps = defineRoute({
     const w = windowOf(query, services.clock());
     const minutes = bucketMinutes(w);
     const starts = bucketStarts(w, minutes);
-    const all = services.activity.series(starts, minutes);
+    const all = await services.activity.seriesEverywhere(starts, minutes);
     const names =
       query.queue !== undefined
         ? allowed(query.queue)
@@ -74,11 +74,11 @@ export const queueLag = defineRoute({
   summary: 'Age of popped messages per queue and minute (newest first): a bare array of the minutes with pops.',
   query: SeriesQuery,
   access: { action: 'consume' },
-  run({ query, services, allowed }) {
+  async run({ query, services, allowed }) {
     const w = windowOf(query, services.clock());
     const starts = bucketStarts(w, 1);
     const out: Record<string, unknown>[] = [];
-    for (const [q, rows] of services.activity.series(starts, 1)) {
+    for (const [q, rows] of await services.activity.seriesEverywhere(starts, 1)) {
       if (!allowed(q) || (query.queue !== undefined && q !== query.queue)) continue;
       rows.forEach((r, i) => {
         if (r.lagCount === 0) return;
@@ -142,11 +142,11 @@ export const workerMetrics = defineRoute({
   summary: 'This process as the one worker: messages and requests per bucket (newest first), pop lag per queue.',
   query: ReplicaQuery,
   access: { action: 'consume' },
-  run({ query, services, allowed }) {
+  async run({ query, services, allowed }) {
     const now = services.clock();
     const w = windowOf(query, now);
     const minutes = bucketMinutes(w);
-    const { starts, rows } = bucketsOf(services, w, minutes, (q) => allowed(q));
+    const { starts, rows } = await bucketsOf(services, w, minutes, (q) => allowed(q));
     const total = emptyRow();
     const timeSeries = starts
       .map((start, i) => {
@@ -185,7 +185,9 @@ export const workerMetrics = defineRoute({
         };
       })
       .reverse();
-    const queues = [...services.activity.series([starts[0] ?? w.from], Math.ceil((w.to - w.from) / 60_000))]
+    const queues = [
+      ...(await services.activity.seriesEverywhere([starts[0] ?? w.from], Math.ceil((w.to - w.from) / 60_000))),
+    ]
       .filter(([q]) => allowed(q))
       .map(([q, [r]]) => ({
         queueName: q,

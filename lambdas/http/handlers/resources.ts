@@ -115,7 +115,7 @@ export const overview = defineRoute({
     ]);
     const now = services.clock();
     const start = Math.floor(now / 60_000) * 60_000 - (OVERVIEW_MINUTES - 1) * 60_000;
-    const recent = services.activity.series([start], OVERVIEW_MINUTES);
+    const recent = await services.activity.seriesEverywhere([start], OVERVIEW_MINUTES);
     let pushed = 0;
     let processed = 0;
     for (const [q, [row]] of recent)

@@ -26,15 +26,15 @@ import { visibleQueue, visibleQueueViews } from './resources.js';
 import { iso, nameSchema } from './schemas.js';
 
 /** Every queue's activity rows summed per bucket, for the queues `include` admits. */
-export function bucketsOf(
+export async function bucketsOf(
   services: Services,
   w: Window,
   minutes: number,
   include: (queue: string) => boolean,
-): { starts: number[]; rows: ActivityRow[] } {
+): Promise<{ starts: number[]; rows: ActivityRow[] }> {
   const starts = bucketStarts(w, minutes);
   const rows = starts.map(() => emptyRow());
-  for (const [q, series] of services.activity.series(starts, minutes)) {
+  for (const [q, series] of await services.activity.seriesEverywhere(starts, minutes)) {
     if (!include(q)) continue;
     series.forEach((r, i) => addRow(rows[i]!, r));
   }
@@ -72,7 +72,7 @@ export const status = defineRoute({
       { withDeadLetters: true },
     );
     const inScope = new Set(views.map((v) => v.queue.name));
-    const { starts, rows } = bucketsOf(services, w, minutes, (q) => inScope.has(q));
+    const { starts, rows } = await bucketsOf(services, w, minutes, (q) => inScope.has(q));
     const total = emptyRow();
     for (const r of rows) addRow(total, r);
     let dlqRunning = 0;
@@ -239,7 +239,7 @@ export const statusAnalytics = defineRoute({
       task: query.task,
     });
     const names = new Set(queues.map((q) => q.name));
-    const { starts, rows } = bucketsOf(services, w, minutes, (q) => names.has(q));
+    const { starts, rows } = await bucketsOf(services, w, minutes, (q) => names.has(q));
     return {
       statusCode: 200,
       body: {

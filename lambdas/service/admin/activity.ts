@@ -5,18 +5,23 @@
  * histogram. The status and analytics routes draw their series from it, `/metrics` its
  * counters.
  *
- * It lives in memory: the local server is one process, so it sees everything (since it
- * started); a Lambda instance sees only what it answered (docs/QUEEN-COMPAT.md). Recording is
- * a few map lookups and additions into preallocated arrays: nothing per request is allocated
- * once a queue and a route have been seen.
+ * It lives in memory, and each minute's buckets go to storage once the minute is over
+ * (`activity-store.ts`, one put per process per minute it served something, at the end of
+ * the first request after it), so series read there cover every process: every Lambda
+ * instance, and the local server across restarts. Only the minute under way in other
+ * processes is missing from them (docs/QUEEN-COMPAT.md). Recording is a few map lookups and
+ * additions into preallocated arrays: nothing per request is allocated once a queue and a
+ * route have been seen.
  *
  * @example
  * ```ts
  * activity.count('orders', 'pushMessages', 100);
  * activity.lag('orders', 250);
- * activity.series(window, 1).get('orders'); // one row of counters per minute bucket
+ * (await activity.seriesEverywhere(starts, 1)).get('orders'); // one row per minute bucket, every process
  * ```
  */
+import { randomUUID } from 'node:crypto';
+import type { ActivityStore } from './activity-store.js';
 
 /** The counters kept per queue (Queen's per-queue series, plus Sluice's own). */
 export const ACTIVITY_COUNTERS = [
@@ -106,9 +111,20 @@ export class Activity implements Meter {
   private current = -1;
   private currentMap = new Map<string, Float64Array>();
   private readonly latency = new Map<string, Histogram[]>();
+  /** Minutes whose buckets are in the store as they are here. */
+  private readonly flushed = new Set<number>();
+  private flushing: Promise<void> | undefined;
   readonly startedAt: number;
 
-  constructor(private readonly clock: () => number) {
+  /**
+   * `store`: where finished minutes go (none: this process's memory is every series, as in
+   * unit tests). `processId` names this process's buckets there.
+   */
+  constructor(
+    private readonly clock: () => number,
+    private readonly store?: ActivityStore,
+    readonly processId: string = randomUUID(),
+  ) {
     this.startedAt = clock();
   }
 
@@ -124,10 +140,40 @@ export class Activity implements Meter {
 
   private roll(minute: number): void {
     this.current = minute;
+    this.flushed.delete(minute); // counted again (a clock that went back): stored again
     let map = this.minutes.get(minute);
     if (!map) this.minutes.set(minute, (map = new Map<string, Float64Array>()));
     this.currentMap = map;
-    for (const m of [...this.minutes.keys()]) if (m <= minute - KEEP_MINUTES) this.minutes.delete(m);
+    for (const m of [...this.minutes.keys()])
+      if (m <= minute - KEEP_MINUTES) {
+        this.minutes.delete(m);
+        this.flushed.delete(m);
+      }
+  }
+
+  /**
+   * Stores the buckets of every finished minute not stored yet: one put per minute, oldest
+   * first. Called after each request; nothing to do (no I/O) but once a minute. A failed put
+   * is tried again after the next request.
+   */
+  async flushDue(): Promise<void> {
+    if (!this.store || this.flushing) return this.flushing;
+    const now = Math.floor(this.clock() / MINUTE);
+    const due = [...this.minutes.keys()].filter((m) => m < now && !this.flushed.has(m)).sort((a, b) => a - b);
+    if (due.length === 0) return;
+    const store = this.store;
+    this.flushing = (async () => {
+      try {
+        for (const m of due) {
+          const rows = this.minutes.get(m);
+          if (rows && rows.size > 0) await store.write(m, this.processId, rows);
+          this.flushed.add(m);
+        }
+      } finally {
+        this.flushing = undefined;
+      }
+    })();
+    return this.flushing;
   }
 
   count(queue: string, counter: ActivityCounter, n = 1): void {
@@ -185,20 +231,49 @@ export class Activity implements Meter {
    * older than a day are empty (only a day of minutes is kept).
    */
   series(starts: readonly number[], minutes: number): Map<string, ActivityRow[]> {
-    const width = minutes * MINUTE;
     const acc = new Map<string, Float64Array[]>();
-    for (const [minute, byQueue] of this.minutes) {
-      const t = minute * MINUTE;
-      const i = starts.findIndex((s) => t >= s && t < s + width);
-      if (i < 0) continue;
-      for (const [q, a] of byQueue) {
-        let rows = acc.get(q);
-        if (!rows) acc.set(q, (rows = starts.map(() => new Float64Array(WIDTH))));
-        addInto(rows[i] as Float64Array, a);
-      }
-    }
-    const out = new Map<string, ActivityRow[]>();
-    for (const [q, rows] of acc) out.set(q, rows.map(rowOf));
-    return out;
+    for (const [minute, byQueue] of this.minutes) addMinute(acc, starts, minutes, minute, byQueue);
+    return rowsOf(acc);
   }
+
+  /**
+   * As {@link series}, over every process: the store's buckets of other processes (and of
+   * earlier runs of this one) and this process's own from memory, including the minute under
+   * way. Without a store, this process's alone.
+   */
+  async seriesEverywhere(starts: readonly number[], minutes: number): Promise<Map<string, ActivityRow[]>> {
+    if (!this.store || starts.length === 0) return this.series(starts, minutes);
+    const from = Math.floor((starts[0] as number) / MINUTE);
+    const to = Math.floor(((starts[starts.length - 1] as number) + minutes * MINUTE - 1) / MINUTE);
+    const acc = new Map<string, Float64Array[]>();
+    for (const m of await this.store.read(from, to))
+      if (m.processId !== this.processId) addMinute(acc, starts, minutes, m.minute, m.rows);
+    for (const [minute, byQueue] of this.minutes) addMinute(acc, starts, minutes, minute, byQueue);
+    return rowsOf(acc);
+  }
+}
+
+/** Adds one minute's buckets into the bucket of `starts` (each `minutes` wide) it falls in. */
+function addMinute(
+  acc: Map<string, Float64Array[]>,
+  starts: readonly number[],
+  minutes: number,
+  minute: number,
+  byQueue: ReadonlyMap<string, Float64Array>,
+): void {
+  const t = minute * MINUTE;
+  const i = starts.findIndex((s) => t >= s && t < s + minutes * MINUTE);
+  if (i < 0) return;
+  for (const [q, a] of byQueue) {
+    if (a.length !== WIDTH) continue; // stored by a version with other counters
+    let rows = acc.get(q);
+    if (!rows) acc.set(q, (rows = starts.map(() => new Float64Array(WIDTH))));
+    addInto(rows[i] as Float64Array, a);
+  }
+}
+
+function rowsOf(acc: Map<string, Float64Array[]>): Map<string, ActivityRow[]> {
+  const out = new Map<string, ActivityRow[]>();
+  for (const [q, rows] of acc) out.set(q, rows.map(rowOf));
+  return out;
 }

@@ -17,7 +17,8 @@ export interface AdminSuiteOptions {
   /**
    * Whether one process serves every route (the local server), so the series it keeps in
    * memory saw the pushes; false behind a gateway of one function per route group, as on AWS,
-   * where the admin function's series hold only what it served itself (docs/QUEEN-COMPAT.md).
+   * where the other functions' minute under way is not stored yet (docs/QUEEN-COMPAT.md;
+   * `test/integration/activity-series.test.ts` moves the clock past it).
    */
   oneProcess?: boolean;
 }
