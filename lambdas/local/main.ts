@@ -175,6 +175,8 @@ async function main(): Promise<void> {
     if (timer) clearInterval(timer);
     stopping.abort(); // long polls answer now instead of at their timeout
     await server.close(); // requests in flight finish; every acknowledged push is already committed
+    // The minute under way, so the series still show it after a restart.
+    await svc.activity.flushDue({ underWay: true }).catch(() => undefined);
     await storage.close();
     process.exit(0);
   };

@@ -59,6 +59,11 @@ describe('http: local server restart (embedded)', () => {
         expect(got.slice(0, mine.length)).toEqual(mine);
         expect(new Set(got).size).toBe(got.length);
       }
+      // The series too: the stopping server stored its minute under way.
+      const ops = (await (await fetch(`${second.url}/api/v1/analytics/queue-ops?queue=durable`)).json()) as {
+        series: { pushMessages: number }[];
+      };
+      expect(ops.series.reduce((n, r) => n + r.pushMessages, 0)).toBeGreaterThanOrEqual(acked.length);
     } finally {
       await second.stop();
     }

@@ -156,9 +156,14 @@ export class Activity implements Meter {
    * first. Called after each request; nothing to do (no I/O) but once a minute. A failed put
    * is tried again after the next request.
    */
-  async flushDue(): Promise<void> {
-    if (!this.store || this.flushing) return this.flushing;
-    const now = Math.floor(this.clock() / MINUTE);
+  async flushDue(opts: { underWay?: boolean } = {}): Promise<void> {
+    if (!this.store) return;
+    if (this.flushing) {
+      if (!opts.underWay) return; // another request is storing them; nobody waits for it
+      await this.flushing;
+    }
+    // `underWay`: the minute under way too (the local server stopping; a later count stores it again).
+    const now = Math.floor(this.clock() / MINUTE) + (opts.underWay ? 1 : 0);
     const due = [...this.minutes.keys()].filter((m) => m < now && !this.flushed.has(m)).sort((a, b) => a - b);
     if (due.length === 0) return;
     const store = this.store;
@@ -167,7 +172,7 @@ export class Activity implements Meter {
         for (const m of due) {
           const rows = this.minutes.get(m);
           if (rows && rows.size > 0) await store.write(m, this.processId, rows);
-          this.flushed.add(m);
+          if (m < Math.floor(this.clock() / MINUTE)) this.flushed.add(m);
         }
       } finally {
         this.flushing = undefined;
