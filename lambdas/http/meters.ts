@@ -60,6 +60,8 @@ export const popMeter =
       return;
     }
     m.count(queue, 'popMessages', pop.messages.length);
+    // An autoAck pop (no lease id) finished them: acks, as Queen counts them.
+    if (pop.leaseId === '') m.count(queue, 'ackSuccess', pop.messages.length);
     for (const msg of pop.messages) m.lag(queue, now - msg.createdAt);
   };
 

@@ -37,9 +37,11 @@ describe.each(backends)('http: /metrics on $name', (backend) => {
   let storage: Storage;
   let cleanup: () => Promise<void>;
   let server: LocalServer;
+  let svc: ReturnType<typeof testServices>;
   beforeAll(async () => {
     ({ storage, cleanup } = await backend.newStorage());
-    server = await startTestServer(testServices(storage));
+    svc = testServices(storage);
+    server = await startTestServer(svc);
   });
   afterAll(async () => {
     await server.close();
@@ -126,6 +128,25 @@ describe.each(backends)('http: /metrics on $name', (backend) => {
     const queen = await fetch(`${server.url}/metrics/prometheus`);
     expect(queen.status).toBe(200);
     expect(parsePrometheusTextFormat(await queen.text()).map((f) => f.name)).toEqual(expect.arrayContaining(names));
+  });
+
+  it("Queen's per-queue gauges show the latest finished minute", async () => {
+    const queue = `minute-${Date.now()}`;
+    await http('POST', '/api/v1/push', { items: [1, 2, 3].map((n) => ({ queue, payload: { n } })) });
+    await http('GET', `/api/v1/pop/queue/${queue}?batch=2&wait=false&autoAck=true`);
+    const gauges = async () => parsePrometheusTextFormat(await (await fetch(`${server.url}/metrics`)).text());
+    // The minute is under way: not in the latest finished one yet.
+    expect(valueOf(await gauges(), 'queen_queue_push_messages_per_minute', { queue })).toBeUndefined();
+    svc.testClock.advance(60_000);
+    const families = await gauges();
+    expect(valueOf(families, 'queen_queue_push_requests_per_minute', { queue })).toBe(1);
+    expect(valueOf(families, 'queen_queue_push_messages_per_minute', { queue })).toBe(3);
+    expect(valueOf(families, 'queen_queue_pop_messages_per_minute', { queue })).toBe(2);
+    expect(valueOf(families, 'queen_queue_ack_per_minute', { queue, result: 'success' })).toBe(2);
+    expect(valueOf(families, 'queen_queue_pop_lag_milliseconds', { queue, stat: 'max' })).toBeGreaterThanOrEqual(0);
+    expect(valueOf(families, 'queen_queue_metrics_age_seconds', { queue })).toBeLessThan(60);
+    svc.testClock.advance(60_000);
+    expect(valueOf(await gauges(), 'queen_queue_push_messages_per_minute', { queue })).toBeUndefined();
   });
 });
 

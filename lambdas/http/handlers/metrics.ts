@@ -8,6 +8,10 @@
  * - totals (`scope="cluster"`): `queen_cluster_{push,pop,ack}_{requests,messages}_total`,
  *   `queen_cluster_transactions_total`, `queen_cluster_ack_total{result}`,
  *   `queen_cluster_dlq_total`, `queen_cluster_db_errors_total`; `queen_dlq_depth`;
+ * - per queue, the latest finished minute (Queen's gauges): `queen_queue_{push_requests,
+ *   push_messages,pop_messages,pop_empty,transactions}_per_minute`, `queen_queue_ack_per_minute{result}`,
+ *   `queen_queue_pop_lag_milliseconds{stat}`, `queen_queue_parked_consumers` (0),
+ *   `queen_queue_metrics_age_seconds`;
  * - per queue: `queen_dlq_depth_by_queue`, `sluice_pushes_total`, `sluice_messages_pushed_total`,
  *   `sluice_duplicates_total`, `sluice_pops_total`, `sluice_messages_delivered_total`,
  *   `sluice_empty_pops_total`, `sluice_messages_expired_total`, `sluice_acks_total{result}`, `sluice_dead_letters_total`,
@@ -31,6 +35,20 @@ import { USAGE_METRICS, USAGE_PROMETHEUS } from '../../service/usage.js';
 import { PROMETHEUS_CONTENT_TYPE, PromText } from '../prometheus-text.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { seesMetricsOf } from './access.js';
+
+/** Queen's per-queue gauges of the latest finished minute: name, help, what each reads. */
+const LATEST_MINUTE: readonly [string, string, (r: ActivityRow) => number][] = [
+  ['queen_queue_push_requests_per_minute', 'Push requests in the latest minute.', (r) => r.pushRequests],
+  ['queen_queue_push_messages_per_minute', 'Messages pushed in the latest minute.', (r) => r.pushMessages],
+  [
+    'queen_queue_pop_messages_per_minute',
+    'Messages delivered in the latest minute (every group).',
+    (r) => r.popMessages + r.claimMessages,
+  ],
+  ['queen_queue_pop_empty_per_minute', 'Empty pops in the latest minute.', (r) => r.popEmpty],
+  ['queen_queue_transactions_per_minute', 'Transactions in the latest minute.', (r) => r.transactions],
+  ['queen_queue_parked_consumers', 'Always 0: long polls are not parked consumers here.', () => 0],
+];
 
 /** Per-queue counters: metric name, help, and the activity counter each one reads. */
 const PER_QUEUE: readonly [string, string, (r: ActivityRow) => number][] = [
@@ -139,6 +157,31 @@ async function render(services: Services, sees: (queue: string) => boolean): Pro
     w.sample('sluice_acks_total', { queue: q, result: 'success' }, r.ackSuccess);
     w.sample('sluice_acks_total', { queue: q, result: 'failed' }, r.ackFailed);
   }
+
+  // Queen's per-queue gauges of the latest finished minute (its `queue_lag_metrics` bucket).
+  const lastMinute = (Math.floor(services.clock() / 60_000) - 1) * 60_000;
+  const latest = services.activity.series([lastMinute], 1);
+  const latestQueues = [...latest.keys()].filter(sees).sort();
+  const ageS = Math.max(0, Math.round((services.clock() - lastMinute - 60_000) / 1000));
+  for (const [name, help, f] of LATEST_MINUTE) {
+    w.family(name, 'gauge', help);
+    for (const q of latestQueues) w.sample(name, { queue: q }, f(latest.get(q)![0]!));
+  }
+  // Each family's samples follow its TYPE line (the text format groups them).
+  w.family('queen_queue_pop_lag_milliseconds', 'gauge', 'Age of delivered messages over the latest minute, by stat.');
+  for (const q of latestQueues) {
+    const r = latest.get(q)![0]!;
+    w.sample('queen_queue_pop_lag_milliseconds', { queue: q, stat: 'avg' }, r.avgLagMs);
+    w.sample('queen_queue_pop_lag_milliseconds', { queue: q, stat: 'max' }, r.maxLagMs);
+  }
+  w.family('queen_queue_ack_per_minute', 'gauge', 'Acks in the latest minute, by result.');
+  for (const q of latestQueues) {
+    const r = latest.get(q)![0]!;
+    w.sample('queen_queue_ack_per_minute', { queue: q, result: 'success' }, r.ackSuccess + r.claimAcks);
+    w.sample('queen_queue_ack_per_minute', { queue: q, result: 'failed' }, r.ackFailed);
+  }
+  w.family('queen_queue_metrics_age_seconds', 'gauge', 'Seconds since the latest minute bucket ended.');
+  for (const q of latestQueues) w.sample('queen_queue_metrics_age_seconds', { queue: q }, ageS);
 
   const queues = await services.admin.stats.names(() => true);
   let depth = 0;
