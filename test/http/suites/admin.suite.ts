@@ -185,7 +185,9 @@ export function defineAdminSuite(target: () => HttpTarget, opts: AdminSuiteOptio
     expect((body.workers as Json[])[0]).toMatchObject({ jobQueueSize: 0 });
     const points = body.throughput as Json[];
     expect(points.length).toBe(body.pointCount);
-    for (const point of points)
+    for (const point of points) {
+      // May be null (the reference says so); present, as the dashboard reads them.
+      for (const k of ['queenCpuUserPct', 'queenCpuSysPct', 'queenRssMb']) expect(point).toHaveProperty(k);
       expect(point).toMatchObject({
         timestamp: bucket,
         ingested: num,
@@ -204,6 +206,7 @@ export function defineAdminSuite(target: () => HttpTarget, opts: AdminSuiteOptio
         dbPoolIdle: num,
         dbPoolSize: num,
       });
+    }
     // Newest first, and something was pushed in this window.
     const stamps = points.map((x) => x.timestamp as string);
     expect([...stamps].sort().reverse()).toEqual(stamps);
