@@ -308,6 +308,39 @@ describe('cli against the local server', () => {
     expect(partition).toMatchObject({ code: 3, stderr: 'sluice: queue "cli-exists" has no partition "eu"\n' });
   });
 
+  it('says when a named partition does not exist (exit 3) on every command, and pops an existing one as before', async () => {
+    await sluice
+      .queue('cli-parts')
+      .partition('eu')
+      .push([{ data: 'e1' }]);
+    const missing = 'sluice: queue "cli-parts" has no partition "nopart" (it has eu; a push creates one)\n';
+    for (const args of [
+      ['pop', 'cli-parts', '-p', 'nopart'],
+      ['tail', 'cli-parts', '-p', 'nopart', '--idle', '200ms'],
+      ['tail', 'cli-parts', '-p', 'nopart', '--group', 'new', '--idle', '200ms'],
+      ['tail', 'cli-parts', '-p', 'nopart', '--peek', '--idle', '200ms'],
+      ['peek', 'cli-parts', '-p', 'nopart'],
+    ]) {
+      const r = await sluiceCli(args, { env });
+      expect({ args, code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({
+        args,
+        code: 3,
+        stdout: '',
+        stderr: missing,
+      });
+    }
+    // A missing queue is still named as such when a partition is given too.
+    const noQueue = await sluiceCli(['pop', 'cli-nowhere', '-p', 'eu'], { env });
+    expect(noQueue.code).toBe(3);
+    expect(noQueue.stderr).toContain('queue "cli-nowhere" does not exist');
+    // The partition exists: its message, then (emptied) "no messages" with exit 0.
+    const got = await sluiceCli(['--json', 'pop', 'cli-parts', '-p', 'eu'], { env });
+    expect(got.code).toBe(0);
+    expect((JSON.parse(got.stdout) as Message[]).map((m) => m.data)).toEqual(['e1']);
+    const empty = await sluiceCli(['pop', 'cli-parts', '-p', 'eu'], { env });
+    expect(empty).toMatchObject({ code: 0, stderr: 'no messages available in cli-parts/eu\n' });
+  });
+
   it('replays a claim group from an instant (claims seek <ISO-8601>)', async () => {
     const q = sluice.queue('cli-replay').partition('p0');
     await q.push([{ data: 'before' }]);
