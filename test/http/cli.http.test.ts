@@ -168,7 +168,7 @@ describe('cli against the local server', () => {
     for (let i = 0; i < 30; i++)
       await sluice.ack(await q.group('g').wait(false).pop(), 'dlq', { error: `bad input ${i}` });
 
-    const list = await sluiceCli(['--json', 'dlq', 'list', 'cli-dlq', '--group', 'g', '--limit', '50'], { env });
+    const list = await sluiceCli(['--json', 'dlq', 'list', 'cli-dlq', '--group', 'g', '-b', '50'], { env });
     expect(list.code).toBe(0);
     const rows = JSON.parse(list.stdout) as { errorMessage: string; consumerGroup: string }[];
     expect(rows).toHaveLength(30);
