@@ -10,7 +10,7 @@ export const EXIT = { ok: 0, api: 1, usage: 2, notFound: 3, auth: 4, unreachable
 /** A usage or input problem: exit 2 with this message. */
 export class UsageError extends Error {}
 
-/** What a command names does not exist (a queue, a record-claim group, a context): exit 3 with this message. */
+/** What a command names does not exist (a queue, a partition, a record-claim group, a context): exit 3 with this message. */
 export class NotFoundError extends Error {}
 
 /** What a failure means for a person, and its exit code. */

@@ -1,8 +1,10 @@
 /**
- * Saying so when a command names a queue or a record-claim group that does not exist, instead
- * of printing "no messages" (or, for `claims poll`, creating the group). Partition-lease groups
- * are created by naming them (as in Queen), so they are never checked.
+ * Saying so when a command names a queue, a partition or a record-claim group that does not
+ * exist, instead of printing "no messages" (or, for `claims poll`, creating the group).
+ * Partition-lease groups are created by naming them (as in Queen), so they are never checked;
+ * partitions are created by pushes, so naming one that was never pushed to is a mistake.
  */
+import { Browse } from '../client/browse.js';
 import type { ClaimGroup } from '../client/claims.js';
 import { SluiceApiError } from '../client/errors.js';
 import type { ClaimGroupState } from '../client/types.js';
@@ -16,16 +18,54 @@ function missingOf(e: unknown): string | undefined {
   return typeof m === 'string' ? m : 'unknown';
 }
 
+const queueMissing = (queue: string): NotFoundError =>
+  new NotFoundError(
+    `queue ${JSON.stringify(queue)} does not exist (a push creates it, or \`sluice configure ${queue}\`)`,
+  );
+
 /** Throws {@link NotFoundError} unless `queue` exists (one request). */
 export async function requireQueue(sluice: Sluice, queue: string, signal?: AbortSignal): Promise<void> {
   try {
     await sluice.queue(queue).describe(signal ? { signal } : {});
   } catch (e) {
     if (missingOf(e) === undefined) throw e;
-    throw new NotFoundError(
-      `queue ${JSON.stringify(queue)} does not exist (a push creates it, or \`sluice configure ${queue}\`)`,
-    );
+    throw queueMissing(queue);
   }
+}
+
+/**
+ * Throws {@link NotFoundError} unless `queue` exists and has `partition` (one request: the
+ * queue's partition listing, `GET /api/v1/resources/queues/{queue}`). The pop routes answer an
+ * unknown partition as an empty one (204), so only this listing tells the two apart.
+ *
+ * @example
+ * ```ts
+ * if (msgs.length === 0) await requirePartition(sluice, 'orders', 'eu'); // throws: queue "orders" has no partition "eu"
+ * ```
+ */
+export async function requirePartition(
+  sluice: Sluice,
+  queue: string,
+  partition: string,
+  signal?: AbortSignal,
+): Promise<void> {
+  let names: string[];
+  try {
+    const detail = await new Browse(sluice.http).queue(queue, signal ? { signal } : {});
+    names = detail.partitions.map((p) => p.name);
+  } catch (e) {
+    if (missingOf(e) === undefined) throw e;
+    throw queueMissing(queue);
+  }
+  if (!names.includes(partition)) throw partitionMissing(queue, partition, names);
+}
+
+/** The error for a partition `queue` does not have, listing (the first ten of) those it has. */
+export function partitionMissing(queue: string, partition: string, has: string[]): NotFoundError {
+  const list = has.length === 0 ? 'none yet' : has.slice(0, 10).join(', ') + (has.length > 10 ? ', …' : '');
+  return new NotFoundError(
+    `queue ${JSON.stringify(queue)} has no partition ${JSON.stringify(partition)} (it has ${list}; a push creates one)`,
+  );
 }
 
 /** Runs a call on a record-claim group, a 404 turned into {@link NotFoundError} naming what is missing. */

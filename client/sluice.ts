@@ -27,6 +27,7 @@ import type {
   AckResult,
   AckStatus,
   ConfigureResult,
+  DeleteMessageResult,
   Message,
   PushResult,
   QueueInfo,
@@ -285,21 +286,29 @@ export class Sluice {
     return retryMessage(this.http, partitionId, transactionId, opts);
   }
 
-  /** Deletes a dead-letter row (404 when there is none). */
+  /**
+   * Deletes a message's dead-letter row(s); `success` is false when there was none (the
+   * message is not a dead letter, or another caller deleted it first). Only dead letters can
+   * be deleted: the message itself stays in the log.
+   *
+   * @example
+   * ```ts
+   * const r = await sluice.deleteMessage(entry.partitionId, entry.transactionId);
+   * if (!r.success) console.warn(r.message);
+   * ```
+   */
   async deleteMessage(
     partitionId: string,
     transactionId: string,
     opts: { consumerGroup?: string; signal?: AbortSignal } = {},
-  ): Promise<Record<string, unknown>> {
-    return (
-      (await this.http.json({
-        method: 'DELETE',
-        path: `/api/v1/messages/${seg(partitionId)}/${seg(transactionId)}`,
-        query: { consumerGroup: opts.consumerGroup },
-        retry: 'idempotent',
-        signal: opts.signal,
-      })) ?? {}
-    );
+  ): Promise<DeleteMessageResult> {
+    return (await this.http.json<DeleteMessageResult>({
+      method: 'DELETE',
+      path: `/api/v1/messages/${seg(partitionId)}/${seg(transactionId)}`,
+      query: { consumerGroup: opts.consumerGroup },
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as DeleteMessageResult;
   }
 
   /** One message by partition id and transactionId (with per-group progress where the server has it). */

@@ -166,6 +166,18 @@ export interface RetryMessageResult {
   [extra: string]: unknown;
 }
 
+/** `DELETE /api/v1/messages/{partitionId}/{transactionId}`: Queen's shape plus Sluice's row count. */
+export interface DeleteMessageResult {
+  /** False when there was no dead-letter row to delete (the answer is still 200, as in Queen). */
+  success: boolean;
+  partitionId: string;
+  transactionId: string;
+  /** What happened, in words. */
+  message: string;
+  rowsRemoved: number;
+  [extra: string]: unknown;
+}
+
 /** One call of the bulk redrive (`POST /api/v1/dlq/retry`). */
 export interface RedriveResult {
   moved: number;

@@ -8,7 +8,7 @@ import { Option } from 'commander';
 import { Browse, type BrowseStatus, type QueueDetail } from '../../client/browse.js';
 import { SluiceApiError } from '../../client/errors.js';
 import type { CommandContext } from '../command.js';
-import { UsageError } from '../errors.js';
+import { partitionMissing } from '../exists.js';
 import { brief, duration, table } from '../format.js';
 import { durationOption, positive } from '../options.js';
 
@@ -128,8 +128,10 @@ export function browseCommands(program: Command, ctx: CommandContext): void {
         const b = browse(cmd);
         const q = await queueOrFail(b, queue);
         if (o.partition !== undefined && !q.partitions.some((p) => p.name === o.partition))
-          throw new UsageError(
-            `queue ${queue} has no partition ${JSON.stringify(o.partition)} (it has ${q.partitions.map((p) => p.name).join(', ')})`,
+          throw partitionMissing(
+            queue,
+            o.partition,
+            q.partitions.map((p) => p.name),
           );
         const now = Date.now();
         const { messages } = await b.messages({

@@ -2,7 +2,7 @@
  * Dead-letter commands for partition-lease groups: `dlq list`, `dlq retry` (one) and
  * `dlq redrive-all` (paced, with progress). Record-claim dead letters are under `claims`.
  */
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import type { CommandContext } from '../command.js';
 import { EXIT } from '../errors.js';
 import { requireQueue } from '../exists.js';
@@ -19,17 +19,29 @@ export function dlqCommands(program: Command, ctx: CommandContext): void {
     .description('List dead letters, newest first.')
     .argument('<queue>')
     .addOption(groupOption('only this consumer group'))
-    .option('--limit <n>', 'rows per page', positive('limit'), 100)
+    .addOption(
+      new Option(
+        '-b, --batch <n>',
+        'dead letters per request: the page (default 100; with --all, 500 per page)',
+      ).argParser(positive('batch')),
+    )
+    // The old name of --batch here, kept so scripts keep working; not shown in --help.
+    .addOption(new Option('--limit <n>').argParser(positive('limit')).hideHelp())
     .option('--offset <n>', 'rows to skip', int('offset'), 0)
     .option('--all', 'every page')
     .action(
-      async (queue: string, o: { group?: string; limit: number; offset: number; all?: boolean }, cmd: Command) => {
+      async (
+        queue: string,
+        o: { group?: string; batch?: number; limit?: number; offset: number; all?: boolean },
+        cmd: Command,
+      ) => {
         const sluice = client(cmd);
         let d = sluice.dlq(queue);
         if (o.group) d = d.group(o.group);
+        const batch = o.batch ?? o.limit;
         const rows = [];
-        if (o.all) for await (const e of d.all()) rows.push(e);
-        else rows.push(...(await d.list({ limit: o.limit, offset: o.offset })).messages);
+        if (o.all) for await (const e of d.all(batch ? { pageSize: batch } : {})) rows.push(e);
+        else rows.push(...(await d.list({ limit: batch ?? 100, offset: o.offset })).messages);
         if (rows.length === 0) await requireQueue(sluice, queue);
         if (json(cmd)) return printJson(rows);
         if (rows.length === 0) {

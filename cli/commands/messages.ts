@@ -10,7 +10,7 @@ import { Option, type Command } from 'commander';
 import type { AckStatus, Message, PushItem } from '../../client/types.js';
 import type { CommandContext } from '../command.js';
 import { EXIT, UsageError } from '../errors.js';
-import { requireQueue } from '../exists.js';
+import { requirePartition, requireQueue } from '../exists.js';
 import { brief, pushStatus, StatusLine } from '../format.js';
 import {
   ACK_STATUSES,
@@ -180,8 +180,10 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
           const bad = results.filter((r) => !r.success);
           if (bad.length > 0) io.stderr.write(`warning: ${bad.length} ack(s) not applied: ${bad[0]?.error ?? ''}\n`);
         }
-        // Nothing answered: one more request tells an empty queue from one that does not exist.
-        if (msgs.length === 0) await requireQueue(sluice, queue);
+        // Nothing answered: one more request tells an empty queue (or partition) from one that
+        // does not exist; a pop that got messages pays nothing for it.
+        if (msgs.length === 0)
+          await (o.partition ? requirePartition(sluice, queue, o.partition) : requireQueue(sluice, queue));
         if (json(cmd)) printJson(msgs);
         else if (msgs.length === 0)
           io.stderr.write(`no messages available in ${queue}${o.partition ? `/${o.partition}` : ''}\n`);
@@ -218,7 +220,11 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
         cmd: Command,
       ) => {
         const sluice = client(cmd);
-        await requireQueue(sluice, queue, io.signal);
+        // tail long-polls until stopped, so what it names is checked first, once: the partition
+        // listing when a partition is named (it also proves the queue), else the queue.
+        await (o.partition
+          ? requirePartition(sluice, queue, o.partition, io.signal)
+          : requireQueue(sluice, queue, io.signal));
         const asJson = json(cmd);
         const print = (m: Message): void => out(asJson ? `${JSON.stringify(m)}\n` : `${messageLine(m)}\n`);
         const stop = new AbortController();

@@ -168,7 +168,7 @@ describe('cli against the local server', () => {
     for (let i = 0; i < 30; i++)
       await sluice.ack(await q.group('g').wait(false).pop(), 'dlq', { error: `bad input ${i}` });
 
-    const list = await sluiceCli(['--json', 'dlq', 'list', 'cli-dlq', '--group', 'g', '--limit', '50'], { env });
+    const list = await sluiceCli(['--json', 'dlq', 'list', 'cli-dlq', '--group', 'g', '-b', '50'], { env });
     expect(list.code).toBe(0);
     const rows = JSON.parse(list.stdout) as { errorMessage: string; consumerGroup: string }[];
     expect(rows).toHaveLength(30);
@@ -306,6 +306,39 @@ describe('cli against the local server', () => {
     expect(claims.stderr).toContain('record-claim group "nobody" does not exist on cli-exists/Default');
     const partition = await sluiceCli(['claims', 'poll', 'cli-exists', 'eu', 'g'], { env });
     expect(partition).toMatchObject({ code: 3, stderr: 'sluice: queue "cli-exists" has no partition "eu"\n' });
+  });
+
+  it('says when a named partition does not exist (exit 3) on every command, and pops an existing one as before', async () => {
+    await sluice
+      .queue('cli-parts')
+      .partition('eu')
+      .push([{ data: 'e1' }]);
+    const missing = 'sluice: queue "cli-parts" has no partition "nopart" (it has eu; a push creates one)\n';
+    for (const args of [
+      ['pop', 'cli-parts', '-p', 'nopart'],
+      ['tail', 'cli-parts', '-p', 'nopart', '--idle', '200ms'],
+      ['tail', 'cli-parts', '-p', 'nopart', '--group', 'new', '--idle', '200ms'],
+      ['tail', 'cli-parts', '-p', 'nopart', '--peek', '--idle', '200ms'],
+      ['peek', 'cli-parts', '-p', 'nopart'],
+    ]) {
+      const r = await sluiceCli(args, { env });
+      expect({ args, code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({
+        args,
+        code: 3,
+        stdout: '',
+        stderr: missing,
+      });
+    }
+    // A missing queue is still named as such when a partition is given too.
+    const noQueue = await sluiceCli(['pop', 'cli-nowhere', '-p', 'eu'], { env });
+    expect(noQueue.code).toBe(3);
+    expect(noQueue.stderr).toContain('queue "cli-nowhere" does not exist');
+    // The partition exists: its message, then (emptied) "no messages" with exit 0.
+    const got = await sluiceCli(['--json', 'pop', 'cli-parts', '-p', 'eu'], { env });
+    expect(got.code).toBe(0);
+    expect((JSON.parse(got.stdout) as Message[]).map((m) => m.data)).toEqual(['e1']);
+    const empty = await sluiceCli(['pop', 'cli-parts', '-p', 'eu'], { env });
+    expect(empty).toMatchObject({ code: 0, stderr: 'no messages available in cli-parts/eu\n' });
   });
 
   it('replays a claim group from an instant (claims seek <ISO-8601>)', async () => {

@@ -415,17 +415,18 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     expect((await call(url, 'POST', `/api/v1/messages/${m.partitionId}/${m.transactionId}/retry`)).status).toBe(404);
   });
 
-  it('002.19 DELETE /messages/:p/:t removes only the DLQ row; 404 when there is none', async () => {
+  it('002.19 DELETE /messages/:p/:t removes only the DLQ row; 200 success false when there is none', async () => {
     await push('del', ['d']);
     const p = await popped('del');
     const m = p.messages[0]!;
-    expect((await call(url, 'DELETE', `/api/v1/messages/${m.partitionId}/${m.transactionId}`)).status).toBe(404);
+    const path = `/api/v1/messages/${m.partitionId}/${m.transactionId}`;
+    const none = { success: false, deleted: false, rowsRemoved: 0 };
+    expect(await call(url, 'DELETE', path)).toMatchObject({ status: 200, body: none });
     await ackBatch(p.messages, 'dlq');
-    const r = await call<{ deleted: boolean }>(url, 'DELETE', `/api/v1/messages/${m.partitionId}/${m.transactionId}`);
-    expect(r.status).toBe(200);
-    expect(r.body.deleted).toBe(true);
+    const r = await call(url, 'DELETE', path);
+    expect(r).toMatchObject({ status: 200, body: { success: true, deleted: true, rowsRemoved: 1 } });
     expect((await call<DlqPageReply>(url, 'GET', '/api/v1/dlq?queue=del')).body.total).toBe(0);
-    expect((await call(url, 'DELETE', `/api/v1/messages/${m.partitionId}/${m.transactionId}`)).status).toBe(404);
+    expect(await call(url, 'DELETE', path)).toMatchObject({ status: 200, body: none });
   });
 
   it('002.20 bulk redrive moves dead letters back in bounded, resumable calls', async () => {

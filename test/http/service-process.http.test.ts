@@ -63,7 +63,12 @@ describe('http: the local server as a service', () => {
     try {
       await until(`npm start to listen on ${port}: ${out}`, () => listening(port));
       children = await descendants(pid);
-      expect(children.length).toBeGreaterThan(0);
+      // As the README says: npm stays the parent, and its one child is the server itself (the
+      // script execs, no shell between), so SIGTERM reaches the server only by npm forwarding it.
+      const commands = await Promise.all(
+        children.map(async (c) => (await readFile(`/proc/${c}/cmdline`, 'utf8')).split('\0').slice(0, 2).join(' ')),
+      );
+      expect(commands).toEqual([expect.stringMatching(/node\S* \.sluice-build\/server\/main\.js$/)]);
       process.kill(pid, 'SIGTERM');
       await exited;
       await until('the port to close', async () => !(await listening(port)), 10_000);

@@ -376,7 +376,11 @@ describe('push faults on the embedded backend: a full disk', () => {
     // Reads still work, so /health answers 200, degraded with the reason; /ready's probe write fails.
     const health = await call(server, 'GET', '/health');
     expect(health.status).toBe(200);
-    expect(health.body).toMatchObject({ status: 'degraded', reason: 'storage is full: writes are failing' });
+    expect(health.body).toMatchObject({
+      status: 'degraded',
+      database: 'connected',
+      reason: 'storage is full: writes are failing',
+    });
     const ready = await call(server, 'GET', '/ready');
     expect(ready).toMatchObject({ status: 503, body: { status: 'not_ready', reason: 'storage is full' } });
 

@@ -74,7 +74,14 @@ describe('unit: cli flags, one per concept', () => {
 
   it('spells batch -b/--batch on every command that takes one, and -b means nothing else', () => {
     const batch = options.filter(({ o }) => o.long === '--batch');
-    expect(batch.map(({ path }) => path).sort()).toEqual(['claims poll', 'dlq redrive-all', 'pop', 'push', 'tail']);
+    expect(batch.map(({ path }) => path).sort()).toEqual([
+      'claims poll',
+      'dlq list',
+      'dlq redrive-all',
+      'pop',
+      'push',
+      'tail',
+    ]);
     expect(batch.every(({ o }) => o.short === '-b')).toBe(true);
     expect(options.filter(({ o }) => o.short === '-b' && o.long !== '--batch')).toEqual([]);
     expect(options.filter(({ o }) => ['--max', '--lease-seconds'].includes(o.long ?? ''))).toEqual([]);
@@ -142,7 +149,59 @@ describe('unit: cli flags, one per concept', () => {
   });
 });
 
+describe('unit: dlq list pages with -b/--batch', () => {
+  const page = (n: number): Response =>
+    jsonResponse(200, {
+      messages: Array.from({ length: n }, (_, i) => ({ partitionId: 'p', transactionId: `t${i}`, consumerGroup: 'g' })),
+      pagination: { total: n },
+    });
+  const limits = (calls: Recorded[]): (string | null)[] => calls.map((c) => c.url.searchParams.get('limit'));
+
+  it('asks for --batch rows a request; --limit is the hidden old spelling; --all pages by --batch', async () => {
+    const one = io([page(2)]);
+    expect(await run(['dlq', 'list', 'q', '-b', '20'], one.io)).toBe(EXIT.ok);
+    expect(limits(one.calls)).toEqual(['20']);
+    const old = io([page(2)]);
+    expect(await run(['dlq', 'list', 'q', '--limit', '7'], old.io)).toBe(EXIT.ok);
+    expect(limits(old.calls)).toEqual(['7']);
+    const dflt = io([page(2)]);
+    expect(await run(['dlq', 'list', 'q'], dflt.io)).toBe(EXIT.ok);
+    expect(limits(dflt.calls)).toEqual(['100']);
+    const all = io([page(2), page(2), page(1)]);
+    expect(await run(['--json', 'dlq', 'list', 'q', '--all', '--batch', '2'], all.io)).toBe(EXIT.ok);
+    expect(limits(all.calls)).toEqual(['2', '2', '2']);
+    expect((JSON.parse(all.out()) as unknown[]).length).toBe(5);
+    const help = buildProgram(io([]).io, () => undefined)
+      .commands.find((c) => c.name() === 'dlq')!
+      .commands.find((c) => c.name() === 'list')!
+      .helpInformation();
+    expect(help).toContain('-b, --batch <n>');
+    expect(help).not.toContain('--limit');
+  });
+});
+
 describe('unit: cli says what does not exist', () => {
+  it('pop -p: only an empty pop asks the partition listing, once; a missing partition is exit 3', async () => {
+    const detail = jsonResponse(200, { name: 'q', partitions: [{ name: 'eu' }, { name: 'us' }] });
+    const gone = io([noContent(), detail]);
+    expect(await run(['pop', 'q', '-p', 'asia'], gone.io)).toBe(EXIT.notFound);
+    expect(gone.err()).toBe('sluice: queue "q" has no partition "asia" (it has eu, us; a push creates one)\n');
+    expect(gone.calls.map((c) => `${c.method} ${c.url.pathname}`)).toEqual([
+      'GET /api/v1/pop/queue/q/partition/asia',
+      'GET /api/v1/resources/queues/q',
+    ]);
+    const noQueue = io([noContent(), missing('queue')]);
+    expect(await run(['pop', 'nope', '-p', 'eu'], noQueue.io)).toBe(EXIT.notFound);
+    expect(noQueue.err()).toContain('queue "nope" does not exist');
+    const empty = io([noContent(), detail]);
+    expect(await run(['pop', 'q', '-p', 'eu'], empty.io)).toBe(EXIT.ok);
+    expect(empty.err()).toBe('no messages available in q/eu\n');
+    const msg = { partition: 'eu', offset: 0, transactionId: 't', leaseId: 'l', partitionId: 'pid', data: 1 };
+    const got = io([jsonResponse(200, { messages: [msg] }), jsonResponse(200, { results: [{ success: true }] })]);
+    expect(await run(['pop', 'q', '-p', 'eu', '--no-ack'], got.io)).toBe(EXIT.ok);
+    expect(got.calls.length).toBe(1);
+  });
+
   it('pop: an empty answer from a missing queue is exit 3, from an empty one "no messages"', async () => {
     const gone = io([noContent(), missing('queue')]);
     expect(await run(['pop', 'nope'], gone.io)).toBe(EXIT.notFound);

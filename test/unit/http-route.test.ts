@@ -60,14 +60,14 @@ describe('unit: GET /health', () => {
   it('answers 200 healthy while storage answers, 503 (naming no internals) when it does not', async () => {
     const ok = await handlerOver(async () => undefined)(event('/health'), {});
     expect(ok.statusCode).toBe(200);
-    expect(JSON.parse(ok.body as string)).toMatchObject({ status: 'healthy', backend: 'aws' });
+    expect(JSON.parse(ok.body as string)).toMatchObject({ status: 'healthy', database: 'connected', backend: 'aws' });
     const down = await handlerOver(() =>
       Promise.reject(
         Object.assign(new Error('connect ECONNREFUSED 10.0.0.7:443 table secret-prod'), { name: 'TimeoutError' }),
       ),
     )(event('/health'), {});
     expect(down.statusCode).toBe(503);
-    expect(JSON.parse(down.body as string)).toMatchObject({ status: 'unhealthy' });
+    expect(JSON.parse(down.body as string)).toMatchObject({ status: 'unhealthy', database: 'disconnected' });
     expect(down.body).not.toContain('secret');
     expect(down.body).not.toContain('10.0.0.7');
   });

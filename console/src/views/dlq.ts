@@ -60,7 +60,9 @@ export async function dlqView(root: HTMLElement, params: string[], query: URLSea
     del.addEventListener('click', () => {
       if (!confirm(`Delete the dead letter ${m.transactionId}? The message stays in the log.`)) return;
       act(del, async () => {
-        await api('DELETE', `${path}${groupQuery(m.consumerGroup)}`);
+        // Queen's shape: a row already gone is 200 with success false, not an error status.
+        const r = await api<{ success: boolean; message: string }>('DELETE', `${path}${groupQuery(m.consumerGroup)}`);
+        if (!r.success) throw new Error(r.message);
         return `Deleted ${m.transactionId}`;
       });
     });

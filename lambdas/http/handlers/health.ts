@@ -1,10 +1,12 @@
 /**
  * `GET /health` and `GET /ready`, both public.
  *
- * `/health` keeps Queen's `{"status": "healthy"}` while all is well (Queen's dashboard shows
- * anything else as degraded); `"degraded"` (still 200, with a reason) while this process's
- * writes are failing (a full disk, an unavailable store: `storageHealth`); 503 `"unhealthy"` only
- * when storage cannot be read at all.
+ * `/health` keeps Queen's `{"status": "healthy", "database": "connected"}` while all is well
+ * (Queen's dashboard shows anything else as degraded; queenctl ping prints `database`);
+ * `"degraded"` (still 200, with a reason) while this process's writes are failing (a full disk,
+ * an unavailable store: `storageHealth`); 503 `"unhealthy"` only when storage cannot be read at
+ * all. `database` says whether this answer's read of the store succeeded: `connected` on a 200,
+ * `disconnected` on the 503.
  *
  * `/ready` writes a tiny probe item (TTL collects it): 200 `"ready"` when storage takes it, 503
  * `"not_ready"` when not. A failed probe is a failed write, so `/health` turns `degraded` with it:
@@ -32,12 +34,18 @@ function reasonOf(e: unknown): string {
   return 'storage failed';
 }
 
-function notAnswering(status: string, backend: string, e: unknown): HttpResult {
+function notAnswering(status: string, backend: string, e: unknown, extra: Record<string, string> = {}): HttpResult {
   const retryAfter = e instanceof StoreUnavailableError ? e.retryAfterSeconds : DEFAULT_RETRY_AFTER_S;
   return {
     statusCode: 503,
     headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfter))) },
-    body: { status, backend, reason: reasonOf(e), error: e instanceof Error ? e.name : 'storage unreachable' },
+    body: {
+      status,
+      ...extra,
+      backend,
+      reason: reasonOf(e),
+      error: e instanceof Error ? e.name : 'storage unreachable',
+    },
   };
 }
 
@@ -52,15 +60,19 @@ export const health = defineRoute({
     try {
       await services.storage.items.get('meta', HEALTH_PROBE);
     } catch (e) {
-      return notAnswering('unhealthy', backend, e);
+      return notAnswering('unhealthy', backend, e, { database: 'disconnected' });
     }
+    // The probe read answered: Queen's value for a reachable database.
+    const database = 'connected';
     const recent = services.storageHealth.recent();
-    if (recent.failures === 0) return { statusCode: 200, body: { status: 'healthy', backend, version: VERSION } };
+    if (recent.failures === 0)
+      return { statusCode: 200, body: { status: 'healthy', database, backend, version: VERSION } };
     const seconds = Math.round(services.storageHealth.windowMs / 1000);
     return {
       statusCode: 200,
       body: {
         status: 'degraded',
+        database,
         backend,
         version: VERSION,
         reason: recent.full

@@ -137,21 +137,27 @@ export const deleteMessage = defineRoute({
   method: 'DELETE',
   path: '/api/v1/messages/{partitionId}/{transactionId}',
   group: 'admin',
-  summary: 'Delete the dead-letter row of a message (404 when there is none; live messages cannot be deleted).',
+  summary:
+    "Delete a message's dead-letter row(s). Queen's shape: 200 `success: false` when there is none; a message that is not a dead letter stays in the log (docs/QUEEN-COMPAT.md).",
   params: MessageParams,
   query: z.object({ consumerGroup: optionalGroup }),
   access: { action: 'manage' },
   async run({ params, query, services, authorize }) {
-    const r = await services.dlq.delete(params.partitionId, params.transactionId, query.consumerGroup, (queue) =>
-      authorize(queue),
-    );
+    const { partitionId, transactionId } = params;
+    const r = await services.dlq.delete(partitionId, transactionId, query.consumerGroup, (queue) => authorize(queue));
+    const deleted = r.removed > 0;
     return {
       statusCode: 200,
       body: {
-        deleted: true,
-        partitionId: params.partitionId,
-        transactionId: params.transactionId,
+        success: deleted,
+        deleted,
+        partitionId,
+        transactionId,
         rowsRemoved: r.removed,
+        message: deleted
+          ? `deleted ${r.removed} dead-letter row(s); the message stays in the log`
+          : `no dead-letter row for transactionId ${transactionId} in partition ${partitionId}` +
+            `${query.consumerGroup ? ` for group ${query.consumerGroup}` : ''}: only dead letters can be deleted here`,
       },
     };
   },

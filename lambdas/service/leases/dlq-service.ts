@@ -266,7 +266,10 @@ export class DlqService {
     return rows.filter((it) => live(it.attrs.queueId));
   }
 
-  /** Deletes the DLQ rows of (partitionId, transactionId); 404 when there are none. */
+  /**
+   * Deletes the DLQ rows of (partitionId, transactionId); `removed: 0` when there are none (Queen
+   * answers a missing message with `success: false`, not an error, and so does the route).
+   */
   async delete(
     partitionId: string,
     transactionId: string,
@@ -275,8 +278,6 @@ export class DlqService {
   ): Promise<{ removed: number }> {
     const rows = await this.lookup(partitionId, transactionId, group);
     if (rows[0]) check?.(decodeEntry(rows[0]).queue);
-    if (rows.length === 0)
-      throw notFound(`no dead-letter row for transactionId ${transactionId} in partition ${partitionId}`);
     for (const r of rows) await this.removeRow(r);
     return { removed: rows.length };
   }

@@ -3,7 +3,8 @@
  * black box: one seeded world (a configured queue with two partitions, a partition-lease group
  * with a live lease, queue mode, a record-claim group, a dead letter), then a contract test
  * per route checking every field the reference (shared/reference/queen-admin-api.md) marks as
- * read by the dashboard (**R**), with its JSON type.
+ * read by the dashboard (**R**), with its JSON type. One file because every test reads the one
+ * seeded world; the message delete runs last, as it removes the seeded dead letter.
  */
 import { expect, it } from 'vitest';
 import { callTarget, type HttpTarget } from '../../support/http.js';
@@ -500,5 +501,23 @@ export function defineAdminSuite(target: () => HttpTarget, opts: AdminSuiteOptio
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths['/api/v1/resources/queues'] ?? {})).toEqual(['get']);
     expect(Object.keys(doc.paths['/api/v1/resources/queues/{queue}'] ?? {}).sort()).toEqual(['delete', 'get', 'patch']);
+  });
+
+  it("admin: DELETE /api/v1/messages/{pid}/{tx} answers Queen's shape: success true for a dead letter, false otherwise", async () => {
+    const rows = (await get<{ messages: Json[] }>(`/api/v1/dlq?queue=${dlqQueue}`)).messages;
+    const pid = rows.find((m) => m.transactionId === 'bad-1')?.partitionId as string;
+    const del = (p2: string, tx: string) => http<Json>('DELETE', `/api/v1/messages/${p2}/${tx}`);
+    const gone = await del(pid, 'bad-1');
+    expect(gone).toMatchObject({ status: 200, body: { success: true, partitionId: pid, transactionId: 'bad-1' } });
+    expect(gone.body.message).toEqual(str);
+    expect((await get<{ messages: Json[] }>(`/api/v1/dlq?queue=${dlqQueue}`)).messages).toEqual([]);
+    // Missing: Queen's 200 with success false (its dashboard and queenctl check only for a 2xx).
+    const again = await del(pid, 'bad-1');
+    expect(again).toMatchObject({ status: 200, body: { success: false, partitionId: pid, transactionId: 'bad-1' } });
+    expect(again.body.message).toEqual(str);
+    // A pending message is no dead letter: not deleted here (success false), still in the log.
+    const a3 = pushed.find((x) => x.transaction_id === 'a-3')!;
+    expect((await del(a3.partition_id, 'a-3')).body).toMatchObject({ success: false });
+    expect((await http('GET', `/api/v1/messages/${a3.partition_id}/a-3`)).status).toBe(200);
   });
 }

@@ -53,10 +53,17 @@ export function defineLogRoutesSuite(target: () => HttpTarget, opts: LogSuiteOpt
     expect(r.status, `queue ${queue} should not exist`).toBe(404);
   };
 
-  it('GET /health answers healthy', async () => {
+  it("GET /health answers healthy in Queen's shape (status, database, version: what queenctl ping reads)", async () => {
     const r = await http('GET', '/health');
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ status: 'healthy', ...(opts.backend ? { backend: opts.backend } : {}) });
+    const body = r.body as Record<string, unknown>;
+    expect(Object.keys(body).sort()).toEqual(['backend', 'database', 'status', 'version']);
+    expect(body).toMatchObject({
+      status: 'healthy',
+      database: 'connected',
+      ...(opts.backend ? { backend: opts.backend } : {}),
+    });
+    expect(body.version).toMatch(/^\d+\.\d+\.\d+/);
   });
 
   it('POST /api/v1/configure echoes every option with its JSON type', async () => {
