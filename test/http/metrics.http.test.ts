@@ -61,6 +61,7 @@ describe.each(backends)('http: /metrics on $name', (backend) => {
         { transactionId: b!.transactionId, partitionId: b!.partitionId, status: 'dlq', leaseId: b!.leaseId },
       ],
     });
+    await http('POST', '/api/v1/configure', { queue: 'met-empty' });
     await http('GET', '/api/v1/pop/queue/met-empty?wait=false');
     await http('POST', '/api/v1/configure', { queue: 'met-claims', options: { maxInFlight: 1 } });
     await http('POST', '/api/v1/push', { items: [1, 2].map((n) => ({ queue: 'met-claims', payload: { n } })) });
@@ -126,6 +127,32 @@ describe.each(backends)('http: /metrics on $name', (backend) => {
     const queen = await fetch(`${server.url}/metrics/prometheus`);
     expect(queen.status).toBe(200);
     expect(parsePrometheusTextFormat(await queen.text()).map((f) => f.name)).toEqual(expect.arrayContaining(names));
+  });
+
+  it('meters no queue that does not exist, and forgets a deleted queue', async () => {
+    const series = async (): Promise<string[]> =>
+      (await (await fetch(`${server.url}/metrics`)).text()).split('\n').filter((l) => /queue="junk-/.test(l));
+    const ops = async (): Promise<string[]> =>
+      (await http<{ queues: string[] }>('GET', '/api/v1/analytics/queue-ops')).body.queues;
+    // Pops (queue, partition, ack-and-pop) and claim polls on queues nobody made: 204s, 404s, no series.
+    for (let n = 1; n <= 5; n++) {
+      expect((await http('GET', `/api/v1/pop/queue/junk-${n}?wait=false`)).status).toBe(204);
+      expect((await http('GET', `/api/v1/pop/queue/junk-${n}/partition/p?wait=false&consumerGroup=g`)).status).toBe(
+        204,
+      );
+      expect((await http('POST', `/api/v1/queues/junk-${n}/ack-and-pop`, {})).status).toBe(200);
+      await http('POST', `/api/v1/queues/junk-${n}/partitions/Default/groups/w/poll`, { max: 1 });
+    }
+    expect(await series()).toEqual([]);
+    expect((await ops()).filter((q) => q.startsWith('junk-'))).toEqual([]);
+    // A queue that exists is metered; once deleted, its series leave /metrics and queue-ops.
+    await http('POST', '/api/v1/push', { items: [{ queue: 'junk-kept', payload: 1 }] });
+    await http('GET', '/api/v1/pop/queue/junk-kept?wait=false');
+    expect((await series()).length).toBeGreaterThan(3);
+    expect(await ops()).toContain('junk-kept');
+    expect((await http('DELETE', '/api/v1/resources/queues/junk-kept')).status).toBe(200);
+    expect(await series()).toEqual([]);
+    expect(await ops()).not.toContain('junk-kept');
   });
 });
 

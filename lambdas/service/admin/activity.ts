@@ -201,4 +201,10 @@ export class Activity implements Meter {
     for (const [q, rows] of acc) out.set(q, rows.map(rowOf));
     return out;
   }
+
+  /** Drops a deleted queue's counters, so its series leave `/metrics` and the analytics. */
+  forget(queue: string): void {
+    this.totals.delete(queue);
+    for (const byQueue of this.minutes.values()) byQueue.delete(queue);
+  }
 }
