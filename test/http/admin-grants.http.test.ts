@@ -5,8 +5,9 @@
  * lease group, a claim group and dead letters, and a lease group (`shared`) on both.
  *
  * The tables are checked against the route table: every GET route whose access rule names no
- * queue must be in {@link LISTINGS}, and every admin route that needs `manage` in
- * {@link MUTATIONS}, so a new route cannot skip this test.
+ * queue must be in {@link LISTINGS}, and every route that needs `manage` to change something in
+ * {@link MUTATIONS}, so a new route cannot skip this test. A third principal, `operator`, manages
+ * `orders-*` only: the routes that reach queues through a group or an id leave payroll-a alone.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -24,11 +25,17 @@ import type { PopReply, PushReply } from '../support/replies.js';
 import { testServices } from '../support/services.js';
 
 type Json = Record<string, unknown>;
-type Role = 'reader' | 'admin';
-const TOKENS: Record<Role, string> = { reader: 'reader-token-0123456789ab', admin: 'admin-token-0123456789abc' };
+type Role = 'reader' | 'operator' | 'admin';
+const TOKENS: Record<Role, string> = {
+  reader: 'reader-token-0123456789ab',
+  operator: 'operator-token-0123456789',
+  admin: 'admin-token-0123456789abc',
+};
 const GRANTS = Grants.from({
   grants: [
     { principal: 'reader', actions: ['consume'], queues: ['orders-*'] },
+    // Manages orders-* only: for the routes that reach several queues through a group or an id.
+    { principal: 'operator', actions: ['consume', 'manage'], queues: ['orders-*'] },
     { principal: 'admin', actions: ['push', 'consume', 'manage'], queues: ['*'] },
   ],
 });
@@ -46,6 +53,8 @@ const BOTH_DEAD = SEED['orders-a'].dead + SEED['payroll-a'].dead;
 interface World {
   /** A message id on each queue: its partition and a pending transaction, and a dead letter. */
   ids: Record<Queue, { partitionId: string; pending: string; dead: string[] }>;
+  /** Offsets of payroll-a's record-claim dead letters (group w-payroll). */
+  claimDead: number[];
 }
 
 /** One request and what the reader's and the admin's answers must show. */
@@ -236,7 +245,9 @@ const LISTINGS: Record<string, Listing> = {
 /** What may not appear in anything the reader is shown. */
 const secrets = (w: World): string[] => ['payroll', w.ids['payroll-a'].partitionId];
 
-/** Every admin route that needs `manage`, in an order each request finds what it acts on. */
+const CLAIMS = '/api/v1/queues/payroll-a/partitions/Default/groups';
+
+/** Every route that needs `manage`, in an order each request finds what it acts on. */
 const MUTATIONS: Record<string, (w: World) => { method: string; path: string; body?: unknown }> = {
   'POST /api/v1/configure': () => ({
     method: 'POST',
@@ -277,6 +288,28 @@ const MUTATIONS: Record<string, (w: World) => { method: string; path: string; bo
     path: '/api/v1/consumer-groups/g-payroll/queues/payroll-a',
   }),
   'DELETE /api/v1/consumer-groups/{group}': () => ({ method: 'DELETE', path: '/api/v1/consumer-groups/shared' }),
+  'PUT /api/v1/queues/{queue}/partitions/{partition}/groups/{group}': () => ({
+    method: 'PUT',
+    path: `${CLAIMS}/w2-payroll`,
+    body: { start: 'earliest' },
+  }),
+  'POST /api/v1/queues/{queue}/partitions/{partition}/groups/{group}/seek': () => ({
+    method: 'POST',
+    path: `${CLAIMS}/w2-payroll/seek`,
+    body: { start: 'latest' },
+  }),
+  'POST /api/v1/queues/{queue}/partitions/{partition}/groups/{group}/dead-letters/{offset}/redrive': (w) => ({
+    method: 'POST',
+    path: `${CLAIMS}/w-payroll/dead-letters/${w.claimDead[0]!}/redrive`,
+  }),
+  'DELETE /api/v1/queues/{queue}/partitions/{partition}/groups/{group}/dead-letters/{offset}': (w) => ({
+    method: 'DELETE',
+    path: `${CLAIMS}/w-payroll/dead-letters/${w.claimDead[1]!}`,
+  }),
+  'DELETE /api/v1/queues/{queue}/partitions/{partition}/groups/{group}': () => ({
+    method: 'DELETE',
+    path: `${CLAIMS}/w2-payroll`,
+  }),
   'DELETE /api/v1/resources/queues/{queue}': () => ({ method: 'DELETE', path: '/api/v1/resources/queues/payroll-a' }),
 };
 
@@ -318,13 +351,11 @@ describe('http: grants on the admin read API', () => {
   const http = <T = Json>(role: Role, method: string, path: string, body?: unknown): Promise<HttpReply<T>> =>
     call<T>(server.url, method, path, body, { authorization: `Bearer ${TOKENS[role]}` });
 
-  const world: World = { ids: {} as World['ids'] };
+  const world: World = { ids: {} as World['ids'], claimDead: [] };
 
-  it('the tables cover every listing route and every admin route that needs manage', () => {
+  it('the tables cover every listing route and every route that changes something under manage', () => {
     expect(Object.keys(LISTINGS).sort()).toEqual(SERVER_ROUTES.filter(isListing).map(label).sort());
-    const manage = SERVER_ROUTES.filter(
-      (r) => r.group === 'admin' && r.method !== 'GET' && r.access.action === 'manage',
-    );
+    const manage = SERVER_ROUTES.filter((r) => r.method !== 'GET' && r.access.action === 'manage');
     expect(Object.keys(MUTATIONS).sort()).toEqual(manage.map(label).sort());
   });
 
@@ -436,6 +467,51 @@ describe('http: grants on the admin read API', () => {
       );
       expect({ route: label(r), status: own.status }).not.toEqual({ route: label(r), status: 403 });
     }
+  });
+
+  it('an operator of orders-* changes a group on both queues only where it manages', async () => {
+    const shared = async () =>
+      (
+        await http<{ queues: { queue: string; subscription: { from: string | null } }[] }>(
+          'admin',
+          'GET',
+          '/api/v1/consumer-groups/shared',
+        )
+      ).body.queues;
+    const before = await shared();
+    const sub = await http('operator', 'POST', '/api/v1/consumer-groups/shared/subscription', {
+      subscriptionTimestamp: '2026-01-01T00:00:00Z',
+    });
+    expect(sub.status).toBe(200);
+    const after = await shared();
+    expect(after.find((q) => q.queue === 'payroll-a')).toEqual(before.find((q) => q.queue === 'payroll-a'));
+    expect(after.find((q) => q.queue === 'orders-a')?.subscription.from).toBe('2026-01-01T00:00:00.000Z');
+    expect((await http('operator', 'DELETE', '/api/v1/consumer-groups/shared')).status).toBe(200);
+    expect((await shared()).map((q) => q.queue)).toEqual(['payroll-a']);
+    // A dead letter reached by partition id, a seek named by queue: refused, nothing changed.
+    const { partitionId, dead } = world.ids['payroll-a'];
+    const refused = [
+      await http('operator', 'POST', `/api/v1/messages/${partitionId}/${dead[0]!}/retry`),
+      await http('operator', 'DELETE', `/api/v1/messages/${partitionId}/${dead[1]!}`),
+      await http('operator', 'POST', '/api/v1/consumer-groups/g-payroll/queues/payroll-a/seek', { toEnd: true }),
+      await http('operator', 'POST', '/api/v1/dlq/retry', { queue: 'payroll-a' }),
+    ];
+    expect(refused.map((r) => r.status)).toEqual([403, 403, 403, 403]);
+    expect((await http('admin', 'GET', '/api/v1/dlq?queue=payroll-a')).body.total).toBe(SEED['payroll-a'].dead);
+  });
+
+  it('seeds two record-claim dead letters on payroll-a (for the claim routes below)', async () => {
+    // The seed's claim has outlived its visibility (the clock moved on): two records are free.
+    const polled = await http<{ records: { offset: number }[] }>('admin', 'POST', `${CLAIMS}/w-payroll/poll`, {
+      max: 2,
+    });
+    const held = polled.body.records.map((r) => r.offset);
+    expect(held).toHaveLength(2);
+    for (const offset of held) {
+      const r = await http('admin', 'POST', `${CLAIMS}/w-payroll/dead-letter`, { offset });
+      expect({ offset, status: r.status, body: r.body }).toMatchObject({ offset, status: 200 });
+    }
+    world.claimDead = held;
   });
 
   for (const [route, request] of Object.entries(MUTATIONS)) {
