@@ -141,10 +141,19 @@ describe.each(backends)('http: /metrics on $name', (backend) => {
         204,
       );
       expect((await http('POST', `/api/v1/queues/junk-${n}/ack-and-pop`, {})).status).toBe(200);
-      await http('POST', `/api/v1/queues/junk-${n}/partitions/Default/groups/w/poll`, { max: 1 });
+      expect((await http('POST', `/api/v1/queues/junk-${n}/partitions/Default/groups/w/poll`, { max: 1 })).status).toBe(
+        404,
+      );
     }
     expect(await series()).toEqual([]);
     expect((await ops()).filter((q) => q.startsWith('junk-'))).toEqual([]);
+    // The route's latency histogram (per route, not per queue) still counts them.
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    const pops =
+      /sluice_http_request_duration_seconds_count\{route="GET \/api\/v1\/pop\/queue\/\{queue\}",code="2xx"\} (\d+)/.exec(
+        text,
+      );
+    expect(Number(pops?.[1])).toBeGreaterThanOrEqual(5);
     // A queue that exists is metered; once deleted, its series leave /metrics and queue-ops.
     await http('POST', '/api/v1/push', { items: [{ queue: 'junk-kept', payload: 1 }] });
     await http('GET', '/api/v1/pop/queue/junk-kept?wait=false');

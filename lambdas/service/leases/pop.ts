@@ -200,6 +200,7 @@ export class PopService {
    */
   async answer(req: PopRequest, signal?: AbortSignal): Promise<PopAnswer> {
     const tally: PopTally = new Map();
+    // Every pop looks at least once, so no look finding the queue means there is none.
     const found = { queue: false };
     const { value: r, capped } = await this.deps.longPoll.wait({
       queue: req.queue,
