@@ -52,7 +52,7 @@ export const popMeter =
   (queue: string | undefined, pop: PopResult | null | undefined, now: number, expired?: ReadonlyMap<string, number>) =>
   (m: Meter): void => {
     for (const [q, n] of expired ?? []) m.count(q, 'ttlExpired', n);
-    // A pop by namespace/task that found nothing names no queue.
+    // A pop by namespace/task that found nothing names no queue; nor is a queue that does not exist metered.
     if (queue === undefined) return;
     m.count(queue, 'popRequests');
     if (!pop || pop.messages.length === 0) {

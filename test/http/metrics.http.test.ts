@@ -63,6 +63,7 @@ describe.each(backends)('http: /metrics on $name', (backend) => {
         { transactionId: b!.transactionId, partitionId: b!.partitionId, status: 'dlq', leaseId: b!.leaseId },
       ],
     });
+    await http('POST', '/api/v1/configure', { queue: 'met-empty' });
     await http('GET', '/api/v1/pop/queue/met-empty?wait=false');
     await http('POST', '/api/v1/configure', { queue: 'met-claims', options: { maxInFlight: 1 } });
     await http('POST', '/api/v1/push', { items: [1, 2].map((n) => ({ queue: 'met-claims', payload: { n } })) });
@@ -147,6 +148,41 @@ describe.each(backends)('http: /metrics on $name', (backend) => {
     expect(valueOf(families, 'queen_queue_metrics_age_seconds', { queue })).toBeLessThan(60);
     svc.testClock.advance(60_000);
     expect(valueOf(await gauges(), 'queen_queue_push_messages_per_minute', { queue })).toBeUndefined();
+  });
+
+  it('meters no queue that does not exist, and forgets a deleted queue', async () => {
+    const series = async (): Promise<string[]> =>
+      (await (await fetch(`${server.url}/metrics`)).text()).split('\n').filter((l) => /queue="junk-/.test(l));
+    const ops = async (): Promise<string[]> =>
+      (await http<{ queues: string[] }>('GET', '/api/v1/analytics/queue-ops')).body.queues;
+    // Pops (queue, partition, ack-and-pop) and claim polls on queues nobody made: 204s, 404s, no series.
+    for (let n = 1; n <= 5; n++) {
+      expect((await http('GET', `/api/v1/pop/queue/junk-${n}?wait=false`)).status).toBe(204);
+      expect((await http('GET', `/api/v1/pop/queue/junk-${n}/partition/p?wait=false&consumerGroup=g`)).status).toBe(
+        204,
+      );
+      expect((await http('POST', `/api/v1/queues/junk-${n}/ack-and-pop`, {})).status).toBe(200);
+      expect((await http('POST', `/api/v1/queues/junk-${n}/partitions/Default/groups/w/poll`, { max: 1 })).status).toBe(
+        404,
+      );
+    }
+    expect(await series()).toEqual([]);
+    expect((await ops()).filter((q) => q.startsWith('junk-'))).toEqual([]);
+    // The route's latency histogram (per route, not per queue) still counts them.
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    const pops =
+      /sluice_http_request_duration_seconds_count\{route="GET \/api\/v1\/pop\/queue\/\{queue\}",code="2xx"\} (\d+)/.exec(
+        text,
+      );
+    expect(Number(pops?.[1])).toBeGreaterThanOrEqual(5);
+    // A queue that exists is metered; once deleted, its series leave /metrics and queue-ops.
+    await http('POST', '/api/v1/push', { items: [{ queue: 'junk-kept', payload: 1 }] });
+    await http('GET', '/api/v1/pop/queue/junk-kept?wait=false');
+    expect((await series()).length).toBeGreaterThan(3);
+    expect(await ops()).toContain('junk-kept');
+    expect((await http('DELETE', '/api/v1/resources/queues/junk-kept')).status).toBe(200);
+    expect(await series()).toEqual([]);
+    expect(await ops()).not.toContain('junk-kept');
   });
 });
 

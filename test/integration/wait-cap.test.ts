@@ -79,7 +79,12 @@ describe.each(backends)('integration: the wait cap on $name', (backend) => {
     await until(async () => (await heldSlots(storage, clock.t)) === 2, 'two waiters holding slots');
 
     const capped = await timed(c.leasePops.answer(waitingPop('capped')));
-    expect(capped.value).toEqual({ result: null, retryAfterSeconds: CAPPED_RETRY_AFTER_S, expired: new Map() });
+    expect(capped.value).toEqual({
+      result: null,
+      retryAfterSeconds: CAPPED_RETRY_AFTER_S,
+      expired: new Map(),
+      unknownQueue: true,
+    });
     expect(capped.ms).toBeGreaterThanOrEqual(CAPPED_HOLD_MS - 50);
     expect(capped.ms).toBeLessThan(CAPPED_HOLD_MS + 1500);
     expect((c.telemetry as MemoryTelemetry).counters.get('WaitsCapped')).toBe(1);
@@ -183,7 +188,12 @@ describe.each(backends)('integration: the wait cap on $name', (backend) => {
     const svc = testServices(storage, { clock: freshClock(), config: { maxWaiters: 0 } });
     expect(svc.waitSlots).toBeUndefined();
     // An empty answer at the end of a whole wait says nothing about when to ask again.
-    expect(await svc.leasePops.answer(waitingPop('uncapped', 200))).toEqual({ result: null, expired: new Map() });
+    // (No queue of that name exists, and the answer says so: the route meters nothing for it.)
+    expect(await svc.leasePops.answer(waitingPop('uncapped', 200))).toEqual({
+      result: null,
+      expired: new Map(),
+      unknownQueue: true,
+    });
   });
 });
 

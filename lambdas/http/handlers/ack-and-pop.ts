@@ -74,7 +74,8 @@ export const ackAndPop = defineRoute({
     );
     const popped = r.pop?.result ?? null;
     const acks = ackMeter(r.acks);
-    const pops = r.pop ? popMeter(params.queue, popped, services.clock()) : undefined;
+    // A queue that does not exist gets no series: its name is whatever the client sent.
+    const pops = r.pop && !r.pop.unknownQueue ? popMeter(params.queue, popped, services.clock()) : undefined;
     const retryAfter = r.pop?.retryAfterSeconds;
     return {
       statusCode: 200,

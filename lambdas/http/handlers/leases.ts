@@ -170,6 +170,7 @@ async function runPop(
     result: r,
     retryAfterSeconds,
     expired,
+    unknownQueue,
   } = await services.leasePops.answer(
     {
       queue,
@@ -187,7 +188,8 @@ async function runPop(
     // Only a waiting pop needs to hear of shutdown or the deadline.
     q.wait ? signal() : undefined,
   );
-  const meter = popMeter(queue, r, services.clock(), expired);
+  // A queue that does not exist gets no series: its name is whatever the client sent.
+  const meter = popMeter(unknownQueue ? undefined : queue, r, services.clock(), expired);
   // 204 for every "nothing to deliver": empty, unknown, leased, held back, timed out; with
   // `Retry-After` when the wait cap turned the wait away (our client sleeps that long).
   if (!r)

@@ -25,7 +25,10 @@
  *   make them, with DynamoDB units estimated from item sizes (`storage/usage.ts`);
  * - per route: `sluice_http_request_duration_seconds` (histogram, `route` and `code` class).
  *
- * Counters count since the process started. Open on the loopback server without grants; with
+ * Counters count since the process started, and only for queues that exist: a pop, ack-and-pop
+ * or claim poll naming a queue nobody made (204 or 404) adds no series, since its name is
+ * whatever a client sent; deleting a queue drops its counters and lag series (in this process).
+ * The route latency histograms still count every request. Open on the loopback server without grants; with
  * grants, `manage` on some queue, and series labelled by a queue only for queues the caller may
  * manage (handlers/access.ts).
  */
@@ -197,7 +200,9 @@ async function render(services: Services, sees: (queue: string) => boolean): Pro
   }
   w.family('queen_dlq_depth', 'gauge', 'Dead letters listed, every queue.').sample('queen_dlq_depth', cluster, depth);
 
-  const rows = await services.admin.groupLag.rows(sees);
+  // Group registrations outlive a deleted queue; its lag series do not.
+  const existing = new Set(queues);
+  const rows = (await services.admin.groupLag.rows(sees)).filter((r) => existing.has(r.queue));
   w.family('sluice_consumer_lag_messages', 'gauge', 'Messages a consumer group has not finished, per queue.');
   for (const r of rows)
     w.sample('sluice_consumer_lag_messages', { group: r.group, queue: r.queue, kind: r.kind }, r.lagMessages);

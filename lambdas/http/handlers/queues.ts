@@ -76,6 +76,8 @@ export const deleteQueue = defineRoute({
   access: { action: 'manage', queues: ({ params }) => [params.queue] },
   async run({ params, services }) {
     const { existed } = await services.deletion.deleteQueue(params.queue);
+    // Its per-queue series go with it (this process's; other instances forget theirs on restart).
+    services.activity.forget(params.queue);
     return { statusCode: 200, body: { deleted: true, queue: params.queue, existed } };
   },
 });

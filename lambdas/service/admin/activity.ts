@@ -256,6 +256,12 @@ export class Activity implements Meter {
     for (const [minute, byQueue] of this.minutes) addMinute(acc, starts, minutes, minute, byQueue);
     return rowsOf(acc);
   }
+
+  /** Drops a deleted queue's counters, so its series leave `/metrics` and the analytics. */
+  forget(queue: string): void {
+    this.totals.delete(queue);
+    for (const byQueue of this.minutes.values()) byQueue.delete(queue);
+  }
 }
 
 /** Adds one minute's buckets into the bucket of `starts` (each `minutes` wide) it falls in. */

@@ -93,6 +93,11 @@ export interface PopAnswer {
   expired: ReadonlyMap<string, number>;
   /** Set when the wait cap turned the wait away: the client should wait this long before asking again. */
   retryAfterSeconds?: number | undefined;
+  /**
+   * True when no look found the queue: the route meters nothing under a name any client can
+   * send (per-queue series would grow without bound).
+   */
+  unknownQueue?: boolean | undefined;
 }
 
 /** A delivered message: as stored, its payload opened (plaintext JSON text), with where it sits. */
@@ -195,14 +200,17 @@ export class PopService {
    */
   async answer(req: PopRequest, signal?: AbortSignal): Promise<PopAnswer> {
     const tally: PopTally = new Map();
+    // Every pop looks at least once, so no look finding the queue means there is none.
+    const found = { queue: false };
     const { value: r, capped } = await this.deps.longPoll.wait({
       queue: req.queue,
       budgetMs: req.wait ? Math.max(0, Math.min(req.timeoutMs, this.deps.config.maxPopWaitMs)) : 0,
       signal,
       baton: `${req.queue}\u0000${req.group}`,
-      look: () => this.popOnce(req, tally),
+      look: () => this.popOnce(req, tally, found),
     });
-    return this.settle(r, capped, tally);
+    const answer = this.settle(r, capped, tally);
+    return found.queue ? answer : { ...answer, unknownQueue: true };
   }
 
   /** The answer to a pop request that ended with `r` (its telemetry counted), for {@link answer} and pops over several queues. */
@@ -219,10 +227,11 @@ export class PopService {
       : { result: null, expired: tally };
   }
 
-  /** One attempt, no waiting. */
-  async popOnce(req: PopRequest, tally?: PopTally): Promise<PopResult | null> {
+  /** One attempt, no waiting; sets `found.queue` when the queue exists. */
+  async popOnce(req: PopRequest, tally?: PopTally, found?: { queue: boolean }): Promise<PopResult | null> {
     const queue = await this.deps.queues.getQueue(req.queue);
     if (!queue) return null; // an unknown queue is "nothing to deliver", never a 404
+    if (found) found.queue = true;
     const now = this.deps.clock();
     const queueMode = req.group === QUEUE_MODE_GROUP;
     const sub = queueMode
