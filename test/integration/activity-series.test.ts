@@ -4,6 +4,8 @@
 // moved by hand.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalServer } from '../../lambdas/local/server.js';
+import { Activity } from '../../lambdas/service/admin/activity.js';
+import { ActivityStore, QUEUES_PER_ITEM } from '../../lambdas/service/admin/activity-store.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
@@ -60,6 +62,44 @@ describe.each(backends)('integration: activity series across processes on $name'
     expect(
       sum((await call<QueueOps>(pusher, 'GET', `/api/v1/analytics/queue-ops?queue=${queue}`)).body, 'pushMessages'),
     ).toBe(3);
+  });
+
+  it('a minute of more queues than one item holds is stored in parts and read back whole', async () => {
+    const store = new ActivityStore(storage);
+    const minute = Math.floor(Date.now() / 60_000) - 7;
+    const rows = new Map(
+      Array.from({ length: QUEUES_PER_ITEM + 3 }, (_, i) => [`q${i}`, Float64Array.from([i + 1])] as const),
+    );
+    await store.write(minute, 'proc-parts', rows);
+    const back = (await store.read(minute, minute)).filter((m) => m.processId === 'proc-parts');
+    expect(back).toHaveLength(2);
+    const all = new Map(back.flatMap((m) => [...m.rows]));
+    expect(all.size).toBe(QUEUES_PER_ITEM + 3);
+    expect(all.get(`q${QUEUES_PER_ITEM + 2}`)?.[0]).toBe(QUEUES_PER_ITEM + 3);
+  });
+
+  it('a minute the store keeps refusing is given up after three tries, and later minutes still go', async () => {
+    const clock = new TestClock(Math.floor(Date.now() / 60_000) * 60_000);
+    const writes: number[] = [];
+    let refuse = true;
+    const store = {
+      write: (minute: number) => {
+        writes.push(minute);
+        return refuse ? Promise.reject(new Error('refused')) : Promise.resolve();
+      },
+    } as unknown as ActivityStore;
+    const activity = new Activity(clock.now, store);
+    activity.count('q', 'pushMessages');
+    clock.advance(60_000);
+    for (let i = 0; i < 2; i++) await expect(activity.flushDue()).rejects.toThrow('refused');
+    await activity.flushDue(); // the third try gives it up
+    await activity.flushDue();
+    expect(writes).toHaveLength(3);
+    refuse = false;
+    activity.count('q', 'pushMessages');
+    clock.advance(60_000);
+    await activity.flushDue();
+    expect(writes).toHaveLength(4);
   });
 
   it('a restarted process (a new one) still shows what the old one served', async () => {

@@ -5,7 +5,7 @@
  * minute it served something, never on the commit path; readers query the hours a window
  * spans and add the processes' rows up.
  *
- * - Item: table `meta`, pk `ACT#<epoch hour>`, sk `<epoch minute, 10 digits>#<process id>`;
+ * - Item: table `meta`, pk `ACT#<epoch hour>`, sk `<epoch minute, 10 digits>#<process id>#<part>`;
  *   attribute `q`: per queue, the bucket's numbers (`activity.ts` defines their order).
  * - Collected 8 days after its minute (series reach 7 days back); TTL only collects, and
  *   readers ask only for the minutes of their window.
@@ -21,6 +21,8 @@ import type { Item, Storage } from '../../storage/port.js';
 const MINUTE_S = 60;
 /** How long a bucket is kept: a day past the longest window a series request may cover. */
 const KEEP_S = 8 * 24 * 3600;
+/** Queues per stored item: ~200 bytes each, far below the 400 KB item limit. */
+export const QUEUES_PER_ITEM = 500;
 /** Hours one read queries at once. */
 const PARALLEL_HOURS = 8;
 
@@ -37,18 +39,25 @@ export interface StoredMinute {
 export class ActivityStore {
   constructor(private readonly storage: Storage) {}
 
-  /** Stores one process's buckets of one minute (a repeat replaces them). */
+  /**
+   * Stores one process's buckets of one minute (a repeat replaces them): one item per
+   * {@link QUEUES_PER_ITEM} queues, so a process that served thousands of queues in a minute
+   * stays within the item size limit.
+   */
   async write(minute: number, processId: string, rows: ReadonlyMap<string, Float64Array>): Promise<void> {
-    const q: Record<string, number[]> = {};
-    for (const [queue, a] of rows) q[queue] = Array.from(a);
-    const item: Item = {
-      pk: pkOf(minute),
-      sk: skOf(minute, processId),
-      ver: 1,
-      attrs: { q },
-      expiresAt: (minute + 1) * MINUTE_S + KEEP_S,
-    };
-    await this.storage.items.put('meta', item);
+    const entries = [...rows];
+    for (let i = 0, part = 0; i < entries.length; i += QUEUES_PER_ITEM, part++) {
+      const q: Record<string, number[]> = {};
+      for (const [queue, a] of entries.slice(i, i + QUEUES_PER_ITEM)) q[queue] = Array.from(a);
+      const item: Item = {
+        pk: pkOf(minute),
+        sk: `${skOf(minute, processId)}#${part}`,
+        ver: 1,
+        attrs: { q },
+        expiresAt: (minute + 1) * MINUTE_S + KEEP_S,
+      };
+      await this.storage.items.put('meta', item);
+    }
   }
 
   /** Every process's buckets of the minutes `from..to` (inclusive), oldest first. */

@@ -103,6 +103,8 @@ export interface Histogram {
 
 /** Minute buckets kept: one day. Older ones are dropped as new minutes start. */
 const KEEP_MINUTES = 1440;
+/** Tries to store one minute's buckets before giving it up (a store that keeps refusing it). */
+const MAX_FLUSH_TRIES = 3;
 const MINUTE = 60_000;
 
 export class Activity implements Meter {
@@ -114,6 +116,8 @@ export class Activity implements Meter {
   /** Minutes whose buckets are in the store as they are here. */
   private readonly flushed = new Set<number>();
   private flushing: Promise<void> | undefined;
+  /** Per minute, failed tries to store it. */
+  private readonly failures = new Map<number, number>();
   readonly startedAt: number;
 
   /**
@@ -171,7 +175,15 @@ export class Activity implements Meter {
       try {
         for (const m of due) {
           const rows = this.minutes.get(m);
-          if (rows && rows.size > 0) await store.write(m, this.processId, rows);
+          try {
+            if (rows && rows.size > 0) await store.write(m, this.processId, rows);
+          } catch (e) {
+            // A minute the store keeps refusing is given up after a few requests' tries.
+            const tries = (this.failures.get(m) ?? 0) + 1;
+            this.failures.set(m, tries);
+            if (tries < MAX_FLUSH_TRIES) throw e;
+          }
+          this.failures.delete(m);
           if (m < Math.floor(this.clock() / MINUTE)) this.flushed.add(m);
         }
       } finally {
