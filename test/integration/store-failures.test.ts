@@ -139,11 +139,12 @@ function calls(w: { pid: string; txid: string; leaseId: string }): Call[] {
     { method: 'GET', path: '/api/v1/status/analytics' },
     { method: 'GET', path: '/api/v1/messages?queue=sf' },
     { method: 'GET', path: '/api/v1/analytics/queue-ops?queue=sf' },
-    // Series from this process's memory, and Queen's neutral answers: no storage read.
-    { method: 'GET', path: '/api/v1/analytics/queue-lag', storeless: true },
+    // Series: every process's stored minutes are read.
+    { method: 'GET', path: '/api/v1/analytics/queue-lag' },
+    { method: 'GET', path: '/api/v1/analytics/worker-metrics' },
+    // Queen's neutral answers: no storage read.
     { method: 'GET', path: '/api/v1/analytics/queue-parked-replicas', storeless: true },
     { method: 'GET', path: '/api/v1/analytics/retention', storeless: true },
-    { method: 'GET', path: '/api/v1/analytics/worker-metrics', storeless: true },
     { method: 'GET', path: '/api/v1/analytics/system-metrics', storeless: true },
     { method: 'GET', path: '/api/v1/system/maintenance', storeless: true },
     { method: 'GET', path: '/api/v1/system/maintenance/pop', storeless: true },
