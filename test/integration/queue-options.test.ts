@@ -431,6 +431,76 @@ describe.each(backends)('integration: queue options on $name', (backend) => {
     expect(await popAll()).toEqual(['"m1"', '"m2"']);
   });
 
+  it("a group's preparation is kept per caller: one whose grants leave a queue out does not hide it from another", async () => {
+    const svc = testServices(storage);
+    await configure(svc, 'per-q1', {}, { namespace: 'per' });
+    await configure(svc, 'per-q2', {}, { namespace: 'per' });
+    await svc.pushes.push([{ queue: 'per-q2', payload: json('hist') }]);
+    // Another group drains per-q2: its work item and selector item go.
+    for (let k = 0; k < 3; k++)
+      await svc.matchingPops.answer(matchReq({ namespace: 'per', group: 'other', autoAck: true }));
+    svc.testClock.advance(60_000);
+    const asA = matchReq({
+      namespace: 'per',
+      group: 'pg',
+      autoAck: true,
+      principal: 'a',
+      allowed: (q) => q === 'per-q1',
+    });
+    expect((await svc.matchingPops.answer(asA)).result).toBeNull();
+    const asB = matchReq({ namespace: 'per', group: 'pg', autoAck: true, principal: 'b' });
+    expect(payloads((await svc.matchingPops.answer(asB)).result)).toEqual(['"hist"']);
+  });
+
+  it('a group deleted on a queue while another process is preparing it there still re-reads that queue', async () => {
+    const clock = new TestClock();
+    // The second process's first put of the group's preparation waits until the delete is done.
+    let release!: () => void;
+    let reached!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const hit = new Promise<void>((r) => (reached = r));
+    let armed = true;
+    const gated: Storage = {
+      ...storage,
+      items: {
+        ...storage.items,
+        put: async (t, item, c) => {
+          if (armed && t === 'leases' && item.sk.startsWith('G#rg#')) {
+            armed = false;
+            reached();
+            await gate;
+          }
+          return storage.items.put(t, item, c);
+        },
+      },
+    };
+    const p1 = testServices(storage, { clock });
+    const p2 = testServices(gated, { clock });
+    await configure(p1, 'rs-q', {}, { namespace: 'rs' });
+    await p1.pushes.push([1, 2].map((x) => ({ queue: 'rs-q', payload: json(`m${x}`) })));
+    // rg reads both by the queue route; another group drains the queue by namespace.
+    await p1.leasePops.pop(req('rs-q', { group: 'rg', autoAck: true }));
+    for (let k = 0; k < 4; k++)
+      await p1.matchingPops.answer(matchReq({ namespace: 'rs', group: 'other', autoAck: true }));
+    clock.advance(60_000);
+    const popping = p2.matchingPops.answer(matchReq({ namespace: 'rs', group: 'rg', autoAck: true }));
+    await hit;
+    await p1.leaseGroups.delete('rg', { queue: 'rs-q', deleteMetadata: false });
+    release();
+    expect((await popping).result).toBeNull();
+    const got: string[] = [];
+    for (let k = 0; k < 4; k++) {
+      clock.advance(6_000); // past the processes' 5 s memory of the group's preparation
+      for (const svc of [p1, p2])
+        got.push(
+          ...payloads(
+            (await svc.matchingPops.answer(matchReq({ namespace: 'rs', group: 'rg', autoAck: true }))).result,
+          ),
+        );
+    }
+    expect(got).toEqual(['"m1"', '"m2"']);
+  });
+
   it('a selector item lost to a crash after a commit is restored by the periodic pass', async () => {
     const svc = testServices(storage);
     await configure(svc, 'lost-1', {}, { namespace: 'lost' });

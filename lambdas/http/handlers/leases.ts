@@ -243,6 +243,7 @@ export const popMatching = defineRoute({
         namespace: q.namespace,
         task: q.task,
         allowed: (queue) => allowed(queue),
+        principal: i.principal,
         group: q.consumerGroup,
         batch: q.batch,
         partitions: q.partitions,

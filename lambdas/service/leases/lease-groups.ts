@@ -237,6 +237,8 @@ export class LeaseGroupAdmin {
       // Kept registration: the group starts over from its stored subscription, so the
       // partitions holding data must be found again by its wildcard pops.
       else if (reg && !opts.deleteMetadata) await this.deps.work.requestRescan(reg);
+      // Last: a preparation that ran before the registration went would count otherwise.
+      await this.deps.work.resetSelectors(q, group);
       this.deps.groups.forget(q, group);
     }
     return { deletedPartitions, metadataDeleted };

@@ -25,11 +25,18 @@ export const leaseKeys = {
   /**
    * leases: the selector work index (see `selector-work.ts`): under pk `WSEL#<selector>`, one
    * item per queue that may have work (sk `Q#<queue>`), the periodic check's progress (sk
-   * `SEED`) and per consumer group how far its preparation got (sk `G#<group>`).
+   * `SEED`), per consumer group and caller how far its preparation got (sk
+   * `G#<group>#<principal hash>`) and when it was last reset (sk `E#<group>`).
    */
   selectorWork: (selPk: string, queue: string): ItemKey => ({ pk: selectorWorkPk(selPk), sk: `Q#${queue}` }),
   selectorSeed: (selPk: string): ItemKey => ({ pk: selectorWorkPk(selPk), sk: 'SEED' }),
-  selectorGroup: (selPk: string, group: string): ItemKey => ({ pk: selectorWorkPk(selPk), sk: `G#${group}` }),
+  /** A group's preparation as one principal's pops made it (grants differ per principal). */
+  selectorGroup: (selPk: string, group: string, principal: string): ItemKey => ({
+    pk: selectorWorkPk(selPk),
+    sk: `G#${group}#${principal}`,
+  }),
+  /** A group's reset epoch under the selector: preparations made before it do not count. */
+  selectorGroupEpoch: (selPk: string, group: string): ItemKey => ({ pk: selectorWorkPk(selPk), sk: `E#${group}` }),
   /** leases: progress of marking a newly registered group's existing partitions as having work. */
   scan: (queue: string, group: string): ItemKey => ({ pk: `SCAN#${queue}#${group}`, sk: 'state' }),
 };

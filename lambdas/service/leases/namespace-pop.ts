@@ -26,6 +26,8 @@ export interface MatchingPopRequest extends Omit<PopRequest, 'queue' | 'partitio
   namespace?: string | undefined;
   task?: string | undefined;
   allowed: (queue: string) => boolean;
+  /** Who is popping: a group's preparation is kept per caller, as grants differ (default `anonymous`). */
+  principal?: string | undefined;
 }
 
 /** Whether a queue answers a selector (a missing namespace or task matches any). */
@@ -83,7 +85,7 @@ export class MatchingPopService {
 
   private async popOnce(sel: QueueSelector, req: MatchingPopRequest, tally: PopTally): Promise<PopResult | null> {
     const { queues, selectors, work } = this.deps;
-    await selectors.maintain(sel, req.group, (m) => this.prepare(sel, m, req));
+    await selectors.maintain(sel, req.group, req.principal ?? 'anonymous', (m) => this.prepare(sel, m, req));
     const { queues: marked, readAt } = await selectors.withWork(sel);
     const live: { rec: QueueRecord; ver: number; queueId: string }[] = [];
     for (const m of marked) {
@@ -137,7 +139,7 @@ export class MatchingPopService {
       await this.deps.queues.forgetMatch(sel, m.name);
       return true;
     }
-    // A caller's grants decide which queues it is prepared on (another caller's pops add the rest).
+    // A caller's grants decide which queues it is prepared on (its progress is its own).
     if (!req.allowed(q.name)) return true;
     const sub =
       req.group === QUEUE_MODE_GROUP
@@ -151,7 +153,9 @@ export class MatchingPopService {
       throw e;
     }
     let scanned = false;
-    for (let i = 0; i < SCAN_STEPS_PER_QUEUE && !scanned; i++) scanned = await this.deps.work.scanStep(reg);
+    // Fresh: this process's memory of a finished scan may predate a reset that asked for another.
+    for (let i = 0; i < SCAN_STEPS_PER_QUEUE && !scanned; i++)
+      scanned = await this.deps.work.scanStep(reg, { fresh: true });
     if (!scanned) return false;
     await this.deps.selectors.markIfWork(sel, q);
     return true;

@@ -22,9 +22,11 @@
  *   it finds the history of queues no push marks any more; then again on the queues configured
  *   under the selector since (the `selectorConfigured` time in `meta`), until
  *   {@link SETTLE_MS} after that configure (a push that read the queue's record before the
- *   configure marks only its old selectors). Progress per group: the `G#<group>` item.
+ *   configure marks only its old selectors). Progress per group and caller (grants differ):
+ *   the `G#<group>#<principal hash>` item, void once the group's reset epoch (`E#<group>`,
+ *   written when the group is deleted on a queue or its start moves) is not the one it began under.
  */
-import { randomInt } from 'node:crypto';
+import { createHash, randomInt } from 'node:crypto';
 import { ConditionFailedError, type Attrs, type Item, type Storage } from '../../storage/port.js';
 import { queueMatchPk, selectorsOf, type QueueRecord, type QueueSelector } from '../log/log-store.js';
 import type { MatchingQueue, QueueDirectory } from '../log/queue-directory.js';
@@ -75,7 +77,7 @@ export class SelectorWork {
   /** Per (selector, group): the group's progress as last read or written here, and when. */
   private readonly groups = new Map<
     string,
-    { item: Item | undefined; lookedAt: number; cfgAt: number; passAt: number }
+    { item: Item | undefined; epoch: number; lookedAt: number; cfgAt: number; passAt: number }
   >();
 
   constructor(private readonly deps: SelectorWorkDeps) {}
@@ -122,9 +124,14 @@ export class SelectorWork {
    * `prepare` registers the group on a queue and marks the partitions that hold messages;
    * false when it could not finish there (the next pop continues from that queue).
    */
-  async maintain(sel: QueueSelector, group: string, prepare: (q: MatchingQueue) => Promise<boolean>): Promise<void> {
+  async maintain(
+    sel: QueueSelector,
+    group: string,
+    principal: string,
+    prepare: (q: MatchingQueue) => Promise<boolean>,
+  ): Promise<void> {
     await this.seedStep(sel);
-    await this.prepareGroup(sel, group, prepare);
+    await this.prepareGroup(sel, group, principalKey(principal), prepare);
   }
 
   /** Whether the queue's work index has an item (one query of at most one item). */
@@ -138,10 +145,14 @@ export class SelectorWork {
     if (await this.hasWork(queue.queueId)) await this.mark(queueMatchPk(sel), queue);
   }
 
+  /** A version no earlier read saw (ms and 10 random bits, within 2^53). */
+  private freshVersion(): number {
+    return Math.floor(this.deps.clock()) * 1024 + randomInt(1024);
+  }
+
   private async mark(selPk: string, queue: QueueLike): Promise<void> {
-    // A version no earlier read saw (ms and 10 random bits, within 2^53): a pop that read
-    // the item before this put cannot delete it.
-    const ver = Math.floor(this.deps.clock()) * 1024 + randomInt(1024);
+    // A fresh version: a pop that read the item before this put cannot delete it.
+    const ver = this.freshVersion();
     await this.deps.storage.items.put('leases', {
       ...leaseKeys.selectorWork(selPk, queue.name),
       ver,
@@ -186,32 +197,40 @@ export class SelectorWork {
   }
 
   /**
-   * The group's item: `upTo`, every queue configured under the selector at or before it was
-   * prepared at least {@link SETTLE_MS} after its configure; while a pass spans several pops,
-   * `after` (the last queue prepared) and `from` (when the pass started).
+   * The group's item (per caller: grants decide which queues its pops prepare): `upTo`, every
+   * queue configured under the selector at or before it was prepared at least
+   * {@link SETTLE_MS} after its configure; `epoch`, the group's reset epoch the preparation
+   * began under (a later reset voids it); while a pass spans several pops, `after` (the last
+   * queue prepared) and `from` (when the pass started).
    */
   private async prepareGroup(
     sel: QueueSelector,
     group: string,
+    principal: string,
     prepare: (q: MatchingQueue) => Promise<boolean>,
   ): Promise<void> {
     const selPk = queueMatchPk(sel);
-    const k = `${selPk}\u0000${group}`;
+    const k = `${selPk}\u0000${group}\u0000${principal}`;
     const now = this.deps.clock();
     let st = this.groups.get(k);
     if (!st || now - st.lookedAt >= CONFIG_LOOK_MS) {
-      const [cfgAt, item] = await Promise.all([
+      // Read again too: a group deleted on a queue (or its start moved) resets it elsewhere.
+      const [cfgAt, [item, epochItem]] = await Promise.all([
         this.deps.queues.selectorConfiguredAt(sel),
-        // Read again too: a group deleted on a queue (or its start moved) resets it elsewhere.
-        this.deps.storage.items.get('leases', leaseKeys.selectorGroup(selPk, group)),
+        this.deps.storage.items.getMany('leases', [
+          leaseKeys.selectorGroup(selPk, group, principal),
+          leaseKeys.selectorGroupEpoch(selPk, group),
+        ]),
       ]);
-      st = { item, lookedAt: now, cfgAt, passAt: st?.passAt ?? -Infinity };
+      st = { item, epoch: epochItem?.ver ?? 0, lookedAt: now, cfgAt, passAt: st?.passAt ?? -Infinity };
       this.groups.set(k, st);
     }
     const a = st.item?.attrs ?? {};
-    const upTo = typeof a.upTo === 'number' ? a.upTo : undefined;
-    const after = typeof a.after === 'string' ? a.after : undefined;
-    const from = typeof a.from === 'number' ? a.from : now;
+    // Made before the group's last reset: as if there were none.
+    const current = (typeof a.epoch === 'number' ? a.epoch : 0) === st.epoch;
+    const upTo = current && typeof a.upTo === 'number' ? a.upTo : undefined;
+    const after = current && typeof a.after === 'string' ? a.after : undefined;
+    const from = current && typeof a.from === 'number' ? a.from : now;
     if (after === undefined && upTo !== undefined) {
       if (st.cfgAt <= upTo) return; // every configure under the selector is settled and prepared
       if (now - st.passAt < UNSETTLED_PASS_MS) return; // one settling: pass again, not at every pop
@@ -231,10 +250,11 @@ export class SelectorWork {
     }
     // Complete: what was configured SETTLE_MS before the pass started is settled now.
     const attrs: Attrs = complete
-      ? { upTo: Math.max(upTo ?? -Infinity, from - SETTLE_MS) }
-      : { upTo: upTo ?? null, after: last ?? after ?? null, from };
-    const key = leaseKeys.selectorGroup(selPk, group);
-    const next: Item = { ...key, ver: (st.item?.ver ?? 0) + 1, attrs };
+      ? { upTo: Math.max(upTo ?? -Infinity, from - SETTLE_MS), epoch: st.epoch }
+      : { upTo: upTo ?? null, after: last ?? after ?? null, from, epoch: st.epoch };
+    const key = leaseKeys.selectorGroup(selPk, group, principal);
+    // A fresh version after none: a process holding an older item's version cannot overwrite it.
+    const next: Item = { ...key, ver: st.item ? st.item.ver + 1 : this.freshVersion(), attrs };
     try {
       await this.deps.storage.items.put(
         'leases',
@@ -250,14 +270,24 @@ export class SelectorWork {
 
   /**
    * Makes the group's next pops by the queue's selectors prepare it on every matching queue
-   * again: after its cursors on the queue were deleted or its start moved, the queue's history
-   * is owed again, and no selector item may name the queue.
+   * again (every caller's): after its cursors on the queue were deleted or its start moved,
+   * the queue's history is owed again, and no selector item may name the queue. A new epoch
+   * with a fresh version, so a preparation under way when it is written does not count,
+   * whichever process finishes it.
    */
   async resetGroup(queue: QueueLike, group: string): Promise<void> {
     for (const sel of selectorsOf(queue.namespace, queue.task)) {
       const selPk = queueMatchPk(sel);
-      this.groups.delete(`${selPk}\u0000${group}`);
-      await this.deps.storage.items.delete('leases', leaseKeys.selectorGroup(selPk, group));
+      for (const k of this.groups.keys()) if (k.startsWith(`${selPk}\u0000${group}\u0000`)) this.groups.delete(k);
+      await this.deps.storage.items.put('leases', {
+        ...leaseKeys.selectorGroupEpoch(selPk, group),
+        ver: this.freshVersion(),
+        attrs: {},
+      });
     }
   }
 }
+
+/** A principal as a key part: short, and free of `#`. */
+const principalKey = (principal: string): string =>
+  createHash('sha256').update(principal).digest('base64url').slice(0, 16);

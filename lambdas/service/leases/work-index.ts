@@ -356,13 +356,14 @@ export class WorkIndex {
    * One bounded step of marking the partitions that existed before `reg` (a group's first
    * registration on the queue): nothing to do for `new` subscriptions, whose start is after
    * every message that existed then — unless a rescan was requested for them (see
-   * {@link requestRescan}). True once every partition is marked.
+   * {@link requestRescan}). True once every partition is marked. `fresh`: read the scan state
+   * even if this process saw the scan finished moments ago.
    */
-  async scanStep(reg: GroupRecord): Promise<boolean> {
+  async scanStep(reg: GroupRecord, opts: { fresh?: boolean } = {}): Promise<boolean> {
     const k = `${reg.queue}\u0000${reg.group}\u0000${reg.createdAt}`;
     const now = this.deps.clock();
     const seen = this.scanned.get(k);
-    if (seen !== undefined && now - seen < this.deps.recheckMs) return true;
+    if (!opts.fresh && seen !== undefined && now - seen < this.deps.recheckMs) return true;
     const key = leaseKeys.scan(reg.queue, reg.group);
     const st = await this.deps.storage.items.get('leases', key);
     const state = st ? decodeScanState(st) : undefined;
@@ -435,13 +436,9 @@ export class WorkIndex {
     for (const k of this.scanned.keys()) if (k.startsWith(`${queue}\u0000${group}\u0000`)) this.scanned.delete(k);
   }
 
-  /**
-   * Deletes a group's scan state on a queue (the work items are every group's and stay), and
-   * its preparation under the queue's selectors (its pops by namespace/task redo it).
-   */
+  /** Deletes a group's scan state on a queue (the work items are every group's and stay). */
   async purge(queue: string, group: string): Promise<void> {
     await this.deps.storage.items.delete('leases', leaseKeys.scan(queue, group));
-    await this.resetSelectors(queue, group);
     this.forget(queue, group);
   }
 

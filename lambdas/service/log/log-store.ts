@@ -139,6 +139,11 @@ export interface QueueRecord {
    * `retryDelay` apply only when named here. Absent on records written before it existed.
    */
   explicit?: string[] | undefined;
+  /**
+   * When the queue took its namespace and task (the selectors it answers): kept by configures
+   * that leave them as they were. Absent on records written before it existed (read as 0).
+   */
+  selectorsAt?: number | undefined;
 }
 
 export const decodeQueue = (item: Item): QueueRecord => item.attrs as unknown as QueueRecord;

@@ -279,10 +279,14 @@ export class QueueDirectory {
       const now = this.deps.clock();
       const cur = await this.deps.storage.items.get('meta', logKeys.queue(name));
       const prev = cur ? decodeQueue(cur) : undefined;
-      const rec = build(prev, now);
-      const next = selectorsOf(rec.namespace, rec.task);
+      const built = build(prev, now);
+      const next = selectorsOf(built.namespace, built.task);
       const keep = new Set(next.map(queueMatchPk));
       const gone = prev ? selectorsOf(prev.namespace, prev.task).filter((sel) => !keep.has(queueMatchPk(sel))) : [];
+      // A configure that keeps the namespace and task keeps their time: pops by those
+      // selectors prepare their groups only on queues that joined since they last looked.
+      const same = prev !== undefined && prev.namespace === built.namespace && prev.task === built.task;
+      const rec: QueueRecord = { ...built, selectorsAt: same ? (prev.selectorsAt ?? 0) : now };
       const ops: WriteOp[] = [
         {
           op: 'put',
@@ -294,9 +298,11 @@ export class QueueDirectory {
         ...next.map((sel): WriteOp => ({
           op: 'put',
           table: 'meta',
-          item: queueMatchItem(sel, name, rec.options.priority, now),
+          item: queueMatchItem(sel, name, rec.options.priority, rec.selectorsAt ?? 0),
         })),
-        ...next.map((sel): WriteOp => ({ op: 'put', table: 'meta', item: selectorConfiguredItem(sel, now) })),
+        ...(same
+          ? []
+          : next.map((sel): WriteOp => ({ op: 'put', table: 'meta', item: selectorConfiguredItem(sel, now) }))),
         ...gone.map((sel): WriteOp => ({ op: 'delete', table: 'meta', key: logKeys.queueMatch(sel, name) })),
       ];
       try {
