@@ -14,13 +14,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Grants } from '../../lambdas/http/grants.js';
-import { makeHandler, type RouteDef } from '../../lambdas/http/route.js';
+import type { RouteDef } from '../../lambdas/http/route.js';
 import { SERVER_ROUTES } from '../../lambdas/http/routes.js';
-import { withBearerTokens } from '../../lambdas/local/auth.js';
-import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
+import type { LocalServer } from '../../lambdas/local/server.js';
 import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
 import type { Storage } from '../../lambdas/storage/port.js';
-import { call, type HttpReply } from '../support/http.js';
+import { call, startGrantedServer, type HttpReply } from '../support/http.js';
 import type { PopReply, PushReply } from '../support/replies.js';
 import { testServices } from '../support/services.js';
 
@@ -335,13 +334,7 @@ describe('http: grants on the admin read API', () => {
     dir = await mkdtemp(join(tmpdir(), 'sluice-admin-grants-'));
     storage = await openEmbeddedStorage({ dataDir: dir, sync: 'normal' });
     svc = testServices(storage);
-    const tokens = Object.fromEntries(Object.entries(TOKENS).map(([role, token]) => [token, role]));
-    server = await startLocalServer({
-      handler: withBearerTokens(makeHandler(SERVER_ROUTES, { services: async () => svc, grants: GRANTS }), tokens),
-      host: '127.0.0.1',
-      port: 0,
-      maxBodyBytes: 1 << 20,
-    });
+    server = await startGrantedServer(svc, { routes: SERVER_ROUTES, grants: GRANTS, tokens: TOKENS });
   });
   afterAll(async () => {
     await server.close();

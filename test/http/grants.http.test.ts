@@ -4,14 +4,12 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Grants } from '../../lambdas/http/grants.js';
-import { makeHandler } from '../../lambdas/http/route.js';
 import { ALL_ROUTES } from '../../lambdas/http/routes.js';
-import { withBearerTokens } from '../../lambdas/local/auth.js';
-import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
+import type { LocalServer } from '../../lambdas/local/server.js';
 import { serverCommand } from '../support/process.js';
 import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
 import type { Storage } from '../../lambdas/storage/port.js';
-import { call } from '../support/http.js';
+import { call, startGrantedServer } from '../support/http.js';
 import type { ErrorReply } from '../support/replies.js';
 import { testServices } from '../support/services.js';
 import { defineGrantsSuite, grantsFor, type Role } from './suites/grants.suite.js';
@@ -33,13 +31,7 @@ describe('http: grants on the local server (bearer tokens)', () => {
     storage = await openEmbeddedStorage({ dataDir: dir, sync: 'normal' });
     const svc = testServices(storage);
     const grants = Grants.from({ grants: grantsFor((role) => role) });
-    const tokens = Object.fromEntries(Object.entries(TOKENS).map(([role, token]) => [token, role]));
-    server = await startLocalServer({
-      handler: withBearerTokens(makeHandler(ALL_ROUTES, { services: async () => svc, grants }), tokens),
-      host: '127.0.0.1',
-      port: 0,
-      maxBodyBytes: 1 << 20,
-    });
+    server = await startGrantedServer(svc, { routes: ALL_ROUTES, grants: grants, tokens: TOKENS });
   });
   afterAll(async () => {
     await server.close();

@@ -1,5 +1,7 @@
-import { makeHandler } from '../../lambdas/http/route.js';
+import type { Grants } from '../../lambdas/http/grants.js';
+import { makeHandler, type RouteDef } from '../../lambdas/http/route.js';
 import { SERVER_ROUTES } from '../../lambdas/http/routes.js';
+import { withBearerTokens } from '../../lambdas/local/auth.js';
 import type { ConsoleFiles } from '../../lambdas/local/console-assets.js';
 import { requestGate, type EdgePolicy } from '../../lambdas/local/edge.js';
 import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
@@ -23,6 +25,26 @@ export async function startTestServer(
     host: '127.0.0.1',
     port: 0,
     maxBodyBytes: svc.config.maxBodyBytes,
+  });
+}
+
+/**
+ * The local server with grants and bearer tokens (`tokens`: role → token; a token's principal
+ * is its role), over given services and routes, on a free loopback port.
+ */
+export async function startGrantedServer(
+  svc: Services,
+  opts: { routes: readonly RouteDef[]; grants: Grants; tokens: Record<string, string> },
+): Promise<LocalServer> {
+  const byToken = Object.fromEntries(Object.entries(opts.tokens).map(([role, token]) => [token, role]));
+  return startLocalServer({
+    handler: withBearerTokens(
+      makeHandler([...opts.routes], { services: async () => svc, grants: opts.grants }),
+      byToken,
+    ),
+    host: '127.0.0.1',
+    port: 0,
+    maxBodyBytes: 1 << 20,
   });
 }
 
