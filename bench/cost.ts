@@ -66,16 +66,7 @@ export async function idleChannelConsumerPerMonth(
       poster: () => Promise.resolve({ post: () => Promise.resolve('sent' as const) }),
     });
     await svc.pushes.push([{ queue: 'idle', payload: Buffer.from('{}') }]);
-    const req = {
-      queue: 'idle',
-      partition: 'Default',
-      group: 'g',
-      batch: 1000,
-      partitions: 1,
-      autoAck: true,
-      wait: false,
-      timeoutMs: 0,
-    } as const;
+    const req = idlePop(false, 0);
     await svc.leasePops.pop(req); // registers the group, takes the one message
     await svc.leasePops.pop(req);
     const pop = await measureCall(meter, () => svc.leasePops.pop(req));
@@ -123,6 +114,19 @@ export async function idleChannelConsumerPerMonth(
   }
 }
 
+/** The pop an idle consumer makes on the one-message queue `idle` (a long poll when `wait`). */
+const idlePop = (wait: boolean, timeoutMs: number) =>
+  ({
+    queue: 'idle',
+    partition: 'Default',
+    group: 'g',
+    batch: 1000,
+    partitions: 1,
+    autoAck: true,
+    wait,
+    timeoutMs,
+  }) as const;
+
 /**
  * A consumer that long-polls all month and never gets a message: back-to-back waits of
  * `maxPopWaitMs`, each billed for its whole wait, plus the wait slot's writes (measured). What a
@@ -134,16 +138,7 @@ async function idleConsumerPerMonth(endpoints: AwsEndpoints): Promise<{ usd: num
     const config = { ...loadConfig({}), queueCacheMs: 3_600_000, maxWaiters: 100 };
     const svc = buildServices(storage, config);
     await svc.pushes.push([{ queue: 'idle', payload: Buffer.from('{}') }]);
-    const req = {
-      queue: 'idle',
-      partition: 'Default',
-      group: 'g',
-      batch: 1000,
-      partitions: 1,
-      autoAck: true,
-      wait: true,
-      timeoutMs: 300,
-    } as const;
+    const req = idlePop(true, 300);
     await svc.leasePops.pop(req); // registers the group, takes the one message
     meter.reset();
     await svc.leasePops.pop(req);

@@ -116,6 +116,8 @@ export class Activity implements Meter {
   /** Minutes whose buckets are in the store as they are here. */
   private readonly flushed = new Set<number>();
   private flushing: Promise<void> | undefined;
+  /** The minute whose predecessors {@link flushDue} last looked at (no scan until the next). */
+  private checkedUpTo = -1;
   /** Per minute, failed tries to store it. */
   private readonly failures = new Map<number, number>();
   readonly startedAt: number;
@@ -144,7 +146,7 @@ export class Activity implements Meter {
 
   private roll(minute: number): void {
     this.current = minute;
-    this.flushed.delete(minute); // counted again (a clock that went back): stored again
+    if (this.flushed.delete(minute)) this.checkedUpTo = -1; // counted again (a clock that went back): stored again
     let map = this.minutes.get(minute);
     if (!map) this.minutes.set(minute, (map = new Map<string, Float64Array>()));
     this.currentMap = map;
@@ -168,6 +170,9 @@ export class Activity implements Meter {
     }
     // `underWay`: the minute under way too (the local server stopping; a later count stores it again).
     const now = Math.floor(this.clock() / MINUTE) + (opts.underWay ? 1 : 0);
+    // The common case, every request: this minute was looked at and nothing failed since.
+    if (now === this.checkedUpTo && this.failures.size === 0) return;
+    this.checkedUpTo = now;
     const due = [...this.minutes.keys()].filter((m) => m < now && !this.flushed.has(m)).sort((a, b) => a - b);
     if (due.length === 0) return;
     const store = this.store;
