@@ -9,7 +9,14 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Builds the local server once (the HTTP tests run it as `npm start` does), and starts one
     // DynamoDB Local and one moto_server for every AWS-backend test of the run.
-    globalSetup: ['test/support/global-setup.ts', 'test/support/aws-global-setup.ts'],
+    // The IAM policies of the synthesized stack, for the functions' IAM proof (iam-setup.ts fails
+    // a test during which a function made a request its role would deny).
+    globalSetup: [
+      'test/support/global-setup.ts',
+      'test/support/aws-global-setup.ts',
+      'test/support/iam-global-setup.ts',
+    ],
+    setupFiles: ['test/support/iam-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

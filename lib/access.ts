@@ -1,8 +1,10 @@
 /**
  * Least privilege, declared once: which tables and which bucket operations each Lambda
- * function may use. The stack turns this map into IAM statements (and nothing else); the
- * tests check the template against it, and check the map against what each function's routes
- * really do by recording storage calls while the HTTP suite runs.
+ * function may use. The stack turns this map into IAM statements (and nothing else). The IAM
+ * proof checks it as AWS would: every AWS request the code sends while it runs as a function
+ * (SDK commands and signed fetches, recorded wherever the AWS-backend suites run) is evaluated
+ * against that function's role *as synthesized*, and a denied one fails its test
+ * (test/support/iam/recorder.ts, test/cdk/function-iam.test.ts).
  *
  * Read the services to change it: a group needs a table when any of its routes (including
  * commit hooks that run inside them) reads or writes it.
@@ -11,6 +13,7 @@ import type { FunctionGroup } from '../lambdas/http/route.js';
 import { SEGMENT_BLOB_PREFIX } from '../lambdas/service/log/log-store.js';
 import { DLQ_BLOB_PREFIX } from '../lambdas/service/leases/dlq-store.js';
 import type { TableName } from '../lambdas/storage/port.js';
+import { SEQUENCER_PK_PREFIX } from '../lambdas/core/notifications.js';
 
 /** Every Lambda function Sluice deploys: one per route group plus scheduled maintenance. */
 export type FunctionName = FunctionGroup | 'maintenance';
@@ -28,12 +31,19 @@ export type BucketOp = 'read' | 'write' | 'delete' | 'list';
 export interface FunctionAccess {
   tables: Partial<Record<TableName, TableAccess>>;
   bucket: BucketOp[];
+  /**
+   * Takes offsets: `UpdateItem` on the `log` table's partition sequencers (keys
+   * {@link SEQUENCER_PK_PREFIX}`*` only), which every push, transaction push and dead-letter
+   * retry sends before its commit (`storage/aws/item-store.ts`, `take`).
+   */
+  takesOffsets?: true;
 }
 
 /**
  * The map. `read` covers GetItem/BatchGetItem/Query and the ConditionCheckItem of a
- * transaction's `check` op; `readwrite` adds PutItem and DeleteItem (the adapter never uses
- * UpdateItem or Scan).
+ * transaction's `check` op; `readwrite` adds PutItem and DeleteItem. The adapter's one
+ * UpdateItem is the offset take, granted apart and only on sequencer keys (`takesOffsets`);
+ * it never uses Scan.
  *
  * Why each entry (services built in `lambdas/service/runtime.ts`; every function builds all of
  * them, so commit hooks registered by one service run inside another's routes):
@@ -65,10 +75,12 @@ export const FUNCTION_ACCESS: Record<FunctionName, FunctionAccess> = {
   log: {
     tables: { meta: 'readwrite', log: 'readwrite', dedup: 'readwrite', leases: 'readwrite', dlq: 'read' },
     bucket: ['read', 'write'],
+    takesOffsets: true,
   },
   leases: {
     tables: { meta: 'readwrite', log: 'readwrite', dedup: 'readwrite', leases: 'readwrite', dlq: 'readwrite' },
     bucket: ['read', 'write'],
+    takesOffsets: true,
   },
   claims: {
     tables: { meta: 'readwrite', log: 'read', claims: 'readwrite' },
@@ -84,6 +96,7 @@ export const FUNCTION_ACCESS: Record<FunctionName, FunctionAccess> = {
       dlq: 'readwrite',
     },
     bucket: ['read', 'write', 'delete'],
+    takesOffsets: true,
   },
   maintenance: {
     tables: {
@@ -104,6 +117,23 @@ export const FUNCTION_ACCESS: Record<FunctionName, FunctionAccess> = {
  * read the account's Lambda concurrency once per process (`lambda:GetAccountSettings`).
  */
 export const WAITING_FUNCTIONS: readonly FunctionName[] = ['leases', 'claims'];
+
+/**
+ * What AWS itself does with a function's role, besides the function's code: Lambda writes the
+ * function's logs with it (always), and for the notifier the event-source mapping reads the
+ * `log` table's stream with it. The IAM proof (test/cdk/function-iam.test.ts) checks each use
+ * against the synthesized role as it checks the code's requests.
+ */
+export type PlatformUse = 'logs' | 'logStreamReads';
+export const PLATFORM_USES: Record<FunctionName | 'notifications' | 'authorizer', readonly PlatformUse[]> = {
+  log: ['logs'],
+  leases: ['logs'],
+  claims: ['logs'],
+  admin: ['logs'],
+  maintenance: ['logs'],
+  notifications: ['logs', 'logStreamReads'],
+  authorizer: ['logs'],
+};
 
 /** What a function does with payloads of queues with `encryptionEnabled`. */
 export type PayloadKeyUse = 'seal' | 'open';
@@ -133,6 +163,10 @@ export const PAYLOAD_KEY_ACTIONS: Record<PayloadKeyUse, string> = {
   seal: 'kms:GenerateDataKey',
   open: 'kms:Decrypt',
 };
+
+/** The offset take's action and the sequencer keys it is limited to (`dynamodb:LeadingKeys`). */
+export const TAKE_ACTION = 'dynamodb:UpdateItem';
+export const TAKE_KEY_PATTERN = `${SEQUENCER_PK_PREFIX}*`;
 
 export const TABLE_ACTIONS: Record<TableAccess, string[]> = {
   read: ['dynamodb:GetItem', 'dynamodb:BatchGetItem', 'dynamodb:Query', 'dynamodb:ConditionCheckItem'],

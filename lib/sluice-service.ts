@@ -65,6 +65,8 @@ import {
   PAYLOAD_KEY_ACCESS,
   PAYLOAD_KEY_ACTIONS,
   TABLE_ACTIONS,
+  TAKE_ACTION,
+  TAKE_KEY_PATTERN,
   WAITING_FUNCTIONS,
   type FunctionName,
 } from './access.js';
@@ -972,6 +974,16 @@ function grantAccess(
       }),
     );
   }
+  if (access.takesOffsets)
+    role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'TakeOffsets',
+        actions: [TAKE_ACTION],
+        resources: [tables.log.tableArn],
+        // Only the partition sequencers: no other item is ever updated in place.
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [TAKE_KEY_PATTERN] } },
+      }),
+    );
   const objectOps = access.bucket.filter((op) => op !== 'list');
   if (objectOps.length > 0) {
     role.addToPolicy(

@@ -211,13 +211,19 @@ const uniqueSuffix = (): string => `${Date.now().toString(36)}-${randomBytes(4).
  */
 export async function newAwsTestStorage(
   endpoints: AwsEndpoints,
-  opts: { usageMeter?: UsageMeterOptions } = {},
+  opts: {
+    usageMeter?: UsageMeterOptions;
+    /** Called with the storage's clients once its tables and bucket exist (the IAM proof instruments them). */
+    instrument?: (clients: { dynamodb: DynamoDBClient; s3: S3Client }) => void;
+  } = {},
 ): Promise<{ storage: Storage; cleanup: () => Promise<void> }> {
   const suffix = uniqueSuffix();
+  // Table names end in `-<logical name>`: the IAM proof maps them back by that (iam/recorder.ts).
   const tables = Object.fromEntries(TABLES.map((t) => [t, `sluice-test-${suffix}-${t}`])) as Record<TableName, string>;
   const bucket = `sluice-test-${suffix}`;
   const { dynamodb, s3 } = emulatorClients(endpoints);
   await Promise.all([ensureTables(dynamodb, tables), ensureBucket(s3, bucket)]);
+  opts.instrument?.({ dynamodb, s3 });
   const storage = checkingAttrsJson(createAwsStorage({ tables, bucket, dynamodb, s3, usageMeter: opts.usageMeter }));
 
   let cleaned = false;

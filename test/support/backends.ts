@@ -29,6 +29,7 @@ import type { Storage } from '../../lambdas/storage/port.js';
 import { checkingAttrsJson } from './attrs-json-check.js';
 import { newAwsTestStorage } from './aws-emulator.js';
 import { awsEndpoints } from './aws-endpoints.js';
+import { recordIam } from './iam/recorder.js';
 
 export interface TestBackend {
   name: 'embedded' | 'aws';
@@ -90,7 +91,9 @@ export function testBackends(): { backends: TestBackend[]; setup: () => void; te
 
   const aws: TestBackend = {
     name: 'aws',
-    newStorage: () => newAwsTestStorage(awsEndpoints()),
+    // Requests made as a function are checked against its synthesized role (iam/recorder.ts).
+    newStorage: () =>
+      newAwsTestStorage(awsEndpoints(), { instrument: (c) => (recordIam(c.dynamodb), recordIam(c.s3)) }),
   };
 
   const backends = [embedded, aws].filter((b) => names.includes(b.name));

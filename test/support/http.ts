@@ -4,8 +4,18 @@ import { SERVER_ROUTES } from '../../lambdas/http/routes.js';
 import { withBearerTokens } from '../../lambdas/local/auth.js';
 import type { ConsoleFiles } from '../../lambdas/local/console-assets.js';
 import { requestGate, type EdgePolicy } from '../../lambdas/local/edge.js';
-import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
+import { startLocalServer, type LambdaHttpHandler, type LocalServer } from '../../lambdas/local/server.js';
 import type { Services } from '../../lambdas/service/runtime.js';
+import { asRouteFunction } from './iam/recorder.js';
+
+/**
+ * Runs each request as the function API Gateway would send it to, so the AWS requests it
+ * makes are checked against that function's role (iam/recorder.ts).
+ */
+export const asRouteFunctions =
+  (handler: LambdaHttpHandler): LambdaHttpHandler =>
+  (event, context) =>
+    asRouteFunction(event.requestContext.http.method, event.rawPath, () => handler(event, context));
 
 /** The edge `npm start` runs without a grants file: loopback hosts, no CORS origin. */
 export const OPEN_EDGE: EdgePolicy = { allowedHosts: [], checkHost: true, corsOrigins: [] };
@@ -20,7 +30,7 @@ export async function startTestServer(
 ): Promise<LocalServer> {
   return startLocalServer({
     consoleFiles: opts.consoleFiles,
-    handler: makeHandler(SERVER_ROUTES, { services: async () => svc }),
+    handler: asRouteFunctions(makeHandler(SERVER_ROUTES, { services: async () => svc })),
     gate: requestGate(opts.edge ?? OPEN_EDGE),
     host: '127.0.0.1',
     port: 0,
@@ -39,7 +49,7 @@ export async function startGrantedServer(
   const byToken = Object.fromEntries(Object.entries(opts.tokens).map(([role, token]) => [token, role]));
   return startLocalServer({
     handler: withBearerTokens(
-      makeHandler([...opts.routes], { services: async () => svc, grants: opts.grants }),
+      asRouteFunctions(makeHandler([...opts.routes], { services: async () => svc, grants: opts.grants })),
       byToken,
     ),
     host: '127.0.0.1',

@@ -1,5 +1,5 @@
 import { loadConfig, type SluiceConfig } from '../../lambdas/config.js';
-import { buildServices, type Services } from '../../lambdas/service/runtime.js';
+import { buildServices, type BuildOptions, type Services } from '../../lambdas/service/runtime.js';
 import type { Storage } from '../../lambdas/storage/port.js';
 
 /**
@@ -18,11 +18,11 @@ export class TestClock {
 /** Services over a test storage with a hand-driven clock and test-friendly settings. */
 export function testServices(
   storage: Storage,
-  opts: { clock?: TestClock; config?: Partial<SluiceConfig> } = {},
+  opts: { clock?: TestClock; config?: Partial<SluiceConfig>; build?: Omit<BuildOptions, 'clock'> } = {},
 ): Services & { testClock: TestClock } {
   const clock = opts.clock ?? new TestClock();
   const config = { ...loadConfig({}), queueCacheMs: 0, ...opts.config };
-  return { ...buildServices(storage, config, { clock: clock.now }), testClock: clock };
+  return { ...buildServices(storage, config, { ...opts.build, clock: clock.now }), testClock: clock };
 }
 
 export const json = (v: unknown): Buffer => Buffer.from(JSON.stringify(v));

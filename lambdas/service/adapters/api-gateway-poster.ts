@@ -18,11 +18,11 @@ import type { ServerMessage } from '../../core/notifications.js';
 import type { ConnectionPoster } from '../notifications/connection-poster.js';
 
 export class ApiGatewayPoster implements ConnectionPoster {
-  private readonly client: ApiGatewayManagementApiClient;
-
-  constructor(endpoint: string) {
-    this.client = new ApiGatewayManagementApiClient({ endpoint });
-  }
+  /** `client`: another management API client (one with other credentials or middleware); by default one for `endpoint`. */
+  constructor(
+    endpoint: string,
+    private readonly client = new ApiGatewayManagementApiClient({ endpoint }),
+  ) {}
 
   async post(connectionId: string, message: ServerMessage): Promise<'sent' | 'gone'> {
     try {

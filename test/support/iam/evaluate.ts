@@ -127,21 +127,26 @@ export function resourceMatches(pattern: string, arn: string): boolean {
       .join('');
   const parts = head.map((s) => seg(s, false));
   const source = segments.length > 5 ? [...parts, seg(segments.slice(5).join(':'), true)].join(':') : parts.join(':');
-  return new RegExp(`^${source}$`, 's').test(arn);
+  return compiled(source).test(arn);
 }
+
+/** Patterns recur for every request of a suite: compile each once. */
+const regexes = new Map<string, RegExp>();
+const compiled = (source: string): RegExp => {
+  let re = regexes.get(source);
+  if (!re) regexes.set(source, (re = new RegExp(`^${source}$`, 's')));
+  return re;
+};
 
 const escape = (c: string): string => c.replace(/[.+^${}()|[\]\\]/g, '\\$&');
 
 /** `*` any run of characters, `?` any one; everything else literal. */
 export function globMatch(pattern: string, value: string): boolean {
-  const re = new RegExp(
-    `^${pattern
-      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-      .replace(/\*/g, '.*')
-      .replace(/\?/g, '.')}$`,
-    's',
-  );
-  return re.test(value);
+  const source = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
+  return compiled(source).test(value);
 }
 
 function noVariables(pattern: string): void {
