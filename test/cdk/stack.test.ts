@@ -14,7 +14,10 @@ import {
   BUCKET_ACTIONS,
   FUNCTION_ACCESS,
   FUNCTIONS,
+  LIST_PREFIXES,
   TABLE_ACTIONS,
+  TAKE_ACTION,
+  TAKE_KEY_PATTERN,
   WAITING_FUNCTIONS,
   type FunctionName,
 } from '../../lib/access.js';
@@ -269,11 +272,15 @@ describe('cdk: functions', () => {
         }
       ).Statement;
       const access = FUNCTION_ACCESS[name];
-      const got: Record<string, { actions: string[]; resources: string[] }> = {};
+      const got: Record<string, { actions: string[]; resources: string[]; condition?: unknown }> = {};
       for (const s of statements) {
         expect(s.Effect).toBe('Allow');
         const resources = (Array.isArray(s.Resource) ? s.Resource : [s.Resource]).map((r) => JSON.stringify(r));
-        got[s.Sid] = { actions: [s.Action].flat().sort(), resources: resources.sort() };
+        got[s.Sid] = {
+          actions: [s.Action].flat().sort(),
+          resources: resources.sort(),
+          ...(s.Condition ? { condition: s.Condition } : {}),
+        };
       }
       // No wildcard but the one resource-less action (IAM takes only "*" for it), checked exactly below.
       for (const [sid, g] of Object.entries(got).filter(([sid]) => sid !== 'ReadAccountConcurrency'))
@@ -299,6 +306,13 @@ describe('cdk: functions', () => {
           actions: [...TABLE_ACTIONS.readwrite].sort(),
           resources: tablesWith('readwrite'),
         };
+      // The offset take: UpdateItem on the log table's sequencer keys, nothing else.
+      if (access.takesOffsets)
+        expected['TakeOffsets'] = {
+          actions: [TAKE_ACTION],
+          resources: [JSON.stringify({ 'Fn::GetAtt': [tableIds().log, 'Arn'] })],
+          condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [TAKE_KEY_PATTERN] } },
+        };
       const objectOps = access.bucket.filter((op) => op !== 'list');
       const objects = BLOB_PREFIXES.map((p) =>
         JSON.stringify({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [bucketId, 'Arn'] }, `/${p}*`]] }),
@@ -309,6 +323,7 @@ describe('cdk: functions', () => {
         expected['ListBlobs'] = {
           actions: ['s3:ListBucket'],
           resources: [JSON.stringify({ 'Fn::GetAtt': [bucketId, 'Arn'] })],
+          condition: { StringLike: { 's3:prefix': LIST_PREFIXES.map((p) => `${p}*`) } },
         };
       // The default wait cap (SLUICE_MAX_WAITERS=auto) reads the account's Lambda concurrency.
       if (WAITING_FUNCTIONS.includes(name))
