@@ -42,6 +42,10 @@ export const NAG_REASONS = {
   manageConnections:
     'execute-api:ManageConnections on this stack\'s WebSocket stage only: "*" stands for the ' +
     'connection ids, which API Gateway mints at run time. The notifier posts wake-ups to them.',
+  apiGatewayLogsRole:
+    "The account-level role API Gateway writes REST and WebSocket logs with holds AWS's own policy for " +
+    'that (AmazonAPIGatewayPushToCloudWatchLogs), as API Gateway documents; AWS maintains it as log ' +
+    'actions change, and the role can be assumed by API Gateway only.',
   accessLogs:
     'Only Sluice functions touch this bucket, through their own least-privilege roles; requests are ' +
     "traceable in the functions' structured logs and API access logs. Pass `accessLogsBucket` to " +

@@ -322,6 +322,13 @@ export interface SluiceServiceProps {
    * consumers long-poll, and every wait bills a Lambda.
    */
   notifications?: boolean;
+  /**
+   * Whether the stack sets the account's API Gateway CloudWatch role (default true), which the
+   * WebSocket stage's access logs need and new accounts lack (lib/api-gateway-account.ts: kept
+   * when the stack is deleted). False leaves an existing setting alone; the account must then
+   * have one (docs/DEPLOYING.md, Prerequisites). Without `notifications`, nothing needs it.
+   */
+  apiGatewayCloudWatchRole?: boolean;
 }
 
 /** Largest grants JSON passed in the environment (Lambda allows 4 KB for all variables). */
@@ -472,6 +479,7 @@ export class SluiceService extends Construct {
         logRetention,
         removalPolicy,
         throttle: props.throttle ?? DEFAULT_THROTTLE,
+        cloudWatchRole: props.apiGatewayCloudWatchRole ?? true,
       });
       apiEnvironment['SLUICE_NOTIFY_URL'] = this.notifications.url;
     }

@@ -64,6 +64,7 @@ const VARIANTS: Record<string, Record<string, string>> = {
   alarmEmail: { alarmEmail: 'ops@example.com' },
   alarmTopicArn: { alarmTopicArn: 'arn:aws:sns:ap-southeast-2:111122223333:ops-alerts' },
   'grants at the cap': { grantsFile: '(grants at the cap)' },
+  'apiGatewayCloudWatchRole=false': { apiGatewayCloudWatchRole: 'false' },
 };
 
 const grantsAtCap = grantsAtTheCap();

@@ -14,6 +14,7 @@
  * managedPolicyFindings(resolved); // [] or ['SluiceAdminPolicy…: 6720 characters, over IAM's 6144']
  * ```
  */
+import { ACCOUNT_ROLE_ASSUMED_METADATA } from '../../lib/api-gateway-account.js';
 import type { PolicyDocument } from './iam/evaluate.js';
 import type { ResolvedTemplate, Template } from './iam/template.js';
 
@@ -40,12 +41,6 @@ export const LAMBDA_MAX_TIMEOUT_SECONDS = 900;
 export const HTTP_API_INTEGRATION_TIMEOUT_SECONDS = 30;
 /** API Gateway Developer Guide, WebSocket API quotas: integration timeout, 29 s at most. */
 export const WEBSOCKET_INTEGRATION_TIMEOUT_SECONDS = 29;
-
-/**
- * Metadata a stage carries when its logging relies on an account-level API Gateway CloudWatch
- * role the deployer manages (`apiGatewayCloudWatchRole=false`): the stack creates none.
- */
-export const ACCOUNT_ROLE_ASSUMED_METADATA = 'sluice:apiGatewayCloudWatchRole';
 
 /** A policy's size as IAM counts it: its JSON without whitespace. */
 export const policyChars = (doc: unknown): number => JSON.stringify(doc).replace(/\s/g, '').length;
