@@ -18,6 +18,7 @@
  * | `alarmTopicArn` | none | existing SNS topic the alarms notify |
  * | `kmsKeyArn` | none | KMS key ARN sealing `encryptionEnabled` queues; or `kmsKey=create` for a new key |
  * | `notifications` | `true` | `false` leaves out the WebSocket channel idle consumers wait on (they long-poll) |
+ * | `apiGatewayCloudWatchRole` | `true` | `false` leaves the account's API Gateway CloudWatch role setting alone (it must exist: the WebSocket stage logs) |
  *
  * Bad values stop the synth with a message naming the key, before anything is built.
  *
@@ -91,6 +92,10 @@ export function stackOptionsFromContext(ctx: ContextReader): { stackName: string
   if (notifications !== undefined && notifications !== 'true' && notifications !== 'false')
     throw new Error(`notifications must be true or false (got ${notifications})`);
   if (notifications === 'false') props.notifications = false;
+  const cloudWatchRole = ctx('apiGatewayCloudWatchRole');
+  if (cloudWatchRole !== undefined && cloudWatchRole !== 'true' && cloudWatchRole !== 'false')
+    throw new Error(`apiGatewayCloudWatchRole must be true or false (got ${cloudWatchRole})`);
+  if (cloudWatchRole === 'false') props.apiGatewayCloudWatchRole = false;
 
   const reserved = wholeNumber(ctx, 'maintenanceReservedConcurrency', 1, MAX_MAINTENANCE_RESERVATION);
   if (reserved !== undefined) props.maintenanceReservedConcurrency = reserved;

@@ -21,9 +21,11 @@ export const NAG_REASONS = {
     `are scoped to those prefixes of this one bucket (the narrowest fixed scope), with only the ` +
     `object actions the function uses.`,
   invokeRoutes:
-    'execute-api:Invoke on this API only, one resource per route of the role: "*" stands for the ' +
-    'stage and for path parameters (queue, partition, group, ids), which are chosen by callers at ' +
-    'run time. Per-queue limits are the grants, enforced in the handlers.',
+    'execute-api:Invoke on this API only, on the routes of the role: "*" stands for path ' +
+    'parameters (queue, partition, group, ids), chosen by callers at run time, and for path ' +
+    "prefixes under which every route is the role's (lib/api-access.ts derives them from the route " +
+    "table; test/cdk/api-access.test.ts proves no other route matches); Admin's */* is every route. " +
+    'Per-queue limits are the grants, enforced in the handlers.',
   runtime:
     'nodejs22.x is the runtime Sluice is built and tested for (zstd in node:zlib since 22.15, ' +
     'bundles targeting node22); move to a newer runtime deliberately, together with the bundle ' +
@@ -40,6 +42,10 @@ export const NAG_REASONS = {
   manageConnections:
     'execute-api:ManageConnections on this stack\'s WebSocket stage only: "*" stands for the ' +
     'connection ids, which API Gateway mints at run time. The notifier posts wake-ups to them.',
+  apiGatewayLogsRole:
+    "The account-level role API Gateway writes REST and WebSocket logs with holds AWS's own policy for " +
+    'that (AmazonAPIGatewayPushToCloudWatchLogs), as API Gateway documents; AWS maintains it as log ' +
+    'actions change, and the role can be assumed by API Gateway only.',
   accessLogs:
     'Only Sluice functions touch this bucket, through their own least-privilege roles; requests are ' +
     "traceable in the functions' structured logs and API access logs. Pass `accessLogsBucket` to " +
@@ -78,10 +84,10 @@ export function acknowledgeNagFindings(
   Aspects.of(service).add(aspect);
 }
 
-// A route of an API in this stack: Resource::arn:<AWS::Partition>:execute-api:<region>:<account>:<ApiXXXX>/*/METHOD/path
+// Routes of an API in this stack (lib/api-access.ts): Resource::arn:<AWS::Partition>:execute-api:<region>:<account>:<ApiXXXX>/$default/METHOD/path-or-prefix*, or …/*/* (Admin)
 const API_ROUTE_RESOURCE = new RegExp(
   String.raw`^Resource::arn:<AWS::Partition>:execute-api:(?:<AWS::Region>|[a-z0-9-]+):(?:<AWS::AccountId>|\d{12}):` +
-    String.raw`(<[A-Za-z0-9]+>)\/\*\/(GET|POST|PUT|PATCH|DELETE)\/[A-Za-z0-9/_*.-]*$`,
+    String.raw`(<[A-Za-z0-9]+>)\/(?:\*\/\*|(?:\*|\$default)\/(GET|POST|PUT|PATCH|DELETE)\/[A-Za-z0-9/_*.-]*)$`,
 );
 
 /** A resolved IAM policy document, as far as the checks below read it. */

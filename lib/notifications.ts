@@ -33,6 +33,7 @@ import { Construct } from 'constructs';
 import { SEQUENCER_PK_PREFIX } from '../lambdas/core/notifications.js';
 import { ITEM_TABLE_SCHEMA } from '../lambdas/storage/aws/schema.js';
 import { NOTIFIER_MEMORY_MB, TABLE_ACTIONS } from './access.js';
+import { requireCloudWatchRole } from './api-gateway-account.js';
 
 /**
  * The event-source filter: sequencer writes (a push) only. New or updated sequencer items; a
@@ -57,6 +58,11 @@ export interface NotificationsProps {
   removalPolicy: RemovalPolicy;
   /** The WebSocket stage's throttle (the HTTP API's by default). */
   throttle: { rateLimit: number; burstLimit: number };
+  /**
+   * Whether the stack sets the account's API Gateway CloudWatch role, which the stage's access
+   * logs need (lib/api-gateway-account.ts); false: the account already has one.
+   */
+  cloudWatchRole: boolean;
 }
 
 export class Notifications extends Construct {
@@ -120,6 +126,8 @@ export class Notifications extends Construct {
         ),
       },
     });
+    // WebSocket stages log only once the account has its API Gateway CloudWatch role.
+    requireCloudWatchRole(this.stage, props.cloudWatchRole);
     this.url = this.stage.url;
     this.callbackUrl = this.stage.callbackUrl;
     this.function = new NodejsFunction(this, 'Function', {

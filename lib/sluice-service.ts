@@ -17,7 +17,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Annotations, Duration, RemovalPolicy, Stack, type CfnResource } from 'aws-cdk-lib';
+import { Annotations, ArnFormat, Duration, RemovalPolicy, Stack, type CfnResource } from 'aws-cdk-lib';
 import {
   HttpApi,
   HttpMethod,
@@ -70,7 +70,7 @@ import {
   WAITING_FUNCTIONS,
   type FunctionName,
 } from './access.js';
-import { API_ROLES, routesForRole, type ApiRole } from './api-access.js';
+import { API_ROLES, API_STAGE, invokeResources, type ApiRole } from './api-access.js';
 import {
   AWS_DEFAULT_MAX_BODY_BYTES,
   AWS_DEFAULT_MAX_PUSH_ITEMS,
@@ -324,6 +324,13 @@ export interface SluiceServiceProps {
    * consumers long-poll, and every wait bills a Lambda.
    */
   notifications?: boolean;
+  /**
+   * Whether the stack sets the account's API Gateway CloudWatch role (default true), which the
+   * WebSocket stage's access logs need and new accounts lack (lib/api-gateway-account.ts: kept
+   * when the stack is deleted). False leaves an existing setting alone; the account must then
+   * have one (docs/DEPLOYING.md, Prerequisites). Without `notifications`, nothing needs it.
+   */
+  apiGatewayCloudWatchRole?: boolean;
 }
 
 /** Largest grants JSON passed in the environment (Lambda allows 4 KB for all variables). */
@@ -474,6 +481,7 @@ export class SluiceService extends Construct {
         logRetention,
         removalPolicy,
         throttle: props.throttle ?? DEFAULT_THROTTLE,
+        cloudWatchRole: props.apiGatewayCloudWatchRole ?? true,
       });
       apiEnvironment['SLUICE_NOTIFY_URL'] = this.notifications.url;
     }
@@ -602,7 +610,7 @@ export class SluiceService extends Construct {
     const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', { retention: logRetention, removalPolicy });
     this.stage = new HttpStage(this, 'DefaultStage', {
       httpApi: this.api,
-      stageName: '$default',
+      stageName: API_STAGE,
       autoDeploy: true,
       accessLogSettings: {
         destination: new LogGroupLogDestination(accessLogs),
@@ -657,7 +665,7 @@ export class SluiceService extends Construct {
       for (const role of Object.keys(API_ROLES) as ApiRole[]) {
         this.policies[role] = new iam.ManagedPolicy(this, `${role}Policy`, {
           description: `Sluice ${role.toLowerCase()}: execute-api:Invoke on the ${API_ROLES[role].join('/')} routes of ${this.node.path}`,
-          statements: [invokeStatement(this.api, role, ALL_ROUTES)],
+          statements: invokeStatements(this.api, role, ALL_ROUTES),
         });
       }
     }
@@ -1006,10 +1014,33 @@ function grantAccess(
   }
 }
 
-function invokeStatement(api: HttpApi, role: ApiRole, routes: RouteDef[]): iam.PolicyStatement {
-  return new iam.PolicyStatement({
-    sid: `Invoke${role}Routes`,
-    actions: ['execute-api:Invoke'],
-    resources: routesForRole(role, routes).map((r) => api.arnForExecuteApi(r.method, r.path, '*')),
-  });
+/**
+ * `execute-api:Invoke` on the resources {@link invokeResources} derives for `role` from the
+ * route table, and a Deny for the routes an allowed pattern would otherwise also cover.
+ */
+function invokeStatements(api: HttpApi, role: ApiRole, routes: RouteDef[]): iam.PolicyStatement[] {
+  const stack = Stack.of(api);
+  const arns = (names: string[]): string[] =>
+    names.map((resourceName) =>
+      stack.formatArn({
+        service: 'execute-api',
+        resource: api.apiId,
+        resourceName,
+        arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+      }),
+    );
+  const { allow, deny } = invokeResources(role, routes);
+  return [
+    new iam.PolicyStatement({ sid: `Invoke${role}Routes`, actions: ['execute-api:Invoke'], resources: arns(allow) }),
+    ...(deny.length > 0
+      ? [
+          new iam.PolicyStatement({
+            sid: `NotOther${role}Routes`,
+            effect: iam.Effect.DENY,
+            actions: ['execute-api:Invoke'],
+            resources: arns(deny),
+          }),
+        ]
+      : []),
+  ];
 }

@@ -81,6 +81,15 @@ describe('cdk app: options from context (-c key=value)', () => {
     expect(() => from({ notifications: 'off' })).toThrow(/notifications must be true or false \(got off\)/);
   });
 
+  it("apiGatewayCloudWatchRole: the stack sets the account's role unless false; anything else is refused", () => {
+    expect(from({}).props.apiGatewayCloudWatchRole).toBeUndefined();
+    expect(from({ apiGatewayCloudWatchRole: 'true' }).props.apiGatewayCloudWatchRole).toBeUndefined();
+    expect(from({ apiGatewayCloudWatchRole: 'false' }).props.apiGatewayCloudWatchRole).toBe(false);
+    expect(() => from({ apiGatewayCloudWatchRole: 'no' })).toThrow(
+      /apiGatewayCloudWatchRole must be true or false \(got no\)/,
+    );
+  });
+
   it('auth=tokens: stored bearer tokens', () => {
     expect(from({ auth: 'tokens' }).props.auth).toEqual({ type: 'tokens' });
   });

@@ -2,6 +2,7 @@ import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { SluiceStack, type SluiceStackProps } from '../../lib/sluice-stack.js';
+import type { Template as IamTemplate } from './iam/template.js';
 
 /**
  * A synthesized Sluice stack for template assertions. Bundling is skipped (the bundle test
@@ -40,4 +41,21 @@ export function refId(v: unknown): string | undefined {
   if (Array.isArray(o['Fn::GetAtt'])) return String(o['Fn::GetAtt'][0]);
   if (typeof o['Ref'] === 'string') return o['Ref'];
   return undefined;
+}
+
+/**
+ * A Sluice stack synthesized without an environment (bundling skipped), as CloudFormation gets
+ * it: region, account and partition stay `AWS::…` references, so one synth can be resolved
+ * for every region (`iam/template.ts`), e.g. to measure policies in the longest one.
+ *
+ * @example
+ * ```ts
+ * const raw = synthEnvAgnostic({ auth: { type: 'tokens' } });
+ * resolveTemplate(raw, { account: '111122223333', region: 'us-gov-west-1', partition: 'aws-us-gov' });
+ * ```
+ */
+export function synthEnvAgnostic(props: SluiceStackProps = {}, id = 'Sluice'): IamTemplate {
+  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const stack = new SluiceStack(app, id, props);
+  return Template.fromStack(stack).toJSON() as IamTemplate;
 }

@@ -138,6 +138,7 @@ function physical(env: Environment, id: string, r: Resource): { ref: string; att
     case 'AWS::ApiGatewayV2::RouteResponse':
     case 'AWS::SNS::Subscription':
     case 'AWS::SQS::QueuePolicy':
+    case 'AWS::SNS::TopicPolicy':
     case 'AWS::CDK::Metadata':
       return { ref: name, attrs: {} };
     default:
