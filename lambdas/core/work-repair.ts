@@ -66,4 +66,3 @@ export function afterPass(
   if (stoppedAt === null) return { sweptAt: now, cursor: null };
   return { sweptAt: prev.sweptAt, cursor: { startedAt: prev.cursor?.startedAt ?? now, ...stoppedAt } };
 }
-

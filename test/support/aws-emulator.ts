@@ -212,7 +212,7 @@ const uniqueSuffix = (): string => `${Date.now().toString(36)}-${randomBytes(4).
 export async function newAwsTestStorage(
   endpoints: AwsEndpoints,
   opts: { usageMeter?: UsageMeterOptions } = {},
-): Promise<{ storage: Storage; cleanup: () => Promise<void> }> {
+): Promise<{ storage: Storage; cleanup: () => Promise<void>; tables: Record<TableName, string>; bucket: string }> {
   const suffix = uniqueSuffix();
   const tables = Object.fromEntries(TABLES.map((t) => [t, `sluice-test-${suffix}-${t}`])) as Record<TableName, string>;
   const bucket = `sluice-test-${suffix}`;
@@ -232,7 +232,8 @@ export async function newAwsTestStorage(
     dynamodb.destroy();
     s3.destroy();
   };
-  return { storage, cleanup };
+  // The names too: a child process under test opens the same tables.
+  return { storage, cleanup, tables, bucket };
 }
 
 async function emptyAndDeleteBucket(s3: S3Client, bucket: string): Promise<void> {

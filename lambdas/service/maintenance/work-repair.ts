@@ -105,7 +105,11 @@ export class WorkRepair {
       let after = from ?? undefined;
       for (;;) {
         if (spent >= budget) return { queue, after: after ?? null };
-        const page = await items.query('meta', logKeys.queue(queue).pk, { prefix: PARTITION_PREFIX, after, limit: PAGE });
+        const page = await items.query('meta', logKeys.queue(queue).pk, {
+          prefix: PARTITION_PREFIX,
+          after,
+          limit: PAGE,
+        });
         spent++;
         for (const it of page.items) {
           pending.push(partitionRefOf(it));
@@ -117,7 +121,7 @@ export class WorkRepair {
     };
     let stop = prev.cursor ? await sweepQueue(prev.cursor.queue, prev.cursor.after) : null;
     // Name pages are not gated: each is followed by at least one gated partition query.
-    for (let namesAfter = prev.cursor?.queue; stop === null; ) {
+    for (let namesAfter = prev.cursor?.queue; stop === null;) {
       const page = await this.deps.queues.queueNames(namesAfter, PAGE);
       spent++;
       for (const name of page.names) if ((stop = await sweepQueue(name, null))) break;
