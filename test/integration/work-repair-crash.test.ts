@@ -6,13 +6,14 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { popReq } from '../../bench/leases.js';
 import { runMaintenance } from '../../lambdas/service/maintenance/maintenance.js';
 import { newAwsTestStorage } from '../support/aws-emulator.js';
 import { awsEndpoints } from '../support/aws-endpoints.js';
 import { testBackends } from '../support/backends.js';
 import type { DieAfterTakeConfig } from '../support/die-after-take.js';
 import { json, testServices } from '../support/services.js';
-import { drain, drainedQueue, indexState, wildcardReq } from '../support/wildcard.js';
+import { drain, drainedQueue, indexState } from '../support/wildcard.js';
 
 const { backends, setup, teardown } = testBackends();
 beforeAll(setup);
@@ -62,12 +63,12 @@ describe.runIf(backends.some((b) => b.name === 'aws'))('integration: a push kill
     await svc.pushes.push([{ queue: 'killed', payload: json('second') }]);
     await svc.pushes.push([{ queue: 'killed', payload: json('third') }]);
     expect(await indexState(svc, 'killed', part)).toEqual({ flag: true, item: false });
-    expect(await svc.leasePops.pop(wildcardReq('killed'))).toBeNull();
+    expect(await svc.leasePops.pop(popReq('killed'))).toBeNull();
 
     const r = await runMaintenance(svc);
     if (r.skipped) throw new Error('maintenance lease held');
     // The dead push's offset is a gap: held back until SLUICE_GAP_CLOSE_MS has passed (backdated here).
-    expect(await svc.leasePops.pop(wildcardReq('killed'))).toBeNull();
+    expect(await svc.leasePops.pop(popReq('killed'))).toBeNull();
     svc.testClock.advance(svc.config.gapCloseMs);
     expect(await drain(svc, 'killed')).toEqual(['"second"', '"third"']);
     expect(r.workRepair).toMatchObject({ repaired: 1, complete: true });

@@ -3,6 +3,7 @@
 // work item, pages across passes, and a push or a clear racing it leaves a state every pop
 // reads right. The crash it repairs, with a killed process: work-repair-crash.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { popReq } from '../../bench/leases.js';
 import { leaseKeys } from '../../lambdas/service/leases/lease-store.js';
 import { SelectorWork } from '../../lambdas/service/leases/selector-work.js';
 import { WORK_FLAG, WorkIndex } from '../../lambdas/service/leases/work-index.js';
@@ -13,7 +14,7 @@ import type { Storage, TableName } from '../../lambdas/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { json, testServices } from '../support/services.js';
 import { withItems } from '../support/storage.js';
-import { drain, drainedQueue, indexState, wildcardReq } from '../support/wildcard.js';
+import { drain, drainedQueue, indexState } from '../support/wildcard.js';
 
 const { backends, setup, teardown } = testBackends();
 beforeAll(setup);
@@ -118,7 +119,7 @@ describe.each(backends)('integration: work-index repair on $name', (backend) => 
     // The clear landed between the reads: drained, flag unset, item gone.
     expect(during).toEqual({ seen: ['"m"'], state: { flag: false, item: false } });
     expect(await indexState(svc, 'repair-clear', part)).toEqual({ flag: false, item: true });
-    expect(await svc.leasePops.pop(wildcardReq('repair-clear'))).toBeNull(); // finds it drained: clears it
+    expect(await svc.leasePops.pop(popReq('repair-clear'))).toBeNull(); // finds it drained: clears it
     expect(await indexState(svc, 'repair-clear', part)).toEqual({ flag: false, item: false });
     await svc.pushes.push([{ queue: 'repair-clear', payload: json('next') }]);
     expect(await drain(svc, 'repair-clear')).toEqual(['"next"']);

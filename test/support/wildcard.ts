@@ -2,43 +2,18 @@
 // popping a queue the way `GET /api/v1/pop/queue/:queue` does, and what the index says of a
 // partition (its sequencer's has-work flag, whether its work item exists).
 import { expect } from 'vitest';
-import type { PopRequest, PopResult } from '../../lambdas/service/leases/pop.js';
+import { ackAll, popReq } from '../../bench/leases.js';
 import { leaseKeys } from '../../lambdas/service/leases/lease-store.js';
 import { WORK_FLAG } from '../../lambdas/service/leases/work-index.js';
 import { logKeys, type PartitionRef } from '../../lambdas/service/log/log-store.js';
 import type { Services } from '../../lambdas/service/runtime.js';
 import { json, text } from './services.js';
 
-/** A wildcard pop of up to 100 messages for group `g`, not waiting. */
-export const wildcardReq = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({
-  queue,
-  group: 'g',
-  batch: 100,
-  partitions: 1,
-  autoAck: false,
-  wait: false,
-  timeoutMs: 0,
-  ...over,
-});
-
-/** Acks every message of a pop as completed. */
-export const ackAll = (svc: Services, r: PopResult) =>
-  svc.leaseAcks.ack(
-    r.messages.map((m, index) => ({
-      index,
-      partitionId: m.partitionId,
-      transactionId: m.transactionId,
-      status: 'completed' as const,
-      leaseId: r.leaseId,
-    })),
-    r.group,
-  );
-
 /** Pops (and acks) everything group `g` gets by wildcard pops; the empty pop at the end may clear. */
 export async function drain(svc: Services, queue: string): Promise<string[]> {
   const seen: string[] = [];
   for (let i = 0; i < 20; i++) {
-    const p = await svc.leasePops.pop(wildcardReq(queue));
+    const p = await svc.leasePops.pop(popReq(queue));
     if (!p) break;
     seen.push(...p.messages.map((m) => text(m.payload)));
     await ackAll(svc, p);
