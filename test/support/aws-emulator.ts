@@ -200,8 +200,8 @@ export function emulatorClients(endpoints: AwsEndpoints): { dynamodb: DynamoDBCl
 const uniqueSuffix = (): string => `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
 
 /**
- * A fresh AWS storage on the emulators: new tables and bucket with unique names, removed again
- * (best effort) by `cleanup`. Every write is checked for a stale `attrsJson`.
+ * A fresh AWS storage on the emulators: new tables and bucket with unique names (returned, for a
+ * child process to open the same ones), removed again (best effort) by `cleanup`. Every write is checked for a stale `attrsJson`.
  *
  * @example
  * ```ts

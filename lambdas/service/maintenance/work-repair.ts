@@ -48,7 +48,7 @@ import type { Telemetry } from '../telemetry.js';
 /**
  * Storage requests one pass spends at most on the sweep: about 15 s of DynamoDB round trips,
  * far inside the maintenance lease and the function's 5-minute timeout. Covers ~100,000
- * partitions of big queues, or ~1,500 single-partition queues, per pass.
+ * partitions of big queues, or ~2,800 single-partition queues, per pass.
  */
 export const REQUESTS_PER_PASS = 3_000;
 /** Queue names or partition name items read per query (one `getMany` of sequencers holds 100). */
