@@ -7,6 +7,7 @@ import { loadConfig } from '../lambdas/config.js';
 import { buildServices } from '../lambdas/service/runtime.js';
 import { startAwsEmulators, type AwsEndpoints } from '../test/support/aws-emulator.js';
 import { meteredAwsStorage } from './aws-meter.js';
+import { workRepairPerMonth, type WorkRepairCost } from './work-repair-cost.js';
 import { DEFAULT_SAFETY_POLL_MS } from '../client/wake-channel.js';
 import { CONNECTION_MAX_MS } from '../lambdas/core/notifications.js';
 import {
@@ -166,6 +167,8 @@ export interface CostFigures {
   idleConsumerUsdPerMonth: number;
   /** An idle consumer that long-polls over HTTP (Queen's clients). */
   longPollIdleUsdPerMonth: number;
+  /** The maintenance pass's work-index repair, per 1,000 partitions a month. */
+  workRepair: WorkRepairCost;
 }
 
 /** Runs every row (see ROWS) and the idle consumer. */
@@ -184,8 +187,10 @@ export async function costFigures(
   }
   const longPoll = await idleConsumerPerMonth(endpoints);
   const idle = await idleChannelConsumerPerMonth(endpoints);
+  const workRepair = await workRepairPerMonth(endpoints);
   return {
     rows,
+    workRepair,
     idleConsumerUsdPerMonth: idle.usd,
     idleNote: idle.note,
     longPollIdleUsdPerMonth: longPoll.usd,
@@ -219,6 +224,10 @@ export async function costBench(): Promise<string> {
         {
           idleConsumerUsdPerMonth: Number(figures.idleConsumerUsdPerMonth.toFixed(3)),
           longPollIdleConsumerUsdPerMonth: Number(figures.longPollIdleUsdPerMonth.toFixed(2)),
+          workRepairUsdPerThousandPartitionsPerMonth: {
+            idle: Number(figures.workRepair.idle.usdPerMonth.toFixed(3)),
+            busy: Number(figures.workRepair.busy.usdPerMonth.toFixed(3)),
+          },
         },
       ],
       null,
@@ -305,5 +314,8 @@ export async function costBench(): Promise<string> {
       `A consumer that long-polls over HTTP instead (Queen's clients; ours with \`notifications: false\`) costs ` +
       `${usd(figures.longPollIdleUsdPerMonth)} a month: ${figures.longPollNote}. ` +
       'SQS long polling costs about $0.05 a month (one request per 20 s).',
+    '',
+    '**The work-index repair** (each maintenance pass looks for partitions a push killed between its take and its ' +
+      `commit hid from wildcard pops; docs/STORAGE.md, "The work index") costs ${figures.workRepair.note}.`,
   ].join('\n');
 }

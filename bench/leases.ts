@@ -216,7 +216,16 @@ async function embeddedThroughput(): Promise<string[]> {
 
 // ------------------------------------------------------ requests per pop / ack
 
-const popReq = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({
+/**
+ * A pop for group `g` (up to 100 messages, not waiting); on the wildcard route unless `over`
+ * names a partition.
+ *
+ * @example
+ * ```ts
+ * await svc.leasePops.pop(popReq('orders', { partition: 'Default' }));
+ * ```
+ */
+export const popReq = (queue: string, over: Partial<PopRequest> = {}): PopRequest => ({
   queue,
   group: 'g',
   batch: 100,

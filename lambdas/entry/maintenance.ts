@@ -5,7 +5,7 @@ import { isLagTask, type MaintenanceEvent } from './maintenance-event.js';
 
 /**
  * Lambda entry for scheduled maintenance (an EventBridge rate rule): one maintenance pass
- * (retention, orphan-blob sweep), then the consumer-lag metrics, logged and counted through
+ * (orphan-blob sweeps, work-index repair, deleted queues' data, retention), then the consumer-lag metrics, logged and counted through
  * the services' telemetry. A pass is single-flight: while another holds the maintenance lease
  * this one returns at once, reporting `skipped`. The event `{ "task": "lag" }` (a more
  * frequent schedule) reports lag only and takes no lease: see {@link lagOnly}.

@@ -26,6 +26,7 @@ import { QueueDirectory } from './log/queue-directory.js';
 import { SegmentReader } from './log/segments.js';
 import { QueueDeletion } from './maintenance/queue-deletion.js';
 import { RetentionService } from './maintenance/retention.js';
+import { WorkRepair } from './maintenance/work-repair.js';
 import { SegmentBlobSweep } from './maintenance/segment-blob-sweep.js';
 import type { ConnectionPoster } from './notifications/connection-poster.js';
 import { NotificationService } from './notifications/notification-service.js';
@@ -76,6 +77,8 @@ export interface Services {
   deletion: QueueDeletion;
   /** The orphan segment-blob sweep (run by maintenance). */
   segmentBlobs: SegmentBlobSweep;
+  /** The work-index repair pass: partitions a crashed push left hidden from wildcard pops (run by maintenance). */
+  workRepair: WorkRepair;
   telemetry: Telemetry;
   /** What each invocation cost (requests, Lambda time, storage units), added to its metrics line; running totals. */
   usage: UsageLedger;
@@ -205,6 +208,7 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
     retention,
     deletion,
     segmentBlobs,
+    workRepair: new WorkRepair({ storage, queues, work, telemetry }),
     telemetry,
     usage: new UsageLedger(adapter.usage, lambdaMemoryGb()),
     admin,

@@ -9,6 +9,7 @@ import { meteredAwsStorage } from '../../bench/aws-meter.js';
 import { idleChannelConsumerPerMonth } from '../../bench/cost.js';
 import { price, runWorkload, type Counted, type Workload } from '../../bench/cost-model.js';
 import { ackAll } from '../../bench/leases.js';
+import { workRepairPerMonth } from '../../bench/work-repair-cost.js';
 import { loadConfig } from '../../lambdas/config.js';
 import { PRODUCER_SLOTS } from '../../lambdas/core/producer-sequence.js';
 import { buildServices } from '../../lambdas/service/runtime.js';
@@ -148,5 +149,16 @@ describe('cost ceiling of an idle consumer on the notification channel', () => {
     // The connection itself is the smallest part; a safety poll's requests are the rest.
     expect(idle.parts['connectionMinutes']).toBeLessThan(0.02);
     expect(idle.parts['pops']! + idle.parts['waits']!).toBeGreaterThan(idle.usd / 2);
+  });
+});
+
+describe('cost ceiling of the work-index repair pass (maintenance)', () => {
+  it('reads about one unit per idle partition and two per partition with work', async () => {
+    const c = await workRepairPerMonth(awsEndpoints());
+    // Per 1,000 partitions a pass: the sequencers (1,000), the partition names and the pass's own bookkeeping.
+    expect(c.idle.readUnits).toBeLessThanOrEqual(1_100);
+    expect(c.busy.readUnits).toBeLessThanOrEqual(2_100);
+    expect(c.idle.requests).toBeLessThanOrEqual(60);
+    expect(c.idle.usdPerMonth).toBeLessThanOrEqual(0.45);
   });
 });

@@ -200,8 +200,8 @@ export function emulatorClients(endpoints: AwsEndpoints): { dynamodb: DynamoDBCl
 const uniqueSuffix = (): string => `${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
 
 /**
- * A fresh AWS storage on the emulators: new tables and bucket with unique names, removed again
- * (best effort) by `cleanup`. Every write is checked for a stale `attrsJson`.
+ * A fresh AWS storage on the emulators: new tables and bucket with unique names (returned, for a
+ * child process to open the same ones), removed again (best effort) by `cleanup`. Every write is checked for a stale `attrsJson`.
  *
  * @example
  * ```ts
@@ -216,7 +216,7 @@ export async function newAwsTestStorage(
     /** Called with the storage's clients once its tables and bucket exist (the IAM proof instruments them). */
     instrument?: (clients: { dynamodb: DynamoDBClient; s3: S3Client }) => void;
   } = {},
-): Promise<{ storage: Storage; cleanup: () => Promise<void> }> {
+): Promise<{ storage: Storage; cleanup: () => Promise<void>; tables: Record<TableName, string>; bucket: string }> {
   const suffix = uniqueSuffix();
   // Table names end in `-<logical name>`: the IAM proof maps them back by that (iam/recorder.ts).
   const tables = Object.fromEntries(TABLES.map((t) => [t, `sluice-test-${suffix}-${t}`])) as Record<TableName, string>;
@@ -238,7 +238,8 @@ export async function newAwsTestStorage(
     dynamodb.destroy();
     s3.destroy();
   };
-  return { storage, cleanup };
+  // The names too: a child process under test opens the same tables.
+  return { storage, cleanup, tables, bucket };
 }
 
 async function emptyAndDeleteBucket(s3: S3Client, bucket: string): Promise<void> {

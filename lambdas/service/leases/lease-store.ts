@@ -11,6 +11,7 @@
  * ```
  */
 import { emptyCursor, type CursorState } from '../../core/leases.js';
+import { NO_SWEEP, type SweepState } from '../../core/work-repair.js';
 import { ConditionFailedError, type Item, type ItemKey, type Json, type Storage } from '../../storage/port.js';
 import type { PartitionRef } from '../log/log-store.js';
 
@@ -39,6 +40,8 @@ export const leaseKeys = {
   selectorGroupEpoch: (selPk: string, group: string): ItemKey => ({ pk: selectorWorkPk(selPk), sk: `E#${group}` }),
   /** leases: progress of marking a newly registered group's existing partitions as having work. */
   scan: (queue: string, group: string): ItemKey => ({ pk: `SCAN#${queue}#${group}`, sk: 'state' }),
+  /** leases: the work-index repair sweep's progress, one for the deployment (see `maintenance/work-repair.ts`). */
+  workRepair: (): ItemKey => ({ pk: 'WREPAIR', sk: 'SEED' }),
 };
 
 export const workPk = (queueId: string): string => `WORK#${queueId}`;
@@ -142,4 +145,18 @@ export const scanStateItem = (queue: string, group: string, ver: number, s: Scan
   ...leaseKeys.scan(queue, group),
   ver,
   attrs: { regAt: s.regAt, after: s.after, done: s.done },
+});
+
+// ------------------------------------------------------------ work-index repair
+
+/** The repair sweep's progress as stored (see `maintenance/work-repair.ts`). */
+export function decodeSweepState(item: Item): SweepState {
+  const a = item.attrs as unknown as Partial<SweepState>;
+  return { sweptAt: typeof a.sweptAt === 'number' ? a.sweptAt : NO_SWEEP.sweptAt, cursor: a.cursor ?? null };
+}
+
+export const sweepStateItem = (s: SweepState, ver: number): Item => ({
+  ...leaseKeys.workRepair(),
+  ver,
+  attrs: { sweptAt: s.sweptAt, cursor: s.cursor as unknown as Json },
 });

@@ -8,11 +8,14 @@ import { MaintenanceLease, type HeldLease } from './maintenance-lease.js';
 import type { DeletionReport, QueueDeletion } from './queue-deletion.js';
 import type { RetentionReport, RetentionService } from './retention.js';
 import type { SegmentBlobSweep } from './segment-blob-sweep.js';
+import type { WorkRepair, WorkRepairReport } from './work-repair.js';
 
 export interface MaintenanceReport {
   skipped?: undefined;
   /** The orphan segment-blob sweep. */
   blobs: SweepReport;
+  /** The work-index repair: partitions with the has-work flag set and no work item, marked. */
+  workRepair?: WorkRepairReport;
   /** The orphan dead-letter payload blob sweep. */
   dlqBlobs?: SweepReport;
   expiredItems?: number;
@@ -42,16 +45,19 @@ export interface MaintenanceDeps {
   clock: () => number;
   telemetry?: Telemetry | undefined;
   segmentBlobs: SegmentBlobSweep;
+  workRepair: WorkRepair;
   dlq: DlqService;
   deletion: QueueDeletion;
   retention: RetentionService;
 }
 
 /**
- * One maintenance pass: the orphan-blob sweeps (segments, dead-letter payloads), a bounded
- * share of the work deleted queues and retired partitions left (their tombstones), retention
- * (and, on the embedded backend, collecting items whose TTL lapsed, which DynamoDB does by
- * itself). Run by a timer in the local server and by a schedule on AWS.
+ * One maintenance pass: the orphan-blob sweeps (segments, dead-letter payloads), the
+ * work-index repair (partitions a push that died between its take and its commit hid from
+ * wildcard pops, `work-repair.ts`), a bounded share of the work deleted queues and retired
+ * partitions left (their tombstones), retention (and, on the embedded backend, collecting
+ * items whose TTL lapsed, which DynamoDB does by itself). Run by a timer in the local server
+ * and by a schedule on AWS.
  *
  * Single-flight across the deployment: the pass holds the maintenance lease
  * (`maintenance-lease.ts`) while it runs, renewing it between steps; a pass that finds it held
@@ -79,6 +85,9 @@ export async function runMaintenance(deps: MaintenanceDeps): Promise<Maintenance
   };
   try {
     const report: MaintenanceReport = { blobs: await deps.segmentBlobs.sweepOrphanBlobs() };
+    if (!(await keep())) return { ...report, leaseLost: true };
+    // Early: a hidden partition holds consumers back, the later steps only reclaim space.
+    report.workRepair = await deps.workRepair.run(deps.clock());
     if (!(await keep())) return { ...report, leaseLost: true };
     report.dlqBlobs = await deps.dlq.sweepOrphanBlobs(deps.clock(), deps.config.sweepGraceMs);
     if (!(await keep())) return { ...report, leaseLost: true };
