@@ -18,6 +18,7 @@
  * | `alarmTopicArn` | none | existing SNS topic the alarms notify |
  * | `kmsKeyArn` | none | KMS key ARN sealing `encryptionEnabled` queues; or `kmsKey=create` for a new key |
  * | `notifications` | `true` | `false` leaves out the WebSocket channel idle consumers wait on (they long-poll) |
+ * | `sourceMaps` | `false` | `true` runs the functions with `--enable-source-maps` (longer cold starts, CPU per error) |
  *
  * Bad values stop the synth with a message naming the key, before anything is built.
  *
@@ -91,6 +92,11 @@ export function stackOptionsFromContext(ctx: ContextReader): { stackName: string
   if (notifications !== undefined && notifications !== 'true' && notifications !== 'false')
     throw new Error(`notifications must be true or false (got ${notifications})`);
   if (notifications === 'false') props.notifications = false;
+
+  const sourceMaps = ctx('sourceMaps');
+  if (sourceMaps !== undefined && sourceMaps !== 'true' && sourceMaps !== 'false')
+    throw new Error(`sourceMaps must be true or false (got ${sourceMaps})`);
+  if (sourceMaps === 'true') props.sourceMaps = true;
 
   const reserved = wholeNumber(ctx, 'maintenanceReservedConcurrency', 1, MAX_MAINTENANCE_RESERVATION);
   if (reserved !== undefined) props.maintenanceReservedConcurrency = reserved;

@@ -33,6 +33,7 @@ import { Construct } from 'constructs';
 import { SEQUENCER_PK_PREFIX } from '../lambdas/core/notifications.js';
 import { ITEM_TABLE_SCHEMA } from '../lambdas/storage/aws/schema.js';
 import { NOTIFIER_MEMORY_MB, TABLE_ACTIONS } from './access.js';
+import type { functionLogging } from './function-logging.js';
 
 /**
  * The event-source filter: sequencer writes (a push) only. New or updated sequencer items; a
@@ -57,6 +58,8 @@ export interface NotificationsProps {
   removalPolicy: RemovalPolicy;
   /** The WebSocket stage's throttle (the HTTP API's by default). */
   throttle: { rateLimit: number; burstLimit: number };
+  /** The function's log format and levels (lib/function-logging.ts), as the stack's other functions'. */
+  logging: ReturnType<typeof functionLogging>;
 }
 
 export class Notifications extends Construct {
@@ -134,6 +137,7 @@ export class Notifications extends Construct {
       description: `Sluice notifications: WebSocket routes and the push notifier (${this.node.path})`,
       role,
       logGroup,
+      ...props.logging,
       environment: { ...props.environment, SLUICE_NOTIFY_CALLBACK_URL: this.callbackUrl },
       bundling: props.bundling,
     });
