@@ -6,15 +6,18 @@ import { writeFileSync } from 'node:fs';
 import { loadConfig } from '../lambdas/config.js';
 import { buildServices } from '../lambdas/service/runtime.js';
 import { startAwsEmulators, type AwsEndpoints } from '../test/support/aws-emulator.js';
+import { bytesOf, platformLines } from './log-bytes.js';
 import { meteredAwsStorage } from './aws-meter.js';
 import { workRepairPerMonth, type WorkRepairCost } from './work-repair-cost.js';
 import { DEFAULT_SAFETY_POLL_MS } from '../client/wake-channel.js';
 import { CONNECTION_MAX_MS } from '../lambdas/core/notifications.js';
 import {
   LAMBDA_GB,
+  MAINTENANCE_GB,
   NOTIFIER_GB,
   PRICES,
   ROUND_TRIP_MS,
+  logDollars,
   measureCall,
   price,
   runWorkload,
@@ -40,7 +43,75 @@ const ROWS: Row[] = [
   { batch: 1000, groups: 3, dedup: false, consumerBatch: 1000, messages: 10000, goal: 0.04 },
   { batch: 100, groups: 1, dedup: false, incompressible: true, consumerBatch: 1000, messages: 5000 },
   { batch: 100, groups: 1, dedup: false, stamps: 'retried', consumerBatch: 1000, messages: 5000 },
+  // Consumers that keep up: every push finds the partition drained (the has-work flip and clear).
+  { batch: 1, groups: 1, dedup: false, drained: true, consumerBatch: 1000, messages: 400 },
+  { batch: 10, groups: 1, dedup: false, drained: true, consumerBatch: 1000, messages: 2000 },
 ];
+
+/** The workload column: dedup, and what else the row does differently. */
+const workloadNote = (row: Row): string =>
+  `${row.dedup ? 'on' : 'off'}${row.incompressible ? ', incompressible' : ''}` +
+  `${row.stamps === 'retried' ? ', producer stamps, every push retried once' : row.stamps ? ', producer stamps' : ''}` +
+  `${row.drained ? ', drained between pushes' : ''}`;
+
+type FigureRow = CostFigures['rows'][number];
+
+/**
+ * The log figures: bytes per API call and dollars per million messages in Lambda's text format
+ * (system logs at INFO, what the stack deployed before issue 23) and in the stack's JSON format
+ * with system logs at WARN; what consumers download (data transfer); what retention deletes.
+ */
+function logSection(rows: FigureRow[]): string[] {
+  const kb = (b: number): string => `${(b / 1000).toFixed(2)} KB`;
+  const table = rows.map(({ row, counted: c, usdPerMillion }) => {
+    const perM = 1e6 / c.messages;
+    const before = logDollars(c.logBytes.text) * perM;
+    const after = logDollars(c.logBytes.json) * perM;
+    // Per API call: the notifier's invocations are priced in, not counted here.
+    const perCall = (setup: 'text' | 'json'): number =>
+      (c.logBytes[setup] - c.notifierInvocations * c.notifierLogBytes[setup]) / c.apiRequests;
+    return (
+      `| ${row.batch} | ${row.groups} | ${workloadNote(row)} | ${kb(perCall('text'))} | ` +
+      `${kb(perCall('json'))} | ${kb(c.appLogBytes / c.apiRequests)} | ${kb(c.accessLogBytes / c.apiRequests)} | ` +
+      `${usd(before)} → ${usd(after)} | ${usd(usdPerMillion - after + before)} → **${usd(usdPerMillion)}** |`
+    );
+  });
+  const first = rows[0]!.counted;
+  const platform = bytesOf(platformLines('text', 12.34, LAMBDA_GB * 1024));
+  const consumed = rows.find((r) => r.row.batch === 100 && r.row.groups === 1 && !r.row.incompressible)!;
+  const perMessage = consumed.counted.popResponseBytes / (consumed.counted.messages * consumed.row.groups);
+  const transfer = (perMessage * 1e6 * PRICES.dataTransferOutPerGb) / 1e9;
+  const retained = rows.find((r) => r.row.batch === 10 && r.row.groups === 1 && !r.row.drained)!;
+  return [
+    '**CloudWatch Logs**, per API call and per million messages, before and after this stack logged JSON with ' +
+      "system logs at WARN (`lib/function-logging.ts`). Measured by `bench/log-bytes.ts`: each call's own output " +
+      '(the EMF metrics line its handler writes, Powertools lines) captured as it runs, the HTTP API access log ' +
+      "line rendered from the stage's format in the synthesized template, and Lambda's START, END and REPORT " +
+      `lines in their documented text form (${platform} bytes per invocation; none at system level WARN). ` +
+      `The notifier (an invocation per push, at most) wrote ${first.notifierLogBytes.text} bytes per invocation before ` +
+      `(its platform lines and an INFO line, now DEBUG), ${first.notifierLogBytes.json} now; they are in the ` +
+      'per-million figures, not in the per-call ones. ' +
+      `Priced at $${PRICES.logsIngestPerGb.toFixed(2)} per GB ingested; storage ($0.03 per GB-month, compressed) is left out.`,
+    '',
+    '| producer batch | G | dedup | text format: bytes per API call | JSON, system WARN | of which EMF and app lines | of which access log | CloudWatch Logs per million msgs | **Sluice** per million msgs |',
+    '|---:|---:|---|---:|---:|---:|---:|---:|---:|',
+    ...table,
+    '',
+    `**Retention** deletes what it expires: \`lambdas/service/maintenance/retention.ts\` deletes each segment item and its ` +
+      'commit marker (a page at a time, after writing the skip that covers them) and the blob when the segment has one. ' +
+      "DynamoDB bills a delete like a write, at the deleted item's size; S3 DELETE is free. TTL deletes would be free, " +
+      'but TTL runs "typically within two days" with no bound, and a segment must go with its marker and behind its skip. ' +
+      `Measured by one maintenance pass (${MAINTENANCE_GB * 1024} MB) after every message was consumed and had passed ` +
+      `\`completedRetentionSeconds\`: at batch 10 it deleted ${retained.counted.retention.segmentsDeleted} segments with ` +
+      `${(retained.counted.retention.writeUnits / retained.counted.retention.segmentsDeleted).toFixed(2)} write units each.`,
+    '',
+    `**Data transfer** is not in the table. Pushes are free (data in); what consumers download is billed when they are ` +
+      `outside AWS: a pop's answer carried ${Math.round(perMessage).toLocaleString('en-US')} bytes per 1 KiB message at batch 100, ` +
+      `so each consuming group downloads ${((perMessage * 1e6) / 1e9).toFixed(2)} GB per million messages, ` +
+      `$${transfer.toFixed(2)} at $${PRICES.dataTransferOutPerGb.toFixed(2)} per GB out to the internet (after the ` +
+      'first 100 GB a month). Consumers inside AWS pay its data transfer rates between services and regions instead.',
+  ];
+}
 
 /** The idle-consumer goal, dollars per month. */
 const IDLE_GOAL = 0.25;
@@ -211,14 +282,18 @@ export async function costBench(): Promise<string> {
     'docs/cost.json',
     `${JSON.stringify(
       [
-        ...figures.rows.map(({ row, usdPerMillion, sqsUsdPerMillion }) => ({
+        ...figures.rows.map(({ row, counted, usdPerMillion, sqsUsdPerMillion }) => ({
           batch: row.batch,
           groups: row.groups,
           dedup: row.dedup,
           ...(row.incompressible ? { incompressible: true } : {}),
           ...(row.stamps ? { producerStamps: row.stamps } : {}),
+          ...(row.drained ? { drainedBetweenPushes: true } : {}),
           consumerBatch: row.consumerBatch,
           usdPerMillion: Number(usdPerMillion.toFixed(4)),
+          logsUsdPerMillion: Number(price(counted).logs.toFixed(4)),
+          logBytesPerApiCall: Math.round(counted.logBytes.json / counted.apiRequests),
+          retentionUsdPerMillion: Number(price(counted).retention.toFixed(4)),
           sqsUsdPerMillion: Number(sqsUsdPerMillion.toFixed(4)),
         })),
         {
@@ -240,12 +315,11 @@ export async function costBench(): Promise<string> {
     const met =
       row.goal === undefined ? '' : usdPerMillion <= row.goal ? ' ✓' : ` ✗ (${(usdPerMillion / row.goal).toFixed(1)}×)`;
     return (
-      `| ${row.batch} | ${row.groups} | ${row.dedup ? 'on' : 'off'}${row.incompressible ? ', incompressible' : ''}` +
-      `${row.stamps === 'retried' ? ', producer stamps, every push retried once' : row.stamps ? ', producer stamps' : ''} | ` +
+      `| ${row.batch} | ${row.groups} | ${workloadNote(row)} | ` +
       `${row.consumerBatch} | ${Math.round(counted.apiRequests * perM).toLocaleString('en-US')} | ` +
       `${((counted.writeUnits / counted.messages) * 1000).toFixed(0)} | ${counted.bookkeepingWruPerPush.toFixed(2)} | ` +
-      `${usd(p.api)} | ${usd(p.lambda)} | ${usd(p.dynamodb)} | ${usd(p.s3)} | **${usd(usdPerMillion)}** | ` +
-      `${usd(sqsUsdPerMillion)} | ${row.goal === undefined ? '' : `≤ ${usd(row.goal)}${met}`} |`
+      `${usd(p.api)} | ${usd(p.lambda)} | ${usd(p.dynamodb)} | ${usd(p.s3)} | ${usd(p.logs)} | ` +
+      `**${usd(usdPerMillion)}** | ${usd(p.retention)} | ${usd(sqsUsdPerMillion)} | ${row.goal === undefined ? '' : `≤ ${usd(row.goal)}${met}`} |`
     );
   });
   const missed = figures.rows.flatMap(({ row, counted, usdPerMillion }) => {
@@ -255,7 +329,8 @@ export async function costBench(): Promise<string> {
       `- batch ${row.batch}, G ${row.groups}: ${usd(usdPerMillion)} against ${usd(row.goal)} ` +
         `(${usd(usdPerMillion - row.goal)} over). S3 is ${usd(p.s3)} of it (one PUT per push, each ` +
         `$5 per million), API Gateway and Lambda ${usd(p.api + p.lambda)}, DynamoDB ${usd(p.dynamodb)} ` +
-        `(${counted.bookkeepingWruPerPush.toFixed(2)} units of bookkeeping per push).`,
+        `(${counted.bookkeepingWruPerPush.toFixed(2)} units of bookkeeping per push), CloudWatch Logs ` +
+        `${usd(p.logs)}.`,
     ];
   });
   const why =
@@ -302,11 +377,18 @@ export async function costBench(): Promise<string> {
       'The Lambda column includes the **notifier** (lib/notifications.ts) at ' +
       `one invocation per push, the most there can be, each measured as a warm ${NOTIFIER_GB * 1024} MB ` +
       'call that finds no waiting consumer (Lambda polls a stream shard up to 4 times a second, so ' +
-      'frequent pushes share invocations); reading the stream is free.',
+      'frequent pushes share invocations); reading the stream is free. ' +
+      "**CloudWatch Logs** is the ingestion of what the functions and the API log (below), in the stack's JSON " +
+      'format. **+ retention** is what a queue with retention enabled pays on top: the maintenance pass that deletes ' +
+      `the segments once consumed messages passed \`completedRetentionSeconds\` (below). The rows drained between pushes have a consumer that keeps up: ` +
+      'after every push, a wildcard pop takes it and the ack-and-pop that acks it finds the partition drained and ' +
+      'clears its has-work item, so every push flips the item back (docs/STORAGE.md, "The work index").',
     '',
-    '| producer batch | G | dedup | consumer batch | API requests per million | write units per 1,000 msgs | bookkeeping units per push | API Gateway | Lambda | DynamoDB | S3 | **Sluice** | SQS / SNS+SQS | goal |',
-    '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+    '| producer batch | G | dedup | consumer batch | API requests per million | write units per 1,000 msgs | bookkeeping units per push | API Gateway | Lambda | DynamoDB | S3 | CloudWatch Logs | **Sluice** | + retention | SQS / SNS+SQS | goal |',
+    '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
     ...lines,
+    '',
+    ...logSection(figures.rows),
     ...why,
     '',
     `**An idle consumer** (our client's \`consume()\`, waiting on the notification channel) costs ${usd(idle)} a month ` +

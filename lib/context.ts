@@ -19,6 +19,7 @@
  * | `kmsKeyArn` | none | KMS key ARN sealing `encryptionEnabled` queues; or `kmsKey=create` for a new key |
  * | `notifications` | `true` | `false` leaves out the WebSocket channel idle consumers wait on (they long-poll) |
  * | `apiGatewayCloudWatchRole` | `true` | `false` leaves the account's API Gateway CloudWatch role setting alone (it must exist: the WebSocket stage logs) |
+ * | `sourceMaps` | `false` | `true` runs the functions with `--enable-source-maps` (longer cold starts, CPU per error) |
  *
  * Bad values stop the synth with a message naming the key, before anything is built.
  *
@@ -96,6 +97,11 @@ export function stackOptionsFromContext(ctx: ContextReader): { stackName: string
   if (cloudWatchRole !== undefined && cloudWatchRole !== 'true' && cloudWatchRole !== 'false')
     throw new Error(`apiGatewayCloudWatchRole must be true or false (got ${cloudWatchRole})`);
   if (cloudWatchRole === 'false') props.apiGatewayCloudWatchRole = false;
+
+  const sourceMaps = ctx('sourceMaps');
+  if (sourceMaps !== undefined && sourceMaps !== 'true' && sourceMaps !== 'false')
+    throw new Error(`sourceMaps must be true or false (got ${sourceMaps})`);
+  if (sourceMaps === 'true') props.sourceMaps = true;
 
   const reserved = wholeNumber(ctx, 'maintenanceReservedConcurrency', 1, MAX_MAINTENANCE_RESERVATION);
   if (reserved !== undefined) props.maintenanceReservedConcurrency = reserved;

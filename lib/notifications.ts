@@ -34,6 +34,7 @@ import { SEQUENCER_PK_PREFIX } from '../lambdas/core/notifications.js';
 import { ITEM_TABLE_SCHEMA } from '../lambdas/storage/aws/schema.js';
 import { NOTIFIER_MEMORY_MB, TABLE_ACTIONS } from './access.js';
 import { requireCloudWatchRole } from './api-gateway-account.js';
+import type { functionLogging } from './function-logging.js';
 
 /**
  * The event-source filter: sequencer writes (a push) only. New or updated sequencer items; a
@@ -63,6 +64,8 @@ export interface NotificationsProps {
    * logs need (lib/api-gateway-account.ts); false: the account already has one.
    */
   cloudWatchRole: boolean;
+  /** The function's log format and levels (lib/function-logging.ts), as the stack's other functions'. */
+  logging: ReturnType<typeof functionLogging>;
 }
 
 export class Notifications extends Construct {
@@ -142,6 +145,7 @@ export class Notifications extends Construct {
       description: `Sluice notifications: WebSocket routes and the push notifier (${this.node.path})`,
       role,
       logGroup,
+      ...props.logging,
       environment: { ...props.environment, SLUICE_NOTIFY_CALLBACK_URL: this.callbackUrl },
       bundling: props.bundling,
     });

@@ -79,6 +79,7 @@ import {
   checkThrottle,
   DEFAULT_THROTTLE,
 } from './limits.js';
+import { functionLogging, nodeOptions } from './function-logging.js';
 import { acknowledgeNagFindings, logicalIdOf } from './nag.js';
 import { Notifications } from './notifications.js';
 
@@ -331,6 +332,12 @@ export interface SluiceServiceProps {
    * have one (docs/DEPLOYING.md, Prerequisites). Without `notifications`, nothing needs it.
    */
   apiGatewayCloudWatchRole?: boolean;
+  /**
+   * Run the functions with Node's `--enable-source-maps` (default false): stack traces name the
+   * TypeScript sources, at the price of a longer cold start and CPU time on every error
+   * (docs/BENCHMARKS.md, "Source maps"). Each bundle ships its map either way.
+   */
+  sourceMaps?: boolean;
 }
 
 /** Largest grants JSON passed in the environment (Lambda allows 4 KB for all variables). */
@@ -460,7 +467,7 @@ export class SluiceService extends Construct {
       POWERTOOLS_SERVICE_NAME: this.metricsService,
       POWERTOOLS_METRICS_NAMESPACE: this.metricsNamespace,
       POWERTOOLS_LOG_LEVEL: 'INFO',
-      NODE_OPTIONS: '--enable-source-maps',
+      ...nodeOptions(props.sourceMaps),
       ...props.environment,
     };
     // What a request may carry on AWS (lib/limits.ts); `environment` may still set them.
@@ -482,6 +489,7 @@ export class SluiceService extends Construct {
         removalPolicy,
         throttle: props.throttle ?? DEFAULT_THROTTLE,
         cloudWatchRole: props.apiGatewayCloudWatchRole ?? true,
+        logging: functionLogging(environment),
       });
       apiEnvironment['SLUICE_NOTIFY_URL'] = this.notifications.url;
     }
@@ -545,6 +553,7 @@ export class SluiceService extends Construct {
         description: `Sluice ${name} (${this.node.path})`,
         role,
         logGroup,
+        ...functionLogging(environment),
         environment: {
           ...(isApi ? apiEnvironment : environment),
           ...(this.payloadKey && keyUses.length > 0 ? { SLUICE_KMS_KEY_ID: this.payloadKey.keyArn } : {}),
@@ -589,7 +598,9 @@ export class SluiceService extends Construct {
 
     // --------------------------------------------------------------------- API
     this.authorizerFunction =
-      auth.type === 'tokens' ? this.makeTokenAuthorizerFunction(logRetention, removalPolicy) : undefined;
+      auth.type === 'tokens'
+        ? this.makeTokenAuthorizerFunction(logRetention, removalPolicy, props.sourceMaps)
+        : undefined;
     const authorizer: IHttpRouteAuthorizer =
       auth.type === 'jwt'
         ? new HttpJwtAuthorizer('JwtAuthorizer', auth.issuer, { jwtAudience: auth.audience })
@@ -685,7 +696,11 @@ export class SluiceService extends Construct {
    * The token authorizer: its own log group and a role holding nothing but GetItem on the
    * `meta` table, where the token items live (lambdas/auth/token-store.ts).
    */
-  private makeTokenAuthorizerFunction(logRetention: logs.RetentionDays, removalPolicy: RemovalPolicy): NodejsFunction {
+  private makeTokenAuthorizerFunction(
+    logRetention: logs.RetentionDays,
+    removalPolicy: RemovalPolicy,
+    sourceMaps: boolean | undefined,
+  ): NodejsFunction {
     const logGroup = new logs.LogGroup(this, 'AuthorizerLogs', { retention: logRetention, removalPolicy });
     const role = new iam.Role(this, 'AuthorizerRole', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
@@ -718,11 +733,12 @@ export class SluiceService extends Construct {
       description: `Sluice bearer-token authorizer (${this.node.path})`,
       role,
       logGroup,
+      ...functionLogging({}),
       // The storage adapter wants every name; the role allows only the meta table.
       environment: {
         ...Object.fromEntries(TABLES.map((t) => [TABLE_ENV[t], this.tables[t].tableName])),
         [BUCKET_ENV]: this.bucket.bucketName,
-        NODE_OPTIONS: '--enable-source-maps',
+        ...nodeOptions(sourceMaps),
       },
       bundling: BUNDLING,
     });

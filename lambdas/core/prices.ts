@@ -28,6 +28,14 @@ export const PRICES = {
   getMetricDataPerThousandMetrics: 0.01,
   /** A CloudWatch custom metric, per month (the first 10,000 metrics' tier). */
   customMetricPerMonth: 0.3,
+  /**
+   * CloudWatch Logs ingestion per GB (Standard class; Lambda's logs are billed as vended logs,
+   * whose first tier, up to 10 TB a month, is the same price). Storage, $0.03 per GB-month
+   * compressed, is left out: a month's retention of a GB costs under a tenth of ingesting it.
+   */
+  logsIngestPerGb: 0.5,
+  /** Data transfer out of AWS to the internet, per GB (first 10 TB a month; the first 100 GB are free). */
+  dataTransferOutPerGb: 0.09,
 } as const;
 
 /**

@@ -13,7 +13,8 @@ export async function handler(event: DynamoDBStreamEvent | SocketEvent): Promise
   if ('Records' in event) {
     const pks = event.Records.map((r) => r.dynamodb?.Keys?.['pk']?.S).filter((pk): pk is string => pk !== undefined);
     const { queues, woken } = await svc.notifications.onSequencerWrites(pks);
-    svc.telemetry.info('notifier', { records: event.Records.length, queues, woken });
+    // DEBUG: one line per stream batch is up to one per push, ~200 bytes of ingestion each.
+    svc.telemetry.debug('notifier', { records: event.Records.length, queues, woken });
     return { woken };
   }
   return answerSocketEvent(svc, event);

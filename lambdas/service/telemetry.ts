@@ -37,6 +37,8 @@ export interface Telemetry {
   count(name: MetricName, value?: number, dims?: Record<string, string>): void;
   /** Records a gauge-like value (lag, age). */
   gauge(name: MetricName, value: number, dims?: Record<string, string>): void;
+  /** What only someone debugging wants (Powertools logs it at `POWERTOOLS_LOG_LEVEL=DEBUG`). */
+  debug(message: string, fields?: Record<string, unknown>): void;
   info(message: string, fields?: Record<string, unknown>): void;
   warn(message: string, fields?: Record<string, unknown>): void;
   error(message: string, fields?: Record<string, unknown>): void;
@@ -54,6 +56,9 @@ export class MemoryTelemetry implements Telemetry {
   }
   gauge(name: MetricName, value: number): void {
     this.gauges.set(name, value);
+  }
+  debug(): void {
+    // Never printed: the local server's request log says what happened.
   }
   info(message: string, fields?: Record<string, unknown>): void {
     if (!this.quiet) console.error(JSON.stringify({ level: 'INFO', message, ...fields }));

@@ -90,6 +90,13 @@ describe('cdk app: options from context (-c key=value)', () => {
     );
   });
 
+  it('sourceMaps: off unless true; anything else is refused', () => {
+    expect(from({}).props.sourceMaps).toBeUndefined();
+    expect(from({ sourceMaps: 'false' }).props.sourceMaps).toBeUndefined();
+    expect(from({ sourceMaps: 'true' }).props.sourceMaps).toBe(true);
+    expect(() => from({ sourceMaps: 'yes' })).toThrow(/sourceMaps must be true or false \(got yes\)/);
+  });
+
   it('auth=tokens: stored bearer tokens', () => {
     expect(from({ auth: 'tokens' }).props.auth).toEqual({ type: 'tokens' });
   });

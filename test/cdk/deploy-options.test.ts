@@ -414,3 +414,47 @@ describe('cdk: auth=tokens (opaque bearer tokens, as Queen clients send them)', 
     expect(dflt.template.findOutputs('TokenTableName')).toEqual({});
   });
 });
+
+describe('cdk: what the functions log (docs/DEPLOYING.md, "Costs per million messages")', () => {
+  const functionsOf = (s: Synth) => Object.entries(resourcesOf(s.template, 'AWS::Lambda::Function'));
+  const env = (f: { Properties: Record<string, unknown> }) =>
+    (f.Properties['Environment'] as { Variables: Record<string, unknown> }).Variables;
+  /** Every kind of function (the token authorizer too), with the options opted in. */
+  let opted: Synth;
+  beforeAll(() => {
+    opted = synthStack(
+      { auth: { type: 'tokens' }, sourceMaps: true, environment: { POWERTOOLS_LOG_LEVEL: 'DEBUG' } },
+      'LoggingOpted',
+    );
+  });
+
+  it('every function logs JSON with system logs at WARN (no START/END/REPORT lines), application logs at the Powertools level', () => {
+    // The API functions, maintenance, the notifier, the token authorizer.
+    expect(functionsOf(opted).length).toBe(FUNCTIONS.length + 2);
+    for (const [s, level] of [
+      [dflt, 'INFO'],
+      [opted, 'DEBUG'],
+    ] as const)
+      for (const [id, f] of functionsOf(s)) {
+        const { LogGroup: _group, ...config } = f.Properties['LoggingConfig'] as Record<string, unknown>;
+        expect({ id, config }).toEqual({
+          id,
+          config: {
+            LogFormat: 'JSON',
+            SystemLogLevel: 'WARN',
+            // The authorizer logs at Powertools' default whatever `environment` says: it does not get it.
+            ApplicationLogLevel: id.includes('Authorizer') ? 'INFO' : level,
+          },
+        });
+      }
+    expect(() => synthStack({ environment: { POWERTOOLS_LOG_LEVEL: 'LOUD' } }, 'LoggingBad')).toThrow(
+      /POWERTOOLS_LOG_LEVEL must be one of/,
+    );
+  });
+
+  it('runs Node with --enable-source-maps only when asked', () => {
+    const options = (s: Synth) => functionsOf(s).map(([id, f]) => [id, env(f)['NODE_OPTIONS']]);
+    for (const [id, o] of options(dflt)) expect([id, o]).toEqual([id, undefined]);
+    for (const [id, o] of options(opted)) expect([id, o]).toEqual([id, '--enable-source-maps']);
+  });
+});

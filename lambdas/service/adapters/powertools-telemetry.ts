@@ -38,6 +38,10 @@ export class PowertoolsTelemetry implements Telemetry {
     if (dims) this.logger.info('metric', { metric: name, value, ...dims });
   }
 
+  debug(message: string, fields?: Record<string, unknown>): void {
+    this.logger.debug(message, fields ?? {});
+  }
+
   info(message: string, fields?: Record<string, unknown>): void {
     this.logger.info(message, fields ?? {});
   }
