@@ -148,7 +148,6 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
     .addOption(
       durationOption('--lease <duration>', "lease length, whole seconds (default: the queue's leaseTime)", {
         min: 1000,
-        bare: 'refuse',
       }),
     )
     .action(

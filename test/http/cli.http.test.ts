@@ -97,7 +97,7 @@ describe('cli against the local server', () => {
     expect((JSON.parse(rest.stdout) as Message[]).map((m) => m.data)).toEqual([{ a: 4 }]);
     const none = await sluiceCli(['pop', 'cli-small'], { env });
     expect(none).toMatchObject({ code: 0, stdout: '', stderr: 'no messages available in cli-small\n' });
-    const peek = await sluiceCli(['tail', 'cli-small', '-p', 'a', '--peek', '--idle', '300', '--from', '2'], { env });
+    const peek = await sluiceCli(['tail', 'cli-small', '-p', 'a', '--peek', '--idle', '300ms', '--from', '2'], { env });
     expect(lines(peek.stdout).map((l) => l.split('\t')[3])).toEqual(['{"a":3}', '{"a":4}']);
   });
 
