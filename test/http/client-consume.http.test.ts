@@ -327,7 +327,7 @@ describe('client consume(): one bad message fails alone', () => {
     },
   );
 
-  it('a batch-10 claim worker: only the 2 bad records are nacked, and they alone are dead letters; polls stay within 10 %', async () => {
+  it('a batch-10 claim worker: only the 2 bad records are nacked, and they alone are dead letters; deliveries stay within 10 %', async () => {
     const { sluice, count } = counted();
     const q = sluice.queue('bad-claims').partition('p');
     await q.push(Array.from({ length: TOTAL }, (_, i) => i));
