@@ -6,6 +6,7 @@
 import { InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_ENDPOINT } from '../client/http.js';
 import type { ClaimStart, QueueOptions } from '../client/types.js';
+import { DURATION_HELP, durationArg } from './duration.js';
 
 // ---------------------------------------------------------------- value parsers
 
@@ -21,49 +22,6 @@ export const int =
 
 /** A parser for an integer >= 1. */
 export const positive = (what: string): ((v: string) => number) => int(what, 1);
-
-const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-
-/**
- * Parses a duration to milliseconds: `500ms`, `30s`, `5m`, `1h30m`, `2d` (units ms, s, m, h, d;
- * fractions allowed while the result is whole milliseconds). A bare number is milliseconds
- * where `bare` is `'ms'` (flags that always took milliseconds); with `bare: 'refuse'` it is
- * refused, so a flag that used to take seconds can never silently mean something else.
- *
- * @example
- * ```ts
- * parseDuration('1m30s'); // 90_000
- * parseDuration('250');   // 250
- * ```
- */
-export function parseDuration(v: string, what = 'duration', bare: 'ms' | 'refuse' = 'ms'): number {
-  const text = v.trim();
-  const example = 'e.g. 500ms, 30s, 5m or 1h30m';
-  if (/^\d+$/.test(text)) {
-    if (bare === 'ms') return Number(text);
-    throw new InvalidArgumentError(`${what} needs a unit (${example}); got ${JSON.stringify(v)}`);
-  }
-  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d)/g)];
-  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text)
-    throw new InvalidArgumentError(`${what} must be a duration (${example}); got ${JSON.stringify(v)}`);
-  const ms = parts.reduce((sum, p) => sum + Number(p[1]) * UNIT_MS[p[2] as keyof typeof UNIT_MS], 0);
-  if (!Number.isSafeInteger(ms))
-    throw new InvalidArgumentError(`${what} must come to whole milliseconds; got ${JSON.stringify(v)}`);
-  return ms;
-}
-
-/** A parser for a duration option (see {@link parseDuration}) of at least `min` ms. */
-export const durationArg =
-  (what: string, opts: { min?: number; bare?: 'ms' | 'refuse' } = {}) =>
-  (v: string): number => {
-    const ms = parseDuration(v, what, opts.bare);
-    const min = opts.min ?? 0;
-    if (ms < min) throw new InvalidArgumentError(`${what} must be at least ${min} ms (got ${JSON.stringify(v)})`);
-    return ms;
-  };
-
-/** How a duration flag describes its value in `--help`. */
-export const DURATION_HELP = '500ms, 30s, 5m; a bare number is milliseconds';
 
 /** Parses a rate in messages per second (> 0, fractions allowed). */
 export function rate(v: string): number {
@@ -163,14 +121,9 @@ export function waitOption(description: string): Option {
 }
 
 /** A duration option other than `--wait` (`--idle`, `--visibility`, `--delay`, …), in milliseconds. */
-export function durationOption(
-  flags: string,
-  description: string,
-  opts: { min?: number; bare?: 'ms' | 'refuse' } = {},
-): Option {
+export function durationOption(flags: string, description: string, opts: { min?: number } = {}): Option {
   const what = /--([\w-]+)/.exec(flags)?.[1] ?? 'duration';
-  const help = opts.bare === 'refuse' ? '30s, 5m, 1h' : DURATION_HELP;
-  return new Option(flags, `${description} (${help})`).argParser(durationArg(what, opts));
+  return new Option(flags, `${description} (${DURATION_HELP})`).argParser(durationArg(what, opts));
 }
 
 /** `--rate <n>`: at most this many per second. */

@@ -15,6 +15,11 @@ const onSignal = () => {
 };
 process.on('SIGINT', onSignal);
 process.on('SIGTERM', onSignal);
+// A reader that closed the pipe (`sluice peek orders | head -1`) has seen enough: not a crash.
+// Commands that must know (tail acks only what it wrote) see it in their writes' callbacks.
+process.stdout.on('error', (e) => {
+  if (e.code !== 'EPIPE') throw e;
+});
 // stdin redirected from a file (`< orders.jsonl`) has a size: push shows its progress against it.
 let stdinBytes;
 try {

@@ -5,6 +5,7 @@
  * route and a consumer loop, {@link ClaimGroup.consume}.
  */
 import { randomUUID } from 'node:crypto';
+import { batchedClaims, type ClaimBatchHandler, type ClaimBatchOptions } from './claim-batches.js';
 import { SluiceApiError } from './errors.js';
 import { LONG_POLL_MARGIN_MS, seg, type Transport } from './http.js';
 import { sleep } from './retry.js';
@@ -311,6 +312,27 @@ export class ClaimGroup {
    */
   consume<T = unknown>(handler: ClaimHandler<T>, opts: ClaimConsumeOptions = {}): Promise<ClaimConsumeStats> {
     return new ClaimConsumer<T>(this, handler, opts).run();
+  }
+
+  /**
+   * Consumes as {@link ClaimGroup.consume} does, handing the handler up to `batch` records per
+   * call (default 10). Each record is still claimed, kept alive and settled on its own: the
+   * handler fails some by returning `{ batchItemFailures: [{ itemIdentifier: transactionId }] }`,
+   * and when it throws, each record of the call is tried alone and only those that fail alone
+   * are nacked (each with its own error, to `onError`). Make the handler idempotent.
+   *
+   * @example
+   * ```ts
+   * await workers.consumeBatches(async (records) => {
+   *   const bad = records.filter((r) => !valid(r.data));
+   *   await store(records.filter((r) => valid(r.data)));
+   *   return { batchItemFailures: bad.map((r) => ({ itemIdentifier: r.transactionId })) };
+   * }, { batch: 10, signal });
+   * ```
+   */
+  consumeBatches<T = unknown>(handler: ClaimBatchHandler<T>, opts: ClaimBatchOptions = {}): Promise<ClaimConsumeStats> {
+    const b = batchedClaims(handler, opts);
+    return this.consume(b.handler, b.options);
   }
 }
 

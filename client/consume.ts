@@ -8,9 +8,13 @@
  * costs no parallelism: a (partition, group) has one leased span at a time whatever its size.
  *
  * After the pop's last handler call the loop acks the span: `completed` for what was handled,
- * `failed` (with the error's message) from the first handler call that threw, so the server's
- * retry budget and dead-letter queue apply and the rest comes back. Those acks ride with the
- * next pop (`ack-and-pop.ts`): one request per batch while there is work.
+ * `failed` (with its own error) for the first message that failed, so the server's retry budget
+ * and dead-letter queue apply to that message and the rest comes back. A handler call fails
+ * per message (`batch-outcome.ts`): it returns `{ batchItemFailures }`, or it throws and its
+ * messages are tried again one at a time (after acking what came before), so a healthy
+ * neighbour of a bad message is never failed with it. After a failure the next pop asks for one
+ * message, so a message that keeps failing is not re-read with a whole pop behind it. Those
+ * acks ride with the next pop (`ack-and-pop.ts`): one request per batch while there is work.
  * While a long pop is worked through, the finished part is acked every `ackIntervalMs` (a
  * partial ack keeps the lease), so a crash redelivers at most that much finished work, and
  * the lease is extended every `renewLease` ms.
@@ -26,6 +30,7 @@
 import { SluiceApiError } from './errors.js';
 import { sleep } from './retry.js';
 import { ackAndPop } from './ack-and-pop.js';
+import { errorText, runBatch, type CallResult } from './batch-outcome.js';
 import type { QueueRef } from './sluice.js';
 import type { AckResult, AckStatus, Message } from './types.js';
 import { DEFAULT_SAFETY_POLL_MS, WakeChannel } from './wake-channel.js';
@@ -48,6 +53,19 @@ export interface LeaseContext<T> {
   renew(seconds?: number): Promise<void>;
 }
 
+/**
+ * A lease handler: one call per `batch` messages (or per message with `each`). Return nothing
+ * when all succeeded, or `{ batchItemFailures: [{ itemIdentifier: m.transactionId }] }` (a
+ * {@link BatchResponse}) to fail some; a throw fails the call, whose messages are then tried
+ * one at a time. Messages can be handled more than once: make the handler idempotent.
+ *
+ * @example
+ * ```ts
+ * const handler: LeaseHandler<Order> = async (messages: Message<Order>[]) => ({
+ *   batchItemFailures: (await billAll(messages)).failed.map((m) => ({ itemIdentifier: m.transactionId })),
+ * });
+ * ```
+ */
 export type LeaseHandler<T> =
   | ((messages: Message<T>[], ctx: LeaseContext<T>) => unknown)
   | ((message: Message<T>, ctx: LeaseContext<T>) => unknown);
@@ -62,7 +80,7 @@ export interface LeaseConsumeOptions {
    * without `autoAck`, the builder's `batch`). The handler still gets `batch` at a time.
    */
   popBatch?: number;
-  /** Ack after the handler (default true): completed, or failed when it throws. */
+  /** Ack after the handler (default true): completed, or failed for the message that failed. */
   autoAck?: boolean;
   /**
    * While a pop is worked through, ack its finished part at most this often (default 5,000 ms;
@@ -108,15 +126,13 @@ export interface LeaseConsumeStats {
   batches: number;
   /** Messages acked completed. */
   completed: number;
-  /** Messages acked failed (handler threw). */
+  /** Messages acked failed (each failed alone, or was named in `batchItemFailures`). */
   failed: number;
   /** Messages handed back with `retry` at a stop. */
   handedBack: number;
   /** Pops abandoned at the stop bound (their leases expire). */
   abandoned: number;
 }
-
-type Outcome = { kind: 'done' } | { kind: 'error'; error: unknown } | { kind: 'abandoned' };
 
 export async function consumeLeases<T>(
   q: QueueRef,
@@ -180,16 +196,15 @@ export async function consumeLeases<T>(
     }
   };
 
-  const bounded = async (fn: () => unknown): Promise<Outcome> => {
-    const run = (async (): Promise<Outcome> => {
+  const bounded = async (fn: () => unknown): Promise<CallResult> => {
+    const run = (async (): Promise<CallResult> => {
       try {
-        await fn();
-        return { kind: 'done' };
+        return { kind: 'done', value: await fn() };
       } catch (error) {
         return { kind: 'error', error };
       }
     })();
-    return Promise.race([run, abandoned.then((): Outcome => ({ kind: 'abandoned' }))]);
+    return Promise.race([run, abandoned.then((): CallResult => ({ kind: 'abandoned' }))]);
   };
 
   /** Works a pop through; returns its final acks (each message marked with its status), for the next request to carry. */
@@ -222,7 +237,7 @@ export async function consumeLeases<T>(
       },
       renew: renewNow,
     });
-    const call = (part: Message<T>[]): Promise<Outcome> =>
+    const call = (part: Message<T>[]): Promise<CallResult> =>
       bounded(() =>
         opts.each
           ? (handler as (m: Message<T>, c: LeaseContext<T>) => unknown)(part[0] as Message<T>, ctxFor(part))
@@ -232,22 +247,42 @@ export async function consumeLeases<T>(
       let done = 0; // messages whose handler call resolved
       let acked = 0; // of those, how many a progress ack already committed
       let lastAck = Date.now();
-      let failure: { error: unknown; part: Message<T>[] } | undefined;
+      let failure: { error: unknown; message: Message<T> } | undefined;
       let gaveUp = false;
       while (done < msgs.length && !stopping.signal.aborted && !released) {
         const part = msgs.slice(done, done + perCall);
-        const out = await call(part);
-        if (out.kind === 'abandoned') {
+        if (!autoAck) {
+          // Manual mode: the handler acks; a throw only ends this pop's handling.
+          const out = await call(part);
+          if (out.kind === 'abandoned') gaveUp = true;
+          if (out.kind === 'error') report(out.error, 'handler', part);
+          if (out.kind !== 'done') break;
+          done += part.length;
+          continue;
+        }
+        const run = await runBatch(part, (m) => m.transactionId, call, {
+          stopAtFailure: true, // a lease group's partition is in order: what follows a failure comes back
+          // Before the one-at-a-time pass: commit what came before (a partial ack keeps the lease).
+          beforeSolo: async () => {
+            await ack(msgs.slice(acked, done), 'completed');
+            acked = done;
+            lastAck = Date.now();
+          },
+        });
+        if (run.threw !== undefined) report(run.threw, 'handler', part);
+        const ok = run.outcomes.findIndex((o) => !o.ok);
+        done += ok === -1 ? run.outcomes.length : ok;
+        const bad = ok === -1 ? undefined : run.outcomes[ok];
+        if (bad && !bad.ok) {
+          failure = { error: bad.error, message: part[ok] as Message<T> };
+          if (part.length > 1 || run.threw === undefined) report(bad.error, 'handler', [failure.message]);
+          break;
+        }
+        if (run.abandoned) {
           gaveUp = true;
           break;
         }
-        if (out.kind === 'error') {
-          failure = { error: out.error, part };
-          report(out.error, 'handler', part);
-          break;
-        }
-        done += part.length;
-        if (autoAck && ackEvery > 0 && done < msgs.length && Date.now() - lastAck >= ackEvery) {
+        if (ackEvery > 0 && done < msgs.length && Date.now() - lastAck >= ackEvery) {
           // A partial ack keeps the lease: the rest of the pop is still ours.
           await ack(msgs.slice(acked, done), 'completed');
           acked = done;
@@ -258,17 +293,17 @@ export async function consumeLeases<T>(
       if (!autoAck) return []; // what was handed to the handler is the handler's to ack
       const marked: Message<T>[] = msgs.slice(acked, done).map((m) => ({ ...m, _status: 'completed' }));
       if (failure) {
-        const error = errorText(failure.error);
-        marked.push(...failure.part.map((m) => ({ ...m, _status: 'failed', _error: error })));
-        // On the failed message's partition `failed` decides (the lowest signal wins); a pop
-        // over several partitions (`partitions(n)`) releases the others' spans at once too.
-        marked.push(...msgs.slice(done + failure.part.length).map((m) => ({ ...m, _status: 'retry' })));
+        marked.push({ ...failure.message, _status: 'failed', _error: errorText(failure.error) });
+        // On the failed message's partition `failed` decides (the lowest signal wins) and what
+        // follows it comes back; a pop over several partitions (`partitions(n)`) releases the
+        // others' spans at once too.
+        marked.push(...msgs.slice(done + 1).map((m) => ({ ...m, _status: 'retry' })));
       } else if (!gaveUp && done < msgs.length) {
         // Stopping: what the handler never saw goes back now, without charging the budget.
         marked.push(...msgs.slice(done).map((m) => ({ ...m, _status: 'retry' })));
       }
       stats.completed += done;
-      if (failure) stats.failed += failure.part.length;
+      if (failure) stats.failed++;
       else if (!gaveUp) stats.handedBack += msgs.length - done;
       return marked;
     } finally {
@@ -324,12 +359,14 @@ export async function consumeLeases<T>(
    */
   let combinedMissing = false;
   const work = async (carry: (acks: Message<T>[]) => void, take: () => Message<T>[]): Promise<void> => {
+    // After a failure the failed message heads its partition again: pop it alone until a pop
+    // goes through cleanly, rather than re-reading a whole pop behind it at each redelivery.
+    let recovering = false;
     while (!stopping.signal.aborted) {
       if (opts.limit !== undefined && stats.messages >= opts.limit) break;
+      const size = recovering ? 1 : popBatch;
       // A limit caps the pop too, so `limit: 5` does not lease 1,000 messages to use 5.
-      let ref = q.batch(
-        opts.limit !== undefined ? Math.max(1, Math.min(popBatch, opts.limit - stats.messages)) : popBatch,
-      );
+      let ref = q.batch(opts.limit !== undefined ? Math.max(1, Math.min(size, opts.limit - stats.messages)) : size);
       if (opts.idleMs !== undefined) {
         const left = opts.idleMs - (Date.now() - lastMessageAt);
         if (left <= 0) break;
@@ -380,7 +417,9 @@ export async function consumeLeases<T>(
       lastMessageAt = Date.now();
       stats.messages += msgs.length;
       stats.batches++;
-      carry(await processBatch(msgs));
+      const finalAcks = await processBatch(msgs);
+      recovering = finalAcks.some((m) => m._status === 'failed');
+      carry(finalAcks);
       // Limit reached: stop the other workers' long polls too (running handlers still finish).
       if (opts.limit !== undefined && stats.messages >= opts.limit) stop();
     }
@@ -404,5 +443,3 @@ export const DEFAULT_POP_BATCH = 1000;
 export const DEFAULT_RENEW_MS = 10_000;
 /** How often a long pop's finished part is acked by default. */
 export const DEFAULT_ACK_INTERVAL_MS = 5_000;
-
-export const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e)).slice(0, 2000);

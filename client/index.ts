@@ -30,6 +30,8 @@ export {
   type PollOptions,
 } from './claims.js';
 export { type LeaseConsumeOptions, type LeaseConsumeStats, type LeaseContext, type LeaseHandler } from './consume.js';
+export { type ClaimBatchContext, type ClaimBatchHandler, type ClaimBatchOptions } from './claim-batches.js';
+export { type BatchItemFailure, type BatchResponse } from './batch-outcome.js';
 export { Transaction, TransactionPush } from './transaction.js';
 export {
   Browse,

@@ -1,14 +1,18 @@
 /**
  * A Queen-style consumer: the `billing` group reads `orders` under partition leases, up to
- * 1,000 messages per pop, handed to the handler 10 at a time. The client acks what the
- * handler finished (completed, or failed when it throws: the queue's retry budget and
- * dead-letter queue apply) and renews the lease while a pop is worked through. Ctrl-C stops
- * cleanly: the batch in hand finishes and is acked, the rest of the pop is handed back.
+ * 1,000 messages per pop, handed to the handler 10 at a time. The handler reports the orders
+ * it refuses by transactionId (Lambda's `batchItemFailures`): only those are acked failed (the
+ * queue's retry budget, then its dead-letter queue, with the error given here), and the rest of
+ * the batch completes. A handler that throws instead has its batch retried one message at a
+ * time, so again only the message that fails alone is failed. Messages can come more than once
+ * (a redelivery after a failure or a crash), so billing is keyed by order id: idempotent.
+ * The client renews the lease while a pop is worked through. Ctrl-C stops cleanly: the batch
+ * in hand finishes and is acked, the rest of the pop is handed back.
  *
  *   SLUICE_ENDPOINT=http://127.0.0.1:6632 npx tsx examples/consumer.ts
  *   LIMIT=100 IDLE_MS=3000 npx tsx examples/consumer.ts   # stop after 100 messages or 3 s idle
  */
-import { Sluice, type Message } from '@sluice/client';
+import { Sluice, type BatchResponse, type Message } from '@sluice/client';
 
 interface Order {
   orderId: number;
@@ -21,14 +25,25 @@ const stop = new AbortController();
 process.once('SIGINT', () => stop.abort());
 process.once('SIGTERM', () => stop.abort());
 
-let revenue = 0;
+const billed = new Map<number, number>(); // order id → amount: a redelivered order is billed once
 const stats = await sluice
   .queue(process.env.QUEUE ?? 'orders')
   .group(process.env.GROUP ?? 'billing')
   .batch(10)
   .consume<Order>(
-    (messages: Message<Order>[]) => {
-      for (const m of messages) revenue += m.data.amount;
+    (messages: Message<Order>[]): BatchResponse => {
+      const batchItemFailures = [];
+      for (const m of messages) {
+        if (m.data.amount < 0) {
+          batchItemFailures.push({
+            itemIdentifier: m.transactionId,
+            error: `order ${m.data.orderId}: negative amount`,
+          });
+          continue;
+        }
+        billed.set(m.data.orderId, m.data.amount);
+      }
+      return { batchItemFailures };
     },
     {
       signal: stop.signal,
@@ -39,4 +54,5 @@ const stats = await sluice
       onError: (e, { phase }) => console.error(`${phase}: ${e instanceof Error ? e.message : String(e)}`),
     },
   );
+const revenue = [...billed.values()].reduce((a, b) => a + b, 0);
 console.log(`billed ${stats.completed} orders (${stats.failed} failed) for ${revenue}`);

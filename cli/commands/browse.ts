@@ -118,7 +118,7 @@ export function browseCommands(program: Command, ctx: CommandContext): void {
     .option('-p, --partition <name>', 'only this partition')
     .addOption(new Option('-n, --limit <n>', 'how many messages').default(10).argParser(positive('limit')))
     .addOption(new Option('--status <status>', 'only messages in this status').choices(STATUSES))
-    .addOption(durationOption('--since <duration>', 'only messages pushed this recently', { min: 1, bare: 'refuse' }))
+    .addOption(durationOption('--since <duration>', 'only messages pushed this recently', { min: 1 }))
     .action(
       async (
         queue: string,

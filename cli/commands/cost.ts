@@ -22,7 +22,8 @@ import {
 } from '../cost-report.js';
 import { UsageError } from '../errors.js';
 import { table } from '../format.js';
-import { parseDuration, type GlobalOpts } from '../options.js';
+import { parseDuration } from '../duration.js';
+import type { GlobalOpts } from '../options.js';
 
 /** `now`, a duration ago (`24h`, `90m`) or an ISO-8601 instant, as epoch ms relative to `now`. */
 export function parseWhen(v: string, what: string, now: number): number {
@@ -32,7 +33,7 @@ export function parseWhen(v: string, what: string, now: number): number {
     if (Number.isFinite(t)) return t;
   }
   try {
-    return now - parseDuration(v, what, 'refuse');
+    return now - parseDuration(v, what);
   } catch {
     throw new InvalidArgumentError(
       `${what} must be now, a duration ago (24h, 90m) or an ISO-8601 instant (got ${JSON.stringify(v)})`,

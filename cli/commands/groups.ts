@@ -22,11 +22,7 @@ export function groupCommands(program: Command, ctx: CommandContext): void {
     )
     .option('-q, --queue <name>', 'only this queue')
     .addOption(groupOption('only this group'))
-    .addOption(
-      durationOption('--min-lag <duration>', 'only groups whose oldest unfinished message is this old', {
-        bare: 'refuse',
-      }),
-    )
+    .addOption(durationOption('--min-lag <duration>', 'only groups whose oldest unfinished message is this old'))
     .action(async (o: { queue?: string; group?: string; minLag?: number }, cmd: Command) => {
       const sluice = client(cmd);
       const list =

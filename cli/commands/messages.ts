@@ -1,17 +1,20 @@
 /**
  * Message commands: `push` (JSON lines in, batched), `pop` (one lease, acked) and `tail`
- * (follow a queue, or read a partition with --peek).
+ * (follow a queue without consuming it, or consume it as a group with --group).
  */
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { Option, type Command } from 'commander';
+import type { Sluice } from '../../client/sluice.js';
 import type { AckStatus, Message, PushItem } from '../../client/types.js';
 import type { CommandContext } from '../command.js';
 import { EXIT, UsageError } from '../errors.js';
 import { requirePartition, requireQueue } from '../exists.js';
+import { follow } from '../follow.js';
 import { brief, pushStatus, StatusLine } from '../format.js';
+import { LineWriter } from '../line-writer.js';
 import {
   ACK_STATUSES,
   batchOption,
@@ -148,7 +151,6 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
     .addOption(
       durationOption('--lease <duration>', "lease length, whole seconds (default: the queue's leaseTime)", {
         min: 1000,
-        bare: 'refuse',
       }),
     )
     .action(
@@ -195,16 +197,16 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
   program
     .command('tail')
     .description(
-      'Follow a queue: pop, print and ack messages until interrupted (Ctrl-C stops cleanly). With --peek, read a partition without consuming it.',
+      'Follow a queue: print its messages as they come, consuming nothing. With --group, consume as that group: pop, print, and ack what was written out (Ctrl-C stops cleanly).',
     )
     .argument('<queue>')
     .addOption(partitionOption('only this partition'))
-    .addOption(groupOption('consumer group (default: queue mode)'))
-    .addOption(batchOption('messages per pop', 1000))
+    .addOption(groupOption('consume as this consumer group (acks what it writes out); without it, nothing is consumed'))
+    .addOption(batchOption('messages per pop or read', 1000))
     .option('--limit <n>', 'stop after this many messages', positive('limit'))
     .addOption(durationOption('--idle <duration>', 'stop after this long without a message', { min: 1 }))
-    .option('--peek', 'read the partition in offset order without a group, lease or ack (needs --partition)')
-    .option('--from <offset>', 'with --peek: first offset to read', int('from'), 0)
+    .option('--peek', 'follow without consuming (the default without --group; kept for scripts)')
+    .option('--from <offset>', 'without --group, with --partition: first offset to read', int('from'))
     .action(
       async (
         queue: string,
@@ -215,10 +217,17 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
           limit?: number;
           idle?: number;
           peek?: boolean;
-          from: number;
+          from?: number;
         },
         cmd: Command,
       ) => {
+        // Validated before anything is read or leased.
+        if (o.group !== undefined && o.peek)
+          throw new UsageError('tail --peek consumes nothing: drop --group, or --peek');
+        if (o.group !== undefined && o.from !== undefined)
+          throw new UsageError('tail --from reads without a group: drop --group (a group reads from its cursor)');
+        if (o.from !== undefined && o.partition === undefined)
+          throw new UsageError('tail --from is an offset in one partition: add --partition <name>');
         const sluice = client(cmd);
         // tail long-polls until stopped, so what it names is checked first, once: the partition
         // listing when a partition is named (it also proves the queue), else the queue.
@@ -226,75 +235,90 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
           ? requirePartition(sluice, queue, o.partition, io.signal)
           : requireQueue(sluice, queue, io.signal));
         const asJson = json(cmd);
-        const print = (m: Message): void => out(asJson ? `${JSON.stringify(m)}\n` : `${messageLine(m)}\n`);
+        const line = (m: Message): string => (asJson ? JSON.stringify(m) : messageLine(m));
+        const writer = new LineWriter(io.stdout);
         const stop = new AbortController();
         const onAbort = (): void => stop.abort();
         io.signal?.addEventListener('abort', onAbort, { once: true });
         // A signal that aborted already (Ctrl-C while the queue was looked up) fires no event.
         if (io.signal?.aborted) stop.abort();
-        let printed = 0;
-        const left = (): number => (o.limit === undefined ? Infinity : o.limit - printed);
+        const closedNote = (): string => (writer.closed ? '; the reader closed the output' : '');
         try {
-          if (o.peek) {
-            if (!o.partition) throw new UsageError('tail --peek reads one partition: add --partition <name>');
-            const q = sluice.queue(queue).partition(o.partition);
-            let from = o.from;
-            let idleSince = Date.now();
-            while (!stop.signal.aborted && left() > 0) {
-              const r = await q
-                .read({ from, limit: Math.min(1000, o.batch, left()), signal: stop.signal })
-                .catch((e: unknown) => {
-                  if (stop.signal.aborted) return { messages: [], next: from };
-                  throw e;
-                });
-              for (const m of r.messages) print(m);
-              printed += r.messages.length;
-              from = r.next;
-              if (r.messages.length > 0) idleSince = Date.now();
-              else {
-                if (o.idle !== undefined && Date.now() - idleSince >= o.idle) break;
-                await new Promise((res) => setTimeout(res, 500));
-              }
-            }
-            if (!asJson) io.stderr.write(`tail: ${printed} messages read; next offset ${from}\n`);
-            return;
-          }
-          let q = sluice
-            .queue(queue)
-            .batch(Math.min(o.batch, o.limit ?? o.batch))
-            .wait(true)
-            .timeout(20_000);
-          if (o.partition) q = q.partition(o.partition);
-          if (o.group) q = q.group(o.group);
-          let acked = 0;
-          await q.consume<unknown>(
-            async (msgs: Message[]) => {
-              const shown = msgs.slice(0, Math.max(0, left()));
-              for (const m of shown) print(m);
-              printed += shown.length;
-              // Ack what was printed; hand the rest back at once (status retry: no budget charged).
-              const marked = [
-                ...shown.map((m) => ({ ...m, _status: 'completed' })),
-                ...msgs.slice(shown.length).map((m) => ({ ...m, _status: 'retry' })),
-              ];
-              const results = await sluice.ack(marked);
-              acked += results.filter((r, i) => r.success && i < shown.length).length;
-              if (left() <= 0) stop.abort();
-            },
-            {
-              signal: stop.signal,
-              autoAck: false,
+          if (o.group === undefined) {
+            io.stderr.write(
+              `tail: following ${queue}${o.partition ? `/${o.partition}` : ''} without consuming it (nothing is acked; --group <name> consumes)\n`,
+            );
+            const r = await follow(sluice, {
+              queue,
+              ...(o.partition !== undefined ? { partition: o.partition } : {}),
+              ...(o.from !== undefined ? { from: o.from } : {}),
+              batch: o.batch,
+              ...(o.limit !== undefined ? { limit: o.limit } : {}),
               ...(o.idle !== undefined ? { idleMs: o.idle } : {}),
-              onError: (e, info) =>
-                io.stderr.write(`warning (${info.phase}): ${e instanceof Error ? e.message : String(e)}\n`),
-            },
-          );
-          if (!asJson) io.stderr.write(`tail: ${printed} messages (${acked} acked)\n`);
+              signal: stop.signal,
+              print: (msgs) => writer.writeAll(msgs.map(line)),
+            });
+            if (!asJson) io.stderr.write(`tail: ${r.printed} messages read, none consumed${closedNote()}\n`);
+          } else {
+            const r = await tailGroup(sluice, queue, o.group, o, stop, writer, line, (e, phase) =>
+              io.stderr.write(`warning (${phase}): ${e instanceof Error ? e.message : String(e)}\n`),
+            );
+            if (!asJson) io.stderr.write(`tail: ${r.written} messages written (${r.acked} acked)${closedNote()}\n`);
+          }
+          if (writer.error) throw writer.error;
         } finally {
+          writer.dispose();
           io.signal?.removeEventListener('abort', onAbort);
         }
       },
     );
+}
+
+/**
+ * `tail --group`: consumes as the group, acking only what was written out (a line in a pipe's
+ * buffer counts); the rest of each pop is handed back at once (`retry`, no budget charged), and
+ * a closed output ends the tail.
+ */
+async function tailGroup(
+  sluice: Sluice,
+  queue: string,
+  group: string,
+  o: { partition?: string; batch: number; limit?: number; idle?: number },
+  stop: AbortController,
+  writer: LineWriter,
+  line: (m: Message) => string,
+  warn: (e: unknown, phase: string) => void,
+): Promise<{ written: number; acked: number }> {
+  let q = sluice
+    .queue(queue)
+    .group(group)
+    .batch(Math.min(o.batch, o.limit ?? o.batch))
+    .wait(true)
+    .timeout(20_000);
+  if (o.partition) q = q.partition(o.partition);
+  let written = 0;
+  let acked = 0;
+  const left = (): number => (o.limit === undefined ? Infinity : o.limit - written);
+  await q.consume<unknown>(
+    async (msgs: Message[]) => {
+      const n = await writer.writeAll(msgs.slice(0, Math.max(0, left())).map(line));
+      written += n;
+      const marked = [
+        ...msgs.slice(0, n).map((m) => ({ ...m, _status: 'completed' })),
+        ...msgs.slice(n).map((m) => ({ ...m, _status: 'retry' })),
+      ];
+      const results = await sluice.ack(marked);
+      acked += results.filter((r, i) => r.success && i < n).length;
+      if (left() <= 0 || writer.closed) stop.abort();
+    },
+    {
+      signal: stop.signal,
+      autoAck: false,
+      ...(o.idle !== undefined ? { idleMs: o.idle } : {}),
+      onError: (e, info) => warn(e, info.phase),
+    },
+  );
+  return { written, acked };
 }
 
 /** Reads JSON lines (blank lines skipped) from a file or stdin; `bytes` counts what each took of the input. */

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Sluice, type Message } from '../../client/index.js';
-import { sluiceCli } from '../support/cli.js';
+import { sluiceCli, sluiceCliReader } from '../support/cli.js';
 import { startServerProcess, type ServerProcess } from '../support/process.js';
 
 let dir: string;
@@ -87,17 +87,18 @@ describe('cli against the local server', () => {
       stdin: '{"a":1}\n{"a":2}\n{"a":3}\n{"a":4}\n',
     });
     expect(push.code).toBe(0);
-    const pop = await sluiceCli(['--json', 'pop', 'cli-small', '-p', 'a', '-b', '2'], { env });
+    const pop = await sluiceCli(['--json', 'pop', 'cli-small', '-p', 'a', '-b', '2', '-g', 'small'], { env });
     expect(pop.code).toBe(0);
     expect((JSON.parse(pop.stdout) as Message[]).map((m) => m.data)).toEqual([{ a: 1 }, { a: 2 }]);
-    const tail = await sluiceCli(['tail', 'cli-small', '--limit', '1'], { env });
+    const tail = await sluiceCli(['tail', 'cli-small', '--group', 'small', '--limit', '1'], { env });
     expect(tail.code).toBe(0);
     expect(lines(tail.stdout)).toEqual([expect.stringMatching(/^a\t2\t\S+\t\{"a":3\}$/)]);
-    const rest = await sluiceCli(['--json', 'pop', 'cli-small', '-b', '10'], { env });
+    expect(tail.stderr).toBe('tail: 1 messages written (1 acked)\n');
+    const rest = await sluiceCli(['--json', 'pop', 'cli-small', '-b', '10', '-g', 'small'], { env });
     expect((JSON.parse(rest.stdout) as Message[]).map((m) => m.data)).toEqual([{ a: 4 }]);
-    const none = await sluiceCli(['pop', 'cli-small'], { env });
+    const none = await sluiceCli(['pop', 'cli-small', '-g', 'small'], { env });
     expect(none).toMatchObject({ code: 0, stdout: '', stderr: 'no messages available in cli-small\n' });
-    const peek = await sluiceCli(['tail', 'cli-small', '-p', 'a', '--peek', '--idle', '300', '--from', '2'], { env });
+    const peek = await sluiceCli(['tail', 'cli-small', '-p', 'a', '--peek', '--idle', '300ms', '--from', '2'], { env });
     expect(lines(peek.stdout).map((l) => l.split('\t')[3])).toEqual(['{"a":3}', '{"a":4}']);
   });
 
@@ -409,5 +410,85 @@ describe('cli against the local server', () => {
     const help = await sluiceCli(['dlq', '--help'], { env });
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('redrive-all');
+  });
+});
+
+/**
+ * Issue 24: `tail` acknowledged what nobody saw. `tail payments --group viewer | head -3`
+ * printed 3 lines, crashed on EPIPE, and the group had acked 2,000; a bare `tail` consumed as
+ * the queue-mode group.
+ */
+describe('cli tail: nothing acknowledged that nobody saw', () => {
+  /** The messages `group` has acked on `queue`'s only partition. */
+  const ackedBy = async (group: string, queue: string): Promise<number> => {
+    const g = await sluice.groups.describe(group);
+    const committed = g.queues.find((x) => x.queue === queue)?.detail?.[0]?.committed;
+    return committed === null || committed === undefined ? 0 : committed + 1;
+  };
+  const stackTrace = /\n\s+at |EPIPE|Error:/;
+
+  it('tail --group into a reader that closes after 3 lines: exit 0, no stack, no more acked than written', async () => {
+    // Lines of about 1 KB: the pipe's buffer (64 KiB) holds some 60 of them.
+    const pad = 'x'.repeat(1000);
+    await sluice
+      .queue('cli-pipe')
+      .partition('p')
+      .push(Array.from({ length: 2000 }, (_, n) => ({ data: { n, pad } })));
+    const r = await sluiceCliReader(['tail', 'cli-pipe', '--group', 'viewer'], { lines: 3, env });
+    expect({ code: r.code, stack: stackTrace.test(r.stderr) }).toEqual({ code: 0, stack: false });
+    const summary = /^tail: (\d+) messages written \((\d+) acked\); the reader closed the output\n$/.exec(r.stderr);
+    expect({ summary: summary !== null, stderr: r.stderr }).toMatchObject({ summary: true });
+    const [written, reported] = [Number(summary?.[1]), Number(summary?.[2])];
+    const acked = await ackedBy('viewer', 'cli-pipe');
+    expect(acked).toBe(reported);
+    expect(acked).toBeLessThanOrEqual(written);
+    // Written means taken by the pipe: what the reader got, or what sat in the pipe's buffer.
+    expect(written).toBeLessThanOrEqual(r.linesReceived + Math.ceil(65_536 / pad.length));
+    expect(r.linesReceived).toBeGreaterThanOrEqual(3);
+    // The rest is still the group's to read, from where the acks stopped.
+    const next = await sluice.queue('cli-pipe').group('viewer').batch(1).wait(false).pop<{ n: number }>();
+    expect(next.map((m) => m.data.n)).toEqual([acked]);
+  });
+
+  it('a bare tail consumes nothing: it follows every partition, says so, and acks nothing', async () => {
+    const q = sluice.queue('cli-look');
+    await q.partition('a').push([{ data: 'a0' }, { data: 'a1' }]);
+    await q.partition('b').push([{ data: 'b0' }]);
+    const seen: string[][] = [];
+    const r = await sluiceCliReader(['--json', 'tail', 'cli-look', '--idle', '3s'], {
+      lines: 4,
+      env,
+      onLines: (got) => {
+        // Once it printed what was there, push one more: the follow picks up the new offset.
+        if (got.length === 3 && seen.length === 0) {
+          seen.push(got);
+          void q.partition('b').push([{ data: 'b1' }]);
+        }
+      },
+    });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(
+      /^tail: following cli-look without consuming it \(nothing is acked; --group <name> consumes\)\n/,
+    );
+    expect(stackTrace.test(r.stderr)).toBe(false);
+    const data = lines(r.stdout).map((l) => (JSON.parse(l) as Message).data);
+    expect([...data.slice(0, 3)].sort()).toEqual(['a0', 'a1', 'b0']);
+    expect(data[3]).toBe('b1');
+    // No group has a cursor on the queue, and queue mode (what a bare tail used to consume)
+    // still has every message.
+    expect((await sluice.groups.list()).some((g) => g.queues.some((x) => x.queue === 'cli-look'))).toBe(false);
+    expect((await q.partition('a').batch(10).wait(false).pop()).map((m) => m.data)).toEqual(['a0', 'a1']);
+    expect((await q.partition('b').batch(10).wait(false).pop()).map((m) => m.data)).toEqual(['b0', 'b1']);
+  });
+
+  it('refuses a duration without a unit, and --group with --peek or --from, before reading anything', async () => {
+    const idle = await sluiceCli(['tail', 'cli-look', '--idle', '5'], { env });
+    expect(idle).toMatchObject({ code: 2, stdout: '' });
+    expect(idle.stderr).toContain('idle needs a unit: 5s or 5ms?');
+    const peek = await sluiceCli(['tail', 'cli-look', '--group', 'g', '--peek'], { env });
+    expect(peek).toMatchObject({ code: 2, stderr: 'sluice: tail --peek consumes nothing: drop --group, or --peek\n' });
+    const from = await sluiceCli(['tail', 'cli-look', '--from', '3'], { env });
+    expect(from).toMatchObject({ code: 2 });
+    expect(from.stderr).toContain('add --partition');
   });
 });

@@ -218,12 +218,13 @@ describe('client consume(): big pops, one message per handler call', () => {
       },
       { idleMs: 500, onError: (e, { phase }) => errors.push(`${phase}: ${(e as Error).message}`) },
     );
-    // 0..40 once (40 failed), then 40..99 on the redelivery: nothing before 40 twice.
+    // 0..40 once (40 failed), then 40..99 on the redelivery: nothing before 40 twice. The
+    // redelivery pops 40 alone, then the rest.
     expect(deliveries).toEqual([
       ...Array.from({ length: 41 }, (_, i) => i),
       ...Array.from({ length: 60 }, (_, i) => 40 + i),
     ]);
-    expect(stats).toMatchObject({ batches: 2, completed: 100, failed: 1 });
+    expect(stats).toMatchObject({ messages: 160, batches: 3, completed: 100, failed: 1 });
     expect(errors).toEqual(['handler: not now']);
   });
 
@@ -255,6 +256,117 @@ describe('client consume(): big pops, one message per handler call', () => {
     // Without the hand-back the second partition would wait out its 60 s lease.
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(deliveries.slice(1).sort()).toEqual(['a1', 'a2', 'a3', 'b1', 'b2', 'b3']);
+  });
+});
+
+/**
+ * Issue 24: a batch handler that throws on one message, over 505 messages with 2 that always
+ * fail. Before, the whole call failed and the lease rules filed the batch's head: 15 dead
+ * letters (13 healthy, with the bad one's error) and 16,330 messages popped.
+ */
+describe('client consume(): one bad message fails alone', () => {
+  const TOTAL = 505;
+  const BAD = [137, 402];
+  const failOn = (n: number): void => {
+    if (BAD.includes(n)) throw new Error(`bad ${n}`);
+  };
+
+  // The filing of a bad message releases the lease (docs/LEASES.md), so what followed it in its
+  // pop is delivered once more: the pop size bounds that. Default pops (1,000) and pops of one
+  // handler call (popBatch 10).
+  it.each([
+    // Pop requests stay under 10 % of the messages; popped messages: the rest of the pop after
+    // each filed message again, and each bad one alone on its redeliveries (3 each).
+    {
+      popBatch: undefined,
+      name: 'bad-neighbours',
+      maxPops: TOTAL * 0.1,
+      maxPopped: TOTAL + (TOTAL - 1 - BAD[0]!) + (TOTAL - 1 - BAD[1]!) + 2 * 3,
+    },
+    // Pops of one handler call: popped messages within 10 % of the messages.
+    { popBatch: 10, name: 'bad-neighbours-10', maxPops: TOTAL / 10 + 2 * 4 + 10, maxPopped: TOTAL * 1.1 },
+  ])(
+    'a batch-10 lease consumer (popBatch $popBatch): exactly the 2 bad messages are dead letters, each with its own error',
+    async ({ popBatch, name, maxPops, maxPopped }) => {
+      const { sluice, count } = counted();
+      const q = sluice.queue(name).partition('p');
+      await q.push(Array.from({ length: TOTAL }, (_, i) => i));
+      const handled = new Set<number>();
+      const errors: string[] = [];
+      const stats = await sluice
+        .queue(name)
+        .group('billing')
+        .batch(10)
+        .consume(
+          (messages: Message<number>[]) => {
+            for (const m of messages) {
+              failOn(m.data);
+              handled.add(m.data);
+            }
+          },
+          {
+            idleMs: 1500,
+            ...(popBatch ? { popBatch } : {}),
+            onError: (e, { phase }) => errors.push(`${phase}: ${(e as Error).message}`),
+          },
+        );
+      const dead = await sluice.dlq(name).group('billing').list({ limit: 100 });
+      expect(dead.messages.map((d) => [d.data, d.errorMessage]).sort()).toEqual([
+        [137, 'bad 137'],
+        [402, 'bad 402'],
+      ]);
+      expect(handled.size).toBe(TOTAL - BAD.length);
+      // Each bad message fails on its 4 deliveries (retryLimit 3), and on nothing else.
+      expect(stats).toMatchObject({ completed: TOTAL - BAD.length, failed: 8 });
+      expect(new Set(errors)).toEqual(new Set(['handler: bad 137', 'handler: bad 402']));
+      expect(await q.group('billing').wait(false).pop()).toEqual([]);
+
+      const pops = count('GET pop') + count(`POST /api/v1/queues/${name}/ack-and-pop`);
+      // Measured: 15 pops and 980 messages popped by default; 64 pops and 519 with popBatch 10.
+      expect({ pops: pops <= maxPops, popped: stats.messages <= maxPopped }).toEqual({ pops: true, popped: true });
+    },
+  );
+
+  it('a batch-10 claim worker: only the 2 bad records are nacked, and they alone are dead letters; deliveries stay within 10 %', async () => {
+    const { sluice, count } = counted();
+    const q = sluice.queue('bad-claims').partition('p');
+    await q.push(Array.from({ length: TOTAL }, (_, i) => i));
+    const workers = q.claimGroup('workers');
+    await workers.create('earliest');
+    const handled = new Set<number>();
+    const sizes = new Set<number>();
+    const errors = new Map<number, Set<string>>();
+    const stats = await workers.consumeBatches<number>(
+      (records) => {
+        sizes.add(records.length);
+        for (const r of records) {
+          failOn(r.data);
+          handled.add(r.data);
+        }
+      },
+      {
+        batch: 10,
+        idleMs: 1500,
+        waitMs: 500,
+        onError: (e, { phase, offset }) => {
+          if (phase !== 'handler' || offset === undefined) return;
+          errors.set(offset, (errors.get(offset) ?? new Set()).add((e as Error).message));
+        },
+      },
+    );
+    const state = await workers.describe();
+    expect(state).toMatchObject({ committed: TOTAL, lag: 0, deadLetters: 2 });
+    expect(await workers.allDeadLetters()).toEqual(BAD);
+    // Claim dead letters keep no error text: each bad record's own error went to onError.
+    expect(errors).toEqual(new Map(BAD.map((n) => [n, new Set([`bad ${n}`])])));
+    expect(handled.size).toBe(TOTAL - BAD.length);
+    expect(sizes.has(10)).toBe(true);
+    // maxAttempts 5: each bad record is handed out 5 times and nacked 5 times; nothing else is.
+    expect(stats).toMatchObject({ acked: TOTAL - BAD.length, nacked: 2 * 5, records: TOTAL + 2 * 4 });
+    const polls = count('POST /api/v1/queues/bad-claims/partitions/p/groups/workers/poll');
+    // Measured: 55 polls and 513 records delivered.
+    expect(stats.records).toBeLessThanOrEqual(TOTAL * 1.1);
+    expect(polls).toBeLessThanOrEqual(TOTAL * 0.2);
   });
 });
 

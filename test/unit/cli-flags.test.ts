@@ -12,7 +12,6 @@ import type { Io } from '../../cli/command.js';
 import { EXIT } from '../../cli/errors.js';
 import { pushStatus } from '../../cli/format.js';
 import { buildProgram, run } from '../../cli/main.js';
-import { parseDuration } from '../../cli/options.js';
 import { fakeFetch, jsonResponse, type Answer, type Recorded } from '../support/fake-fetch.js';
 
 function io(
@@ -108,12 +107,12 @@ describe('unit: cli flags, one per concept', () => {
         'tail --idle',
       ].sort(),
     );
-    expect(['500ms', '30s', '5m', '1h30m', '1.5s', '2d', '250'].map((v) => parseDuration(v))).toEqual([
-      500, 30_000, 300_000, 5_400_000, 1500, 172_800_000, 250,
-    ]);
-    for (const bad of ['5 min', 's', '1.0001s', '-5s', '5x', ''])
-      expect(() => parseDuration(bad), `${bad}`).toThrow(/duration|whole milliseconds/);
-    expect(() => parseDuration('3600', 'min-lag', 'refuse')).toThrow(/min-lag needs a unit/);
+    // A bare number is refused by every one of them (issue 24: `--idle 5` was 5 ms), with a hint.
+    for (const { path, o } of options.filter(({ o }) => o.flags.includes('<duration>'))) {
+      const what = o.long?.slice(2) ?? '';
+      expect(() => o.parseArg?.('5', undefined), `${path} ${o.long}`).toThrow(`${what} needs a unit: 5s or 5ms?`);
+      expect(o.parseArg?.('5s', undefined), `${path} ${o.long}`).toBe(5000);
+    }
   });
 
   it('sends what each duration flag says, in the unit the API takes', async () => {
@@ -142,7 +141,10 @@ describe('unit: cli flags, one per concept', () => {
     expect(lag.calls[0]?.url.searchParams.get('minLagSeconds')).toBe('3600');
     const refused = io([]);
     expect(await run(['groups', '--min-lag', '3600'], refused.io)).toBe(EXIT.usage);
-    expect(refused.err()).toContain('min-lag needs a unit (e.g. 500ms, 30s, 5m or 1h30m)');
+    expect(refused.err()).toContain('min-lag needs a unit: 3600s or 3600ms? (e.g. 500ms, 30s, 5m, 1h30m)');
+    const idle = io([]);
+    expect(await run(['tail', 'q', '--idle', '5'], idle.io)).toBe(EXIT.usage);
+    expect(idle.calls).toEqual([]); // refused before any request
     const bad = io([]);
     expect(await run(['pop', 'q', '--wait', 'soon'], bad.io)).toBe(EXIT.usage);
     expect(bad.err()).toContain('wait must be a duration');

@@ -156,7 +156,7 @@ describe('cli: arguments and output', () => {
     expect(empty.calls.map((c) => c.url.pathname)).toEqual(['/api/v1/pop/queue/q', '/api/v1/queues/q']);
   });
 
-  it('tails with pops of 1,000 by default, fewer when the limit is smaller', async () => {
+  it('tail --group pops 1,000 by default, fewer when the limit is smaller', async () => {
     const popSizes = async (args: string[]): Promise<(string | null)[]> => {
       // Ctrl-C as the first pop is answered: one pop, however slow the machine.
       const stop = new AbortController();
@@ -166,7 +166,7 @@ describe('cli: arguments and output', () => {
         stop.abort();
         return new Response(null, { status: 204 });
       });
-      expect(await run(['tail', 'q', ...args], { ...t.io, signal: stop.signal })).toBe(EXIT.ok);
+      expect(await run(['tail', 'q', '--group', 'g', ...args], { ...t.io, signal: stop.signal })).toBe(EXIT.ok);
       return t.calls.filter((c) => c.url.pathname.includes('/pop/')).map((c) => c.url.searchParams.get('batch'));
     };
     expect(await popSizes([])).toEqual(['1000']);
