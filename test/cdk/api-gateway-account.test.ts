@@ -41,7 +41,9 @@ describe("cdk: the account's API Gateway CloudWatch role", () => {
   it('both are kept when the stack is deleted (the setting outlives it), whatever removalPolicy says', () => {
     for (const removalPolicy of [RemovalPolicy.RETAIN, RemovalPolicy.DESTROY]) {
       const { template } = synthStack({ removalPolicy }, `Removal${removalPolicy}`);
-      const [[, account]] = Object.entries(template.findResources('AWS::ApiGateway::Account'));
+      const accounts = Object.values(template.findResources('AWS::ApiGateway::Account'));
+      expect(accounts).toHaveLength(1);
+      const account = accounts[0];
       expect(account).toMatchObject({ DeletionPolicy: 'Retain', UpdateReplacePolicy: 'Retain' });
       const roleId = refId((account as { Properties: { CloudWatchRoleArn: unknown } }).Properties.CloudWatchRoleArn)!;
       expect((template.toJSON() as { Resources: Record<string, unknown> }).Resources[roleId]).toMatchObject({
