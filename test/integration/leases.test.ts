@@ -24,6 +24,7 @@ import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
 import { firstCommittedAfter } from '../../lambdas/service/log/seek-by-time.js';
 import { loadConfig } from '../../lambdas/config.js';
 import { testBackends } from '../support/backends.js';
+import { asFunction } from '../support/iam/recorder.js';
 import { call, startTestServer } from '../support/http.js';
 import type { ErrorReply } from '../support/replies.js';
 import { newAwsTestStorage, TEST_REGION } from '../support/aws-emulator.js';
@@ -770,17 +771,20 @@ describe.each(backends)('integration: partition leases on $name', (backend) => {
     // Its segment is large enough for a blob; just before it commits, the sweeper judges the
     // blob an orphan: marker `aborted` (put-if-absent), blob deleted.
     const svc = testServices(
-      beforeFirstCommit(inner, async () => {
-        const { blobs } = await inner.blobs.list(`${SEGMENT_BLOB_PREFIX}${pid}/`);
-        expect(blobs).toHaveLength(1);
-        const ref = parseSegmentBlobKey(blobs[0]!.key)!;
-        await inner.items.put(
-          'log',
-          { ...keys.marker(pid, ref.pushId), ver: 1, attrs: { state: 'aborted', by: 'sweeper' } },
-          { kind: 'absent' },
-        );
-        await inner.blobs.delete(blobs[0]!.key);
-      }),
+      // The sweeper's requests are maintenance's, not the route's (the IAM proof checks each role).
+      beforeFirstCommit(inner, () =>
+        asFunction('maintenance', async () => {
+          const { blobs } = await inner.blobs.list(`${SEGMENT_BLOB_PREFIX}${pid}/`);
+          expect(blobs).toHaveLength(1);
+          const ref = parseSegmentBlobKey(blobs[0]!.key)!;
+          await inner.items.put(
+            'log',
+            { ...keys.marker(pid, ref.pushId), ver: 1, attrs: { state: 'aborted', by: 'sweeper' } },
+            { kind: 'absent' },
+          );
+          await inner.blobs.delete(blobs[0]!.key);
+        }),
+      ),
       { config: { inlineMaxBytes: 64 } },
     );
     const server = await startTestServer(svc);
