@@ -121,6 +121,36 @@ describe.each(backends)('idempotent producers on $name', (backend) => {
     expect(await stored(svc, q)).toHaveLength(3);
   });
 
+  it('a stale stamped push carrying transactionIds on a dedup queue is refused before it writes anything', async () => {
+    // Found by the route fuzzer (seed 1193486345): the refusal came after the push had reserved
+    // its transactionIds and marked itself aborted — state changed, then a failure.
+    let writes = 0;
+    const counted = withItems(storage, {
+      put: (t, item, c) => (writes++, storage.items.put(t, item, c)),
+      delete: (t, k, c) => (writes++, storage.items.delete(t, k, c)),
+      writeEach: (ops, o) => ((writes += ops.length), storage.items.writeEach(ops, o)),
+      transact: (ops) => ((writes += ops.length), storage.items.transact(ops)),
+      take: (t, k, n, then, o) => (writes++, storage.items.take(t, k, n, then, o)),
+    });
+    const svc = testServices(counted);
+    const q = 'ps-stale-dedup';
+    const ids = (from: number, n: number) =>
+      items(q, n).map((it, i) => ({ ...it, transactionId: `stale-${from + i}` }));
+    await svc.pushes.push(ids(0, 2), { stamp: { producerId: 'prod.0', sequence: 9 } });
+    writes = 0;
+    const stale = await svc.pushes
+      .push(ids(10, 2), { stamp: { producerId: 'prod.0', sequence: 5 } })
+      .catch((e: unknown) => e);
+    expect(stale).toMatchObject({ code: 'stale_sequence', details: { lastSequence: 9 } });
+    expect(writes).toBe(0);
+    // Its transactionIds were never reserved: another producer stores them.
+    const other = await svc.pushes.push(ids(10, 2), { stamp: { producerId: 'prod.1', sequence: 0 } });
+    expect(other.map((r) => [r.status, r.offset])).toEqual([
+      ['queued', 2],
+      ['queued', 3],
+    ]);
+  });
+
   it('forgets the least recently seen producer past 8: its retry is stored again, or duplicate by transactionId', async () => {
     const svc = testServices(storage);
     const q = 'ps-evict';

@@ -427,9 +427,15 @@ export class PushService {
       }
       let committed: { base: number } | 'aborted' | { refused: Item | undefined } | undefined;
       const store: number[] = [];
+      // A stamped push the sequencer would refuse (stale, reused, or a retry it answers for) is
+      // answered before it reserves anything: a refusal then writes nothing (one read, only for
+      // stamped pushes that reserve transactionIds).
+      const refusedEarly =
+        attempt === 0 && share && reserve.length > 0 ? await this.sequences.remembered(part, share.current) : undefined;
+      const reserving = reserve.length > 0 && refusedEarly === undefined;
       try {
-        let ownEarlier: Item | undefined;
-        if (reserve.length > 0) {
+        let ownEarlier: Item | undefined = refusedEarly;
+        if (reserving) {
           const found = await this.reservations.reserve(part, pushId, reserve, windowMs);
           // A stamped push's ids differ between attempts only in their time: one of ours found
           // committed is this push's earlier attempt, which the sequencer answers for while it
@@ -455,7 +461,7 @@ export class PushService {
         // transactionIds take its reservations over now instead of waiting out the stall
         // budget. Put-if-absent: if the commit did land (its reply was lost), the marker says
         // `committed` and stays.
-        if (reserve.length > 0) await this.reservations.abortMarker(part.id, pushId, windowMs);
+        if (reserving) await this.reservations.abortMarker(part.id, pushId, windowMs);
         throw e;
       }
       let base = 0;
@@ -470,7 +476,7 @@ export class PushService {
           );
         }
         if ('refused' in committed) {
-          if (reserve.length > 0) await this.reservations.abortMarker(part.id, pushId, windowMs);
+          if (reserving) await this.reservations.abortMarker(part.id, pushId, windowMs);
           const s = share as { current: StampedShare };
           const answer = await this.sequences.answerRefusal(part, s.current, committed.refused);
           if (answer.kind === 'store') {
