@@ -31,7 +31,7 @@ import { SluiceApiError } from './errors.js';
 import { sleep } from './retry.js';
 import { ackAndPop } from './ack-and-pop.js';
 import { errorText, runBatch, type CallResult } from './batch-outcome.js';
-import type { QueueRef } from './sluice.js';
+import { QUEUE_MODE, type QueueRef } from './sluice.js';
 import type { AckResult, AckStatus, Message } from './types.js';
 import { DEFAULT_SAFETY_POLL_MS, WakeChannel } from './wake-channel.js';
 
@@ -172,8 +172,11 @@ export async function consumeLeases<T>(
   opts.signal?.addEventListener('abort', stop, { once: true });
 
   let lastMessageAt = Date.now();
-  // One connection for all workers; each registers its own waits on it.
-  const channel = q.spec.wait && opts.notifications !== false ? new WakeChannel(client.http, q.spec.queue) : undefined;
+  // One connection for all workers; each registers its own waits on it, for the loop's group.
+  const channel =
+    q.spec.wait && opts.notifications !== false
+      ? new WakeChannel(client.http, q.spec.queue, q.spec.group ?? QUEUE_MODE)
+      : undefined;
   const safetyPollMs = Math.max(1, opts.safetyPollMs ?? DEFAULT_SAFETY_POLL_MS);
 
   const reportAcks = (results: readonly AckResult[], status: AckStatus, msgs: Message<T>[]): void => {
@@ -316,12 +319,13 @@ export async function consumeLeases<T>(
    * On an empty pop with a channel: register a wait, look once more (a push may have landed
    * before the wait was stored), then sleep until woken. `undefined`: the server has no channel
    * (long-poll from now on). While the channel fails, one long poll stands in for the sleep, so
-   * work is still found promptly and nothing spins.
+   * work is still found promptly and nothing spins. `woken`: the sleep ended with a wake-up, and
+   * the next pop tells whether to relay it.
    */
   const idleOnChannel = async (
     pop: () => Promise<Message<T>[]>,
     longPoll: () => Promise<Message<T>[]>,
-  ): Promise<Message<T>[] | undefined> => {
+  ): Promise<Message<T>[] | 'woken' | undefined> => {
     if (!channel || channel.state === 'unavailable') return undefined;
     let armed: 'armed' | 'unavailable';
     try {
@@ -336,8 +340,7 @@ export async function consumeLeases<T>(
     if (again.length > 0) return again;
     let left = safetyPollMs;
     if (opts.idleMs !== undefined) left = Math.min(left, Math.max(0, opts.idleMs - (Date.now() - lastMessageAt)));
-    await channel.sleep(left, stopping.signal);
-    return [];
+    return (await channel.sleep(left, stopping.signal)) === 'work' ? 'woken' : [];
   };
 
   const worker = async (): Promise<void> => {
@@ -362,6 +365,7 @@ export async function consumeLeases<T>(
     // After a failure the failed message heads its partition again: pop it alone until a pop
     // goes through cleanly, rather than re-reading a whole pop behind it at each redelivery.
     let recovering = false;
+    let woken = false; // this worker's last sleep ended with a wake-up
     while (!stopping.signal.aborted) {
       if (opts.limit !== undefined && stats.messages >= opts.limit) break;
       const size = recovering ? 1 : popBatch;
@@ -393,9 +397,16 @@ export async function consumeLeases<T>(
       const pop = (): Promise<Message<T>[]> => ref.pop<T>({ signal: stopping.signal });
       try {
         if (msgs.length === 0) msgs = await pop();
+        // Woken and found work: the server wakes the group's next consumers, which may find more.
+        if (woken && msgs.length > 0) channel?.relay();
+        woken = false;
         if (msgs.length === 0 && onChannel) {
           const idle = await idleOnChannel(pop, () => waiting.pop<T>({ signal: stopping.signal }));
           if (idle === undefined) continue; // the server has no channel: long-poll from now on
+          if (idle === 'woken') {
+            woken = true;
+            continue;
+          }
           msgs = idle;
           if (msgs.length === 0) continue;
         }

@@ -6,17 +6,21 @@
  * consumers long-poll there, which is free.
  *
  * The cycle: pop with `wait=false`; on an empty answer {@link WakeChannel.arm} registers a
- * one-shot wait on the queue, the consumer pops once more (a push may have landed before the
- * wait was stored), then {@link WakeChannel.sleep}s until the server says there is work, the
- * safety poll interval passes, or the connection closes. The connection opens on first use
+ * one-shot wait on the queue for the consumer's group, the consumer pops once more (a push may
+ * have landed before the wait was stored), then {@link WakeChannel.sleep}s until the server says
+ * there is work, the safety poll interval passes, or the connection closes. A push wakes only
+ * two waiting consumers per group; one that was woken and found work calls
+ * {@link WakeChannel.relay}, and the server wakes two more, so a backlog reaches every idle
+ * consumer in a few rounds and a single message wakes two. The connection opens on first use
  * with a one-use ticket from the HTTPS API (so it authenticates however the API does), is kept
  * alive with a ping while it is quiet, and is opened again after API Gateway closes it (idle for
  * 10 minutes, or 2 hours old).
  *
  * @example
  * ```ts
- * const ch = new WakeChannel(http, 'orders');
- * if ((await ch.arm()) === 'armed' && (await pop()).length === 0) await ch.sleep(120_000);
+ * const ch = new WakeChannel(http, 'orders', 'billing');
+ * if ((await ch.arm()) === 'armed' && (await pop()).length === 0 && (await ch.sleep(120_000)) === 'work')
+ *   if ((await pop()).length > 0) ch.relay();
  * ```
  */
 import type { WebSocket as WsSocket } from 'ws';
@@ -45,10 +49,14 @@ export class WakeChannel {
   private lastSent = 0;
   private keepalive: NodeJS.Timeout | undefined;
   private closed = false;
+  /** The relay token of the last wake-up, until it is relayed (once: see {@link relay}). */
+  private relayToken: string | undefined;
 
+  /** `group`: the consumer group the waits are for (a server from before groups ignores it). */
   constructor(
     private readonly http: Transport,
     private readonly queue: string,
+    private readonly group?: string,
   ) {}
 
   /**
@@ -75,7 +83,12 @@ export class WakeChannel {
         resolve: () => (clearTimeout(timer), resolve()),
         reject: (e) => (clearTimeout(timer), reject(e)),
       });
-      this.send(ws, { action: 'wait', queue: this.queue, id });
+      this.send(ws, {
+        action: 'wait',
+        queue: this.queue,
+        ...(this.group !== undefined ? { group: this.group } : {}),
+        id,
+      });
     });
     return 'armed';
   }
@@ -98,6 +111,21 @@ export class WakeChannel {
       this.sleepers.add(wake);
       signal?.addEventListener('abort', onAbort, { once: true });
     });
+  }
+
+  /**
+   * Tells the server that the last wake-up found work, so it wakes the next waiting consumers of
+   * the group. Once per wake-up (later calls do nothing until the next one), without an answer;
+   * false when there was nothing to relay (no wake-up, a server from before relays, a closed
+   * connection).
+   */
+  relay(): boolean {
+    const token = this.relayToken;
+    const ws = this.live;
+    this.relayToken = undefined;
+    if (token === undefined || this.group === undefined || !ws || ws.readyState !== ws.OPEN) return false;
+    this.send(ws, { action: 'relay', queue: this.queue, group: this.group, token });
+    return true;
   }
 
   /** Closes the connection; the channel is not used again. */
@@ -173,13 +201,14 @@ export class WakeChannel {
   }
 
   private onMessage(text: string): void {
-    let m: { type?: string; queue?: string; id?: string; error?: string };
+    let m: { type?: string; queue?: string; id?: string; error?: string; relay?: unknown };
     try {
       m = JSON.parse(text) as typeof m;
     } catch {
       return;
     }
     if (m.type === 'work' && m.queue === this.queue) {
+      this.relayToken = typeof m.relay === 'string' ? m.relay : undefined;
       this.since = 'work';
       for (const s of [...this.sleepers]) s('work');
     } else if ((m.type === 'waiting' || m.type === 'error') && m.id !== undefined) {

@@ -121,17 +121,18 @@ export const WAITING_FUNCTIONS: readonly FunctionName[] = ['leases', 'claims'];
 /**
  * What AWS itself does with a function's role, besides the function's code: Lambda writes the
  * function's logs with it (always), and for the notifier the event-source mapping reads the
- * `log` table's stream with it. The IAM proof (test/cdk/function-iam.test.ts) checks each use
- * against the synthesized role as it checks the code's requests.
+ * `log` table's stream with it and sends the batches it gives up on to its on-failure queue
+ * (`sqs:SendMessage`). The IAM proof (test/cdk/function-iam.test.ts) checks each use against
+ * the synthesized role as it checks the code's requests.
  */
-export type PlatformUse = 'logs' | 'logStreamReads';
+export type PlatformUse = 'logs' | 'logStreamReads' | 'failureDestination';
 export const PLATFORM_USES: Record<FunctionName | 'notifications' | 'authorizer', readonly PlatformUse[]> = {
   log: ['logs'],
   leases: ['logs'],
   claims: ['logs'],
   admin: ['logs'],
   maintenance: ['logs'],
-  notifications: ['logs', 'logStreamReads'],
+  notifications: ['logs', 'logStreamReads', 'failureDestination'],
   authorizer: ['logs'],
 };
 

@@ -11,6 +11,11 @@
  *   routes themselves have no authorizer, and the function checks the ticket.
  * - The function reads and writes `meta` (tickets, connections, waits; partition → queue) and
  *   may post to the stage's connections (`execute-api:ManageConnections`), nothing else.
+ * - A batch that still fails after two retries (or is older than a minute) is not retried
+ *   forever: its description (shard, sequence numbers) goes to the {@link Notifications.failures}
+ *   queue, and the stack alarms on it. This mapping is the only reader of the `log` table's stream:
+ *   DynamoDB Streams allows two per shard, and Lambda consumers will hang their dispatch on this
+ *   same mapping rather than take the second.
  *
  * @example
  * ```ts
@@ -26,9 +31,10 @@ import { WebSocketLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integra
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { SEQUENCER_PK_PREFIX } from '../lambdas/core/notifications.js';
 import { ITEM_TABLE_SCHEMA } from '../lambdas/storage/aws/schema.js';
@@ -76,6 +82,10 @@ export class Notifications extends Construct {
   readonly url: string;
   /** `https://…/live`: where the notifier posts (SLUICE_NOTIFY_CALLBACK_URL). */
   readonly callbackUrl: string;
+  /** The stream batches the notifier gave up on (the event-source mapping's on-failure destination). */
+  readonly failures: sqs.Queue;
+  /** The one event-source mapping on the `log` table's stream (its IteratorAge is the function's). */
+  readonly streamSource: DynamoEventSource;
 
   constructor(scope: Construct, id: string, props: NotificationsProps) {
     super(scope, id);
@@ -165,15 +175,32 @@ export class Notifications extends Construct {
           'only wait on the queues its ticket named (docs/DEPLOYING.md, "Idle consumers").',
       });
     this.stage.grantManagementApiAccess(role);
-    this.function.addEventSource(
-      new DynamoEventSource(props.logTable, {
-        startingPosition: lambda.StartingPosition.LATEST,
-        batchSize: 100,
-        // A wake-up is worth little late, and a waiting consumer's safety poll finds the work anyway.
-        maxRecordAge: Duration.minutes(1),
-        retryAttempts: 2,
-        filters: [lambda.FilterCriteria.filter(SEQUENCER_FILTER)],
-      }),
-    );
+    this.failures = new sqs.Queue(this, 'Failures', {
+      // What arrives names stream positions, no payload; kept as long as SQS keeps anything, for the post-mortem.
+      retentionPeriod: Duration.days(14),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      removalPolicy: props.removalPolicy,
+    });
+    Validations.of(this.failures.node.defaultChild as Construct).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason:
+        "This queue is a dead-letter queue: the notifier's event-source mapping sends it the batches it gave " +
+        'up on (its on-failure destination). Nothing reads it but an operator, so it needs none of its own.',
+    });
+    this.streamSource = new DynamoEventSource(props.logTable, {
+      startingPosition: lambda.StartingPosition.LATEST,
+      batchSize: 100,
+      // A wake-up is worth little late, and a waiting consumer's safety poll finds the work anyway.
+      maxRecordAge: Duration.minutes(1),
+      retryAttempts: 2,
+      // A batch mixes queues: a failure one queue causes (a store error on its waits) is halved
+      // away from the others' wake-ups instead of dropping them all after the retries.
+      bisectBatchOnError: true,
+      // The platform sends there with the function's role (sqs:SendMessage; lib/access.ts PLATFORM_USES).
+      onFailure: new SqsDlq(this.failures),
+      filters: [lambda.FilterCriteria.filter(SEQUENCER_FILTER)],
+    });
+    this.function.addEventSource(this.streamSource);
   }
 }

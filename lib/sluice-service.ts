@@ -757,13 +757,19 @@ export class SluiceService extends Construct {
 
   private buildObservability(opts: SluiceAlarmOptions, lagInterval: Duration): cloudwatch.Dashboard {
     const five = Duration.minutes(5);
+    const notifier = this.notifications;
     const fns = [
       ...FUNCTIONS.map((f) => [f, this.functions[f]] as const),
       ...(this.authorizerFunction ? [['authorizer', this.authorizerFunction] as const] : []),
+      ...(notifier ? [['notifications', notifier.function] as const] : []),
     ];
+    // FILL: a function not invoked in a period (the notifier without pushes, maintenance between
+    // passes) publishes nothing, and must not blank out the sum of the others.
     const sumOf = (label: string, metrics: Record<string, cloudwatch.IMetric>): cloudwatch.MathExpression =>
       new cloudwatch.MathExpression({
-        expression: Object.keys(metrics).join(' + '),
+        expression: Object.keys(metrics)
+          .map((m) => `FILL(${m}, 0)`)
+          .join(' + '),
         usingMetrics: metrics,
         label,
         period: five,
@@ -801,6 +807,12 @@ export class SluiceService extends Construct {
     // Lag is measured on the lag schedule: one datapoint per interval, so the alarm looks at one
     // interval at a time (a shorter period would mostly see no data).
     const oldestAge = this.metric('OldestUnconsumedAgeSeconds', { statistic: 'Maximum', period: lagInterval });
+    // The notifier's one mapping reads the log stream: its iterator age is the function's.
+    const iteratorAge = notifier?.function.metric('IteratorAge', { statistic: 'Maximum', period: five });
+    const notifierFailures = notifier?.failures.metricApproximateNumberOfMessagesVisible({
+      statistic: 'Maximum',
+      period: five,
+    });
 
     const alarm = (
       id: string,
@@ -848,6 +860,20 @@ export class SluiceService extends Construct {
       // report landing on a period boundary can leave one period empty.
       { evaluationPeriods: 2, treatMissingData: cloudwatch.TreatMissingData.BREACHING },
     );
+    if (iteratorAge && notifierFailures) {
+      alarm(
+        'NotifierIteratorAgeAlarm',
+        iteratorAge,
+        NOTIFIER_ITERATOR_AGE_ALARM_MS,
+        'the notifier is falling behind the log stream (IteratorAge): idle consumers are woken late, and records past a minute are dropped',
+      );
+      alarm(
+        'NotifierFailuresAlarm',
+        notifierFailures,
+        1,
+        'the notifier gave up on stream batches (its on-failure queue holds them): those pushes woke nobody, consumers found them at their safety poll',
+      );
+    }
 
     const dashboard = new cloudwatch.Dashboard(this, 'Dashboard', { defaultInterval: Duration.hours(3) });
     const graph = (title: string, left: cloudwatch.IMetric[], width = 8): cloudwatch.GraphWidget =>
@@ -887,10 +913,26 @@ export class SluiceService extends Construct {
       graph('Function errors and throttles', [lambdaErrors, lambdaThrottles]),
       graph('DynamoDB throttles', [readThrottles, writeThrottles]),
     );
+    if (iteratorAge && notifierFailures)
+      dashboard.addWidgets(
+        graph(
+          'Notifier wake-ups',
+          ['WakeUps', 'WakeUpsDropped'].map((m) => this.metric(m, { statistic: 'Sum' })),
+        ),
+        graph('Notifier iterator age (ms)', [iteratorAge]),
+        graph('Notifier batches given up', [notifierFailures]),
+      );
     dashboard.addWidgets(new cloudwatch.AlarmStatusWidget({ title: 'Alarms', alarms: this.alarms, width: 24 }));
     return dashboard;
   }
 }
+
+/**
+ * The notifier's IteratorAge (ms) that raises its alarm: half the mapping's one-minute record
+ * age, past which wake-ups are dropped. Healthy is well under a second (Lambda polls a shard up
+ * to four times a second).
+ */
+export const NOTIFIER_ITERATOR_AGE_ALARM_MS = 30_000;
 
 const checkLagInterval = (what: string, d: Duration): void => {
   const minutes = d.toSeconds() / 60;

@@ -8,8 +8,10 @@
  * ```ts
  * const t = newTicket({ principal: 'alice', queues: ['orders'] }, now);
  * ticketRefusal(t, now + 1_000); // undefined: valid
- * wakeSet([{ connectionId: 'c1', until: now + 60_000 }], now).wake; // ['c1']
+ * newWait('c1', now, 'billing'); // { connectionId: 'c1', until: now + WAIT_HOLD_MS, group: 'billing' }
  * ```
+ *
+ * Which waits a push wakes, and how the rest are reached, is `wake-plan.ts`.
  */
 
 /** How long a ticket stays valid: it is used at once, by the connect that follows it. */
@@ -77,22 +79,16 @@ export interface Wait {
   connectionId: string;
   /** Epoch ms after which the wait is stale: not woken, removed. */
   until: number;
+  /** The consumer group the connection pops for; absent from a client from before groups. */
+  group?: string | undefined;
 }
 
-/** A wait registered at `now`. */
-export const newWait = (connectionId: string, now: number): Wait => ({ connectionId, until: now + WAIT_HOLD_MS });
-
-/**
- * Which waits a push on their queue wakes at `now` (each once), and which are stale and only
- * to be removed.
- */
-export function wakeSet(waits: readonly Wait[], now: number): { wake: string[]; stale: string[] } {
-  const wake = new Set<string>();
-  const stale = new Set<string>();
-  for (const w of waits) (now < w.until ? wake : stale).add(w.connectionId);
-  for (const id of wake) stale.delete(id);
-  return { wake: [...wake], stale: [...stale] };
-}
+/** A wait registered at `now`, for `group` when the client named one. */
+export const newWait = (connectionId: string, now: number, group?: string): Wait => ({
+  connectionId,
+  until: now + WAIT_HOLD_MS,
+  ...(group !== undefined ? { group } : {}),
+});
 
 /** The partition ids whose sequencer a batch of stream keys names, each once. */
 export function partitionsOfSequencerKeys(pks: readonly string[]): string[] {
@@ -104,6 +100,7 @@ export function partitionsOfSequencerKeys(pks: readonly string[]): string[] {
 /** What the server sends a connection. */
 export type ServerMessage =
   | { type: 'waiting'; queue: string; id?: string | undefined }
-  | { type: 'work'; queue: string }
+  /** `relay`: the range of the group this connection relays to when its pop finds work (`wake-plan.ts`). */
+  | { type: 'work'; queue: string; relay?: string | undefined }
   | { type: 'pong'; id?: string | undefined }
   | { type: 'error'; error: string; id?: string | undefined };

@@ -10,12 +10,17 @@ import { services } from '../service/runtime.js';
  */
 export async function handler(event: DynamoDBStreamEvent | SocketEvent): Promise<SocketResult | { woken: number }> {
   const svc = await services();
-  if ('Records' in event) {
-    const pks = event.Records.map((r) => r.dynamodb?.Keys?.['pk']?.S).filter((pk): pk is string => pk !== undefined);
-    const { queues, woken } = await svc.notifications.onSequencerWrites(pks);
-    // DEBUG: one line per stream batch is up to one per push, ~200 bytes of ingestion each.
-    svc.telemetry.debug('notifier', { records: event.Records.length, queues, woken });
-    return { woken };
+  try {
+    if ('Records' in event) {
+      const pks = event.Records.map((r) => r.dynamodb?.Keys?.['pk']?.S).filter((pk): pk is string => pk !== undefined);
+      const { queues, woken, dropped } = await svc.notifications.onSequencerWrites(pks);
+      // DEBUG: one line per stream batch is up to one per push, ~200 bytes of ingestion each.
+      svc.telemetry.debug('notifier', { records: event.Records.length, queues, woken, dropped });
+      return { woken };
+    }
+    return await answerSocketEvent(svc, event);
+  } finally {
+    // WakeUps and WakeUpsDropped (EMF): the dashboard's notifier graph.
+    svc.telemetry.flush?.();
   }
-  return answerSocketEvent(svc, event);
 }

@@ -219,6 +219,7 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
     notifications: new NotificationService({
       storage,
       clock,
+      telemetry,
       url: config.notifyUrl,
       poster: opts.poster ?? (() => apiGatewayPoster(config.notifyCallbackUrl)),
     }),

@@ -30,6 +30,10 @@ export type MetricName =
   | 'MaintenanceSkipped'
   | 'ConsumerLag'
   | 'OldestUnconsumedAgeSeconds'
+  /** Idle consumers woken over the WebSocket channel (posts that reached a connection). */
+  | 'WakeUps'
+  /** Wake-ups owed and not delivered (`notifications/wake-fanout.ts`): those consumers sleep until a later push or their safety poll. */
+  | 'WakeUpsDropped'
   | UsageMetric;
 
 export interface Telemetry {

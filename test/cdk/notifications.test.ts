@@ -65,7 +65,21 @@ describe('cdk: idle-consumer notifications', () => {
     const m = mappings[0]!.Properties;
     expect(refId(m['FunctionName'])).toBe(logicalId(stack.service.notifications!.function));
     expect(JSON.stringify(m['EventSourceArn'])).toContain(logicalId(stack.service.tables.log));
-    expect(m).toMatchObject({ StartingPosition: 'LATEST', MaximumRecordAgeInSeconds: 60, MaximumRetryAttempts: 2 });
+    expect(m).toMatchObject({
+      StartingPosition: 'LATEST',
+      MaximumRecordAgeInSeconds: 60,
+      MaximumRetryAttempts: 2,
+      BisectBatchOnFunctionError: true,
+    });
+    // Batches given up on go to the failures queue (SSE, TLS only, kept 14 days).
+    const failuresId = logicalId(stack.service.notifications!.failures);
+    expect(refId((m['DestinationConfig'] as { OnFailure: { Destination: unknown } }).OnFailure.Destination)).toBe(
+      failuresId,
+    );
+    expect(resourcesOf(template, 'AWS::SQS::Queue')[failuresId]!.Properties).toMatchObject({
+      SqsManagedSseEnabled: true,
+      MessageRetentionPeriod: 14 * 86_400,
+    });
     const filters = (m['FilterCriteria'] as { Filters: { Pattern: string }[] }).Filters;
     expect(filters.map((f) => JSON.parse(f.Pattern) as unknown)).toEqual([
       { eventName: ['INSERT', 'MODIFY'], dynamodb: { Keys: { pk: { S: [{ prefix: SEQUENCER_PK_PREFIX }] } } } },
@@ -85,6 +99,10 @@ describe('cdk: idle-consumer notifications', () => {
     expect(resource).toContain('/live/*/@connections/*');
     const streamRead = statements.filter((s) => [s.Action].flat().includes('dynamodb:GetRecords'));
     expect(JSON.stringify(streamRead.map((s) => s.Resource))).toContain('StreamArn');
+    // The mapping's on-failure destination: that queue only.
+    const send = statements.filter((s) => JSON.stringify(s.Action).includes('sqs:'));
+    expect(send.flatMap((s) => [s.Action].flat())).toContain('sqs:SendMessage');
+    expect(send.map((s) => refId([s.Resource].flat()[0]))).toEqual([logicalId(n.failures)]);
     // No other table, no bucket.
     const all = JSON.stringify(statements);
     for (const t of TABLES.filter((t) => t !== 'meta' && t !== 'log'))
@@ -95,6 +113,35 @@ describe('cdk: idle-consumer notifications', () => {
       expect(JSON.stringify(statementsOf(template, logicalId(stack.service.functions[f].role!)))).not.toContain(
         'ManageConnections',
       );
+  });
+
+  it('the notifier is in the errors and throttles alarms and the dashboard; its stream lag and give-ups alarm', () => {
+    const n = stack.service.notifications!;
+    const alarms = Object.entries(resourcesOf(template, 'AWS::CloudWatch::Alarm')).map(([id, a]) => ({
+      id,
+      text: JSON.stringify(a.Properties),
+    }));
+    const fnRef = `{"Ref":"${logicalId(n.function)}"}`;
+    for (const metric of ['Errors', 'Throttles']) {
+      const [a] = alarms.filter((x) => x.text.includes(`"MetricName":"${metric}"`));
+      expect(a!.text).toContain(fnRef);
+      expect(a!.text).toContain('FILL(');
+    }
+    const age = alarms.filter((x) => x.text.includes('"MetricName":"IteratorAge"'));
+    expect(age).toHaveLength(1);
+    expect(age[0]!.text).toContain(fnRef);
+    expect(JSON.parse(age[0]!.text)).toMatchObject({
+      Namespace: 'AWS/Lambda',
+      Statistic: 'Maximum',
+      Threshold: 30_000,
+    });
+    const gaveUp = alarms.filter((x) => x.text.includes('"MetricName":"ApproximateNumberOfMessagesVisible"'));
+    expect(gaveUp).toHaveLength(1);
+    expect(gaveUp[0]!.text).toContain(logicalId(n.failures));
+    const body = JSON.stringify(Object.values(resourcesOf(template, 'AWS::CloudWatch::Dashboard'))[0]!.Properties);
+    for (const m of ['WakeUps', 'WakeUpsDropped', 'IteratorAge', 'ApproximateNumberOfMessagesVisible'])
+      expect(body).toContain(m);
+    expect(body).toContain(logicalId(n.function));
   });
 
   it('the API functions learn the WebSocket URL, the notifier its callback URL', () => {
@@ -128,6 +175,8 @@ describe('cdk: idle-consumer notifications', () => {
     expect(off.service.notifications).toBeUndefined();
     expect(Object.keys(resourcesOf(t, 'AWS::ApiGatewayV2::Api'))).toHaveLength(1);
     t.resourceCountIs('AWS::Lambda::EventSourceMapping', 0);
+    t.resourceCountIs('AWS::SQS::Queue', 0);
+    expect(JSON.stringify(resourcesOf(t, 'AWS::CloudWatch::Alarm'))).not.toContain('IteratorAge');
     for (const tb of Object.values(resourcesOf(t, 'AWS::DynamoDB::Table')))
       expect(tb.Properties['StreamSpecification']).toBeUndefined();
     expect(envOf(t, logicalId(off.service.functions.leases))['SLUICE_NOTIFY_URL']).toBeUndefined();

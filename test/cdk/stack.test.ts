@@ -430,6 +430,7 @@ describe('cdk: operations', () => {
       'AWS::CloudWatch::Alarm': 'AlarmName',
       'AWS::CloudWatch::Dashboard': 'DashboardName',
       'AWS::Events::Rule': 'Name',
+      'AWS::SQS::Queue': 'QueueName',
     };
     for (const [type, prop] of Object.entries(named)) {
       for (const [id, r] of Object.entries(resourcesOf(template, type)))

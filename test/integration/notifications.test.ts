@@ -168,6 +168,29 @@ describe('notifications: the wake channel', () => {
   });
 });
 
+describe('notifications: a group of waiters', () => {
+  it('a push wakes the two longest-waiting; the one holding the rest relays, and the third wakes', async () => {
+    const queue = `relay-${Date.now()}`;
+    const transport = new Transport({ endpoint: server.url });
+    const channels = [0, 1, 2].map(() => new WakeChannel(transport, queue, 'g'));
+    try {
+      for (const ch of channels) {
+        expect(await ch.arm()).toBe('armed');
+        await pause(5); // registration order: who waited longest
+      }
+      const sleeps = channels.map((ch) => ch.sleep(60_000));
+      await svc.pushes.push([{ queue, payload: Buffer.from('1') }]);
+      expect(await Promise.all(sleeps.slice(0, 2))).toEqual(['work', 'work']);
+      // The first holds the third's share (a relay token); the second holds none.
+      expect(channels.slice(0, 2).map((ch) => ch.relay())).toEqual([true, false]);
+      expect(channels[0]!.relay()).toBe(false); // once per wake-up
+      expect(await sleeps[2]).toBe('work');
+    } finally {
+      for (const ch of channels) ch.close();
+    }
+  });
+});
+
 describe('notifications: a channel that cannot be reached', () => {
   it('the consumer reports it and long-polls meanwhile: work is still delivered', async () => {
     // The ticket names a WebSocket URL nothing listens on.

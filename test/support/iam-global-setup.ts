@@ -56,6 +56,14 @@ export function iamUnderTest(): IamUnderTest {
         (m) => resolved.Resources[m]!.Properties!['FunctionName'] === resolved.refs[id(stack, fn)],
       );
       if (mappings.length === 0) throw new Error(`${role}: no event-source mapping reads for the function`);
+      if (use === 'failureDestination')
+        return mappings.map((m) => {
+          const config = resolved.Resources[m]!.Properties!['DestinationConfig'] as
+            { OnFailure?: { Destination?: string } } | undefined;
+          const destination = config?.OnFailure?.Destination;
+          if (!destination) throw new Error(`${role}: an event-source mapping has no on-failure destination`);
+          return { action: 'sqs:SendMessage', resource: destination };
+        });
       return mappings.flatMap((m) => {
         const streamArn = String(resolved.Resources[m]!.Properties!['EventSourceArn']);
         return [

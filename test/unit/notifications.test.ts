@@ -8,7 +8,6 @@ import {
   partitionsOfSequencerKeys,
   ticketRefusal,
   waitRefusal,
-  wakeSet,
 } from '../../lambdas/core/notifications.js';
 
 const NOW = 1_800_000_000_000;
@@ -40,15 +39,9 @@ describe('waits', () => {
     expect(waitRefusal(undefined, 'orders', NOW)).toBe('unknown connection');
   });
 
-  it('wake each live connection once and mark stale ones for removal', () => {
-    const waits = [
-      newWait('a', NOW),
-      newWait('b', NOW - WAIT_HOLD_MS),
-      newWait('a', NOW - WAIT_HOLD_MS),
-      newWait('c', NOW),
-    ];
-    expect(wakeSet(waits, NOW + 1)).toEqual({ wake: ['a', 'c'], stale: ['b'] });
-    expect(wakeSet(waits, NOW + WAIT_HOLD_MS)).toEqual({ wake: [], stale: ['a', 'b', 'c'] });
+  it('hold for WAIT_HOLD_MS and name their group when the client does', () => {
+    expect(newWait('a', NOW)).toEqual({ connectionId: 'a', until: NOW + WAIT_HOLD_MS });
+    expect(newWait('a', NOW, 'billing')).toEqual({ connectionId: 'a', until: NOW + WAIT_HOLD_MS, group: 'billing' });
   });
 
   it('are woken by sequencer keys only, a partition once per batch', () => {

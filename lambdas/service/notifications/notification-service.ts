@@ -7,16 +7,19 @@
  *    queue named) answers a one-use ticket that expires within a minute ({@link issueTicket}).
  * 2. The WebSocket `$connect` trades it for a connection record ({@link connect}).
  * 3. The client pops with `wait=false`; on an empty answer it registers a one-shot wait on the
- *    queue ({@link registerWait}), pops once more (a push may have landed in between), then
- *    sleeps until told or until its safety poll.
+ *    queue for its group ({@link registerWait}), pops once more (a push may have landed in
+ *    between), then sleeps until told or until its safety poll.
  * 4. Every push moves its partition's offset sequencer; DynamoDB Streams hands those writes to
- *    the notifier ({@link onSequencerWrites}), which wakes each waiting connection once.
+ *    the notifier ({@link onSequencerWrites}), which wakes at most two waits per group
+ *    (`core/wake-plan.ts`), each holding a share of the rest of its group.
+ * 5. A woken consumer whose pop finds work relays ({@link relay}): two more of its share are
+ *    woken, and so on while the work lasts.
  *
  * @example
  * ```ts
  * const { ticket } = await svc.notifications.issueTicket('alice', ['orders']);
  * await svc.notifications.connect('conn-1', ticket);
- * await svc.notifications.registerWait('conn-1', 'orders');
+ * await svc.notifications.registerWait('conn-1', 'orders', 'billing');
  * await svc.notifications.onSequencerWrites([`SEQ#${partitionId}`]); // posts {type:'work'} to conn-1
  * ```
  */
@@ -28,11 +31,12 @@ import {
   partitionsOfSequencerKeys,
   ticketRefusal,
   waitRefusal,
-  wakeSet,
   type Connection,
 } from '../../core/notifications.js';
-import { ConditionFailedError, type Storage } from '../../storage/port.js';
+import { decodeRelay, planPush, planRelay } from '../../core/wake-plan.js';
+import { ConditionFailedError, type QueryOptions, type Storage } from '../../storage/port.js';
 import { logKeys, partitionRefOf } from '../log/log-store.js';
+import type { Telemetry } from '../telemetry.js';
 import type { ConnectionPoster } from './connection-poster.js';
 import {
   WAIT_PK_PREFIX,
@@ -43,7 +47,10 @@ import {
   notificationKeys,
   ticketItem,
   waitItem,
+  waitRange,
+  type StoredWait,
 } from './notification-store.js';
+import { MAX_WAKES_PER_CALL, WakeFanout, pool, type WakeJob, type WakeOutcome } from './wake-fanout.js';
 
 /** Partition ids the notifier remembers the queue of (partitions never change queue). */
 const PARTITION_CACHE_MAX = 10_000;
@@ -51,6 +58,8 @@ const PARTITION_CACHE_MAX = 10_000;
 export interface NotificationDeps {
   storage: Storage;
   clock: () => number;
+  /** Where the notifier counts its wake-ups (`WakeUps`, `WakeUpsDropped`). */
+  telemetry: Telemetry;
   /** The WebSocket URL clients connect to (SLUICE_NOTIFY_URL); undefined: notifications are off (long polls). */
   url: string | undefined;
   /** Made on first use: only the notifier posts. */
@@ -63,9 +72,16 @@ export type TicketAnswer =
 
 export class NotificationService {
   private readonly queueOfPartition = new Map<string, string>();
-  private posterInstance: Promise<ConnectionPoster> | undefined;
+  private readonly fanout: WakeFanout;
 
-  constructor(private readonly deps: NotificationDeps) {}
+  constructor(private readonly deps: NotificationDeps) {
+    this.fanout = new WakeFanout({
+      storage: deps.storage,
+      telemetry: deps.telemetry,
+      poster: deps.poster,
+      forget: (c) => this.disconnect(c),
+    });
+  }
 
   /** Whether this deployment has a notification channel. */
   get available(): boolean {
@@ -107,13 +123,38 @@ export class NotificationService {
     return conn;
   }
 
-  /** Registers a one-shot wait of `connectionId` on `queue` (a queue its ticket named). */
-  async registerWait(connectionId: string, queue: string): Promise<void> {
+  /**
+   * Registers a one-shot wait of `connectionId` on `queue` (a queue its ticket named) for
+   * `group`; without one (a client from before groups) it is woken with the other such waits.
+   */
+  async registerWait(connectionId: string, queue: string, group?: string): Promise<void> {
     const now = this.deps.clock();
+    await this.allowed(connectionId, queue, now);
+    await this.deps.storage.items.put('meta', waitItem(queue, newWait(connectionId, now, group)));
+  }
+
+  /**
+   * A woken consumer of `group` found work: wakes at most two more waits of the range its `work`
+   * message named (`token`), each holding a share of the rest. Throws `invalid_request` for a
+   * token that is not one, `forbidden` as {@link registerWait} does.
+   */
+  async relay(connectionId: string, queue: string, group: string, token: string): Promise<WakeOutcome> {
+    const now = this.deps.clock();
+    const range = decodeRelay(token);
+    if (!range) throw new SluiceError('invalid_request', 'not a relay token');
+    await this.allowed(connectionId, queue, now);
+    const { pk, opts } = waitRange(queue, group, range);
+    const branches = planRelay(await this.readWaits(pk, opts), now, group, range, connectionId);
+    return this.fanout.run(
+      branches.map((branch) => ({ queue, branch })),
+      { at: range.at },
+    );
+  }
+
+  private async allowed(connectionId: string, queue: string, now: number): Promise<void> {
     const item = await this.deps.storage.items.get('meta', notificationKeys.connection(connectionId));
     const refusal = waitRefusal(item ? decodeConnection(item) : undefined, queue, now);
     if (refusal) throw new SluiceError('forbidden', refusal);
-    await this.deps.storage.items.put('meta', waitItem(queue, newWait(connectionId, now)));
   }
 
   /** `$disconnect`: forgets the connection (its waits go stale and are removed when next seen). */
@@ -123,43 +164,37 @@ export class NotificationService {
 
   /**
    * The notifier: given the partition keys of sequencer writes (a DynamoDB Streams batch), wakes
-   * every connection waiting on their queues, once each, and removes stale waits.
+   * at most two waits per (queue, group), at most {@link MAX_WAKES_PER_CALL} in all, and removes
+   * stale waits. One query per queue (a page per ~1 MB of waits), then a guarded delete and a
+   * post per wake-up, `WAKE_CONCURRENCY` at a time (`wake-fanout.ts`).
    */
-  async onSequencerWrites(pks: readonly string[]): Promise<{ queues: number; woken: number }> {
-    const queues = new Set<string>();
-    for (const id of partitionsOfSequencerKeys(pks)) {
-      const q = await this.queueOf(id);
-      if (q) queues.add(q);
-    }
-    let woken = 0;
-    for (const queue of queues) woken += await this.wakeQueue(queue);
-    return { queues: queues.size, woken };
+  async onSequencerWrites(pks: readonly string[]): Promise<{ queues: number } & WakeOutcome> {
+    const now = this.deps.clock();
+    const found = await pool(partitionsOfSequencerKeys(pks), (id) => this.queueOf(id));
+    const queues = [...new Set(found.filter((q): q is string => q !== undefined))];
+    const waits = await pool(queues, (q) => this.readWaits(`${WAIT_PK_PREFIX}${q}`));
+    const jobs: WakeJob[] = [];
+    const stale: StoredWait[] = [];
+    let skipped = 0;
+    queues.forEach((queue, i) => {
+      const plan = planPush(waits[i] ?? [], now, MAX_WAKES_PER_CALL - jobs.length);
+      for (const branch of plan.branches) jobs.push({ queue, branch });
+      stale.push(...plan.stale);
+      skipped += plan.skipped;
+    });
+    const out = await this.fanout.run(jobs, { at: now, stale, skipped });
+    return { queues: queues.length, ...out };
   }
 
-  private async wakeQueue(queue: string): Promise<number> {
-    const now = this.deps.clock();
-    const items = this.deps.storage.items;
-    const waits = [];
+  private async readWaits(pk: string, opts: QueryOptions = {}): Promise<StoredWait[]> {
+    const waits: StoredWait[] = [];
     let after: string | undefined;
     do {
-      const page = await items.query('meta', `${WAIT_PK_PREFIX}${queue}`, { after });
+      const page = await this.deps.storage.items.query('meta', pk, { ...opts, after });
       waits.push(...page.items.map(decodeWait));
       after = page.next;
     } while (after !== undefined);
-    const { wake, stale } = wakeSet(waits, now);
-    // The wait goes before the message: a client woken re-registers only after its pop, and
-    // that new wait must not be the one deleted.
-    await Promise.all([...wake, ...stale].map((c) => items.delete('meta', notificationKeys.wait(queue, c))));
-    if (wake.length === 0) return 0;
-    const poster = await (this.posterInstance ??= this.deps.poster());
-    const sent = await Promise.all(
-      wake.map(async (c) => {
-        const r = await poster.post(c, { type: 'work', queue }).catch(() => 'failed' as const);
-        if (r === 'gone') await this.disconnect(c);
-        return r === 'sent' ? 1 : 0;
-      }),
-    );
-    return sent.reduce<number>((a, b) => a + b, 0);
+    return waits;
   }
 
   private async queueOf(partitionId: string): Promise<string | undefined> {
