@@ -11,6 +11,7 @@
  * same code takes node:zlib and never loads it.
  */
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -23,6 +24,7 @@ import { startLocalServer, type LocalServer } from '../../lambdas/local/server.j
 import { ensureBucket, ensureTables } from '../../lambdas/storage/aws/index.js';
 import { TABLES, type TableName } from '../../lambdas/storage/port.js';
 import { callTarget, type HttpTarget } from '../support/http.js';
+import type { LogPageReply } from '../support/replies.js';
 import { emulatorClients, emulatorEnv } from '../support/aws-emulator.js';
 import { awsEndpoints } from '../support/aws-endpoints.js';
 import {
@@ -247,14 +249,29 @@ describe('bundles: operations', () => {
           })
         ).status,
       ).toBe(201);
+    // And a segment past the inline limit (incompressible messages, 13.5 KiB of zstd): a blob in
+    // S3, which the sweep must count and, younger than its grace period and committed, keep.
+    const big = [1, 2, 3].map(() => randomBytes(4608).toString('base64'));
+    expect(
+      (await callTarget(admin, 'POST', '/api/v1/push', { items: big.map((b) => ({ queue: 'swept', payload: b })) }))
+        .status,
+    ).toBe(201);
     await new Promise((r) => setTimeout(r, 1500));
     const maintenance = [...functions.values()].find((f) => f.logicalId.includes('Maintenance'))!;
     const report = (await handlers.get(maintenance.logicalId)!({}, {})) as {
-      blobs: { scanned: number };
+      blobs: { scanned: number; deleted: number; kept: number };
       retention?: { queues: number; partitions: number; segmentsDeleted: number };
       lag?: { groups: number };
     };
-    expect(report.blobs.scanned).toBeGreaterThanOrEqual(0);
+    // The sweep's first page over a fresh bucket: every segment blob of the run, none orphaned.
+    expect(report.blobs.scanned).toBeGreaterThanOrEqual(1);
+    expect(report.blobs).toMatchObject({ deleted: 0, kept: report.blobs.scanned });
+    const read = await callTarget<LogPageReply<string>>(
+      admin,
+      'GET',
+      '/api/v1/queues/swept/partitions/Default/messages?from=0&limit=10',
+    );
+    expect(read.body.messages.map((m) => m.data)).toEqual(big);
     // Retention ran over the queue that enables it, on the stack's tables.
     expect(report.retention?.queues).toBeGreaterThanOrEqual(1);
     expect(report.retention?.partitions).toBeGreaterThanOrEqual(1);
