@@ -8,9 +8,11 @@
  * The bundles run here on Node 20, which has no zstd in node:zlib: they fall back to the
  * external `@mongodb-js/zstd`, which Node resolves from the repository's node_modules because
  * the assembly is written inside the repository (cdk.out/). On Lambda (nodejs22.x) the
- * same code takes node:zlib and never loads it.
+ * same code takes node:zlib and never loads it. The last part serves the same bundles from a
+ * Node 22 child process (test/support/node22.ts, bundle-child.ts) to see them take that path.
  */
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -23,6 +25,8 @@ import { startLocalServer, type LocalServer } from '../../lambdas/local/server.j
 import { ensureBucket, ensureTables } from '../../lambdas/storage/aws/index.js';
 import { TABLES, type TableName } from '../../lambdas/storage/port.js';
 import { callTarget, type HttpTarget } from '../support/http.js';
+import { startBundleChild, type BundleChild } from '../support/node22.js';
+import type { AckReply, LogPageReply, PopReply } from '../support/replies.js';
 import { emulatorClients, emulatorEnv } from '../support/aws-emulator.js';
 import { awsEndpoints } from '../support/aws-endpoints.js';
 import {
@@ -247,14 +251,29 @@ describe('bundles: operations', () => {
           })
         ).status,
       ).toBe(201);
+    // And a segment past the inline limit (incompressible messages, 13.5 KiB of zstd): a blob in
+    // S3, which the sweep must count and, younger than its grace period and committed, keep.
+    const big = [1, 2, 3].map(() => randomBytes(4608).toString('base64'));
+    expect(
+      (await callTarget(admin, 'POST', '/api/v1/push', { items: big.map((b) => ({ queue: 'swept', payload: b })) }))
+        .status,
+    ).toBe(201);
     await new Promise((r) => setTimeout(r, 1500));
     const maintenance = [...functions.values()].find((f) => f.logicalId.includes('Maintenance'))!;
     const report = (await handlers.get(maintenance.logicalId)!({}, {})) as {
-      blobs: { scanned: number };
+      blobs: { scanned: number; deleted: number; kept: number };
       retention?: { queues: number; partitions: number; segmentsDeleted: number };
       lag?: { groups: number };
     };
-    expect(report.blobs.scanned).toBeGreaterThanOrEqual(0);
+    // The sweep's first page over a fresh bucket: every segment blob of the run, none orphaned.
+    expect(report.blobs.scanned).toBeGreaterThanOrEqual(1);
+    expect(report.blobs).toMatchObject({ deleted: 0, kept: report.blobs.scanned });
+    const read = await callTarget<LogPageReply<string>>(
+      admin,
+      'GET',
+      '/api/v1/queues/swept/partitions/Default/messages?from=0&limit=10',
+    );
+    expect(read.body.messages.map((m) => m.data)).toEqual(big);
     // Retention ran over the queue that enables it, on the stack's tables.
     expect(report.retention?.queues).toBeGreaterThanOrEqual(1);
     expect(report.retention?.partitions).toBeGreaterThanOrEqual(1);
@@ -277,5 +296,65 @@ describe('bundles: operations', () => {
     expect(Object.keys(report)).toEqual(['lag']);
     expect((report['lag'] as { groups: number }).groups).toBeGreaterThanOrEqual(1);
     expect(lines.some((l) => l.includes('"OldestUnconsumedAgeSeconds"'))).toBe(true);
+  });
+});
+
+describe("bundles: on Node 22, Lambda's runtime", () => {
+  // The same bundles, tables and bucket, served by a Node 22 child behind the same simulated
+  // gateway: there the codec takes node:zlib's zstd, as on Lambda, where the in-process bundles
+  // above (Node 20) take the fallback library.
+  let child: BundleChild;
+  let startMs = 0;
+  beforeAll(async () => {
+    const started = Date.now();
+    // The time-out covers a first download of node@22 where .ci/run has not fetched it.
+    child = await startBundleChild(OUT, STACK, process.env);
+    startMs = Date.now() - started;
+  }, 240_000);
+  afterAll(async () => {
+    await child?.stop();
+  });
+  const on22 = (): HttpTarget => ({ url: child.url, headers: { [PRINCIPAL_HEADER]: arn('admin') } });
+
+  it('the child runs Node 22.15 or later, where the codec module picks node:zlib', () => {
+    console.warn(
+      `the Node 22 child (${child.node}) loaded the bundles and listened in ${(startMs / 1000).toFixed(1)} s`,
+    );
+    expect(child.node).toMatch(/^v22\.(1[5-9]|[2-9]\d)\./);
+    expect(child.codec).toBe('node:zlib');
+  });
+
+  it("push compresses with node:zlib's zstd and pop decompresses with it; the fallback is never loaded", async () => {
+    const queue = 'node22';
+    const small = [1, 2, 3].map((n) => ({ n }));
+    // Incompressible and past the inline limit: this segment goes to S3.
+    const big = { big: randomBytes(4608).toString('base64') };
+    const before = await child.zstdUse();
+    for (const payloads of [small, [big]])
+      expect(
+        (await callTarget(on22(), 'POST', '/api/v1/push', { items: payloads.map((payload) => ({ queue, payload })) }))
+          .status,
+      ).toBe(201);
+    const pushed = await child.zstdUse();
+    // On the AWS backend every segment is compressed (defaultCompressMinBytes), none stored raw.
+    expect(pushed.zlibCompressCalls - before.zlibCompressCalls).toBeGreaterThanOrEqual(2);
+
+    const popped = await callTarget<PopReply>(on22(), 'GET', `/api/v1/pop/queue/${queue}?batch=10&wait=false`);
+    expect(popped.status).toBe(200);
+    expect(popped.body.messages.map((m) => m.data)).toEqual([...small, big]);
+    for (const m of popped.body.messages) {
+      const acked = await callTarget<AckReply>(on22(), 'POST', '/api/v1/ack', {
+        transactionId: m.transactionId,
+        partitionId: m.partitionId,
+        status: 'completed',
+        error: null,
+        consumerGroup: null,
+        leaseId: m.leaseId,
+      });
+      expect(acked.body[0]).toMatchObject({ success: true });
+    }
+    const used = await child.zstdUse();
+    expect(used.zlibDecompressCalls - pushed.zlibDecompressCalls).toBeGreaterThanOrEqual(2);
+    expect(used).toMatchObject({ codec: 'node:zlib', fallbackImports: 0 });
   });
 });
