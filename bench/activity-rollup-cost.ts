@@ -161,10 +161,10 @@ export async function activityRollupCost(endpoints: AwsEndpoints): Promise<Activ
         `${INTERVAL_MIN} minutes: ${n(pass.readUnits)} read units a pass (the interval's ${n(PROCESSES * INTERVAL_MIN)} ` +
         `raw items, left to TTL), ${n(pass.writeUnits)} write units (the roll-ups, in transactions, whatever the ` +
         `number of processes), ${requests} requests, ${pass.ms} ms at ${ROUND_TRIP_MS.dynamodb} ms a request. ` +
-        `What it saves: a 24-hour \`/status\` of ${STATUS_PROCESSES} busy processes read ${n(rawItems)} raw items ` +
-        `(${n(rawItems * perRawUnits)} read units, ${usd(statusUsd.raw)} a request with its Lambda time); with ` +
-        `roll-ups it reads ${rolled.items} items (${n(rolled.units)} read units) plus at most ${TAIL_MIN} minutes of ` +
-        `raw tail (${n(tailItems)} items right before a pass): ${usd(statusUsd.rolled)} a request`,
+        `What it saves: without roll-ups a 24-hour \`/status\` of ${STATUS_PROCESSES} busy processes reads ` +
+        `${n(rawItems)} raw items (${n(rawItems * perRawUnits)} read units, ${usd(statusUsd.raw)} a request with its ` +
+        `Lambda time); with them ${rolled.items} items (${n(rolled.units)} read units) and at most ${TAIL_MIN} ` +
+        `minutes of raw tail (${n(tailItems)} items just before a pass): ${usd(statusUsd.rolled)} a request`,
     };
   } finally {
     await storage.close();
