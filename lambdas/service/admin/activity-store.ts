@@ -132,7 +132,7 @@ export const watermarkItem = (w: Watermark): Item => ({
   attrs: { through: w.through },
 });
 
-/** An item the late items' replacement keeps (the queues a fold did not take yet). */
+/** A late item written back with the queues a fold has not taken yet (its version bumped). */
 export const lateItemWith = (m: StoredMinute, rows: Rows): Item => ({
   ...m.item,
   ver: m.item.ver + 1,

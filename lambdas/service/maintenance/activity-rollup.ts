@@ -20,7 +20,11 @@
  *   re-run finds the late item still there, or gone and counted), and of two passes racing
  *   (one ran past its maintenance lease) the one that writes second fails its guard and stops,
  *   having counted nothing twice. Raw items below the cutoff no longer change, so a roll
- *   computed again gives the same items.
+ *   computed again gives the same items. One version for every change also keeps a fold
+ *   from landing between a block's read of its children and its write.
+ * - Readers keep to the watermark they read: below it roll-ups change only by folds, which add
+ *   late items no reader reads elsewhere; from it on they read raw items, which a pass never
+ *   changes. A read racing a pass counts nothing twice.
  * - Budget: {@link REQUESTS_PER_PASS} storage requests, checked between hours and between
  *   minutes of late items; the next pass goes on from the watermark.
  *
