@@ -9,6 +9,7 @@ import { startAwsEmulators, type AwsEndpoints } from '../test/support/aws-emulat
 import { bytesOf, platformLines } from './log-bytes.js';
 import { meteredAwsStorage } from './aws-meter.js';
 import { workRepairPerMonth, type WorkRepairCost } from './work-repair-cost.js';
+import { activityRollupCost, type ActivityRollupCost } from './activity-rollup-cost.js';
 import { DEFAULT_SAFETY_POLL_MS } from '../client/wake-channel.js';
 import { CONNECTION_MAX_MS } from '../lambdas/core/notifications.js';
 import {
@@ -240,6 +241,8 @@ export interface CostFigures {
   longPollIdleUsdPerMonth: number;
   /** The maintenance pass's work-index repair, per 1,000 partitions a month. */
   workRepair: WorkRepairCost;
+  /** The maintenance pass's activity roll-up, and what it saves the series requests. */
+  activityRollup: ActivityRollupCost;
 }
 
 /** Runs every row (see ROWS) and the idle consumer. */
@@ -259,9 +262,11 @@ export async function costFigures(
   const longPoll = await idleConsumerPerMonth(endpoints);
   const idle = await idleChannelConsumerPerMonth(endpoints);
   const workRepair = await workRepairPerMonth(endpoints);
+  const activityRollup = await activityRollupCost(endpoints);
   return {
     rows,
     workRepair,
+    activityRollup,
     idleConsumerUsdPerMonth: idle.usd,
     idleNote: idle.note,
     longPollIdleUsdPerMonth: longPoll.usd,
@@ -302,6 +307,11 @@ export async function costBench(): Promise<string> {
           workRepairUsdPerThousandPartitionsPerMonth: {
             idle: Number(figures.workRepair.idle.usdPerMonth.toFixed(3)),
             busy: Number(figures.workRepair.busy.usdPerMonth.toFixed(3)),
+          },
+          activityRollupUsdPerHundredBusyProcessesPerMonth: Number(figures.activityRollup.pass.usdPerMonth.toFixed(3)),
+          status24hUsdPerRequestAt500Processes: {
+            rolledUp: Number(figures.activityRollup.statusUsd.rolled.toFixed(6)),
+            raw: Number(figures.activityRollup.statusUsd.raw.toFixed(6)),
           },
         },
       ],
@@ -399,5 +409,9 @@ export async function costBench(): Promise<string> {
     '',
     '**The work-index repair** (each maintenance pass looks for partitions a push killed between its take and its ' +
       `commit hid from wildcard pops; docs/STORAGE.md, "The work index") costs ${figures.workRepair.note}.`,
+    '',
+    "**The activity roll-up** (each maintenance pass sums every process's one-minute activity items into one per " +
+      'minute and per block of 5, 15, 60 and 360 minutes, which the status and analytics series read instead; ' +
+      `docs/QUEEN-COMPAT.md, "Series") costs ${figures.activityRollup.note}.`,
   ].join('\n');
 }

@@ -5,8 +5,8 @@ import { isLagTask, type MaintenanceEvent } from './maintenance-event.js';
 
 /**
  * Lambda entry for scheduled maintenance (an EventBridge rate rule): one maintenance pass
- * (orphan-blob sweeps, work-index repair, deleted queues' data, retention), then the consumer-lag metrics, logged and counted through
- * the services' telemetry. A pass is single-flight: while another holds the maintenance lease
+ * (orphan-blob sweeps, work-index repair, activity roll-up, deleted queues' data, retention),
+ * then the consumer-lag metrics, logged and counted through the services' telemetry. A pass is single-flight: while another holds the maintenance lease
  * this one returns at once, reporting `skipped`. The event `{ "task": "lag" }` (a more
  * frequent schedule) reports lag only and takes no lease: see {@link lagOnly}.
  */

@@ -24,6 +24,7 @@ import { MessageLookup } from './log/message-lookup.js';
 import { PushService } from './log/push.js';
 import { QueueDirectory } from './log/queue-directory.js';
 import { SegmentReader } from './log/segments.js';
+import { ActivityRollup } from './maintenance/activity-rollup.js';
 import { QueueDeletion } from './maintenance/queue-deletion.js';
 import { RetentionService } from './maintenance/retention.js';
 import { WorkRepair } from './maintenance/work-repair.js';
@@ -79,6 +80,8 @@ export interface Services {
   segmentBlobs: SegmentBlobSweep;
   /** The work-index repair pass: partitions a crashed push left hidden from wildcard pops (run by maintenance). */
   workRepair: WorkRepair;
+  /** The activity roll-up: every process's minutes summed for the series (run by maintenance). */
+  activityRollup: ActivityRollup;
   telemetry: Telemetry;
   /** What each invocation cost (requests, Lambda time, storage units), added to its metrics line; running totals. */
   usage: UsageLedger;
@@ -209,6 +212,7 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
     deletion,
     segmentBlobs,
     workRepair: new WorkRepair({ storage, queues, work, telemetry }),
+    activityRollup: new ActivityRollup({ storage, clock }),
     telemetry,
     usage: new UsageLedger(adapter.usage, lambdaMemoryGb()),
     admin,

@@ -70,8 +70,10 @@ describe.each(backends)('integration: activity series across processes on $name'
     const rows = new Map(
       Array.from({ length: QUEUES_PER_ITEM + 3 }, (_, i) => [`q${i}`, Float64Array.from([i + 1])] as const),
     );
-    await store.write(minute, 'proc-parts', rows);
-    const back = (await store.read(minute, minute)).filter((m) => m.processId === 'proc-parts');
+    await store.write(minute, 'proc-parts', rows, { late: false });
+    const back = (await store.rawHour(Math.floor(minute / 60), minute, minute + 1)).filter(
+      (m) => m.processId === 'proc-parts',
+    );
     expect(back).toHaveLength(2);
     const all = new Map(back.flatMap((m) => [...m.rows]));
     expect(all.size).toBe(QUEUES_PER_ITEM + 3);
@@ -100,6 +102,32 @@ describe.each(backends)('integration: activity series across processes on $name'
     clock.advance(60_000);
     await activity.flushDue();
     expect(writes).toHaveLength(4);
+  });
+
+  it('a minute stored late goes in as a late item, unless a put of it was tried before (it may have landed)', async () => {
+    const clock = new TestClock(Math.floor(Date.now() / 60_000) * 60_000);
+    const writes: { minute: number; late: boolean }[] = [];
+    let refuse = true;
+    const store = {
+      write: (minute: number, _p: string, _r: unknown, opts: { late: boolean }) => {
+        writes.push({ minute, late: opts.late });
+        return refuse ? Promise.reject(new Error('no answer')) : Promise.resolve();
+      },
+    } as unknown as ActivityStore;
+    const activity = new Activity(clock.now, store);
+    const first = Math.floor(clock.t / 60_000);
+    activity.count('q', 'pushMessages');
+    clock.advance(60_000);
+    await expect(activity.flushDue()).rejects.toThrow('no answer'); // raw, and perhaps stored
+    refuse = false;
+    activity.count('q', 'pushMessages'); // the next minute; the instance then idles
+    clock.advance(5 * 60_000);
+    await activity.flushDue();
+    // The failed minute is not tried again as a late item (its raw item may have been rolled up).
+    expect(writes).toEqual([
+      { minute: first, late: false },
+      { minute: first + 1, late: true },
+    ]);
   });
 
   it('a restarted process (a new one) still shows what the old one served', async () => {

@@ -10,6 +10,7 @@ import { idleChannelConsumerPerMonth } from '../../bench/cost.js';
 import { price, runWorkload, type Counted, type Workload } from '../../bench/cost-model.js';
 import { ackAll } from '../../bench/leases.js';
 import { workRepairPerMonth } from '../../bench/work-repair-cost.js';
+import { activityRollupCost } from '../../bench/activity-rollup-cost.js';
 import { loadConfig } from '../../lambdas/config.js';
 import { PRODUCER_SLOTS } from '../../lambdas/core/producer-sequence.js';
 import { buildServices } from '../../lambdas/service/runtime.js';
@@ -170,5 +171,20 @@ describe('cost ceiling of the work-index repair pass (maintenance)', () => {
     expect(c.busy.readUnits).toBeLessThanOrEqual(2_100);
     expect(c.idle.requests).toBeLessThanOrEqual(60);
     expect(c.idle.usdPerMonth).toBeLessThanOrEqual(0.45);
+  });
+});
+
+describe('cost ceiling of the activity roll-up (maintenance) and of the series it serves', () => {
+  it('a pass reads each raw item once and writes roll-ups whatever the processes; a 24-hour /status reads ~100 items', async () => {
+    const c = await activityRollupCost(awsEndpoints());
+    // 100 busy processes' 15 minutes (1,500 raw items of 10 queues, ~0.23 units each), in a few requests.
+    expect(c.pass.readUnits).toBeLessThanOrEqual(400);
+    // The interval's 15 minute roll-ups and its blocks, twice inside transactions (measured 78).
+    expect(c.pass.writeUnits).toBeLessThanOrEqual(100);
+    expect(c.pass.requests).toBeLessThanOrEqual(10);
+    // 96 buckets: one block each, the watermark and the partly rolled last bucket's few.
+    expect(c.status.rolledItems).toBeLessThanOrEqual(110);
+    expect(c.status.rolledReadUnits).toBeLessThanOrEqual(40);
+    expect(c.statusUsd.rolled * 50).toBeLessThan(c.statusUsd.raw);
   });
 });

@@ -8,10 +8,13 @@
  * It lives in memory, and each minute's buckets go to storage once the minute is over
  * (`activity-store.ts`, one put per process per minute it served something, at the end of
  * the first request after it), so series read there cover every process: every Lambda
- * instance, and the local server across restarts. Only the minute under way in other
- * processes is missing from them (docs/QUEEN-COMPAT.md). Recording is a few map lookups and
- * additions into preallocated arrays: nothing per request is allocated once a queue and a
- * route have been seen.
+ * instance, and the local server across restarts. Maintenance rolls them up (one item per
+ * minute and per block of minutes, whatever the number of processes); a minute stored more
+ * than two minutes after its end goes in as a late item the next pass folds in. Only the
+ * minute under way in other processes, and late minutes until that pass, are missing from
+ * them (docs/QUEEN-COMPAT.md). Recording is a few map lookups and additions into
+ * preallocated arrays: nothing per request is allocated once a queue and a route have been
+ * seen.
  *
  * @example
  * ```ts
@@ -21,7 +24,8 @@
  * ```
  */
 import { randomUUID } from 'node:crypto';
-import type { ActivityStore } from './activity-store.js';
+import { isLate } from '../../core/activity-rollup.js';
+import type { ActivityStore, Rows } from './activity-store.js';
 
 /** The counters kept per queue (Queen's per-queue series, plus Sluice's own). */
 export const ACTIVITY_COUNTERS = [
@@ -88,6 +92,25 @@ function addInto(into: Float64Array, a: Float64Array): void {
   into[LAG_MAX] = Math.max(into[LAG_MAX] as number, a[LAG_MAX] as number);
 }
 
+/**
+ * Adds buckets `rows` into `into`, queue by queue (counts summed, the lag maximum kept): how
+ * roll-ups are made of processes' minutes and of smaller blocks. Rows stored by a version
+ * with other counters are skipped, as readers skip them.
+ *
+ * @example
+ * ```ts
+ * const minute = new Map(); for (const item of rawItems) addRows(minute, item.rows);
+ * ```
+ */
+export function addRows(into: Rows, rows: ReadonlyMap<string, Float64Array>): void {
+  for (const [q, a] of rows) {
+    if (a.length !== WIDTH) continue;
+    let to = into.get(q);
+    if (!to) into.set(q, (to = new Float64Array(WIDTH)));
+    addInto(to, a);
+  }
+}
+
 /** Request latency buckets (seconds): from the µs of `/health` to long polls. */
 export const LATENCY_BUCKETS_S = [
   0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
@@ -120,6 +143,12 @@ export class Activity implements Meter {
   private checkedUpTo = -1;
   /** Per minute, failed tries to store it. */
   private readonly failures = new Map<number, number>();
+  /**
+   * Minutes that may be in the store: a put of them was tried (a failed one may have landed
+   * part of it). Such a minute is never stored as a late item, which could count it twice;
+   * below the roll-ups' watermark the store's copy is what series read, not memory.
+   */
+  private readonly maybeStored = new Set<number>();
   readonly startedAt: number;
 
   /**
@@ -154,13 +183,16 @@ export class Activity implements Meter {
       if (m <= minute - KEEP_MINUTES) {
         this.minutes.delete(m);
         this.flushed.delete(m);
+        this.maybeStored.delete(m);
       }
   }
 
   /**
    * Stores the buckets of every finished minute not stored yet: one put per minute, oldest
    * first. Called after each request; nothing to do (no I/O) but once a minute. A failed put
-   * is tried again after the next request.
+   * is tried again after the next request. A minute stored late (`isLate`) goes in as a late
+   * item, unless it may be in the store already: then it is given up, since maintenance may
+   * have rolled the first copy up and a second would count twice.
    */
   async flushDue(opts: { underWay?: boolean } = {}): Promise<void> {
     if (!this.store) return;
@@ -180,8 +212,12 @@ export class Activity implements Meter {
       try {
         for (const m of due) {
           const rows = this.minutes.get(m);
+          const late = isLate(m, this.clock());
           try {
-            if (rows && rows.size > 0) await store.write(m, this.processId, rows);
+            if (rows && rows.size > 0 && !(late && this.maybeStored.has(m))) {
+              this.maybeStored.add(m);
+              await store.write(m, this.processId, rows, { late });
+            }
           } catch (e) {
             // A minute the store keeps refusing is given up after a few requests' tries.
             const tries = (this.failures.get(m) ?? 0) + 1;
@@ -259,18 +295,25 @@ export class Activity implements Meter {
   }
 
   /**
-   * As {@link series}, over every process: the store's buckets of other processes (and of
-   * earlier runs of this one) and this process's own from memory, including the minute under
-   * way. Without a store, this process's alone.
+   * As {@link series}, over every process: the store's roll-ups below their watermark, its raw
+   * buckets of other processes (and of earlier runs of this one) from there on, and this
+   * process's own from memory, including the minute under way (below the watermark only the
+   * minutes it never stored: the roll-ups hold the others). Without a store, this process's
+   * alone.
    */
   async seriesEverywhere(starts: readonly number[], minutes: number): Promise<Map<string, ActivityRow[]>> {
     if (!this.store || starts.length === 0) return this.series(starts, minutes);
-    const from = Math.floor((starts[0] as number) / MINUTE);
-    const to = Math.floor(((starts[starts.length - 1] as number) + minutes * MINUTE - 1) / MINUTE);
+    // The minutes whose start falls in each bucket, as addMinute places them.
+    const buckets = starts.map((s) => ({
+      from: Math.ceil(s / MINUTE),
+      to: Math.ceil((s + minutes * MINUTE) / MINUTE),
+    }));
+    const { through, spans } = await this.store.read(buckets);
     const acc = new Map<string, Float64Array[]>();
-    for (const m of await this.store.read(from, to))
-      if (m.processId !== this.processId) addMinute(acc, starts, minutes, m.minute, m.rows);
-    for (const [minute, byQueue] of this.minutes) addMinute(acc, starts, minutes, minute, byQueue);
+    for (const m of spans) if (m.processId !== this.processId) addMinute(acc, starts, minutes, m.minute, m.rows);
+    for (const [minute, byQueue] of this.minutes)
+      if (through === undefined || minute >= through || !this.maybeStored.has(minute))
+        addMinute(acc, starts, minutes, minute, byQueue);
     return rowsOf(acc);
   }
 

@@ -1,8 +1,10 @@
 import type { SluiceConfig } from '../../config.js';
 import type { Hold } from '../../core/holds.js';
 import type { Storage } from '../../storage/port.js';
+import type { Activity } from '../admin/activity.js';
 import type { DlqService } from '../leases/dlq-service.js';
 import type { Telemetry } from '../telemetry.js';
+import type { ActivityRollup, RollupReport } from './activity-rollup.js';
 import type { SweepReport } from './blob-sweep.js';
 import { MaintenanceLease, type HeldLease } from './maintenance-lease.js';
 import type { DeletionReport, QueueDeletion } from './queue-deletion.js';
@@ -16,6 +18,8 @@ export interface MaintenanceReport {
   blobs: SweepReport;
   /** The work-index repair: partitions with the has-work flag set and no work item, marked. */
   workRepair?: WorkRepairReport;
+  /** The activity roll-up: every process's minutes summed for the status and analytics series. */
+  activity?: RollupReport;
   /** The orphan dead-letter payload blob sweep. */
   dlqBlobs?: SweepReport;
   expiredItems?: number;
@@ -46,6 +50,9 @@ export interface MaintenanceDeps {
   telemetry?: Telemetry | undefined;
   segmentBlobs: SegmentBlobSweep;
   workRepair: WorkRepair;
+  /** This process's activity: its finished minutes are stored before the roll-up (the local server's). */
+  activity: Pick<Activity, 'flushDue'>;
+  activityRollup: ActivityRollup;
   dlq: DlqService;
   deletion: QueueDeletion;
   retention: RetentionService;
@@ -54,10 +61,11 @@ export interface MaintenanceDeps {
 /**
  * One maintenance pass: the orphan-blob sweeps (segments, dead-letter payloads), the
  * work-index repair (partitions a push that died between its take and its commit hid from
- * wildcard pops, `work-repair.ts`), a bounded share of the work deleted queues and retired
- * partitions left (their tombstones), retention (and, on the embedded backend, collecting
- * items whose TTL lapsed, which DynamoDB does by itself). Run by a timer in the local server
- * and by a schedule on AWS.
+ * wildcard pops, `work-repair.ts`), the activity roll-up (every process's minutes summed, so
+ * series requests read one item per bucket, `activity-rollup.ts`), a bounded share of the work
+ * deleted queues and retired partitions left (their tombstones), retention (and, on the
+ * embedded backend, collecting items whose TTL lapsed, which DynamoDB does by itself). Run by a
+ * timer in the local server and by a schedule on AWS.
  *
  * Single-flight across the deployment: the pass holds the maintenance lease
  * (`maintenance-lease.ts`) while it runs, renewing it between steps; a pass that finds it held
@@ -88,6 +96,10 @@ export async function runMaintenance(deps: MaintenanceDeps): Promise<Maintenance
     if (!(await keep())) return { ...report, leaseLost: true };
     // Early: a hidden partition holds consumers back, the later steps only reclaim space.
     report.workRepair = await deps.workRepair.run(deps.clock());
+    if (!(await keep())) return { ...report, leaseLost: true };
+    // The local server's own minutes first, so they go in as raw items rather than late ones.
+    await deps.activity.flushDue().catch(() => undefined);
+    report.activity = await deps.activityRollup.run();
     if (!(await keep())) return { ...report, leaseLost: true };
     report.dlqBlobs = await deps.dlq.sweepOrphanBlobs(deps.clock(), deps.config.sweepGraceMs);
     if (!(await keep())) return { ...report, leaseLost: true };
