@@ -847,7 +847,7 @@ export class SluiceService extends Construct {
     dashboard.addWidgets(
       graph(
         'Messages',
-        ['MessagesPushed', 'MessagesDelivered', 'Acks', 'DuplicatesRejected'].map((m) =>
+        ['MessagesPushed', 'MessagesDelivered', 'Acks', 'DuplicatesRejected', 'StampEvicted'].map((m) =>
           this.metric(m, { statistic: 'Sum' }),
         ),
       ),
