@@ -63,6 +63,8 @@ export interface NotificationsProps {
    * logs need (lib/api-gateway-account.ts); false: the account already has one.
    */
   cloudWatchRole: boolean;
+  /** The function's X-Ray tracing (`tracing` of the service; unset: none). */
+  tracing?: lambda.Tracing | undefined;
 }
 
 export class Notifications extends Construct {
@@ -144,6 +146,7 @@ export class Notifications extends Construct {
       logGroup,
       environment: { ...props.environment, SLUICE_NOTIFY_CALLBACK_URL: this.callbackUrl },
       bundling: props.bundling,
+      tracing: props.tracing,
     });
     const integration = new WebSocketLambdaIntegration('Integration', this.function);
     const routes = [
