@@ -120,13 +120,16 @@ export const WAITING_FUNCTIONS: readonly FunctionName[] = ['leases', 'claims'];
 
 /**
  * What AWS itself does with a function's role, besides the function's code: Lambda writes the
- * function's logs with it (always), and for the notifier the event-source mapping reads the
- * `log` table's stream with it and sends the batches it gives up on to its on-failure queue
- * (`sqs:SendMessage`). The IAM proof (test/cdk/function-iam.test.ts) checks each use against
- * the synthesized role as it checks the code's requests.
+ * function's logs with it (always); for the notifier the event-source mapping reads the `log`
+ * table's stream with it and sends the batches it gives up on to its on-failure queue
+ * (`sqs:SendMessage`); and with tracing on (`tracing`, lib/context.ts) Lambda sends each
+ * function's X-Ray segments with it ({@link platformUsesOf}). The IAM proof
+ * (test/cdk/function-iam.test.ts) checks each use against the synthesized role as it checks
+ * the code's requests.
  */
-export type PlatformUse = 'logs' | 'logStreamReads' | 'failureDestination';
-export const PLATFORM_USES: Record<FunctionName | 'notifications' | 'authorizer', readonly PlatformUse[]> = {
+export type PlatformUse = 'logs' | 'logStreamReads' | 'failureDestination' | 'traces';
+export type PlatformRole = FunctionName | 'notifications' | 'authorizer';
+export const PLATFORM_USES: Record<PlatformRole, readonly PlatformUse[]> = {
   log: ['logs'],
   leases: ['logs'],
   claims: ['logs'],
@@ -135,6 +138,26 @@ export const PLATFORM_USES: Record<FunctionName | 'notifications' | 'authorizer'
   notifications: ['logs', 'logStreamReads', 'failureDestination'],
   authorizer: ['logs'],
 };
+
+/**
+ * What the platform does with `role`'s role in a deployment with or without tracing: with it,
+ * every function's also sends traces.
+ *
+ * @example
+ * ```ts
+ * platformUsesOf('log', { tracing: true }); // ['logs', 'traces']
+ * ```
+ */
+export function platformUsesOf(role: PlatformRole, opts: { tracing?: boolean | undefined }): readonly PlatformUse[] {
+  return opts.tracing ? [...PLATFORM_USES[role], 'traces'] : PLATFORM_USES[role];
+}
+
+/**
+ * What Lambda's X-Ray integration sends with a traced function's role (the segments of each
+ * sampled invocation, and the X-Ray daemon's telemetry). Both act on no resource: IAM accepts
+ * only "*". CDK grants them when a function has `tracing: ACTIVE`.
+ */
+export const TRACING_ACTIONS: readonly string[] = ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'];
 
 /** What a function does with payloads of queues with `encryptionEnabled`. */
 export type PayloadKeyUse = 'seal' | 'open';

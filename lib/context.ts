@@ -20,6 +20,8 @@
  * | `notifications` | `true` | `false` leaves out the WebSocket channel idle consumers wait on (they long-poll) |
  * | `apiGatewayCloudWatchRole` | `true` | `false` leaves the account's API Gateway CloudWatch role setting alone (it must exist: the WebSocket stage logs) |
  * | `sourceMaps` | `false` | `true` runs the functions with `--enable-source-maps` (longer cold starts, CPU per error) |
+ * | `tracing` | `false` | `true`: X-Ray active tracing on every function ($5 per million traces past 100,000 a month) |
+ * | `bucketVersioning` | none | days (1 to 365) deleted segment blobs stay as noncurrent versions, for table restores (billed as S3 storage meanwhile) |
  *
  * Bad values stop the synth with a message naming the key, before anything is built.
  *
@@ -28,7 +30,7 @@
  * const { stackName, props } = stackOptionsFromContext((k) => ({ auth: 'jwt', jwtIssuer: 'https://id.example.com/', jwtAudience: 'sluice' })[k]);
  * ```
  */
-import { RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { readGrantsFile } from '../lambdas/http/grants.js';
 import { AWS_MAX_BODY_BYTES, AWS_MAX_PUSH_ITEMS, checkThrottle, DEFAULT_THROTTLE } from './limits.js';
@@ -39,6 +41,7 @@ import {
   MAX_WAITERS_OPTION,
   MEMORY_RANGE,
 } from './sluice-service.js';
+import { MAX_NONCURRENT_DAYS } from './recovery.js';
 import type { SluiceStackProps } from './sluice-stack.js';
 
 /** Reads one context value; undefined when unset or empty. */
@@ -97,6 +100,19 @@ export function stackOptionsFromContext(ctx: ContextReader): { stackName: string
   if (cloudWatchRole !== undefined && cloudWatchRole !== 'true' && cloudWatchRole !== 'false')
     throw new Error(`apiGatewayCloudWatchRole must be true or false (got ${cloudWatchRole})`);
   if (cloudWatchRole === 'false') props.apiGatewayCloudWatchRole = false;
+  const tracing = ctx('tracing');
+  if (tracing !== undefined && tracing !== 'true' && tracing !== 'false')
+    throw new Error(`tracing must be true or false (got ${tracing})`);
+  if (tracing === 'true') props.tracing = true;
+  const versionDays = ctx('bucketVersioning');
+  if (versionDays !== undefined) {
+    const days = Number(versionDays);
+    if (!/^\d+$/.test(versionDays.trim()) || days < 1 || days > MAX_NONCURRENT_DAYS)
+      throw new Error(
+        `bucketVersioning must be the days deleted blobs are kept as noncurrent versions, a whole number from 1 to ${MAX_NONCURRENT_DAYS} (got ${versionDays})`,
+      );
+    props.bucketVersioning = { noncurrentVersionExpiration: Duration.days(days) };
+  }
 
   const sourceMaps = ctx('sourceMaps');
   if (sourceMaps !== undefined && sourceMaps !== 'true' && sourceMaps !== 'false')

@@ -11,7 +11,7 @@ import { CfnManagedPolicy, CfnPolicy } from 'aws-cdk-lib/aws-iam';
 import { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { rules } from 'cdk-nag';
 import type { IConstruct } from 'constructs';
-import { BLOB_PREFIXES } from './access.js';
+import { BLOB_PREFIXES, TRACING_ACTIONS } from './access.js';
 
 /** Why each accepted kind of finding is fine, keyed by what it applies to. */
 export const NAG_REASONS = {
@@ -34,11 +34,17 @@ export const NAG_REASONS = {
     'lambda:GetAccountSettings acts on no resource, so IAM accepts only "*" for it. It reads the ' +
     "account's Lambda concurrency limits (no data, no function); the waiting functions size the " +
     'default wait cap from it (SLUICE_MAX_WAITERS=auto, docs/DEPLOYING.md#quotas). Nothing else in ' +
-    'the policy has a "*" resource.',
+    'the policy has a "*" resource save actions like this one, which act on none.',
   listStreams:
     'dynamodb:ListStreams acts on no resource, so IAM accepts only "*" for it (CDK adds it with the ' +
     "DynamoDB Streams event source). It lists stream ARNs, no data; reading the log table's stream " +
-    'is granted on that stream only. Nothing else in the policy has a "*" resource.',
+    'is granted on that stream only. Nothing else in the policy has a "*" resource save actions like ' +
+    'this one, which act on none.',
+  tracing:
+    'xray:PutTraceSegments and xray:PutTelemetryRecords act on no resource, so IAM accepts only "*" ' +
+    "for them (CDK adds them with the function's active tracing, `tracing=true`). They send the " +
+    'function\'s trace segments to X-Ray and read nothing. Nothing else in the policy has a "*" ' +
+    'resource save actions like these, which act on none.',
   manageConnections:
     'execute-api:ManageConnections on this stack\'s WebSocket stage only: "*" stands for the ' +
     'connection ids, which API Gateway mints at run time. The notifier posts wake-ups to them.',
@@ -99,6 +105,7 @@ interface PolicyDocumentJson {
 const RESOURCELESS_ACTIONS: Readonly<Record<string, string>> = {
   'lambda:GetAccountSettings': NAG_REASONS.accountConcurrency,
   'dynamodb:ListStreams': NAG_REASONS.listStreams,
+  ...Object.fromEntries(TRACING_ACTIONS.map((a) => [a, NAG_REASONS.tracing])),
 };
 
 // PostToConnection on a WebSocket stage of this stack: Resource::arn:…:execute-api:<region>:<account>:<ApiXXXX>/<stage>/*/@connections/*

@@ -72,6 +72,8 @@ export interface NotificationsProps {
   cloudWatchRole: boolean;
   /** The function's log format and levels (lib/function-logging.ts), as the stack's other functions'. */
   logging: ReturnType<typeof functionLogging>;
+  /** The function's X-Ray tracing (`tracing` of the service; unset: none). */
+  tracing?: lambda.Tracing | undefined;
 }
 
 export class Notifications extends Construct {
@@ -158,6 +160,7 @@ export class Notifications extends Construct {
       ...props.logging,
       environment: { ...props.environment, SLUICE_NOTIFY_CALLBACK_URL: this.callbackUrl },
       bundling: props.bundling,
+      tracing: props.tracing,
     });
     const integration = new WebSocketLambdaIntegration('Integration', this.function);
     const routes = [

@@ -82,6 +82,12 @@ import {
 import { functionLogging, nodeOptions } from './function-logging.js';
 import { acknowledgeNagFindings, logicalIdOf } from './nag.js';
 import { Notifications } from './notifications.js';
+import {
+  bucketVersioningProps,
+  checkBucketVersioning,
+  tableDeletionProtection,
+  type BucketVersioningOptions,
+} from './recovery.js';
 
 const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -338,6 +344,26 @@ export interface SluiceServiceProps {
    * (docs/BENCHMARKS.md, "Source maps"). Each bundle ships its map either way.
    */
   sourceMaps?: boolean;
+  /**
+   * X-Ray active tracing on every function (default off): Lambda samples invocations and sends
+   * their segments (init, invocation, overhead) with each function's role, which CDK grants the
+   * two X-Ray actions it needs. The HTTP and WebSocket APIs cannot trace (API Gateway traces REST
+   * APIs only), so a trace starts at the function. X-Ray bills $5 per million traces recorded
+   * past 100,000 a month (docs/DEPLOYING.md, "Tracing").
+   */
+  tracing?: boolean;
+  /**
+   * Versions the segment bucket (default off): a blob deleted by retention, queue deletion or
+   * the orphan sweep stays as a noncurrent version for `noncurrentVersionExpiration`, billed as
+   * storage, so a table restored to an earlier point can find it again (docs/DEPLOYING.md,
+   * "Restoring from a point in time").
+   *
+   * @example
+   * ```ts
+   * new SluiceService(this, 'Queue', { bucketVersioning: { noncurrentVersionExpiration: Duration.days(35) } });
+   * ```
+   */
+  bucketVersioning?: BucketVersioningOptions;
 }
 
 /** Largest grants JSON passed in the environment (Lambda allows 4 KB for all variables). */
@@ -423,22 +449,27 @@ export class SluiceService extends Construct {
           // The notifier hears pushes from the log's stream (lib/notifications.ts); keys are all it reads.
           ...(name === 'log' && props.notifications !== false ? { stream: dynamodb.StreamViewType.KEYS_ONLY } : {}),
           removalPolicy,
+          // A kept table must survive a stray delete-table too; a destroyed one must let the stack go.
+          deletionProtection: tableDeletionProtection(removalPolicy),
         }),
       ]),
     ) as Record<TableName, dynamodb.Table>;
 
+    checkBucketVersioning(`${this.node.path}: bucketVersioning`, props.bucketVersioning);
+    const versioning = bucketVersioningProps(props.bucketVersioning);
     this.bucket = new s3.Bucket(this, 'SegmentBucket', {
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
       enforceSSL: true,
       minimumTLSVersion: 1.2,
       encryption: s3.BucketEncryption.S3_MANAGED,
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-      versioned: false,
+      versioned: versioning.versioned,
       lifecycleRules: [
         { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
         ...(props.segmentExpiration
           ? [{ id: 'expire-old-segments', prefix: SEGMENT_BLOB_PREFIX, expiration: props.segmentExpiration }]
           : []),
+        ...versioning.lifecycleRules,
       ],
       removalPolicy,
       autoDeleteObjects: removalPolicy === RemovalPolicy.DESTROY,
@@ -478,8 +509,11 @@ export class SluiceService extends Construct {
       SLUICE_MAX_WAITERS: String(props.maxWaiters ?? 'auto'),
       ...environment,
     };
+    // Unset, not DISABLED, when off: a deployment without tracing synthesizes as it did before.
+    const tracing = props.tracing ? lambda.Tracing.ACTIVE : undefined;
     if (props.notifications !== false) {
       this.notifications = new Notifications(this, 'Notifications', {
+        tracing,
         logTable: this.tables.log,
         metaTable: this.tables.meta,
         environment,
@@ -559,6 +593,7 @@ export class SluiceService extends Construct {
           ...(this.payloadKey && keyUses.length > 0 ? { SLUICE_KMS_KEY_ID: this.payloadKey.keyArn } : {}),
         },
         bundling: BUNDLING,
+        tracing,
         // Opt-in only: a reservation makes the deploy fail on accounts with a small quota.
         ...(isApi || props.maintenanceReservedConcurrency === undefined
           ? {}
@@ -599,7 +634,7 @@ export class SluiceService extends Construct {
     // --------------------------------------------------------------------- API
     this.authorizerFunction =
       auth.type === 'tokens'
-        ? this.makeTokenAuthorizerFunction(logRetention, removalPolicy, props.sourceMaps)
+        ? this.makeTokenAuthorizerFunction(logRetention, removalPolicy, props.sourceMaps, tracing)
         : undefined;
     const authorizer: IHttpRouteAuthorizer =
       auth.type === 'jwt'
@@ -700,6 +735,7 @@ export class SluiceService extends Construct {
     logRetention: logs.RetentionDays,
     removalPolicy: RemovalPolicy,
     sourceMaps: boolean | undefined,
+    tracing: lambda.Tracing | undefined,
   ): NodejsFunction {
     const logGroup = new logs.LogGroup(this, 'AuthorizerLogs', { retention: logRetention, removalPolicy });
     const role = new iam.Role(this, 'AuthorizerRole', {
@@ -741,6 +777,7 @@ export class SluiceService extends Construct {
         ...nodeOptions(sourceMaps),
       },
       bundling: BUNDLING,
+      tracing,
     });
   }
 
@@ -889,7 +926,7 @@ export class SluiceService extends Construct {
     dashboard.addWidgets(
       graph(
         'Messages',
-        ['MessagesPushed', 'MessagesDelivered', 'Acks', 'DuplicatesRejected'].map((m) =>
+        ['MessagesPushed', 'MessagesDelivered', 'Acks', 'DuplicatesRejected', 'StampEvicted'].map((m) =>
           this.metric(m, { statistic: 'Sum' }),
         ),
       ),

@@ -13,6 +13,8 @@ import type { UsageMetric } from './usage.js';
 export type MetricName =
   | 'MessagesPushed'
   | 'DuplicatesRejected'
+  /** A stamped push took the slot of another producer, whose retries that partition no longer recognises. */
+  | 'StampEvicted'
   | 'Pops'
   | 'EmptyPops'
   | 'MessagesDelivered'

@@ -65,6 +65,8 @@ const VARIANTS: Record<string, Record<string, string>> = {
   alarmTopicArn: { alarmTopicArn: 'arn:aws:sns:ap-southeast-2:111122223333:ops-alerts' },
   'grants at the cap': { grantsFile: '(grants at the cap)' },
   'apiGatewayCloudWatchRole=false': { apiGatewayCloudWatchRole: 'false' },
+  // Two options in one synth: tracing adds a statement to every role, versioning a bucket rule.
+  'tracing=true bucketVersioning=35': { tracing: 'true', bucketVersioning: '35' },
 };
 
 const grantsAtCap = grantsAtTheCap();

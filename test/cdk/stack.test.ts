@@ -120,13 +120,19 @@ describe('cdk: storage', () => {
       });
   });
 
-  it('keeps data by default (Retain) and deletes it when asked', () => {
-    for (const t of Object.values(resourcesOf(template, 'AWS::DynamoDB::Table')))
+  it('keeps data by default (Retain, tables deletion-protected) and deletes it when asked', () => {
+    for (const t of Object.values(resourcesOf(template, 'AWS::DynamoDB::Table'))) {
       expect(t['DeletionPolicy']).toBe('Retain');
+      // A kept table also refuses a stray delete-table (lib/recovery.ts).
+      expect(t.Properties['DeletionProtectionEnabled']).toBe(true);
+    }
     const destroyStack = synthStack({ removalPolicy: RemovalPolicy.DESTROY }, 'Destroy');
     const destroy = destroyStack.template;
-    for (const t of Object.values(resourcesOf(destroy, 'AWS::DynamoDB::Table')))
+    for (const t of Object.values(resourcesOf(destroy, 'AWS::DynamoDB::Table'))) {
       expect(t['DeletionPolicy']).toBe('Delete');
+      // Protected, the stack's own deletion would fail on the table.
+      expect(t.Properties['DeletionProtectionEnabled'] ?? false).toBe(false);
+    }
     destroy.resourceCountIs('Custom::S3AutoDeleteObjects', 1);
     // The stack `npm run deploy:local` deploys (its auto-delete provider included) passes cdk-nag too.
     expect(nagViolations(destroyStack.stack)).toEqual([]);
@@ -142,6 +148,12 @@ describe('cdk: storage', () => {
     expect(rules(expiring).Rules).toContainEqual(
       expect.objectContaining({ ExpirationInDays: 30, Prefix: 'segments/', Status: 'Enabled' }),
     );
+  });
+
+  it('leaves the bucket unversioned unless asked (bucketVersioning; test/cdk/operators.test.ts)', () => {
+    const bucket = Object.values(resourcesOf(template, 'AWS::S3::Bucket'))[0]!.Properties;
+    expect(bucket['VersioningConfiguration']).toBeUndefined();
+    expect(JSON.stringify(bucket['LifecycleConfiguration'])).not.toContain('Noncurrent');
   });
 
   it('locks the bucket down: encryption, no public access, TLS only, lifecycle', () => {
@@ -193,6 +205,12 @@ describe('cdk: functions', () => {
     }
     const apiTimeouts = FUNCTIONS.filter((f) => f !== 'maintenance').map((f) => [f, fnOf(f).Properties['Timeout']]);
     expect(apiTimeouts).toEqual(FUNCTIONS.filter((f) => f !== 'maintenance').map((f) => [f, 29]));
+  });
+
+  it('trace nothing unless asked (tracing; test/cdk/operators.test.ts): no TracingConfig, no X-Ray grant', () => {
+    for (const fn of Object.values(resourcesOf(template, 'AWS::Lambda::Function')))
+      expect(fn.Properties['TracingConfig']).toBeUndefined();
+    expect(JSON.stringify(resourcesOf(template, 'AWS::IAM::Policy'))).not.toContain('xray:');
   });
 
   it("outlast the long-poll caps they run with (SLUICE_MAX_POP_WAIT_MS, SLUICE_CLAIM_MAX_WAIT_MS) and stop before API Gateway's 30 s", () => {

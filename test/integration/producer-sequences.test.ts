@@ -5,8 +5,10 @@
 // refused; what it costs in writes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SluiceError } from '../../lambdas/core/errors.js';
+import { PRODUCER_SLOTS } from '../../lambdas/core/producer-sequence.js';
 import { logKeys } from '../../lambdas/service/log/log-store.js';
 import type { PushItem, PushResult } from '../../lambdas/service/log/push.js';
+import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
 import {
   StoreUnavailableError,
   TakeWriteError,
@@ -151,20 +153,24 @@ describe.each(backends)('idempotent producers on $name', (backend) => {
     ]);
   });
 
-  it('forgets the least recently seen producer past 8: its retry is stored again, or duplicate by transactionId', async () => {
+  it(`forgets the least recently seen producer past ${PRODUCER_SLOTS}, counting StampEvicted: its retry is stored again, or duplicate by transactionId`, async () => {
     const svc = testServices(storage);
     const q = 'ps-evict';
     const stamp = { producerId: 'old', sequence: 0 };
     const first = await svc.pushes.push(items(q, 1), { stamp });
     const withId = [{ ...items(q, 1)[0]!, transactionId: 'order-x' }];
     const firstWithId = await svc.pushes.push(withId, { stamp: { producerId: 'old2', sequence: 0 } });
-    for (let k = 0; k < 8; k++) {
+    const evictions = () => (svc.telemetry as MemoryTelemetry).counters.get('StampEvicted') ?? 0;
+    for (let k = 0; k < PRODUCER_SLOTS; k++) {
       svc.testClock.advance(10);
       await svc.pushes.push(items(q, 1), { stamp: { producerId: `new${k}`, sequence: 0 } });
+      // The two old producers hold two slots: the new ones fill the rest, then take theirs, counted.
+      expect(evictions(), `after new${k}`).toBe(Math.max(0, k + 3 - PRODUCER_SLOTS));
     }
     // Both old producers were evicted: the retries are new pushes to the partition.
     const again = await svc.pushes.push(items(q, 1), { stamp });
     expect(again[0]?.offset).not.toBe(first[0]?.offset);
+    expect(evictions()).toBe(3); // it took the least recently used slot (new0's)
     const againWithId = await svc.pushes.push(withId, { stamp: { producerId: 'old2', sequence: 0 } });
     expect(againWithId.map((r) => [r.status, r.messageId])).toEqual([['duplicate', firstWithId[0]?.messageId]]);
     expect(await stored(svc, q)).toHaveLength(11);

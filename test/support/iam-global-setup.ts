@@ -1,13 +1,16 @@
 /**
  * Vitest global setup: the IAM policies the functions' proof (`iam/recorder.ts`) checks
  * against, taken from the synthesized template — once per run, since loading aws-cdk-lib
- * takes seconds. The variant is the default stack with a payload key (`kmsKey=create`), whose
- * roles are the default ones plus the key grants; the token authorizer's role comes from the
- * `auth=tokens` variant. Tokens resolve with the example account and region `synthStack` uses.
+ * takes seconds. The variant is the default stack with a payload key (`kmsKey=create`) and
+ * tracing (`tracing=true`), whose roles are the default ones plus the key grants and the X-Ray
+ * statement (on X-Ray actions alone, so it allows no request of the code that the default roles
+ * deny), and whose platform uses include the trace uploads; the token authorizer's role comes
+ * from the `auth=tokens` variant, traced too. Tokens resolve with the example account and
+ * region `synthStack` uses.
  */
 import type { CfnResource } from 'aws-cdk-lib';
 import type { TestProject } from 'vitest/node';
-import { FUNCTIONS, PLATFORM_USES } from '../../lib/access.js';
+import { FUNCTIONS, platformUsesOf, TRACING_ACTIONS } from '../../lib/access.js';
 import type { SluiceStack } from '../../lib/sluice-stack.js';
 import { TABLES, type TableName } from '../../lambdas/storage/port.js';
 import { synthStack } from './cdk.js';
@@ -27,8 +30,8 @@ export const IAM_TEST_ENV: Environment = { account: '111122223333', region: 'eu-
 
 /** Each role's resolved policy documents and the deployed ARNs of one synthesized stack. */
 export function iamUnderTest(): IamUnderTest {
-  const main = synthStack({ payloadKey: { create: true } });
-  const tokens = synthStack({ auth: { type: 'tokens' } });
+  const main = synthStack({ payloadKey: { create: true }, tracing: true });
+  const tokens = synthStack({ auth: { type: 'tokens' }, tracing: true });
   const { account, region, partition } = IAM_TEST_ENV;
   const resolvedMain = resolveTemplate(main.template.toJSON() as Template, IAM_TEST_ENV);
   const resolvedTokens = resolveTemplate(tokens.template.toJSON() as Template, IAM_TEST_ENV);
@@ -42,7 +45,9 @@ export function iamUnderTest(): IamUnderTest {
   ): IamRequest[] => {
     const props = resolved.Resources[id(stack, fn)]!.Properties!;
     const group = (props['LoggingConfig'] as { LogGroup?: string } | undefined)?.LogGroup;
-    return PLATFORM_USES[role].flatMap((use): IamRequest[] => {
+    return platformUsesOf(role, { tracing: true }).flatMap((use): IamRequest[] => {
+      // Lambda's X-Ray integration uploads each sampled invocation's segments; the actions take only "*".
+      if (use === 'traces') return TRACING_ACTIONS.map((action) => ({ action, resource: '*' }));
       if (use === 'logs') {
         if (!group) throw new Error(`${role}: the function names no log group`);
         // Lambda names a stream per execution environment: date/[version]id.

@@ -3,6 +3,7 @@
  * that the take's string-range refusal means "this producer, this sequence or later", slots are
  * chosen without growing past their bound, and a refusal and a first attempt are judged right.
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   PRODUCER_SLOTS,
@@ -69,6 +70,12 @@ describe('producer slots', () => {
     expect(h).toBeGreaterThanOrEqual(0);
     expect(h).toBeLessThan(PRODUCER_SLOTS);
     expect(chooseSlot('anyone', undefined)).toBe(h);
+  });
+
+  it('the client guide gives the bound the slots set: past it, use transactionIds', () => {
+    const guide = readFileSync(new URL('../../docs/CLIENT.md', import.meta.url), 'utf8');
+    expect(guide).toContain(`Past ${PRODUCER_SLOTS} producers per partition, use transactionIds`);
+    expect(guide).toContain(`its ${PRODUCER_SLOTS} most recent producers`);
   });
 });
 

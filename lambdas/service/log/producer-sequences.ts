@@ -9,6 +9,7 @@ import {
   MAX_STAMP_ATTEMPTS,
   SLOT_ATTRS,
   chooseSlot,
+  decodeEntry,
   encodeEntry,
   judgeFirstAttempt,
   judgeRefusal,
@@ -22,6 +23,7 @@ import {
 import { SluiceError, invalid } from '../../core/errors.js';
 import { uuidv7Derived } from '../../core/ids.js';
 import { TakeRefusedError, type Attrs, type Item, type Storage, type TakeOptions } from '../../storage/port.js';
+import type { Telemetry } from '../telemetry.js';
 import { logKeys, type PartitionRef } from './log-store.js';
 
 /** Partitions whose sequencer state a process keeps in mind to pick slots (least recently used dropped). */
@@ -52,6 +54,8 @@ export interface ProducerSequencesDeps {
   sleep: (ms: number) => Promise<void>;
   /** Closes a range a push took and will not write (a skip, put if absent). */
   closeRange: (partitionId: string, first: number, count: number, at: number) => Promise<void>;
+  /** Where `StampEvicted` is counted. */
+  telemetry?: Telemetry | undefined;
 }
 
 /**
@@ -121,6 +125,23 @@ export class ProducerSequences {
   async remembered(part: PartitionRef, share: StampedShare): Promise<Item | undefined> {
     const item = await this.deps.storage.items.get('log', logKeys.sequencer(part.id));
     return item && wouldRefuse(item.attrs, refusalRange(share.stamp, share.past)) ? item : undefined;
+  }
+
+  /**
+   * After a take of `share` went through (`before`: the sequencer as the take found it): counts
+   * `StampEvicted` when the slot it wrote held another producer's entry, which is then forgotten
+   * (a retry of that producer's last push here would be stored again), and keeps what it saw.
+   * An AWS take recognised as its own retried attempt reports no slot values: nothing is counted.
+   */
+  took(part: PartitionRef, before: Item | undefined, share: StampedShare, first: number): void {
+    const evicted = decodeEntry(before?.attrs[slotAttr(share.slot)]);
+    if (evicted && evicted.producerId !== share.stamp.producerId)
+      this.deps.telemetry?.count('StampEvicted', 1, {
+        queue: part.queue,
+        partition: part.name,
+        producerId: evicted.producerId,
+      });
+    this.saw(part.id, before, share, first);
   }
 
   /**

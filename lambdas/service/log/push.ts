@@ -98,7 +98,10 @@ export interface PushServiceDeps {
   /** Epoch ms; injected so tests can move time. */
   clock?: () => number;
   sleep?: (ms: number) => Promise<void>;
-  /** Where `MessagesPushed` and `DuplicatesRejected` are counted (every push: plain, transactional, replayed). */
+  /**
+   * Where `MessagesPushed` and `DuplicatesRejected` are counted (every push: plain,
+   * transactional, replayed), and `StampEvicted` (a producer forgotten by a partition).
+   */
   telemetry?: Telemetry | undefined;
 }
 
@@ -162,6 +165,7 @@ export class PushService {
       clock: this.clock,
       sleep: this.sleep,
       closeRange: (pid, first, count, at) => closeRange(this.deps.storage, pid, first, count, at),
+      telemetry: this.deps.telemetry,
     });
   }
 
@@ -572,7 +576,7 @@ export class PushService {
             // Only a bounded take fails with a bare ConditionFailedError: nothing was taken.
             throw bound && e instanceof ConditionFailedError ? new BoundExceeded(bound.refusal()) : e;
           });
-        if (share) this.sequences.saw(part.id, taken.before, share.current, taken.first);
+        if (share) this.sequences.took(part, taken.before, share.current, taken.first);
         await prep.afterCommit(taken.first);
         return { base: taken.first };
       } catch (e) {
