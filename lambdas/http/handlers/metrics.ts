@@ -165,7 +165,8 @@ async function render(services: Services, sees: (queue: string) => boolean): Pro
   const lastMinute = (Math.floor(services.clock() / 60_000) - 1) * 60_000;
   const latest = services.activity.series([lastMinute], 1);
   const latestQueues = [...latest.keys()].filter(sees).sort();
-  const ageS = Math.max(0, Math.round((services.clock() - lastMinute - 60_000) / 1000));
+  // Whole seconds, floored: rounding said 60 in a minute's last half second, an age that never is.
+  const ageS = Math.max(0, Math.floor((services.clock() - lastMinute - 60_000) / 1000));
   for (const [name, help, f] of LATEST_MINUTE) {
     w.family(name, 'gauge', help);
     for (const q of latestQueues) w.sample(name, { queue: q }, f(latest.get(q)![0]!));
