@@ -1,5 +1,6 @@
 /**
- * Which caller policy each client method and CLI command needs (issue 23): every public method
+ * Which caller policy each client method and CLI command needs (docs/DEPLOYING.md, "What each
+ * function may do, and how that is proved"): every public method
  * of `@sluice/client` and every `sluice` command is run against a local server that records
  * what it was sent, and each recorded request is evaluated as API Gateway authorizes it on an
  * `auth=iam` deployment (`execute-api:Invoke` on its method and path) against the synthesized
@@ -11,6 +12,8 @@
  * makes no request (builders, helpers, local commands) is listed with why, and shown to make
  * none where it can run here; the classes' prototypes and the command tree are enumerated, so a
  * method or command added without a scenario or a listing fails here.
+ *
+ * Longer than a module should be because it is one table: a scenario per method and command.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
