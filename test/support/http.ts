@@ -20,17 +20,43 @@ export const asRouteFunctions =
 /** The edge `npm start` runs without a grants file: loopback hosts, no CORS origin. */
 export const OPEN_EDGE: EdgePolicy = { allowedHosts: [], checkHost: true, corsOrigins: [] };
 
+/** One request as it reached the server: its method, and its path and query as the client sent them. */
+export interface SeenRequest {
+  method: string;
+  /** Still percent-encoded, as API Gateway authorizes it (`execute-api:Invoke` on `<stage>/<METHOD><path>`). */
+  path: string;
+  /** The raw query string, without its `?` ('' when none). */
+  query: string;
+}
+
+/** A handler that tells `onRequest` of each request before `handler` runs it. */
+export const recordingRequests =
+  (handler: LambdaHttpHandler, onRequest: (r: SeenRequest) => void): LambdaHttpHandler =>
+  (event, context) => {
+    onRequest({ method: event.requestContext.http.method, path: event.rawPath, query: event.rawQueryString });
+    return handler(event, context);
+  };
+
 /**
  * The local server over given services, on a free loopback port, behind the edge `npm start`
  * runs (`edge`, by default the open server's), serving the console when given its files.
+ * `onRequest` sees each request the edge lets through, before it runs (to record what a client
+ * sent); without it the server is as `npm start` runs it.
+ *
+ * @example
+ * ```ts
+ * const seen: SeenRequest[] = [];
+ * const server = await startTestServer(svc, { onRequest: (r) => seen.push(r) });
+ * ```
  */
 export async function startTestServer(
   svc: Services,
-  opts: { edge?: EdgePolicy; consoleFiles?: ConsoleFiles } = {},
+  opts: { edge?: EdgePolicy; consoleFiles?: ConsoleFiles; onRequest?: (r: SeenRequest) => void } = {},
 ): Promise<LocalServer> {
+  const handler = asRouteFunctions(makeHandler(SERVER_ROUTES, { services: async () => svc }));
   return startLocalServer({
     consoleFiles: opts.consoleFiles,
-    handler: asRouteFunctions(makeHandler(SERVER_ROUTES, { services: async () => svc })),
+    handler: opts.onRequest ? recordingRequests(handler, opts.onRequest) : handler,
     gate: requestGate(opts.edge ?? OPEN_EDGE),
     host: '127.0.0.1',
     port: 0,
