@@ -52,7 +52,7 @@ export default defineConfig(
     files: [
       'bench/**/*.ts',
       'bin/**/*.ts',
-      'lambdas/local/main.ts',
+      'server/local/main.ts',
       'scripts/**/*.ts',
       'cli/**/*.ts',
       'examples/**/*.ts',

@@ -1,5 +1,5 @@
 /**
- * What the activity roll-up (lambdas/service/maintenance/activity-rollup.ts) costs, and what it
+ * What the activity roll-up (server/service/maintenance/activity-rollup.ts) costs, and what it
  * saves the series requests, on the AWS backend (DynamoDB Local), metered like the cost rows:
  *
  * - the pass: {@link PROCESSES} always-busy processes, each storing a minute of {@link QUEUES}
@@ -15,12 +15,12 @@
  * const { pass, status, note } = await activityRollupCost(endpoints);
  * ```
  */
-import { MINUTE_MS, ROLL_AFTER_MS } from '../lambdas/core/activity-rollup.js';
-import { bucketStarts } from '../lambdas/core/queue-stats.js';
-import { Activity, ACTIVITY_COUNTERS } from '../lambdas/service/admin/activity.js';
-import { ActivityStore } from '../lambdas/service/admin/activity-store.js';
-import { ActivityRollup } from '../lambdas/service/maintenance/activity-rollup.js';
-import type { ItemStore, Storage } from '../lambdas/storage/port.js';
+import { MINUTE_MS, ROLL_AFTER_MS } from '../server/core/activity-rollup.js';
+import { bucketStarts } from '../server/core/queue-stats.js';
+import { Activity, ACTIVITY_COUNTERS } from '../server/service/admin/activity.js';
+import { ActivityStore } from '../server/service/admin/activity-store.js';
+import { ActivityRollup } from '../server/service/maintenance/activity-rollup.js';
+import type { ItemStore, Storage } from '../server/storage/port.js';
 import type { AwsEndpoints } from '../test/support/aws-emulator.js';
 import { meteredAwsStorage } from './aws-meter.js';
 import { MAINTENANCE_GB, PRICES, ROUND_TRIP_MS, measureCall } from './cost-model.js';

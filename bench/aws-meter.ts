@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
-import { createAwsStorage, ensureBucket, ensureTables } from '../lambdas/storage/aws/index.js';
-import { dynamoItemSize, type UsageMeterOptions } from '../lambdas/storage/aws/usage-meter.js';
-import { TABLES, type Storage, type TableName } from '../lambdas/storage/port.js';
-import { writeUnitsFor, type StorageUsage } from '../lambdas/storage/usage.js';
+import { createAwsStorage, ensureBucket, ensureTables } from '../server/storage/aws/index.js';
+import { dynamoItemSize, type UsageMeterOptions } from '../server/storage/aws/usage-meter.js';
+import { TABLES, type Storage, type TableName } from '../server/storage/port.js';
+import { writeUnitsFor, type StorageUsage } from '../server/storage/usage.js';
 import { emulatorClients, type AwsEndpoints } from '../test/support/aws-emulator.js';
 
 type Item = Record<string, AttributeValue>;
 
-/** What the AWS backend asked of DynamoDB and S3, counted by the production SDK middleware (`lambdas/storage/aws/usage-meter.ts`). */
+/** What the AWS backend asked of DynamoDB and S3, counted by the production SDK middleware (`server/storage/aws/usage-meter.ts`). */
 export interface AwsMeter {
   requests: Map<string, number>;
   /** DynamoDB write request units as AWS bills them (1 KB per unit per item; ×2 inside transactions). */

@@ -6,11 +6,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../lambdas/config.js';
-import { resolveQueueOptions } from '../lambdas/core/queue-options.js';
-import { buildServices, type Services } from '../lambdas/service/runtime.js';
-import { openEmbeddedStorage } from '../lambdas/storage/embedded/index.js';
-import type { Storage } from '../lambdas/storage/port.js';
+import { loadConfig } from '../server/config.js';
+import { resolveQueueOptions } from '../server/core/queue-options.js';
+import { buildServices, type Services } from '../server/service/runtime.js';
+import { openEmbeddedStorage } from '../server/storage/embedded/index.js';
+import type { Storage } from '../server/storage/port.js';
 import { startAwsEmulators } from '../test/support/aws-emulator.js';
 import { meteredAwsStorage, type AwsMeter } from './aws-meter.js';
 import { countingStorage } from './counting-storage.js';

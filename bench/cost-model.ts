@@ -10,19 +10,19 @@ import { randomBytes } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
-import { loadConfig } from '../lambdas/config.js';
-import { PRICES, sqsPerMillion } from '../lambdas/core/prices.js';
-import { handler as notificationsHandler } from '../lambdas/entry/notifications.js';
-import { ackAndPopText } from '../lambdas/http/handlers/ack-and-pop.js';
-import { popResultText } from '../lambdas/http/handlers/leases.js';
-import { endApiInvocation } from '../lambdas/http/route.js';
-import type { AckAndPopResult } from '../lambdas/service/leases/ack-and-pop.js';
-import type { PopResult } from '../lambdas/service/leases/pop.js';
-import { PowertoolsTelemetry } from '../lambdas/service/adapters/powertools-telemetry.js';
-import { logKeys } from '../lambdas/service/log/log-store.js';
-import { UsageLedger } from '../lambdas/service/usage.js';
+import { loadConfig } from '../server/config.js';
+import { PRICES, sqsPerMillion } from '../server/core/prices.js';
+import { handler as notificationsHandler } from '../server/entry/notifications.js';
+import { ackAndPopText } from '../server/http/handlers/ack-and-pop.js';
+import { popResultText } from '../server/http/handlers/leases.js';
+import { endApiInvocation } from '../server/http/route.js';
+import type { AckAndPopResult } from '../server/service/leases/ack-and-pop.js';
+import type { PopResult } from '../server/service/leases/pop.js';
+import { PowertoolsTelemetry } from '../server/service/adapters/powertools-telemetry.js';
+import { logKeys } from '../server/service/log/log-store.js';
+import { UsageLedger } from '../server/service/usage.js';
 import { NOTIFIER_MEMORY_MB } from '../lib/access.js';
-import { buildServices, useServices, type Services } from '../lambdas/service/runtime.js';
+import { buildServices, useServices, type Services } from '../server/service/runtime.js';
 import type { AwsEndpoints } from '../test/support/aws-emulator.js';
 import { meteredAwsStorage, type AwsMeter } from './aws-meter.js';
 import { ackAll, completedAcks } from './leases.js';
@@ -135,7 +135,7 @@ export interface Counted {
   popResponseBytes: number;
   /**
    * The maintenance pass that deletes the workload's segments once retention has expired them
-   * (`lambdas/service/maintenance/retention.ts`): billed deletes, not TTL. Each segment goes with
+   * (`server/service/maintenance/retention.ts`): billed deletes, not TTL. Each segment goes with
    * its commit marker; a deleted item is billed at its size, so an inline segment costs its ⌈KB⌉.
    */
   retention: { segmentsDeleted: number; writeUnits: number; readUnits: number; gbSeconds: number };

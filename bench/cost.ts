@@ -3,15 +3,15 @@
  * the workloads of bench/cost-model.ts run on the AWS backend (DynamoDB Local + moto S3).
  */
 import { writeFileSync } from 'node:fs';
-import { loadConfig } from '../lambdas/config.js';
-import { buildServices } from '../lambdas/service/runtime.js';
+import { loadConfig } from '../server/config.js';
+import { buildServices } from '../server/service/runtime.js';
 import { startAwsEmulators, type AwsEndpoints } from '../test/support/aws-emulator.js';
 import { bytesOf, platformLines } from './log-bytes.js';
 import { meteredAwsStorage } from './aws-meter.js';
 import { workRepairPerMonth, type WorkRepairCost } from './work-repair-cost.js';
 import { activityRollupCost, type ActivityRollupCost } from './activity-rollup-cost.js';
 import { DEFAULT_SAFETY_POLL_MS } from '../client/wake-channel.js';
-import { CONNECTION_MAX_MS } from '../lambdas/core/notifications.js';
+import { CONNECTION_MAX_MS } from '../server/core/notifications.js';
 import {
   LAMBDA_GB,
   MAINTENANCE_GB,
@@ -98,7 +98,7 @@ function logSection(rows: FigureRow[]): string[] {
     '|---:|---:|---|---:|---:|---:|---:|---:|---:|',
     ...table,
     '',
-    `**Retention** deletes what it expires: \`lambdas/service/maintenance/retention.ts\` deletes each segment item and its ` +
+    `**Retention** deletes what it expires: \`server/service/maintenance/retention.ts\` deletes each segment item and its ` +
       'commit marker (a page at a time, after writing the skip that covers them) and the blob when the segment has one. ' +
       "DynamoDB bills a delete like a write, at the deleted item's size; S3 DELETE is free. TTL deletes would be free, " +
       'but TTL runs "typically within two days" with no bound, and a segment must go with its marker and behind its skip. ' +

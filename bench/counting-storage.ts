@@ -1,4 +1,4 @@
-import type { BlobStore, ItemStore, Storage } from '../lambdas/storage/port.js';
+import type { BlobStore, ItemStore, Storage } from '../server/storage/port.js';
 
 /** Storage requests by port method. `writeEach` counts one per op: on AWS each is its own request. */
 export interface PortCounts {

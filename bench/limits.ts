@@ -13,9 +13,9 @@
  * show the collisions a workload causes, not DynamoDB's speed.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { loadConfig } from '../lambdas/config.js';
-import { buildServices, type Services } from '../lambdas/service/runtime.js';
-import type { PushItem } from '../lambdas/service/log/push.js';
+import { loadConfig } from '../server/config.js';
+import { buildServices, type Services } from '../server/service/runtime.js';
+import type { PushItem } from '../server/service/log/push.js';
 import { startAwsEmulators, type AwsEndpoints } from '../test/support/aws-emulator.js';
 import { meteredAwsStorage, type AwsMeter } from './aws-meter.js';
 import { ackAll } from './leases.js';

@@ -4,12 +4,12 @@
  * DynamoDB Local, requests and units counted by the SDK middleware (`aws-meter.ts`); the
  * services' clock is moved by hand past the configures' settling, as a deployment's would be.
  */
-import { loadConfig } from '../lambdas/config.js';
-import { PRICES } from '../lambdas/core/prices.js';
-import { QUEUE_MODE_GROUP } from '../lambdas/core/names.js';
-import { QueueOptionsInput, resolveQueueOptions } from '../lambdas/core/queue-options.js';
-import type { MatchingPopRequest } from '../lambdas/service/leases/namespace-pop.js';
-import { buildServices } from '../lambdas/service/runtime.js';
+import { loadConfig } from '../server/config.js';
+import { PRICES } from '../server/core/prices.js';
+import { QUEUE_MODE_GROUP } from '../server/core/names.js';
+import { QueueOptionsInput, resolveQueueOptions } from '../server/core/queue-options.js';
+import type { MatchingPopRequest } from '../server/service/leases/namespace-pop.js';
+import { buildServices } from '../server/service/runtime.js';
 import { startAwsEmulators } from '../test/support/aws-emulator.js';
 import { meteredAwsStorage, type AwsMeter } from './aws-meter.js';
 

@@ -6,9 +6,9 @@
  * local server stands in for API Gateway's WebSocket API (test/support/ws-gateway.ts).
  */
 import { Sluice } from '../client/index.js';
-import { loadConfig } from '../lambdas/config.js';
-import { WAIT_PK_PREFIX } from '../lambdas/service/notifications/notification-store.js';
-import { buildServices, type Services } from '../lambdas/service/runtime.js';
+import { loadConfig } from '../server/config.js';
+import { WAIT_PK_PREFIX } from '../server/service/notifications/notification-store.js';
+import { buildServices, type Services } from '../server/service/runtime.js';
 import { newAwsTestStorage, startAwsEmulators } from '../test/support/aws-emulator.js';
 import { startTestServer } from '../test/support/http.js';
 import { tapLogStream } from '../test/support/stream-tap.js';

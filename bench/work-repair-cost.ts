@@ -1,5 +1,5 @@
 /**
- * What the work-index repair pass (lambdas/service/maintenance/work-repair.ts) costs a month, per
+ * What the work-index repair pass (server/service/maintenance/work-repair.ts) costs a month, per
  * 1,000 partitions, at the default maintenance interval: one pass over {@link PARTITIONS}
  * partitions of one queue on the AWS backend (DynamoDB Local), metered like the cost rows, once
  * with every partition idle (drained and cleared: the sequencer is read, nothing else) and once
@@ -12,11 +12,11 @@
  * const { idleUsd, busyUsd, note } = await workRepairPerMonth(endpoints);
  * ```
  */
-import { loadConfig } from '../lambdas/config.js';
-import { leaseKeys } from '../lambdas/service/leases/lease-store.js';
-import { WORK_FLAG } from '../lambdas/service/leases/work-index.js';
-import { logKeys } from '../lambdas/service/log/log-store.js';
-import { buildServices } from '../lambdas/service/runtime.js';
+import { loadConfig } from '../server/config.js';
+import { leaseKeys } from '../server/service/leases/lease-store.js';
+import { WORK_FLAG } from '../server/service/leases/work-index.js';
+import { logKeys } from '../server/service/log/log-store.js';
+import { buildServices } from '../server/service/runtime.js';
 import type { AwsEndpoints } from '../test/support/aws-emulator.js';
 import { meteredAwsStorage } from './aws-meter.js';
 import { PRICES, ROUND_TRIP_MS, measureCall } from './cost-model.js';

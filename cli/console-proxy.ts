@@ -2,15 +2,15 @@
  * The server behind `sluice console`: the console's files, and every API call the page makes
  * forwarded to the endpoint with this user's authentication added here (SigV4 from their AWS
  * profile, or a bearer token), so the browser never holds a credential. It listens on loopback
- * only and runs the local server's edge (lambdas/local/edge.ts): a request addressed to another
+ * only and runs the local server's edge (server/local/edge.ts): a request addressed to another
  * host name (DNS rebinding) or sent by another web origin is refused before it is signed.
  */
 import type { Context } from 'aws-lambda';
 import { authenticator, type Auth } from '../client/auth.js';
-import type { HttpEvent, HttpResponse } from '../lambdas/http/types.js';
-import type { ConsoleFiles } from '../lambdas/local/console-assets.js';
-import { requestGate } from '../lambdas/local/edge.js';
-import { startLocalServer, type LocalServer } from '../lambdas/local/server.js';
+import type { HttpEvent, HttpResponse } from '../server/http/types.js';
+import type { ConsoleFiles } from '../server/local/console-assets.js';
+import { requestGate } from '../server/local/edge.js';
+import { startLocalServer, type LocalServer } from '../server/local/server.js';
 
 export interface ConsoleProxyOptions {
   /** The API to forward to, e.g. `https://abc123.execute-api.eu-west-1.amazonaws.com`. */

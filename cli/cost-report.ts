@@ -1,10 +1,10 @@
 /**
- * `sluice cost`'s arithmetic: the deployment's own counters (`lambdas/service/usage.ts`) priced
- * at list prices (`lambdas/core/prices.ts`), per million messages, next to what SQS (or SNS + SQS
+ * `sluice cost`'s arithmetic: the deployment's own counters (`server/service/usage.ts`) priced
+ * at list prices (`server/core/prices.ts`), per million messages, next to what SQS (or SNS + SQS
  * for fan-out) would have charged for the same messages. Pure, so a test can pin every figure.
  */
-import { PRICES, sqsPerMillion } from '../lambdas/core/prices.js';
-import { USAGE_METRICS, type UsageTotals } from '../lambdas/service/usage.js';
+import { PRICES, sqsPerMillion } from '../server/core/prices.js';
+import { USAGE_METRICS, type UsageTotals } from '../server/service/usage.js';
 
 /** The message counters a report reads beside the cost counters (the metrics the services already write). */
 export const MESSAGE_METRICS = ['MessagesPushed', 'MessagesDelivered', 'Acks'] as const;

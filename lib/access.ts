@@ -9,11 +9,11 @@
  * Read the services to change it: a group needs a table when any of its routes (including
  * commit hooks that run inside them) reads or writes it.
  */
-import type { FunctionGroup } from '../lambdas/http/route.js';
-import { SEGMENT_BLOB_PREFIX } from '../lambdas/service/log/log-store.js';
-import { DLQ_BLOB_PREFIX } from '../lambdas/service/leases/dlq-store.js';
-import type { TableName } from '../lambdas/storage/port.js';
-import { SEQUENCER_PK_PREFIX } from '../lambdas/core/notifications.js';
+import type { FunctionGroup } from '../server/http/route.js';
+import { SEGMENT_BLOB_PREFIX } from '../server/service/log/log-store.js';
+import { DLQ_BLOB_PREFIX } from '../server/service/leases/dlq-store.js';
+import type { TableName } from '../server/storage/port.js';
+import { SEQUENCER_PK_PREFIX } from '../server/core/notifications.js';
 
 /** Every Lambda function Sluice deploys: one per route group plus scheduled maintenance. */
 export type FunctionName = FunctionGroup | 'maintenance';
@@ -45,7 +45,7 @@ export interface FunctionAccess {
  * UpdateItem is the offset take, granted apart and only on sequencer keys (`takesOffsets`);
  * it never uses Scan.
  *
- * Why each entry (services built in `lambdas/service/runtime.ts`; every function builds all of
+ * Why each entry (services built in `server/service/runtime.ts`; every function builds all of
  * them, so commit hooks registered by one service run inside another's routes):
  * - Every push (log routes, transactions, DLQ retries) commits segments and markers (`log`),
  *   reserves transactionIds (`dedup`), creates queues and partitions (`meta`), writes large

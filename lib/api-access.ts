@@ -14,7 +14,7 @@
  * invokeResources('Consumer', ALL_ROUTES).allow; // ['$default/GET/*', '$default/POST/api/v1/ack', ...]
  * ```
  */
-import type { Action, Method, RouteDef } from '../lambdas/http/route.js';
+import type { Action, Method, RouteDef } from '../server/http/route.js';
 
 /** The policies the stack publishes, and the route actions each one covers. */
 export const API_ROLES = {

@@ -32,7 +32,7 @@
  */
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { readGrantsFile } from '../lambdas/http/grants.js';
+import { readGrantsFile } from '../server/http/grants.js';
 import { AWS_MAX_BODY_BYTES, AWS_MAX_PUSH_ITEMS, checkThrottle, DEFAULT_THROTTLE } from './limits.js';
 import {
   checkAlarmOptions,

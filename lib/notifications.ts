@@ -36,8 +36,8 @@ import { NodejsFunction, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nod
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { SEQUENCER_PK_PREFIX } from '../lambdas/core/notifications.js';
-import { ITEM_TABLE_SCHEMA } from '../lambdas/storage/aws/schema.js';
+import { SEQUENCER_PK_PREFIX } from '../server/core/notifications.js';
+import { ITEM_TABLE_SCHEMA } from '../server/storage/aws/schema.js';
 import { NOTIFIER_MEMORY_MB, TABLE_ACTIONS } from './access.js';
 import { requireCloudWatchRole } from './api-gateway-account.js';
 import type { functionLogging } from './function-logging.js';
@@ -146,7 +146,7 @@ export class Notifications extends Construct {
     this.url = this.stage.url;
     this.callbackUrl = this.stage.callbackUrl;
     this.function = new NodejsFunction(this, 'Function', {
-      entry: join(props.repoRoot, 'lambdas', 'entry', 'notifications.ts'),
+      entry: join(props.repoRoot, 'server', 'entry', 'notifications.ts'),
       handler: 'handler',
       projectRoot: props.repoRoot,
       depsLockFilePath: join(props.repoRoot, 'package-lock.json'),

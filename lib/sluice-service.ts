@@ -47,15 +47,15 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
-import { loadConfig } from '../lambdas/config.js';
-import { LAG_TASK_EVENT } from '../lambdas/entry/maintenance-event.js';
-import { GRANT_ACTIONS, parseGrants, type Grant } from '../lambdas/http/grants.js';
-import type { RouteDef } from '../lambdas/http/route.js';
-import { ALL_ROUTES } from '../lambdas/http/routes.js';
-import { SEGMENT_BLOB_PREFIX } from '../lambdas/service/log/log-store.js';
-import { MAX_WAITERS } from '../lambdas/service/wait-slots.js';
-import { BUCKET_ENV, ITEM_TABLE_SCHEMA, TABLE_ENV } from '../lambdas/storage/aws/schema.js';
-import { TABLES, type TableName } from '../lambdas/storage/port.js';
+import { loadConfig } from '../server/config.js';
+import { LAG_TASK_EVENT } from '../server/entry/maintenance-event.js';
+import { GRANT_ACTIONS, parseGrants, type Grant } from '../server/http/grants.js';
+import type { RouteDef } from '../server/http/route.js';
+import { ALL_ROUTES } from '../server/http/routes.js';
+import { SEGMENT_BLOB_PREFIX } from '../server/service/log/log-store.js';
+import { MAX_WAITERS } from '../server/service/wait-slots.js';
+import { BUCKET_ENV, ITEM_TABLE_SCHEMA, TABLE_ENV } from '../server/storage/aws/schema.js';
+import { TABLES, type TableName } from '../server/storage/port.js';
 import {
   BLOB_PREFIXES,
   BUCKET_ACTIONS,
@@ -210,7 +210,7 @@ export type AuthOptions =
   | { type: 'jwt'; issuer: string; audience: string[] }
   /**
    * `Authorization: Bearer <token>` with opaque tokens stored (as SHA-256 hashes) in the `meta`
-   * table, checked by a Lambda authorizer (lambdas/auth/); each token maps to a principal the
+   * table, checked by a Lambda authorizer (server/auth/); each token maps to a principal the
    * grants apply to. Tokens are created and revoked without a deploy.
    */
   | { type: 'tokens' };
@@ -223,7 +223,7 @@ export const TOKEN_CACHE_TTL = Duration.seconds(30);
 
 /**
  * The KMS key sealing payloads of queues with `encryptionEnabled` (each function process asks
- * it for a data key; see lambdas/service/encryption.ts).
+ * it for a data key; see server/service/encryption.ts).
  *
  * @example
  * ```ts
@@ -292,7 +292,7 @@ export interface SluiceServiceProps {
    * action each needs ({@link PAYLOAD_KEY_ACCESS}).
    */
   payloadKey?: PayloadKeyOption;
-  /** Extra environment for every function (SLUICE_* settings from `lambdas/config.ts`). */
+  /** Extra environment for every function (SLUICE_* settings from `server/config.ts`). */
   environment?: Record<string, string>;
   /** CloudWatch namespace of the EMF metrics (default `Sluice`). */
   metricsNamespace?: string;
@@ -537,7 +537,7 @@ export class SluiceService extends Construct {
     checkReservedConcurrency(`${this.node.path}: maintenanceReservedConcurrency`, props.maintenanceReservedConcurrency);
     if (props.throttle) checkThrottle(props.throttle, `${this.node.path}: throttle`);
     const entry = (name: FunctionName): string => {
-      const file = join(REPO_ROOT, 'lambdas', 'entry', `${name}.ts`);
+      const file = join(REPO_ROOT, 'server', 'entry', `${name}.ts`);
       if (!existsSync(file)) throw new Error(`no Lambda entry for function ${name}: ${file}`);
       return file;
     };
@@ -729,7 +729,7 @@ export class SluiceService extends Construct {
 
   /**
    * The token authorizer: its own log group and a role holding nothing but GetItem on the
-   * `meta` table, where the token items live (lambdas/auth/token-store.ts).
+   * `meta` table, where the token items live (server/auth/token-store.ts).
    */
   private makeTokenAuthorizerFunction(
     logRetention: logs.RetentionDays,
@@ -757,7 +757,7 @@ export class SluiceService extends Construct {
       }),
     );
     return new NodejsFunction(this, 'AuthorizerFunction', {
-      entry: join(REPO_ROOT, 'lambdas', 'entry', 'authorizer.ts'),
+      entry: join(REPO_ROOT, 'server', 'entry', 'authorizer.ts'),
       handler: 'handler',
       projectRoot: REPO_ROOT,
       depsLockFilePath: join(REPO_ROOT, 'package-lock.json'),

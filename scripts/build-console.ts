@@ -13,7 +13,7 @@ import { build } from 'esbuild';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ConsoleFiles } from '../lambdas/local/console-assets.js';
+import type { ConsoleFiles } from '../server/local/console-assets.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 

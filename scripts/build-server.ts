@@ -25,7 +25,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** The built server's entry point (absolute path). */
 export const SERVER_ENTRY = join(root, '.sluice-build', 'server', 'main.js');
 
-/** Writes {@link SERVER_ENTRY} and its chunks from `lambdas/local/main.ts`, and the console (~0.3 s). */
+/** Writes {@link SERVER_ENTRY} and its chunks from `server/local/main.ts`, and the console (~0.3 s). */
 export async function buildServer(): Promise<void> {
   const outdir = dirname(SERVER_ENTRY);
   // Built beside and swapped in, so a server starting from the old build meanwhile (tests and
@@ -34,7 +34,7 @@ export async function buildServer(): Promise<void> {
   rmSync(staging, { recursive: true, force: true });
   await build({
     absWorkingDir: root,
-    entryPoints: { main: 'lambdas/local/main.ts' },
+    entryPoints: { main: 'server/local/main.ts' },
     outdir: staging,
     bundle: true,
     splitting: true,

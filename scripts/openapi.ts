@@ -1,6 +1,6 @@
 /**
  * `npm run openapi`: writes docs/openapi.json, the OpenAPI 3.1 description generated from the
- * route table (lambdas/http/openapi.ts). test/unit/openapi.test.ts fails when the file is stale.
+ * route table (server/http/openapi.ts). test/unit/openapi.test.ts fails when the file is stale.
  *
  * @example
  * ```sh
@@ -10,8 +10,8 @@
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openApiText } from '../lambdas/http/openapi.js';
-import { ALL_ROUTES, LOCAL_ROUTES } from '../lambdas/http/routes.js';
+import { openApiText } from '../server/http/openapi.js';
+import { ALL_ROUTES, LOCAL_ROUTES } from '../server/http/routes.js';
 
 const path = join(dirname(fileURLToPath(import.meta.url)), '..', 'docs', 'openapi.json');
 writeFileSync(path, openApiText(ALL_ROUTES, LOCAL_ROUTES));

@@ -6,9 +6,9 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Option, type Command } from 'commander';
-import { TokenStore, principalProblem } from '../../lambdas/auth/token-store.js';
-import { TABLES, type TableName } from '../../lambdas/storage/port.js';
-import { DynamoItemStore } from '../../lambdas/storage/aws/item-store.js';
+import { TokenStore, principalProblem } from '../../server/auth/token-store.js';
+import { TABLES, type TableName } from '../../server/storage/port.js';
+import { DynamoItemStore } from '../../server/storage/aws/item-store.js';
 import { readOutputsFile, sluiceStackOutputs } from '../../lib/outputs.js';
 import type { CommandContext } from '../command.js';
 import { EXIT, UsageError } from '../errors.js';

@@ -6,8 +6,8 @@
  * prefixes, not one ARN per route, so this is what shows a prefix grants nothing extra.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { RouteDef } from '../../lambdas/http/route.js';
-import { ALL_ROUTES } from '../../lambdas/http/routes.js';
+import type { RouteDef } from '../../server/http/route.js';
+import { ALL_ROUTES } from '../../server/http/routes.js';
 import { globsOverlap, invokeResources } from '../../lib/api-access.js';
 import {
   callerPolicies,

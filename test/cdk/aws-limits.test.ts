@@ -4,7 +4,7 @@
  * a limit IAM, CloudFormation, Lambda or API Gateway enforces only at deploy time fails here.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Grant } from '../../lambdas/http/grants.js';
+import type { Grant } from '../../server/http/grants.js';
 import { stackOptionsFromContext } from '../../lib/context.js';
 import { MAX_GRANTS_ENV_BYTES } from '../../lib/sluice-service.js';
 import {

@@ -6,9 +6,9 @@ import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { isLagTask, LAG_TASK_EVENT } from '../../lambdas/entry/maintenance-event.js';
-import { loadConfig } from '../../lambdas/config.js';
-import { ALL_ROUTES } from '../../lambdas/http/routes.js';
+import { isLagTask, LAG_TASK_EVENT } from '../../server/entry/maintenance-event.js';
+import { loadConfig } from '../../server/config.js';
+import { ALL_ROUTES } from '../../server/http/routes.js';
 import {
   FUNCTIONS,
   PAYLOAD_KEY_ACCESS,

@@ -5,10 +5,10 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Template } from 'aws-cdk-lib/assertions';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../lambdas/config.js';
-import { ALL_ROUTES } from '../../lambdas/http/routes.js';
-import { awsStorageConfigFromEnv, TTL_ATTRIBUTE } from '../../lambdas/storage/aws/index.js';
-import { TABLES, type TableName } from '../../lambdas/storage/port.js';
+import { loadConfig } from '../../server/config.js';
+import { ALL_ROUTES } from '../../server/http/routes.js';
+import { awsStorageConfigFromEnv, TTL_ATTRIBUTE } from '../../server/storage/aws/index.js';
+import { TABLES, type TableName } from '../../server/storage/port.js';
 import {
   BLOB_PREFIXES,
   BUCKET_ACTIONS,
@@ -112,7 +112,7 @@ describe('cdk: storage', () => {
       });
     }
     // TTL on claims and leases only collects what has expired: expiry itself is a comparison with
-    // `now` in lambdas/core, so an item TTL has not yet deleted is still treated as gone.
+    // `now` in server/core, so an item TTL has not yet deleted is still treated as gone.
     for (const t of ['claims', 'leases'] as const)
       expect(tables[tableIds()[t]]?.Properties['TimeToLiveSpecification']).toEqual({
         AttributeName: 'ttl',

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
+import { openEmbeddedStorage } from '../../server/storage/embedded/index.js';
 import { checkingAttrsJson } from '../support/attrs-json-check.js';
 import { runStorageConformance } from './storage.conformance.js';
 

@@ -29,8 +29,8 @@ import {
   type Storage,
   type TableName,
   type WriteOp,
-} from '../../lambdas/storage/port.js';
-import { ItemTooLargeError, itemSize } from '../../lambdas/storage/size.js';
+} from '../../server/storage/port.js';
+import { ItemTooLargeError, itemSize } from '../../server/storage/size.js';
 
 /** An item with `bin` as base64, so adapters returning Buffer or Uint8Array compare equal. */
 function plain(item: Item | undefined): Record<string, unknown> | undefined {

@@ -1,8 +1,8 @@
 // Black-box tests of our ack-and-pop route (issue 16: one request per batch for a steady
 // consumer) against the local server, on both backends.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalServer } from '../../lambdas/local/server.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import type { LocalServer } from '../../server/local/server.js';
+import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
 import { testServices } from '../support/services.js';

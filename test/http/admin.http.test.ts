@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe } from 'vitest';
-import type { LocalServer } from '../../lambdas/local/server.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import type { LocalServer } from '../../server/local/server.js';
+import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { startTestServer } from '../support/http.js';
 import { testServices, type TestClock } from '../support/services.js';

@@ -13,11 +13,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../lambdas/config.js';
-import type { LocalServer } from '../../lambdas/local/server.js';
-import { buildServices } from '../../lambdas/service/runtime.js';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import { loadConfig } from '../../server/config.js';
+import type { LocalServer } from '../../server/local/server.js';
+import { buildServices } from '../../server/service/runtime.js';
+import { openEmbeddedStorage } from '../../server/storage/embedded/index.js';
+import type { Storage } from '../../server/storage/port.js';
 import { startTestServer } from '../support/http.js';
 
 const run = promisify(execFile);

@@ -9,11 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Sluice, type ClaimRecord, type Message } from '../../client/index.js';
-import { loadConfig } from '../../lambdas/config.js';
-import type { LocalServer } from '../../lambdas/local/server.js';
-import { buildServices } from '../../lambdas/service/runtime.js';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import { loadConfig } from '../../server/config.js';
+import type { LocalServer } from '../../server/local/server.js';
+import { buildServices } from '../../server/service/runtime.js';
+import { openEmbeddedStorage } from '../../server/storage/embedded/index.js';
+import type { Storage } from '../../server/storage/port.js';
 import { startTestServer } from '../support/http.js';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));

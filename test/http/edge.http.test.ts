@@ -1,18 +1,18 @@
 // The local server's edge (issue 17, items 3 and 4): what a web page in the user's browser,
 // a rebound DNS name or a slow client can and cannot do to the open loopback server, checked
-// from a request's headers before its body is read (lambdas/local/edge.ts, docs/SECURITY.md).
+// from a request's headers before its body is read (server/local/edge.ts, docs/SECURITY.md).
 import { connect, type Socket } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeHandler } from '../../lambdas/http/route.js';
-import { ALL_ROUTES } from '../../lambdas/http/routes.js';
-import { requestGate } from '../../lambdas/local/edge.js';
-import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
-import type { Services } from '../../lambdas/service/runtime.js';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import { makeHandler } from '../../server/http/route.js';
+import { ALL_ROUTES } from '../../server/http/routes.js';
+import { requestGate } from '../../server/local/edge.js';
+import { startLocalServer, type LocalServer } from '../../server/local/server.js';
+import type { Services } from '../../server/service/runtime.js';
+import { openEmbeddedStorage } from '../../server/storage/embedded/index.js';
+import type { Storage } from '../../server/storage/port.js';
 import { OPEN_EDGE, startTestServer } from '../support/http.js';
 import { rawRequest, type RawReply } from '../support/raw-http.js';
 import type { PopReply, PushReply } from '../support/replies.js';

@@ -2,12 +2,12 @@
 // starts, lag views, per-message progress, delete, seek, retention; plus encrypted queues.
 // Both backends; time is the services' TestClock.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeSegment } from '../../lambdas/codec/segment.js';
-import type { LocalServer } from '../../lambdas/local/server.js';
-import { logKeys as keys } from '../../lambdas/service/log/log-store.js';
-import { runMaintenance } from '../../lambdas/service/maintenance/maintenance.js';
-import type { Services } from '../../lambdas/service/runtime.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import { decodeSegment } from '../../server/codec/segment.js';
+import type { LocalServer } from '../../server/local/server.js';
+import { logKeys as keys } from '../../server/service/log/log-store.js';
+import { runMaintenance } from '../../server/service/maintenance/maintenance.js';
+import type { Services } from '../../server/service/runtime.js';
+import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
 import type {

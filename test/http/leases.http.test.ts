@@ -2,8 +2,8 @@
 // backends. Lease time is driven by the services' TestClock; only long polls wait for real
 // (briefly). Test names cite the seed rule they check.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalServer } from '../../lambdas/local/server.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import type { LocalServer } from '../../server/local/server.js';
+import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
 import type {

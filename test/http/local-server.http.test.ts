@@ -6,8 +6,8 @@
  */
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keptBodyBytes } from '../../lambdas/http/body-bytes.js';
-import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
+import { keptBodyBytes } from '../../server/http/body-bytes.js';
+import { startLocalServer, type LocalServer } from '../../server/local/server.js';
 
 const LIMIT = 64 * 1024;
 let server: LocalServer;

@@ -8,8 +8,8 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBucket, ensureTables } from '../../lambdas/storage/aws/index.js';
-import { TABLES, type TableName } from '../../lambdas/storage/port.js';
+import { ensureBucket, ensureTables } from '../../server/storage/aws/index.js';
+import { TABLES, type TableName } from '../../server/storage/port.js';
 import { emulatorClients, emulatorEnv } from '../support/aws-emulator.js';
 import { awsEndpoints } from '../support/aws-endpoints.js';
 import { startServerProcess, type ServerProcess } from '../support/process.js';

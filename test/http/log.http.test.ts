@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalServer } from '../../lambdas/local/server.js';
-import type { Services } from '../../lambdas/service/runtime.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import type { LocalServer } from '../../server/local/server.js';
+import type { Services } from '../../server/service/runtime.js';
+import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { startTestServer } from '../support/http.js';
 import { storeFingerprint } from '../support/store-fingerprint.js';

@@ -2,8 +2,8 @@
 // apply only when the client set them), PATCH of one option, the ttl counter in /metrics, and a
 // pop by namespace/task shaped as Queen's client sends it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalServer } from '../../lambdas/local/server.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import type { LocalServer } from '../../server/local/server.js';
+import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
 import type { ErrorReply, PopReply } from '../support/replies.js';

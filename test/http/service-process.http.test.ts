@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
+import { openEmbeddedStorage } from '../../server/storage/embedded/index.js';
 import { call } from '../support/http.js';
 import { descendants, freePort, isAlive, serverCommand, startServerProcess } from '../support/process.js';
 import type { ErrorReply } from '../support/replies.js';

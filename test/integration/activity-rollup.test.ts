@@ -4,12 +4,12 @@
 // or races another counts nothing twice. Time is moved by hand; processes are simulated by
 // writing their raw items (or by Activity instances with their own ids).
 import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest';
-import { bucketMinutes, bucketStarts } from '../../lambdas/core/queue-stats.js';
-import { rollCutoff } from '../../lambdas/core/activity-rollup.js';
-import { Activity, ACTIVITY_COUNTERS, type ActivityRow } from '../../lambdas/service/admin/activity.js';
-import { ActivityStore, activityKeys, QUEUES_PER_ITEM } from '../../lambdas/service/admin/activity-store.js';
-import { ActivityRollup } from '../../lambdas/service/maintenance/activity-rollup.js';
-import type { Item, Storage, WriteOp } from '../../lambdas/storage/port.js';
+import { bucketMinutes, bucketStarts } from '../../server/core/queue-stats.js';
+import { rollCutoff } from '../../server/core/activity-rollup.js';
+import { Activity, ACTIVITY_COUNTERS, type ActivityRow } from '../../server/service/admin/activity.js';
+import { ActivityStore, activityKeys, QUEUES_PER_ITEM } from '../../server/service/admin/activity-store.js';
+import { ActivityRollup } from '../../server/service/maintenance/activity-rollup.js';
+import type { Item, Storage, WriteOp } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
 import { TestClock, testServices } from '../support/services.js';

@@ -3,10 +3,10 @@
 // buckets once the minute is over, and a series request adds up every process's. Time is
 // moved by hand.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalServer } from '../../lambdas/local/server.js';
-import { Activity } from '../../lambdas/service/admin/activity.js';
-import { ActivityStore, QUEUES_PER_ITEM } from '../../lambdas/service/admin/activity-store.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import type { LocalServer } from '../../server/local/server.js';
+import { Activity } from '../../server/service/admin/activity.js';
+import { ActivityStore, QUEUES_PER_ITEM } from '../../server/service/admin/activity-store.js';
+import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
 import { TestClock, testServices } from '../support/services.js';

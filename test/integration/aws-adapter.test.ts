@@ -23,7 +23,7 @@ import {
   ensureTables,
   ITEM_TABLE_SCHEMA,
   TTL_ATTRIBUTE,
-} from '../../lambdas/storage/aws/index.js';
+} from '../../server/storage/aws/index.js';
 import {
   ConditionFailedError,
   ContentionError,
@@ -31,7 +31,7 @@ import {
   type Item,
   type Storage,
   type TableName,
-} from '../../lambdas/storage/port.js';
+} from '../../server/storage/port.js';
 import { checkingAttrsJson } from '../support/attrs-json-check.js';
 import { emulatorClients, emulatorEnv, startAwsEmulators } from '../support/aws-emulator.js';
 import { awsEndpoints } from '../support/aws-endpoints.js';

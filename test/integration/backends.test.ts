@@ -1,7 +1,7 @@
 // The two-backend helper itself: describe.each over both backends, with the AWS emulator
 // started in the file's beforeAll and resolved lazily by each newStorage().
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Storage } from '../../lambdas/storage/port.js';
+import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 
 const { backends, setup, teardown } = testBackends();

@@ -12,8 +12,8 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTables } from '../../lambdas/storage/aws/index.js';
-import { TABLES, type TableName } from '../../lambdas/storage/port.js';
+import { ensureTables } from '../../server/storage/aws/index.js';
+import { TABLES, type TableName } from '../../server/storage/port.js';
 import { copyTable } from '../../scripts/copy-table.js';
 import { emulatorClients, newAwsTestStorage } from '../support/aws-emulator.js';
 import { awsEndpoints } from '../support/aws-endpoints.js';

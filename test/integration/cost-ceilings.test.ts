@@ -11,9 +11,9 @@ import { price, runWorkload, type Counted, type Workload } from '../../bench/cos
 import { ackAll } from '../../bench/leases.js';
 import { workRepairPerMonth } from '../../bench/work-repair-cost.js';
 import { activityRollupCost } from '../../bench/activity-rollup-cost.js';
-import { loadConfig } from '../../lambdas/config.js';
-import { PRODUCER_SLOTS } from '../../lambdas/core/producer-sequence.js';
-import { buildServices } from '../../lambdas/service/runtime.js';
+import { loadConfig } from '../../server/config.js';
+import { PRODUCER_SLOTS } from '../../server/core/producer-sequence.js';
+import { buildServices } from '../../server/service/runtime.js';
 import { awsEndpoints } from '../support/aws-endpoints.js';
 
 const run = (w: Omit<Workload, 'consumerBatch'>): Promise<Counted> =>

@@ -7,12 +7,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
-import { ConditionFailedError, MAX_ITEM_BYTES, type Item } from '../../lambdas/storage/port.js';
-import { ItemTooLargeError, itemSize } from '../../lambdas/storage/size.js';
+import { openEmbeddedStorage } from '../../server/storage/embedded/index.js';
+import { ConditionFailedError, MAX_ITEM_BYTES, type Item } from '../../server/storage/port.js';
+import { ItemTooLargeError, itemSize } from '../../server/storage/size.js';
 
 const run = promisify(execFile);
-const embeddedModule = fileURLToPath(new URL('../../lambdas/storage/embedded/index.ts', import.meta.url));
+const embeddedModule = fileURLToPath(new URL('../../server/storage/embedded/index.ts', import.meta.url));
 
 const dirs: string[] = [];
 async function freshDir(): Promise<string> {

@@ -7,8 +7,8 @@ import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KeyFileProvider, type LogLine } from '../../lambdas/service/adapters/key-file-provider.js';
-import { LocalKeyProvider, PayloadCipher } from '../../lambdas/service/encryption.js';
+import { KeyFileProvider, type LogLine } from '../../server/service/adapters/key-file-provider.js';
+import { LocalKeyProvider, PayloadCipher } from '../../server/service/encryption.js';
 
 let dir: string;
 beforeAll(async () => {

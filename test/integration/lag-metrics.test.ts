@@ -1,8 +1,8 @@
 // The lag the maintenance function publishes (ConsumerLag, OldestUnconsumedAgeSeconds) covers
 // both kinds of consumer group, on both storage backends.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { reportLag } from '../../lambdas/service/maintenance/lag-metrics.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import { reportLag } from '../../server/service/maintenance/lag-metrics.js';
+import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { json, TestClock, testServices } from '../support/services.js';
 

@@ -4,25 +4,25 @@
 import { randomBytes } from 'node:crypto';
 import { CreateKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
-import { resolveQueueOptions } from '../../lambdas/core/queue-options.js';
-import { KmsKeyProvider } from '../../lambdas/service/adapters/kms-key-provider.js';
+import { QUEUE_MODE_GROUP } from '../../server/core/names.js';
+import { resolveQueueOptions } from '../../server/core/queue-options.js';
+import { KmsKeyProvider } from '../../server/service/adapters/kms-key-provider.js';
 import {
   SEGMENT_BLOB_PREFIX,
   logKeys as keys,
   logKeys,
   parseSegmentBlobKey,
   skipSegmentItem,
-} from '../../lambdas/service/log/log-store.js';
-import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, parseDlqBlobKey } from '../../lambdas/service/leases/dlq-store.js';
-import type { PopRequest, PopResult } from '../../lambdas/service/leases/pop.js';
-import { leaseKeys } from '../../lambdas/service/leases/lease-store.js';
-import { WORK_FLAG } from '../../lambdas/service/leases/work-index.js';
-import { buildServices, type Services } from '../../lambdas/service/runtime.js';
-import { ContentionError, type ItemStore, type Storage } from '../../lambdas/storage/port.js';
-import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
-import { firstCommittedAfter } from '../../lambdas/service/log/seek-by-time.js';
-import { loadConfig } from '../../lambdas/config.js';
+} from '../../server/service/log/log-store.js';
+import { DLQ_BLOB_PREFIX, dlqBlobKey, dlqKeys, parseDlqBlobKey } from '../../server/service/leases/dlq-store.js';
+import type { PopRequest, PopResult } from '../../server/service/leases/pop.js';
+import { leaseKeys } from '../../server/service/leases/lease-store.js';
+import { WORK_FLAG } from '../../server/service/leases/work-index.js';
+import { buildServices, type Services } from '../../server/service/runtime.js';
+import { ContentionError, type ItemStore, type Storage } from '../../server/storage/port.js';
+import type { MemoryTelemetry } from '../../server/service/telemetry.js';
+import { firstCommittedAfter } from '../../server/service/log/seek-by-time.js';
+import { loadConfig } from '../../server/config.js';
 import { testBackends } from '../support/backends.js';
 import { asFunction } from '../support/iam/recorder.js';
 import { call, startTestServer } from '../support/http.js';

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { encodeSegment } from '../../lambdas/codec/segment.js';
-import { SluiceError } from '../../lambdas/core/errors.js';
-import { resolveQueueOptions } from '../../lambdas/core/queue-options.js';
-import { SEGMENT_BLOB_PREFIX, logKeys as keys, segmentBlobKey } from '../../lambdas/service/log/log-store.js';
-import type { Storage, WriteOp } from '../../lambdas/storage/port.js';
+import { encodeSegment } from '../../server/codec/segment.js';
+import { SluiceError } from '../../server/core/errors.js';
+import { resolveQueueOptions } from '../../server/core/queue-options.js';
+import { SEGMENT_BLOB_PREFIX, logKeys as keys, segmentBlobKey } from '../../server/service/log/log-store.js';
+import type { Storage, WriteOp } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { json, testServices, text } from '../support/services.js';
 

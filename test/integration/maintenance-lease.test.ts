@@ -6,17 +6,17 @@
  * holder's lease. The lag-only task takes no lease.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { handler } from '../../lambdas/entry/maintenance.js';
-import { runMaintenance, type MaintenanceDeps } from '../../lambdas/service/maintenance/maintenance.js';
+import { handler } from '../../server/entry/maintenance.js';
+import { runMaintenance, type MaintenanceDeps } from '../../server/service/maintenance/maintenance.js';
 import {
   MAINTENANCE_LEASE_MS,
   MaintenanceLease,
   maintenanceLeaseKeys,
-} from '../../lambdas/service/maintenance/maintenance-lease.js';
-import type { SegmentBlobSweep } from '../../lambdas/service/maintenance/segment-blob-sweep.js';
-import { useServices, type Services } from '../../lambdas/service/runtime.js';
-import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+} from '../../server/service/maintenance/maintenance-lease.js';
+import type { SegmentBlobSweep } from '../../server/service/maintenance/segment-blob-sweep.js';
+import { useServices, type Services } from '../../server/service/runtime.js';
+import type { MemoryTelemetry } from '../../server/service/telemetry.js';
+import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { TestClock, testServices } from '../support/services.js';
 

@@ -9,19 +9,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { WAIT_HOLD_MS, type ServerMessage } from '../../lambdas/core/notifications.js';
-import { WAKES_PER_GROUP, wakeWaves } from '../../lambdas/core/wake-plan.js';
-import { answerSocketEvent } from '../../lambdas/http/notification-socket.js';
-import type { ConnectionPoster } from '../../lambdas/service/notifications/connection-poster.js';
+import { WAIT_HOLD_MS, type ServerMessage } from '../../server/core/notifications.js';
+import { WAKES_PER_GROUP, wakeWaves } from '../../server/core/wake-plan.js';
+import { answerSocketEvent } from '../../server/http/notification-socket.js';
+import type { ConnectionPoster } from '../../server/service/notifications/connection-poster.js';
 import {
   WAIT_PK_PREFIX,
   connectionItem,
   notificationKeys,
-} from '../../lambdas/service/notifications/notification-store.js';
-import { WAKE_CONCURRENCY } from '../../lambdas/service/notifications/wake-fanout.js';
-import { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+} from '../../server/service/notifications/notification-store.js';
+import { WAKE_CONCURRENCY } from '../../server/service/notifications/wake-fanout.js';
+import { MemoryTelemetry } from '../../server/service/telemetry.js';
+import { openEmbeddedStorage } from '../../server/storage/embedded/index.js';
+import type { Storage } from '../../server/storage/port.js';
 import { withItems } from '../support/storage.js';
 import { TestClock, testServices } from '../support/services.js';
 

@@ -4,11 +4,11 @@
 // is still writing is answered "retry later" and never stored twice; stale and reused stamps are
 // refused; what it costs in writes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SluiceError } from '../../lambdas/core/errors.js';
-import { PRODUCER_SLOTS } from '../../lambdas/core/producer-sequence.js';
-import { logKeys } from '../../lambdas/service/log/log-store.js';
-import type { PushItem, PushResult } from '../../lambdas/service/log/push.js';
-import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
+import { SluiceError } from '../../server/core/errors.js';
+import { PRODUCER_SLOTS } from '../../server/core/producer-sequence.js';
+import { logKeys } from '../../server/service/log/log-store.js';
+import type { PushItem, PushResult } from '../../server/service/log/push.js';
+import type { MemoryTelemetry } from '../../server/service/telemetry.js';
 import {
   StoreUnavailableError,
   TakeWriteError,
@@ -16,7 +16,7 @@ import {
   type Taken,
   type TakeOptions,
   type WriteOp,
-} from '../../lambdas/storage/port.js';
+} from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { TestClock, json, testServices, text } from '../support/services.js';
 import { withItems } from '../support/storage.js';

@@ -11,23 +11,23 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { Grants } from '../../lambdas/http/grants.js';
-import { makeHandler } from '../../lambdas/http/route.js';
-import { ALL_ROUTES } from '../../lambdas/http/routes.js';
-import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
-import type { PushItem } from '../../lambdas/service/log/push.js';
-import type { Services } from '../../lambdas/service/runtime.js';
-import { createAwsStorage, ensureBucket, ensureTables } from '../../lambdas/storage/aws/index.js';
-import { FileBlobStore } from '../../lambdas/storage/embedded/blob-store.js';
-import { SqliteItemStore } from '../../lambdas/storage/embedded/item-store.js';
-import { openDatabase } from '../../lambdas/storage/embedded/schema.js';
+import { Grants } from '../../server/http/grants.js';
+import { makeHandler } from '../../server/http/route.js';
+import { ALL_ROUTES } from '../../server/http/routes.js';
+import { startLocalServer, type LocalServer } from '../../server/local/server.js';
+import type { PushItem } from '../../server/service/log/push.js';
+import type { Services } from '../../server/service/runtime.js';
+import { createAwsStorage, ensureBucket, ensureTables } from '../../server/storage/aws/index.js';
+import { FileBlobStore } from '../../server/storage/embedded/blob-store.js';
+import { SqliteItemStore } from '../../server/storage/embedded/item-store.js';
+import { openDatabase } from '../../server/storage/embedded/schema.js';
 import {
   StoreFullError,
   StoreUnavailableError,
   TABLES,
   type Storage,
   type TableName,
-} from '../../lambdas/storage/port.js';
+} from '../../server/storage/port.js';
 import { emulatorClients } from '../support/aws-emulator.js';
 import { awsEndpoints } from '../support/aws-endpoints.js';
 import { json, testServices, text, type TestClock } from '../support/services.js';

@@ -3,19 +3,19 @@
 // both storage backends.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SluiceError } from '../../lambdas/core/errors.js';
-import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
-import { resolveQueueOptions, type QueueOptionsInput } from '../../lambdas/core/queue-options.js';
-import { claimKeys } from '../../lambdas/service/claims/claim-store.js';
-import { SEGMENT_BLOB_PREFIX, TOMBSTONE_PK, logKeys as keys } from '../../lambdas/service/log/log-store.js';
-import { leaseKeys } from '../../lambdas/service/leases/lease-store.js';
+import { SluiceError } from '../../server/core/errors.js';
+import { QUEUE_MODE_GROUP } from '../../server/core/names.js';
+import { resolveQueueOptions, type QueueOptionsInput } from '../../server/core/queue-options.js';
+import { claimKeys } from '../../server/service/claims/claim-store.js';
+import { SEGMENT_BLOB_PREFIX, TOMBSTONE_PK, logKeys as keys } from '../../server/service/log/log-store.js';
+import { leaseKeys } from '../../server/service/leases/lease-store.js';
 
 /** The queue incarnation of each partition seen, kept after its record goes. */
 const workOf = new Map<string, string>();
-import type { PopRequest } from '../../lambdas/service/leases/pop.js';
-import { runMaintenance } from '../../lambdas/service/maintenance/maintenance.js';
-import type { Services } from '../../lambdas/service/runtime.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import type { PopRequest } from '../../server/service/leases/pop.js';
+import { runMaintenance } from '../../server/service/maintenance/maintenance.js';
+import type { Services } from '../../server/service/runtime.js';
+import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { json, TestClock, testServices, text } from '../support/services.js';
 import { codeOf, crashing } from '../support/storage.js';

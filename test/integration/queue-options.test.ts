@@ -1,22 +1,22 @@
 // Queue options that act (ttl, retryDelay: only when the client set them), PATCH of some
 // options, and pops by namespace/task, on both storage backends. Time is moved by hand.
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
-import { SluiceError } from '../../lambdas/core/errors.js';
-import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
-import { QueueOptionsInput, explicitOptionNames, resolveQueueOptions } from '../../lambdas/core/queue-options.js';
-import { decodeCursor, leaseKeys } from '../../lambdas/service/leases/lease-store.js';
+import { SluiceError } from '../../server/core/errors.js';
+import { QUEUE_MODE_GROUP } from '../../server/core/names.js';
+import { QueueOptionsInput, explicitOptionNames, resolveQueueOptions } from '../../server/core/queue-options.js';
+import { decodeCursor, leaseKeys } from '../../server/service/leases/lease-store.js';
 import {
   CONFIG_LOOK_MS,
   PREPARE_PER_POP,
   SEED_EVERY_MS,
   SelectorWork,
-} from '../../lambdas/service/leases/selector-work.js';
-import { logKeys, queueMatchPk } from '../../lambdas/service/log/log-store.js';
-import type { MatchingPopRequest } from '../../lambdas/service/leases/namespace-pop.js';
-import type { PopRequest, PopResult } from '../../lambdas/service/leases/pop.js';
-import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
-import type { Services } from '../../lambdas/service/runtime.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+} from '../../server/service/leases/selector-work.js';
+import { logKeys, queueMatchPk } from '../../server/service/log/log-store.js';
+import type { MatchingPopRequest } from '../../server/service/leases/namespace-pop.js';
+import type { PopRequest, PopResult } from '../../server/service/leases/pop.js';
+import type { MemoryTelemetry } from '../../server/service/telemetry.js';
+import type { Services } from '../../server/service/runtime.js';
+import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { TestClock, json, testServices, text } from '../support/services.js';
 

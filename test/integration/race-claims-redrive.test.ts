@@ -4,8 +4,8 @@
 // again while that poll is still retrying, the poll must list it again — not drop it unlisted.
 // Here the interleaving is forced, on both backends.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveQueueOptions } from '../../lambdas/core/queue-options.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import { resolveQueueOptions } from '../../server/core/queue-options.js';
+import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { TestClock, json, testServices } from '../support/services.js';
 import { withItems } from '../support/storage.js';

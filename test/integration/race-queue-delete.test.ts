@@ -4,8 +4,8 @@
 // partition instead — unretired, its acknowledged messages out of the queue's reach. Here the
 // interleaving is forced, on both backends.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { logKeys } from '../../lambdas/service/log/log-store.js';
-import type { Storage, WriteOp } from '../../lambdas/storage/port.js';
+import { logKeys } from '../../server/service/log/log-store.js';
+import type { Storage, WriteOp } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { json, testServices } from '../support/services.js';
 import { withItems } from '../support/storage.js';

@@ -5,8 +5,8 @@
  * instant is refused before anything is written.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Services } from '../../lambdas/service/runtime.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import type { Services } from '../../server/service/runtime.js';
+import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
 import type { ErrorReply } from '../support/replies.js';

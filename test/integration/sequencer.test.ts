@@ -4,8 +4,8 @@
 // and never wrote is closed by readers after the gap timeout; a slow producer whose range was
 // closed takes a new one.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { logKeys } from '../../lambdas/service/log/log-store.js';
-import type { PushResult } from '../../lambdas/service/log/push.js';
+import { logKeys } from '../../server/service/log/log-store.js';
+import type { PushResult } from '../../server/service/log/push.js';
 import {
   ConditionFailedError,
   TakeWriteError,
@@ -14,7 +14,7 @@ import {
   type TakeOptions,
   type WriteOp,
   type WriteResult,
-} from '../../lambdas/storage/port.js';
+} from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { TestClock, json, testServices, text } from '../support/services.js';
 import { withItems } from '../support/storage.js';

@@ -11,18 +11,18 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { Grants } from '../../lambdas/http/grants.js';
-import { makeHandler } from '../../lambdas/http/route.js';
-import { ALL_ROUTES } from '../../lambdas/http/routes.js';
-import { startLocalServer, type LocalServer } from '../../lambdas/local/server.js';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
+import { Grants } from '../../server/http/grants.js';
+import { makeHandler } from '../../server/http/route.js';
+import { ALL_ROUTES } from '../../server/http/routes.js';
+import { startLocalServer, type LocalServer } from '../../server/local/server.js';
+import { openEmbeddedStorage } from '../../server/storage/embedded/index.js';
 import {
   StoreFullError,
   StoreUnavailableError,
   type BlobStore,
   type ItemStore,
   type Storage,
-} from '../../lambdas/storage/port.js';
+} from '../../server/storage/port.js';
 import { testServices } from '../support/services.js';
 
 type Mode = 'ok' | 'unavailable' | 'full';

@@ -4,18 +4,18 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearerToken, makeTokenAuthorizer } from '../../lambdas/auth/authorizer.js';
+import { bearerToken, makeTokenAuthorizer } from '../../server/auth/authorizer.js';
 import {
   hashToken,
   principalProblem,
   TOKEN_INDEX_PK,
   TOKEN_PK_PREFIX,
   TokenStore,
-} from '../../lambdas/auth/token-store.js';
-import { principalOf } from '../../lambdas/http/route.js';
-import type { HttpEvent } from '../../lambdas/http/types.js';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+} from '../../server/auth/token-store.js';
+import { principalOf } from '../../server/http/route.js';
+import type { HttpEvent } from '../../server/http/types.js';
+import { openEmbeddedStorage } from '../../server/storage/embedded/index.js';
+import type { Storage } from '../../server/storage/port.js';
 import { crashing } from '../support/storage.js';
 
 let dir: string;

@@ -7,18 +7,18 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Sluice } from '../../client/index.js';
-import { loadConfig } from '../../lambdas/config.js';
-import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
-import { Grants } from '../../lambdas/http/grants.js';
-import { makeHandler } from '../../lambdas/http/route.js';
-import { ALL_ROUTES } from '../../lambdas/http/routes.js';
-import { startLocalServer } from '../../lambdas/local/server.js';
-import { CAPPED_HOLD_MS, CAPPED_RETRY_AFTER_S } from '../../lambdas/service/leases/long-poll.js';
-import type { PopRequest } from '../../lambdas/service/leases/pop.js';
-import { buildServices, type Services } from '../../lambdas/service/runtime.js';
-import type { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
-import { SLOT_MARGIN_MS, WAIT_SLOTS_PK } from '../../lambdas/service/wait-slots.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import { loadConfig } from '../../server/config.js';
+import { QUEUE_MODE_GROUP } from '../../server/core/names.js';
+import { Grants } from '../../server/http/grants.js';
+import { makeHandler } from '../../server/http/route.js';
+import { ALL_ROUTES } from '../../server/http/routes.js';
+import { startLocalServer } from '../../server/local/server.js';
+import { CAPPED_HOLD_MS, CAPPED_RETRY_AFTER_S } from '../../server/service/leases/long-poll.js';
+import type { PopRequest } from '../../server/service/leases/pop.js';
+import { buildServices, type Services } from '../../server/service/runtime.js';
+import type { MemoryTelemetry } from '../../server/service/telemetry.js';
+import { SLOT_MARGIN_MS, WAIT_SLOTS_PK } from '../../server/service/wait-slots.js';
+import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { TestClock, json, testServices, text } from '../support/services.js';
 

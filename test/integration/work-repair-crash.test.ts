@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { popReq } from '../../bench/leases.js';
-import { runMaintenance } from '../../lambdas/service/maintenance/maintenance.js';
+import { runMaintenance } from '../../server/service/maintenance/maintenance.js';
 import { newAwsTestStorage } from '../support/aws-emulator.js';
 import { awsEndpoints } from '../support/aws-endpoints.js';
 import { testBackends } from '../support/backends.js';

@@ -1,16 +1,16 @@
-// The work-index repair pass (lambdas/service/maintenance/work-repair.ts) on both backends: it
+// The work-index repair pass (server/service/maintenance/work-repair.ts) on both backends: it
 // writes nothing on a healthy store, marks a partition left with its has-work flag set and no
 // work item, pages across passes, and a push or a clear racing it leaves a state every pop
 // reads right. The crash it repairs, with a killed process: work-repair-crash.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { popReq } from '../../bench/leases.js';
-import { leaseKeys } from '../../lambdas/service/leases/lease-store.js';
-import { SelectorWork } from '../../lambdas/service/leases/selector-work.js';
-import { WORK_FLAG, WorkIndex } from '../../lambdas/service/leases/work-index.js';
-import { logKeys, type PartitionRef } from '../../lambdas/service/log/log-store.js';
-import { runMaintenance } from '../../lambdas/service/maintenance/maintenance.js';
-import { WorkRepair } from '../../lambdas/service/maintenance/work-repair.js';
-import type { Storage, TableName } from '../../lambdas/storage/port.js';
+import { leaseKeys } from '../../server/service/leases/lease-store.js';
+import { SelectorWork } from '../../server/service/leases/selector-work.js';
+import { WORK_FLAG, WorkIndex } from '../../server/service/leases/work-index.js';
+import { logKeys, type PartitionRef } from '../../server/service/log/log-store.js';
+import { runMaintenance } from '../../server/service/maintenance/maintenance.js';
+import { WorkRepair } from '../../server/service/maintenance/work-repair.js';
+import type { Storage, TableName } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { json, testServices } from '../support/services.js';
 import { withItems } from '../support/storage.js';

@@ -7,7 +7,7 @@
  * for instance at a real deployment: SLUICE_OUTPUTS_FILE=cdk-outputs.json LOCALSTACK_ENDPOINT=
  */
 import { describe } from 'vitest';
-import { loadConfig } from '../../lambdas/config.js';
+import { loadConfig } from '../../server/config.js';
 import { defineLogRoutesSuite } from '../http/suites/log.suite.js';
 import { defineQueueSmokeSuite } from '../http/suites/smoke.suite.js';
 import { deployedTarget, testPrefix } from '../support/deployed.js';

@@ -9,10 +9,10 @@
  * The instance runs one operation at a time, so each write is logged with the operation that
  * made it.
  */
-import { loadConfig, type SluiceConfig } from '../../lambdas/config.js';
-import { buildServices, type Services } from '../../lambdas/service/runtime.js';
-import { createAwsStorage } from '../../lambdas/storage/aws/index.js';
-import type { Item, Storage, WriteOp } from '../../lambdas/storage/port.js';
+import { loadConfig, type SluiceConfig } from '../../server/config.js';
+import { buildServices, type Services } from '../../server/service/runtime.js';
+import { createAwsStorage } from '../../server/storage/aws/index.js';
+import type { Item, Storage, WriteOp } from '../../server/storage/port.js';
 import { withItems } from '../support/storage.js';
 import { emulatorClients } from '../support/aws-emulator.js';
 import type { LeaseView, RaceEnv, RaceEvent, WriteEvent } from './protocol.js';

@@ -8,7 +8,7 @@
  * process (one machine, one clock): `t0` before the call, `t1` after it returned.
  */
 import type { AwsEndpoints } from '../support/aws-emulator.js';
-import type { TableName } from '../../lambdas/storage/port.js';
+import type { TableName } from '../../server/storage/port.js';
 
 /** The emulator resources one scenario runs on (fresh tables and bucket per scenario). */
 export interface RaceEnv {

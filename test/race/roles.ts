@@ -5,7 +5,7 @@
  * the redriver, the deleter) or when the parent says stop.
  */
 import { randomBytes } from 'node:crypto';
-import { SluiceError } from '../../lambdas/core/errors.js';
+import { SluiceError } from '../../server/core/errors.js';
 import type { RaceInstance } from './instance.js';
 import type { AckEvent, PopEvent, PushEvent } from './protocol.js';
 

@@ -7,12 +7,12 @@
  * its own SDK clients and caches). Where a scenario kills a process (`kill`), that process
  * holds consumers only, SIGKILLed mid-run: what it held must come back to the others.
  */
-import { ERR_LEASE } from '../../lambdas/core/leases.js';
-import { QUEUE_OPTION_DEFAULTS } from '../../lambdas/core/queue-options.js';
-import type { SluiceConfig } from '../../lambdas/config.js';
-import { leaseKeys } from '../../lambdas/service/leases/lease-store.js';
-import { TOMBSTONE_PK, logKeys } from '../../lambdas/service/log/log-store.js';
-import type { Services } from '../../lambdas/service/runtime.js';
+import { ERR_LEASE } from '../../server/core/leases.js';
+import { QUEUE_OPTION_DEFAULTS } from '../../server/core/queue-options.js';
+import type { SluiceConfig } from '../../server/config.js';
+import { leaseKeys } from '../../server/service/leases/lease-store.js';
+import { TOMBSTONE_PK, logKeys } from '../../server/service/log/log-store.js';
+import type { Services } from '../../server/service/runtime.js';
 import {
   addTally,
   checkClaims,

@@ -13,7 +13,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildServer } from '../../scripts/build-server.js';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
+import { openEmbeddedStorage } from '../../server/storage/embedded/index.js';
 import { runContentionProbe } from '../support/contention-probe.js';
 import { runCrashProbe } from '../support/crash-probe.js';
 import { startTestServer } from '../support/http.js';

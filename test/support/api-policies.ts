@@ -12,8 +12,8 @@
  * ```
  */
 import type { Template as CdkTemplate } from 'aws-cdk-lib/assertions';
-import type { RouteDef } from '../../lambdas/http/route.js';
-import { ALL_ROUTES } from '../../lambdas/http/routes.js';
+import type { RouteDef } from '../../server/http/route.js';
+import { ALL_ROUTES } from '../../server/http/routes.js';
 import { API_ROLES, API_STAGE, type ApiRole } from '../../lib/api-access.js';
 import type { SluiceStack } from '../../lib/sluice-stack.js';
 import { isAllowed, type PolicyDocument } from './iam/evaluate.js';

@@ -12,7 +12,7 @@
  * ```
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { Item, ItemStore, Storage, WriteOp } from '../../lambdas/storage/port.js';
+import type { Item, ItemStore, Storage, WriteOp } from '../../server/storage/port.js';
 
 /** Throws when `item.attrsJson` is set and does not parse to the same value as `item.attrs`. */
 export function assertAttrsJsonHolds(item: Item): void {

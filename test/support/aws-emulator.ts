@@ -22,9 +22,9 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { createAwsStorage, ensureBucket, ensureTables } from '../../lambdas/storage/aws/index.js';
-import type { UsageMeterOptions } from '../../lambdas/storage/aws/usage-meter.js';
-import { TABLES, type Storage, type TableName } from '../../lambdas/storage/port.js';
+import { createAwsStorage, ensureBucket, ensureTables } from '../../server/storage/aws/index.js';
+import type { UsageMeterOptions } from '../../server/storage/aws/usage-meter.js';
+import { TABLES, type Storage, type TableName } from '../../server/storage/port.js';
 import { checkingAttrsJson } from './attrs-json-check.js';
 import { freePort, startWatched, type WatchedProcess } from './watched-process.js';
 

@@ -24,8 +24,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import { openEmbeddedStorage } from '../../server/storage/embedded/index.js';
+import type { Storage } from '../../server/storage/port.js';
 import { checkingAttrsJson } from './attrs-json-check.js';
 import { newAwsTestStorage } from './aws-emulator.js';
 import { awsEndpoints } from './aws-endpoints.js';

@@ -11,8 +11,8 @@
  * {@link BundleChildReady}; it answers `'zstd-use'` with a {@link BundleChildZstdUse}. It runs
  * until killed or until its parent goes (the channel closes).
  */
-import { zstd, type Zstd } from '../../lambdas/codec/zstd.js';
-import { startLocalServer } from '../../lambdas/local/server.js';
+import { zstd, type Zstd } from '../../server/codec/zstd.js';
+import { startLocalServer } from '../../server/local/server.js';
 import { loadBundle, readAssembly, simulatedGateway } from './gateway.js';
 import { watchZstd, type ZstdUse } from './zstd-probe.js';
 
@@ -23,7 +23,7 @@ export interface BundleChildReady {
     url: string;
     /** `process.version`. */
     node: string;
-    /** What lambdas/codec/zstd.ts picks on this runtime (`impl`). */
+    /** What server/codec/zstd.ts picks on this runtime (`impl`). */
     codec: Zstd['impl'];
   };
 }

@@ -14,10 +14,10 @@
  * ```
  */
 import { writeSync } from 'node:fs';
-import { loadConfig } from '../../lambdas/config.js';
-import { buildServices } from '../../lambdas/service/runtime.js';
-import { createAwsStorage } from '../../lambdas/storage/aws/index.js';
-import type { TableName } from '../../lambdas/storage/port.js';
+import { loadConfig } from '../../server/config.js';
+import { buildServices } from '../../server/service/runtime.js';
+import { createAwsStorage } from '../../server/storage/aws/index.js';
+import type { TableName } from '../../server/storage/port.js';
 import { emulatorClients, type AwsEndpoints } from './aws-emulator.js';
 import { withItems } from './storage.js';
 

@@ -7,8 +7,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { HttpEvent } from '../../lambdas/http/types.js';
-import type { LambdaHttpHandler } from '../../lambdas/local/server.js';
+import type { HttpEvent } from '../../server/http/types.js';
+import type { LambdaHttpHandler } from '../../server/local/server.js';
 
 /** Header carrying the caller's IAM ARN (what SigV4 would prove). */
 export const PRINCIPAL_HEADER = 'x-test-iam-principal';

@@ -1,11 +1,11 @@
-import type { Grants } from '../../lambdas/http/grants.js';
-import { makeHandler, type RouteDef } from '../../lambdas/http/route.js';
-import { SERVER_ROUTES } from '../../lambdas/http/routes.js';
-import { withBearerTokens } from '../../lambdas/local/auth.js';
-import type { ConsoleFiles } from '../../lambdas/local/console-assets.js';
-import { requestGate, type EdgePolicy } from '../../lambdas/local/edge.js';
-import { startLocalServer, type LambdaHttpHandler, type LocalServer } from '../../lambdas/local/server.js';
-import type { Services } from '../../lambdas/service/runtime.js';
+import type { Grants } from '../../server/http/grants.js';
+import { makeHandler, type RouteDef } from '../../server/http/route.js';
+import { SERVER_ROUTES } from '../../server/http/routes.js';
+import { withBearerTokens } from '../../server/local/auth.js';
+import type { ConsoleFiles } from '../../server/local/console-assets.js';
+import { requestGate, type EdgePolicy } from '../../server/local/edge.js';
+import { startLocalServer, type LambdaHttpHandler, type LocalServer } from '../../server/local/server.js';
+import type { Services } from '../../server/service/runtime.js';
 import { asRouteFunction } from './iam/recorder.js';
 
 /**

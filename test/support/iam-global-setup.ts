@@ -12,7 +12,7 @@ import type { CfnResource } from 'aws-cdk-lib';
 import type { TestProject } from 'vitest/node';
 import { FUNCTIONS, platformUsesOf, TRACING_ACTIONS } from '../../lib/access.js';
 import type { SluiceStack } from '../../lib/sluice-stack.js';
-import { TABLES, type TableName } from '../../lambdas/storage/port.js';
+import { TABLES, type TableName } from '../../server/storage/port.js';
 import { synthStack } from './cdk.js';
 import type { IamRequest, PolicyDocument } from './iam/evaluate.js';
 import type { FunctionRole, IamUnderTest } from './iam/recorder.js';

@@ -74,7 +74,7 @@ export interface BundleChild {
   url: string;
   /** The child's `process.version`. */
   node: string;
-  /** What lambdas/codec/zstd.ts picks in the child. */
+  /** What server/codec/zstd.ts picks in the child. */
   codec: BundleChildReady['ready']['codec'];
   /** What the bundles' zstd calls were so far. */
   zstdUse(): Promise<ZstdUse>;

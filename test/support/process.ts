@@ -36,7 +36,7 @@ export interface ServerProcess {
 }
 
 /**
- * Starts the local server the way `npm start` does (the built `lambdas/local/main.ts`), in a
+ * Starts the local server the way `npm start` does (the built `server/local/main.ts`), in a
  * child process, and waits until /health answers.
  */
 export async function startServerProcess(

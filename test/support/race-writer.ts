@@ -15,8 +15,8 @@
  * ```
  */
 import { createInterface } from 'node:readline';
-import { createAwsStorage } from '../../lambdas/storage/aws/index.js';
-import { ConditionFailedError, ContentionError, type TableName } from '../../lambdas/storage/port.js';
+import { createAwsStorage } from '../../server/storage/aws/index.js';
+import { ConditionFailedError, ContentionError, type TableName } from '../../server/storage/port.js';
 import { emulatorClients, type AwsEndpoints } from './aws-emulator.js';
 
 export interface RaceConfig {

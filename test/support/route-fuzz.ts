@@ -15,9 +15,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RouteDef } from '../../lambdas/http/route.js';
-import { ALL_ROUTES } from '../../lambdas/http/routes.js';
-import { openEmbeddedStorage } from '../../lambdas/storage/embedded/index.js';
+import type { RouteDef } from '../../server/http/route.js';
+import { ALL_ROUTES } from '../../server/http/routes.js';
+import { openEmbeddedStorage } from '../../server/storage/embedded/index.js';
 import { startTestServer } from './http.js';
 import { rawRequest, type RawReply } from './raw-http.js';
 import { testServices } from './services.js';

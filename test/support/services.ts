@@ -1,6 +1,6 @@
-import { loadConfig, type SluiceConfig } from '../../lambdas/config.js';
-import { buildServices, type BuildOptions, type Services } from '../../lambdas/service/runtime.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import { loadConfig, type SluiceConfig } from '../../server/config.js';
+import { buildServices, type BuildOptions, type Services } from '../../server/service/runtime.js';
+import type { Storage } from '../../server/storage/port.js';
 
 /**
  * A clock tests move by hand: `now` is explicit, nothing sleeps. It starts at the real time:

@@ -1,7 +1,7 @@
 // Test doubles over a real storage: every item call passes through unless replaced, so a test
 // can count requests, fail a chosen write (a simulated crash) or interleave another writer.
-import { SluiceError } from '../../lambdas/core/errors.js';
-import type { ItemStore, Storage, WriteOp } from '../../lambdas/storage/port.js';
+import { SluiceError } from '../../server/core/errors.js';
+import type { ItemStore, Storage, WriteOp } from '../../server/storage/port.js';
 
 /**
  * The storage with some item calls replaced.

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Item, Storage, TableName } from '../../lambdas/storage/port.js';
+import type { Item, Storage, TableName } from '../../server/storage/port.js';
 
 /**
  * Everything the log has stored, as one string: the queue directory, each queue's items (its

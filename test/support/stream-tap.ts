@@ -10,7 +10,7 @@
  * const tapped = tapLogStream(storage, (pks) => svc.notifications.onSequencerWrites(pks), { windowMs: 0 });
  * ```
  */
-import type { Storage, WriteOp } from '../../lambdas/storage/port.js';
+import type { Storage, WriteOp } from '../../server/storage/port.js';
 import { withItems } from './storage.js';
 
 export function tapLogStream(

@@ -3,10 +3,10 @@
 // partition (its sequencer's has-work flag, whether its work item exists).
 import { expect } from 'vitest';
 import { ackAll, popReq } from '../../bench/leases.js';
-import { leaseKeys } from '../../lambdas/service/leases/lease-store.js';
-import { WORK_FLAG } from '../../lambdas/service/leases/work-index.js';
-import { logKeys, type PartitionRef } from '../../lambdas/service/log/log-store.js';
-import type { Services } from '../../lambdas/service/runtime.js';
+import { leaseKeys } from '../../server/service/leases/lease-store.js';
+import { WORK_FLAG } from '../../server/service/leases/work-index.js';
+import { logKeys, type PartitionRef } from '../../server/service/log/log-store.js';
+import type { Services } from '../../server/service/runtime.js';
 import { json, text } from './services.js';
 
 /** Pops (and acks) everything group `g` gets by wildcard pops; the empty pop at the end may clear. */

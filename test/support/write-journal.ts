@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Item, ItemKey, Storage, TableName, WriteOp } from '../../lambdas/storage/port.js';
+import type { Item, ItemKey, Storage, TableName, WriteOp } from '../../server/storage/port.js';
 import { withItems } from './storage.js';
 
 /** What a write touched, as `table pk sk` or `blob key`. */

@@ -1,6 +1,6 @@
 /**
  * A local stand-in for API Gateway's WebSocket API, so the client's real `ws` code talks to the
- * real routes (`lambdas/http/notification-socket.ts`): the upgrade runs `$connect` (a non-200
+ * real routes (`server/http/notification-socket.ts`): the upgrade runs `$connect` (a non-200
  * answer refuses it with that status), each message runs `$default` (its answer is sent back, as
  * a route response is), a close runs `$disconnect`, and {@link WsGateway.poster} is
  * PostToConnection (`gone` once the connection closed). Like API Gateway it closes a connection
@@ -16,10 +16,10 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { answerSocketEvent } from '../../lambdas/http/notification-socket.js';
-import type { ServerMessage } from '../../lambdas/core/notifications.js';
-import type { ConnectionPoster } from '../../lambdas/service/notifications/connection-poster.js';
-import type { Services } from '../../lambdas/service/runtime.js';
+import { answerSocketEvent } from '../../server/http/notification-socket.js';
+import type { ServerMessage } from '../../server/core/notifications.js';
+import type { ConnectionPoster } from '../../server/service/notifications/connection-poster.js';
+import type { Services } from '../../server/service/runtime.js';
 
 export interface WsGateway {
   /** `ws://127.0.0.1:<port>`: what SLUICE_NOTIFY_URL would be. */

@@ -1,6 +1,6 @@
 /**
  * Which zstd the code in this process runs, seen from outside it: calls into `node:zlib`'s zstd
- * functions are counted, and imports of `@mongodb-js/zstd` (what lambdas/codec/zstd.ts falls
+ * functions are counted, and imports of `@mongodb-js/zstd` (what server/codec/zstd.ts falls
  * back to where `node:zlib` has no zstd) are recorded. Made for the Lambda bundles, whose copy
  * of the codec module is inlined into each `index.mjs` and cannot be asked: what they call is
  * what can be observed.
@@ -9,9 +9,9 @@
  * child of test/support/node22.ts, not for the Node 20 test process.
  */
 import nodeModule, { createRequire, syncBuiltinESMExports } from 'node:module';
-import type { Zstd } from '../../lambdas/codec/zstd.js';
+import type { Zstd } from '../../server/codec/zstd.js';
 
-/** The library lambdas/codec/zstd.ts imports where `node:zlib` has no zstd. */
+/** The library server/codec/zstd.ts imports where `node:zlib` has no zstd. */
 const FALLBACK = '@mongodb-js/zstd';
 
 /** What the observed code did since {@link watchZstd}. */

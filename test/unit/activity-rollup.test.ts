@@ -13,8 +13,8 @@ import {
   MINUTE_MS,
   rollCutoff,
   ROLL_AFTER_MS,
-} from '../../lambdas/core/activity-rollup.js';
-import { bucketMinutes, bucketStarts } from '../../lambdas/core/queue-stats.js';
+} from '../../server/core/activity-rollup.js';
+import { bucketMinutes, bucketStarts } from '../../server/core/queue-stats.js';
 
 /** A deterministic pseudo-random sequence (no flaky seeds). */
 function* numbers(seed: number): Generator<number> {

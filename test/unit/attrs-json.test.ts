@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Item, ItemStore, Storage, WriteOp } from '../../lambdas/storage/port.js';
-import { attrsJson } from '../../lambdas/storage/size.js';
+import type { Item, ItemStore, Storage, WriteOp } from '../../server/storage/port.js';
+import { attrsJson } from '../../server/storage/size.js';
 import { assertAttrsJsonHolds, checkingAttrsJson } from '../support/attrs-json-check.js';
 
 /** A storage whose item writes only record what reached them. */

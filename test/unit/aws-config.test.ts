@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { awsStorageConfigFromEnv, ITEM_TABLE_SCHEMA, TTL_ATTRIBUTE } from '../../lambdas/storage/aws/index.js';
+import { awsStorageConfigFromEnv, ITEM_TABLE_SCHEMA, TTL_ATTRIBUTE } from '../../server/storage/aws/index.js';
 
 const full = {
   SLUICE_TABLE_LOG: 'l',

@@ -21,10 +21,10 @@ import {
 import { GetObjectCommand, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { errorResponse } from '../../lambdas/http/errors.js';
-import { createAwsStorage } from '../../lambdas/storage/aws/index.js';
-import { encodeItem } from '../../lambdas/storage/aws/marshal.js';
-import { CONTENTION_RETRIES, THROTTLE_RETRIES } from '../../lambdas/storage/aws/retry.js';
+import { errorResponse } from '../../server/http/errors.js';
+import { createAwsStorage } from '../../server/storage/aws/index.js';
+import { encodeItem } from '../../server/storage/aws/marshal.js';
+import { CONTENTION_RETRIES, THROTTLE_RETRIES } from '../../server/storage/aws/retry.js';
 import {
   ConditionFailedError,
   ContentionError,
@@ -33,7 +33,7 @@ import {
   type Item,
   type Storage,
   type TableName,
-} from '../../lambdas/storage/port.js';
+} from '../../server/storage/port.js';
 
 const TABLE_NAMES = Object.fromEntries(TABLES.map((t) => [t, `t-${t}`])) as Record<TableName, string>;
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };

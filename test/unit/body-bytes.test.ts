@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { keepBodyBytes, keptBodyBytes } from '../../lambdas/http/body-bytes.js';
-import type { HttpEvent } from '../../lambdas/http/types.js';
-import { withBearerTokens } from '../../lambdas/local/auth.js';
-import type { LambdaHttpHandler } from '../../lambdas/local/server.js';
+import { keepBodyBytes, keptBodyBytes } from '../../server/http/body-bytes.js';
+import type { HttpEvent } from '../../server/http/types.js';
+import { withBearerTokens } from '../../server/local/auth.js';
+import type { LambdaHttpHandler } from '../../server/local/server.js';
 
 const event = (body: string, isBase64Encoded = false): HttpEvent => ({ body, isBase64Encoded }) as HttpEvent;
 

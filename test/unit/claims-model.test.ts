@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SluiceError } from '../../lambdas/core/errors.js';
+import { SluiceError } from '../../server/core/errors.js';
 import { World } from './claims-world.js';
 
 /**

@@ -3,7 +3,7 @@
  * decision's changes, checking the state-version guard) and the log's part (a retained range
  * [head, tail)), with an explicit `now`. No I/O, no timers.
  */
-import * as core from '../../lambdas/core/claims/index.js';
+import * as core from '../../server/core/claims/index.js';
 import type {
   Changes,
   ClaimLimits,
@@ -13,7 +13,7 @@ import type {
   Member,
   PollRequest,
   Start,
-} from '../../lambdas/core/claims/index.js';
+} from '../../server/core/claims/index.js';
 
 export const LIMITS: ClaimLimits = {
   visibilityTimeoutMs: 30_000,

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../lambdas/config.js';
-import * as core from '../../lambdas/core/claims/index.js';
-import { SluiceError } from '../../lambdas/core/errors.js';
-import { resolveQueueOptions } from '../../lambdas/core/queue-options.js';
+import { loadConfig } from '../../server/config.js';
+import * as core from '../../server/core/claims/index.js';
+import { SluiceError } from '../../server/core/errors.js';
+import { resolveQueueOptions } from '../../server/core/queue-options.js';
 import { World } from './claims-world.js';
 
 /** Runs `fn` and returns the SluiceError code it threw. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { firstOccurrences, judgeReservation, reservationJson, type Reservation } from '../../lambdas/core/dedup.js';
+import { firstOccurrences, judgeReservation, reservationJson, type Reservation } from '../../server/core/dedup.js';
 
 const r = (at: number, push = 'p1', mid = 'm1'): Reservation => ({ push, mid, at });
 const base = { windowMs: 60_000, stallMs: 10_000 };

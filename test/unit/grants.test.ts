@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { Grants, globToRegExp, grantsFromEnv, parseGrants } from '../../lambdas/http/grants.js';
-import { assertSafeBind, isLoopback } from '../../lambdas/local/auth.js';
-import { SluiceError } from '../../lambdas/core/errors.js';
+import { Grants, globToRegExp, grantsFromEnv, parseGrants } from '../../server/http/grants.js';
+import { assertSafeBind, isLoopback } from '../../server/local/auth.js';
+import { SluiceError } from '../../server/core/errors.js';
 
 const config = parseGrants(
   {
@@ -116,7 +116,7 @@ describe('unit: local server binding', () => {
 
 describe('unit: the documented grants example', () => {
   it('parses', async () => {
-    const { readGrantsFile } = await import('../../lambdas/http/grants.js');
+    const { readGrantsFile } = await import('../../server/http/grants.js');
     const g = Grants.from(readGrantsFile(new URL('../../docs/grants.example.json', import.meta.url).pathname));
     expect(g.allows('arn:aws:sts::123456789012:assumed-role/orders-writer/s1', 'push', 'orders-eu')).toBe(true);
   });

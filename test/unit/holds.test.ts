@@ -8,7 +8,7 @@ import {
   SLOT_WINDOW,
   takePlan,
   windowStart,
-} from '../../lambdas/core/holds.js';
+} from '../../server/core/holds.js';
 
 const now = Date.UTC(2026, 10, 1);
 

@@ -1,17 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import packageJson from '../../package.json' with { type: 'json' };
-import { ALL_ROUTES } from '../../lambdas/http/routes.js';
-import { STATUS, errorResponse } from '../../lambdas/http/errors.js';
-import { SluiceError } from '../../lambdas/core/errors.js';
-import { Grants, parseGrants } from '../../lambdas/http/grants.js';
-import { healthRoutes } from '../../lambdas/http/handlers/health.js';
-import { queueRoutes } from '../../lambdas/http/handlers/queues.js';
-import { makeHandler, principalOf } from '../../lambdas/http/route.js';
-import type { HttpEvent } from '../../lambdas/http/types.js';
-import type { Services } from '../../lambdas/service/runtime.js';
-import { WriteHealth } from '../../lambdas/service/storage-health.js';
-import { Activity } from '../../lambdas/service/admin/activity.js';
-import { UsageLedger } from '../../lambdas/service/usage.js';
+import { ALL_ROUTES } from '../../server/http/routes.js';
+import { STATUS, errorResponse } from '../../server/http/errors.js';
+import { SluiceError } from '../../server/core/errors.js';
+import { Grants, parseGrants } from '../../server/http/grants.js';
+import { healthRoutes } from '../../server/http/handlers/health.js';
+import { queueRoutes } from '../../server/http/handlers/queues.js';
+import { makeHandler, principalOf } from '../../server/http/route.js';
+import type { HttpEvent } from '../../server/http/types.js';
+import type { Services } from '../../server/service/runtime.js';
+import { WriteHealth } from '../../server/service/storage-health.js';
+import { Activity } from '../../server/service/admin/activity.js';
+import { UsageLedger } from '../../server/service/usage.js';
 
 describe('unit: error mapping', () => {
   it('maps domain errors to their status with code and message', () => {

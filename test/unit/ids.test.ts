@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isUuid, randomFromPool, uuidv7, uuidv7Derived } from '../../lambdas/core/ids.js';
+import { isUuid, randomFromPool, uuidv7, uuidv7Derived } from '../../server/core/ids.js';
 
 describe('unit: uuidv7', () => {
   it('is a version-7, RFC 4122-variant UUID carrying the millisecond time', () => {

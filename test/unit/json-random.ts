@@ -3,7 +3,7 @@
  * backslashes, control characters, lone surrogates) mixed with plain and non-ASCII text,
  * numbers JSON cannot hold, and trees with undefined fields, functions, dates and raw splices.
  */
-import { RawJson } from '../../lambdas/codec/json-writer.js';
+import { RawJson } from '../../server/codec/json-writer.js';
 
 /** Mulberry32: a small seeded generator, so a failure reproduces. */
 export function randomSource(seed: number) {

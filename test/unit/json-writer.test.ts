@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { RawJson, jsonNumber, jsonString, rawPayload, toJson } from '../../lambdas/codec/json-writer.js';
-import { packFrames, type Frame } from '../../lambdas/codec/segment.js';
-import { reservationJson } from '../../lambdas/core/dedup.js';
+import { RawJson, jsonNumber, jsonString, rawPayload, toJson } from '../../server/codec/json-writer.js';
+import { packFrames, type Frame } from '../../server/codec/segment.js';
+import { reservationJson } from '../../server/core/dedup.js';
 import { randomSource, stringifyWithSplices } from './json-random.js';
 
 describe('unit: hand-built JSON text', () => {

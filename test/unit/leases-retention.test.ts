@@ -8,8 +8,8 @@ import {
   partitionRemovable,
   retentionWindows,
   unreadKeepFrom,
-} from '../../lambdas/core/retention.js';
-import { envelopeKeyId, localKeyId, open, parseKey, seal } from '../../lambdas/core/sealing.js';
+} from '../../server/core/retention.js';
+import { envelopeKeyId, localKeyId, open, parseKey, seal } from '../../server/core/sealing.js';
 
 const T0 = Date.UTC(2026, 10, 1);
 const segs = [

@@ -28,9 +28,9 @@ import {
   type AckItem,
   type CursorState,
   type PopGrant,
-} from '../../lambdas/core/leases.js';
-import { QUEUE_MODE_GROUP } from '../../lambdas/core/names.js';
-import { effectiveLeaseSeconds } from '../../lambdas/core/queue-options.js';
+} from '../../server/core/leases.js';
+import { QUEUE_MODE_GROUP } from '../../server/core/names.js';
+import { effectiveLeaseSeconds } from '../../server/core/queue-options.js';
 
 const T0 = Date.UTC(2026, 10, 1);
 const txids = (start: number, end: number): string[] =>

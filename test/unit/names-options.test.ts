@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { assertName, nameProblem } from '../../lambdas/core/names.js';
+import { assertName, nameProblem } from '../../server/core/names.js';
 import {
   QUEUE_OPTION_DEFAULTS,
   QueueOptionsInput,
   effectiveLeaseSeconds,
   queueOptionsProblem,
   resolveQueueOptions,
-} from '../../lambdas/core/queue-options.js';
-import { loadConfig } from '../../lambdas/config.js';
+} from '../../server/core/queue-options.js';
+import { loadConfig } from '../../server/config.js';
 
 describe('unit: names', () => {
   it.each([['orders'], ['Default'], ['a.b-c_d:e@f'], ['émoji-✓'], ['pair-😀'], ['x'.repeat(128)]])(

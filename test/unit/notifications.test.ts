@@ -8,7 +8,7 @@ import {
   partitionsOfSequencerKeys,
   ticketRefusal,
   waitRefusal,
-} from '../../lambdas/core/notifications.js';
+} from '../../server/core/notifications.js';
 
 const NOW = 1_800_000_000_000;
 

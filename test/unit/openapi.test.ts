@@ -3,8 +3,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { openApiDocument, openApiText } from '../../lambdas/http/openapi.js';
-import { ALL_ROUTES, LOCAL_ROUTES, SERVER_ROUTES } from '../../lambdas/http/routes.js';
+import { openApiDocument, openApiText } from '../../server/http/openapi.js';
+import { ALL_ROUTES, LOCAL_ROUTES, SERVER_ROUTES } from '../../server/http/routes.js';
 
 type Operation = {
   operationId: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { payloadSpans } from '../../lambdas/http/payload-spans.js';
+import { payloadSpans } from '../../server/http/payload-spans.js';
 
 const slices = (text: string): (string | undefined)[] | undefined => {
   const b = Buffer.from(text);

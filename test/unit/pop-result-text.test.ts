@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { toJson } from '../../lambdas/codec/json-writer.js';
-import { popResultJson, popResultText } from '../../lambdas/http/handlers/leases.js';
-import type { PopResult } from '../../lambdas/service/leases/pop.js';
+import { toJson } from '../../server/codec/json-writer.js';
+import { popResultJson, popResultText } from '../../server/http/handlers/leases.js';
+import type { PopResult } from '../../server/service/leases/pop.js';
 import { randomSource, stringifyWithSplices } from './json-random.js';
 
 const payloads = ['{"order":1}', ' [ 1.50 , "é" ] ', '"\\u00e9\\""', 'null', '{"a" : {"b":[true,false]}}', '1E3'];

@@ -1,5 +1,5 @@
 /**
- * The pure rules of idempotent producers (lambdas/core/producer-sequence.ts): slot texts sort so
+ * The pure rules of idempotent producers (server/core/producer-sequence.ts): slot texts sort so
  * that the take's string-range refusal means "this producer, this sequence or later", slots are
  * chosen without growing past their bound, and a refusal and a first attempt are judged right.
  */
@@ -16,7 +16,7 @@ import {
   slotAttr,
   slotBaseAttr,
   type ProducerEntry,
-} from '../../lambdas/core/producer-sequence.js';
+} from '../../server/core/producer-sequence.js';
 
 const entry = (o: Partial<ProducerEntry> = {}): ProducerEntry => ({
   producerId: 'c9Vb2kq0aLxE.0',

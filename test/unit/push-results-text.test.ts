@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { toJson } from '../../lambdas/codec/json-writer.js';
-import { pushResultJson, pushResultsText } from '../../lambdas/http/handlers/messages.js';
-import type { PushResult } from '../../lambdas/service/log/push.js';
+import { toJson } from '../../server/codec/json-writer.js';
+import { pushResultJson, pushResultsText } from '../../server/http/handlers/messages.js';
+import type { PushResult } from '../../server/service/log/push.js';
 import { randomSource } from './json-random.js';
 
 const r = (over: Partial<PushResult>): PushResult => ({

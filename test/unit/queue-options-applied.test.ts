@@ -10,8 +10,8 @@ import {
   redeliveryAt,
   selectDeliverable,
   type CursorState,
-} from '../../lambdas/core/leases.js';
-import { popOrder } from '../../lambdas/core/queue-match.js';
+} from '../../server/core/leases.js';
+import { popOrder } from '../../server/core/queue-match.js';
 import {
   QUEUE_OPTION_DEFAULTS,
   QueueOptionsInput,
@@ -19,7 +19,7 @@ import {
   explicitOptionNames,
   mergeQueueOptions,
   resolveQueueOptions,
-} from '../../lambdas/core/queue-options.js';
+} from '../../server/core/queue-options.js';
 
 const T0 = Date.UTC(2026, 11, 1);
 

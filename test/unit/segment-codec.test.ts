@@ -3,8 +3,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { decodeSegment, encodeSegment, packFrames, unpackFrames, type Frame } from '../../lambdas/codec/segment.js';
-import { rawZstdFrame, readRawZstdFrame, zstd } from '../../lambdas/codec/zstd.js';
+import { decodeSegment, encodeSegment, packFrames, unpackFrames, type Frame } from '../../server/codec/segment.js';
+import { rawZstdFrame, readRawZstdFrame, zstd } from '../../server/codec/zstd.js';
 
 const frame = (i: number, payload: string): Frame => ({
   id: `m${i}`,

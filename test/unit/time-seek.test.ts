@@ -1,7 +1,7 @@
 // Seeking by time (core/time-seek.ts): one boundary rule for lease seeks, subscriptions and
 // claim-group starts, and the binary search that applies it, on made-up segment lists.
 import { describe, expect, it } from 'vitest';
-import { committedAfter, startTimeSeek, stepTimeSeek, type SegmentTime } from '../../lambdas/core/time-seek.js';
+import { committedAfter, startTimeSeek, stepTimeSeek, type SegmentTime } from '../../server/core/time-seek.js';
 
 const T0 = Date.UTC(2026, 10, 1);
 

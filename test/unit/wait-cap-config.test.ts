@@ -4,12 +4,12 @@
  * that cannot be read. No storage is touched here (a cap is found before any slot is).
  */
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../lambdas/config.js';
-import { defaultMaxWaiters, FALLBACK_MAX_WAITERS } from '../../lambdas/core/holds.js';
-import { ACCOUNT_SETTINGS_PATH, unreservedConcurrency } from '../../lambdas/service/adapters/lambda-account.js';
-import { MemoryTelemetry } from '../../lambdas/service/telemetry.js';
-import { MAX_WAITERS, WaitSlots } from '../../lambdas/service/wait-slots.js';
-import type { Storage } from '../../lambdas/storage/port.js';
+import { loadConfig } from '../../server/config.js';
+import { defaultMaxWaiters, FALLBACK_MAX_WAITERS } from '../../server/core/holds.js';
+import { ACCOUNT_SETTINGS_PATH, unreservedConcurrency } from '../../server/service/adapters/lambda-account.js';
+import { MemoryTelemetry } from '../../server/service/telemetry.js';
+import { MAX_WAITERS, WaitSlots } from '../../server/service/wait-slots.js';
+import type { Storage } from '../../server/storage/port.js';
 import { fakeFetch, jsonResponse } from '../support/fake-fetch.js';
 
 const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' };

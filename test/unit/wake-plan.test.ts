@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { WAIT_HOLD_MS, newWait, type Wait } from '../../lambdas/core/notifications.js';
+import { WAIT_HOLD_MS, newWait, type Wait } from '../../server/core/notifications.js';
 import {
   WAKES_PER_GROUP,
   decodeRelay,
@@ -9,7 +9,7 @@ import {
   relayTokenOf,
   wakeWaves,
   waitSlot,
-} from '../../lambdas/core/wake-plan.js';
+} from '../../server/core/wake-plan.js';
 
 const NOW = 1_800_000_000_000;
 /** `n` waits of `group`, registered a millisecond apart (the first is the oldest). */

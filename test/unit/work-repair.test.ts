@@ -1,6 +1,6 @@
-// The work-index repair sweep's pure decisions (lambdas/core/work-repair.ts).
+// The work-index repair sweep's pure decisions (server/core/work-repair.ts).
 import { describe, expect, it } from 'vitest';
-import { afterPass, hiddenWork, NO_SWEEP } from '../../lambdas/core/work-repair.js';
+import { afterPass, hiddenWork, NO_SWEEP } from '../../server/core/work-repair.js';
 
 describe('work-index repair decisions', () => {
   it('a partition hides work only when its flag is set and no item names it', () => {

@@ -7,7 +7,7 @@
  * everything, `stranger` nothing.
  */
 import { expect, it } from 'vitest';
-import type { GrantsConfig } from '../../../lambdas/http/grants.js';
+import type { GrantsConfig } from '../../../server/http/grants.js';
 import { callTarget, type HttpTarget } from '../../support/http.js';
 import type { ConsumerGroupReply, ErrorReply, PopReply, PushReply, TransactionReply } from '../../support/replies.js';
 

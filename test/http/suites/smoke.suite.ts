@@ -6,8 +6,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { expect, it } from 'vitest';
-import type { Method } from '../../../lambdas/http/route.js';
-import { ALL_ROUTES } from '../../../lambdas/http/routes.js';
+import type { Method } from '../../../server/http/route.js';
+import { ALL_ROUTES } from '../../../server/http/routes.js';
 import { callTarget, type HttpTarget } from '../../support/http.js';
 import type {
   AckReply,

@@ -19,9 +19,9 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { inject } from 'vitest';
-import type { FunctionGroup } from '../../../lambdas/http/route.js';
-import { ALL_ROUTES } from '../../../lambdas/http/routes.js';
-import { TABLES, type TableName } from '../../../lambdas/storage/port.js';
+import type { FunctionGroup } from '../../../server/http/route.js';
+import { ALL_ROUTES } from '../../../server/http/routes.js';
+import { TABLES, type TableName } from '../../../server/storage/port.js';
 import type { FunctionName } from '../../../lib/access.js';
 import { deny } from './denials.js';
 import { evaluate, type IamRequest, type PolicyDocument } from './evaluate.js';

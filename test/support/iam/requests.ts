@@ -20,7 +20,7 @@
  * // [{ action: 'dynamodb:UpdateItem', resource: 'arn:aws:dynamodb:…:table/Sluice-LogTable…', context: { 'dynamodb:LeadingKeys': ['SEQ#p'] } }]
  * ```
  */
-import type { TableName } from '../../../lambdas/storage/port.js';
+import type { TableName } from '../../../server/storage/port.js';
 import type { IamRequest } from './evaluate.js';
 
 /** The deployed ARNs requests are checked against, and how to map the tests' physical names to them. */

@@ -6,7 +6,7 @@
  *
  * @example
  * ```ts
- * import { BUCKET_ENV, ITEM_TABLE_SCHEMA, TABLE_ENV } from '../lambdas/storage/aws/schema.js';
+ * import { BUCKET_ENV, ITEM_TABLE_SCHEMA, TABLE_ENV } from '../server/storage/aws/schema.js';
  * new dynamodb.Table(this, 'LogTable', {
  *   partitionKey: { name: ITEM_TABLE_SCHEMA.partitionKey.name, type: dynamodb.AttributeType.STRING },
  *   sortKey: { name: ITEM_TABLE_SCHEMA.sortKey.name, type: dynamodb.AttributeType.STRING },

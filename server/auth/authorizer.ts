@@ -2,7 +2,7 @@
  * The API Gateway Lambda REQUEST authorizer of `auth=tokens` deployments (simple responses,
  * payload format 2.0): it checks the bearer token of `Authorization: Bearer <token>` against
  * the {@link TokenStore} and hands the token's principal to the route handlers in its
- * context, where `principalOf` (lambdas/http/route.ts) reads it as
+ * context, where `principalOf` (server/http/route.ts) reads it as
  * `requestContext.authorizer.lambda.principal` — the place the local server's bearer tokens
  * put it too, so the grants apply the same way.
  *

@@ -61,7 +61,7 @@ function operationOf(r: RouteDef, localOnly: boolean): JsonSchema {
     responses: {
       '2XX': { description: 'Success (the route summary says what it answers).' },
       default: {
-        description: 'An error: `code` names it (docs/ARCHITECTURE.md; lambdas/http/errors.ts).',
+        description: 'An error: `code` names it (docs/ARCHITECTURE.md; server/http/errors.ts).',
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
       },
     },
@@ -91,7 +91,7 @@ export function openApiDocument(routes: readonly RouteDef[], localRoutes: readon
       version: VERSION,
       description:
         'A serverless message queue: one log, partition leases and record claims, Queen-compatible HTTP API. ' +
-        'Generated from the route table (lambdas/http/routes.ts); `x-sluice-access` is the grant a route needs ' +
+        'Generated from the route table (server/http/routes.ts); `x-sluice-access` is the grant a route needs ' +
         '(docs/DEPLOYING.md, Grants), `x-sluice-local-only` marks routes only the local server serves.',
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
