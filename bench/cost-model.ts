@@ -15,7 +15,7 @@ import { PRICES, sqsPerMillion } from '../server/core/prices.js';
 import { handler as notificationsHandler } from '../server/entry/notifications.js';
 import { ackAndPopText } from '../server/http/handlers/ack-and-pop.js';
 import { popResultText } from '../server/http/handlers/leases.js';
-import { endApiInvocation } from '../server/http/route.js';
+import { endApiInvocation } from '../server/http/handler.js';
 import type { AckAndPopResult } from '../server/service/leases/ack-and-pop.js';
 import type { PopResult } from '../server/service/leases/pop.js';
 import { PowertoolsTelemetry } from '../server/service/adapters/powertools-telemetry.js';

@@ -1,6 +1,6 @@
 /**
  * Who may do what on which queues: the grants configuration, enforced for every route in one
- * place (`makeHandler`, from each route's `access` declaration).
+ * place (the `authorize` middleware, middleware/authorize.ts, from each route's `access` declaration).
  *
  * Authentication happens before this: API Gateway's IAM (SigV4) or JWT authorizer on AWS, bearer
  * tokens from the grants file on the local server. The principal is then the caller's IAM ARN

@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { loadConfig } from '../config.js';
 import { Grants, readGrantsFile } from '../http/grants.js';
-import { makeHandler } from '../http/route.js';
+import { makeHandler } from '../http/handler.js';
 import { SERVER_ROUTES } from '../http/routes.js';
 import { runMaintenance } from '../service/maintenance/maintenance.js';
 import { buildServices, useServices } from '../service/runtime.js';

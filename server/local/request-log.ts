@@ -19,7 +19,7 @@
  * ```
  */
 import { jsonNumber, jsonString, jsonStringOrNull } from '../codec/json-writer.js';
-import type { RequestLog } from '../http/route.js';
+import type { RequestLog } from '../http/handler.js';
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];

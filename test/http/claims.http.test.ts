@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Grants } from '../../server/http/grants.js';
-import { makeHandler } from '../../server/http/route.js';
+import { makeHandler } from '../../server/http/handler.js';
 import { ALL_ROUTES } from '../../server/http/routes.js';
 import { withBearerTokens } from '../../server/local/auth.js';
 import { startLocalServer, type LocalServer } from '../../server/local/server.js';

@@ -13,7 +13,7 @@ import { authenticator } from '../../client/auth.js';
 import { run } from '../../cli/main.js';
 import { startConsoleProxy } from '../../cli/console-proxy.js';
 import { Grants } from '../../server/http/grants.js';
-import { makeHandler } from '../../server/http/route.js';
+import { makeHandler } from '../../server/http/handler.js';
 import { SERVER_ROUTES } from '../../server/http/routes.js';
 import { bearerAuthenticator, withBearerTokens } from '../../server/local/auth.js';
 import type { ConsoleFiles } from '../../server/local/console-assets.js';

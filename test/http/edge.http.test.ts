@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeHandler } from '../../server/http/route.js';
+import { makeHandler } from '../../server/http/handler.js';
 import { ALL_ROUTES } from '../../server/http/routes.js';
 import { requestGate } from '../../server/local/edge.js';
 import { startLocalServer, type LocalServer } from '../../server/local/server.js';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import parsePrometheusTextFormat, { type ParsedFamily } from 'parse-prometheus-text-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Grants } from '../../server/http/grants.js';
-import { makeHandler, type RequestRecord } from '../../server/http/route.js';
+import { makeHandler, type RequestRecord } from '../../server/http/handler.js';
 import { SERVER_ROUTES } from '../../server/http/routes.js';
 import { withBearerTokens } from '../../server/local/auth.js';
 import { parseLogLevel, requestLogger } from '../../server/local/request-log.js';

@@ -9,7 +9,7 @@ import { Transport } from '../../client/http.js';
 import { Sluice } from '../../client/index.js';
 import { WakeChannel } from '../../client/wake-channel.js';
 import { loadConfig } from '../../server/config.js';
-import { makeHandler } from '../../server/http/route.js';
+import { makeHandler } from '../../server/http/handler.js';
 import { SERVER_ROUTES } from '../../server/http/routes.js';
 import { Grants, parseGrants } from '../../server/http/grants.js';
 import type { HttpEvent } from '../../server/http/types.js';

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Grants } from '../../server/http/grants.js';
-import { makeHandler } from '../../server/http/route.js';
+import { makeHandler } from '../../server/http/handler.js';
 import { ALL_ROUTES } from '../../server/http/routes.js';
 import { startLocalServer, type LocalServer } from '../../server/local/server.js';
 import { openEmbeddedStorage } from '../../server/storage/embedded/index.js';

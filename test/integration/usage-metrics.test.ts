@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../server/config.js';
 import { Grants } from '../../server/http/grants.js';
-import { makeHandler } from '../../server/http/route.js';
+import { makeHandler } from '../../server/http/handler.js';
 import { ALL_ROUTES, SERVER_ROUTES } from '../../server/http/routes.js';
 import type { HttpEvent } from '../../server/http/types.js';
 import { PowertoolsTelemetry } from '../../server/service/adapters/powertools-telemetry.js';

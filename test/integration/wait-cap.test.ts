@@ -10,7 +10,7 @@ import { Sluice } from '../../client/index.js';
 import { loadConfig } from '../../server/config.js';
 import { QUEUE_MODE_GROUP } from '../../server/core/names.js';
 import { Grants } from '../../server/http/grants.js';
-import { makeHandler } from '../../server/http/route.js';
+import { makeHandler } from '../../server/http/handler.js';
 import { ALL_ROUTES } from '../../server/http/routes.js';
 import { startLocalServer } from '../../server/local/server.js';
 import { CAPPED_HOLD_MS, CAPPED_RETRY_AFTER_S } from '../../server/service/leases/long-poll.js';

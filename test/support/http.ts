@@ -1,5 +1,6 @@
 import type { Grants } from '../../server/http/grants.js';
-import { makeHandler, type RouteDef } from '../../server/http/route.js';
+import { makeHandler } from '../../server/http/handler.js';
+import type { RouteDef } from '../../server/http/route.js';
 import { SERVER_ROUTES } from '../../server/http/routes.js';
 import { withBearerTokens } from '../../server/local/auth.js';
 import type { ConsoleFiles } from '../../server/local/console-assets.js';
