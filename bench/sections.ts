@@ -5,6 +5,7 @@ import { limitsBench } from './limits.js';
 import { namespaceBench } from './namespace.js';
 import { pushBench } from './push.js';
 import { smallBench } from './small.js';
+import { sourceMapsBench } from './source-maps.js';
 import { wakeBench } from './wake.js';
 
 /** A benchmark section: returns Markdown (a heading, the command, a table). */
@@ -24,4 +25,5 @@ export const SECTIONS: BenchSection[] = [
   { name: 'cost', doc: 'docs/DEPLOYING.md', run: costBench },
   { name: 'wake', run: wakeBench },
   { name: 'namespace', run: namespaceBench },
+  { name: 'source-maps', run: sourceMapsBench },
 ];
