@@ -33,7 +33,10 @@ const QUEUES = 10;
 const INTERVAL_MIN = 15;
 /** Passes in a 30-day month. */
 const PASSES_PER_MONTH = (30 * 24 * 60) / INTERVAL_MIN;
-/** The fleet the `/status` figures are given for (issue 23: "500 warm instances"). */
+/**
+ * The fleet the `/status` figures are given for (docs/QUEEN-COMPAT.md, "Series on the local server
+ * and on AWS").
+ */
 const STATUS_PROCESSES = 500;
 /** The API functions' memory (the stack's default), in GB: `/status` runs there. */
 const API_GB = 1;

@@ -1,8 +1,9 @@
 /**
- * The cost model (issue 16): runs a workload on the AWS backend (DynamoDB Local + moto S3)
- * through the services, as the API's Lambda handlers call them, counts every API request and
- * every storage request and unit with the SDK meter, times each call, and prices it all per
- * million messages next to what SQS (one group) or SNS + SQS (fan-out) would cost.
+ * The cost model (docs/DEPLOYING.md, "Costs per million messages"): runs a workload on the AWS
+ * backend (DynamoDB Local + moto S3) through the services, as the API's Lambda handlers call them,
+ * counts every API request and every storage request and unit with the SDK meter, times each call,
+ * and prices it all per million messages next to what SQS (one group) or SNS + SQS (fan-out) would
+ * cost.
  *
  * Used by `npm run bench -- --only cost` (which writes the table) and by the ceiling tests.
  */
@@ -369,7 +370,8 @@ export async function runWorkload(endpoints: AwsEndpoints, w: Workload): Promise
     if (!w.drained) await consume();
     const segmentUnitsPerPush = segmentUnits / pushes;
     // The notifier, once per push at most: its Lambda entry on a warm instance (partition → queue
-    // cached) finding no waiter. `before`: its line as it logged it at INFO until issue 23.
+    // cached) finding no waiter. `before`: its line as it logged it with system logs at INFO
+    // (docs/DEPLOYING.md, "Logs, and what they cost").
     const partitionId = (await svc.queues.listPartitions(queue))[0]!.id;
     const seq = logKeys.sequencer(partitionId).pk;
     useServices(svc);

@@ -28,7 +28,10 @@ import {
 } from './cost-model.js';
 
 interface Row extends Workload {
-  /** The goal in dollars per million messages (issue 16), when there is one. */
+  /**
+   * The goal in dollars per million messages, when there is one (docs/DEPLOYING.md, "Costs per
+   * million messages").
+   */
   goal?: number;
 }
 
@@ -59,8 +62,9 @@ type FigureRow = CostFigures['rows'][number];
 
 /**
  * The log figures: bytes per API call and dollars per million messages in Lambda's text format
- * (system logs at INFO, what the stack deployed before issue 23) and in the stack's JSON format
- * with system logs at WARN; what consumers download (data transfer); what retention deletes.
+ * (system logs at INFO, as the stack once deployed) and in the stack's JSON format with system logs
+ * at WARN (docs/DEPLOYING.md, "Logs, and what they cost"); what consumers download (data transfer);
+ * what retention deletes.
  */
 function logSection(rows: FigureRow[]): string[] {
   const kb = (b: number): string => `${(b / 1000).toFixed(2)} KB`;

@@ -1,6 +1,6 @@
 /**
- * What Sluice's invocations write to CloudWatch Logs, in bytes (issue 23 item 7), for the cost
- * model (bench/cost-model.ts): measured, not guessed.
+ * What Sluice's invocations write to CloudWatch Logs, in bytes, for the cost model
+ * (bench/cost-model.ts; docs/DEPLOYING.md, "Logs, and what they cost"): measured, not guessed.
  *
  * - **What the function writes**: everything a call writes to stdout and stderr (Powertools
  *   Logger lines, the EMF metrics line), captured while it runs ({@link captureOutput}).

@@ -579,7 +579,7 @@ export function parseSubscription(mode: string | undefined, from: string | undef
  * stored instant (`core/time-seek.ts`); a partition created at or after that instant has
  * nothing before it.
  */
-export function seedRule(
+export function startRule(
   sub: SubscriptionSpec,
   queueMode: boolean,
   partitionCreatedAt: number,

@@ -76,7 +76,7 @@ export function consumedFloor(committedByGroup: readonly number[], claimNeeds: r
  * would start reading it: they have passed nothing there, so completedRetentionSeconds must
  * keep what they are owed. A group subscribed to `all` (and queue mode) is owed everything:
  * -Infinity. A `new` / `from` group is owed the messages pushed at or after its instant (its
- * cursor will seed after the last one pushed before it). Null when there is no such group.
+ * cursor will start after the last one pushed before it). Null when there is no such group.
  *
  * @example
  * ```ts

@@ -1,9 +1,9 @@
 /**
- * What each invocation cost, counted (issue 16: the system reports its own cost): the API
- * request, the Lambda time, and the storage requests and units the adapter counted
- * (`storage/usage.ts`). Added to the metrics line every invocation already writes (EMF on
- * Lambda, so free of API calls) and kept as running totals for the local server's `/metrics`.
- * `sluice cost` reads them back and prices them (`core/prices.ts`).
+ * What each invocation cost, counted (the system reports its own cost: docs/DEPLOYING.md,
+ * "Operations", cost counters): the API request, the Lambda time, and the storage requests and
+ * units the adapter counted (`storage/usage.ts`). Added to the metrics line every invocation
+ * already writes (EMF on Lambda, so free of API calls) and kept as running totals for the local
+ * server's `/metrics`. `sluice cost` reads them back and prices them (`core/prices.ts`).
  */
 import type { StorageUsage } from '../storage/usage.js';
 import type { Telemetry } from './telemetry.js';

@@ -1,9 +1,9 @@
 /**
- * What an adapter was billed for, counted as it goes (issue 16: the system reports its own
- * cost). On AWS the counts are DynamoDB's and S3's own (an SDK middleware,
- * `aws/usage-meter.ts`); the embedded adapter counts the same requests as the AWS adapter would
- * make them, with DynamoDB-equivalent units from item sizes ({@link meterItems}), so one
- * workload reads alike on both backends.
+ * What an adapter was billed for, counted as it goes (the system reports its own cost:
+ * docs/DEPLOYING.md, "Operations"). On AWS the counts are DynamoDB's and S3's own (an SDK
+ * middleware, `aws/usage-meter.ts`); the embedded adapter counts the same requests as the AWS
+ * adapter would make them, with DynamoDB-equivalent units from item sizes ({@link meterItems}), so
+ * one workload reads alike on both backends.
  */
 import type { BlobStore, Item, ItemKey, ItemStore, TableName, WriteOp } from './port.js';
 

@@ -1,6 +1,7 @@
 // Options that make a deployment work on a fresh account and reachable by its operators
-// (issue 14): concurrency reservations, payload keys, alarm notifications, request limits,
-// bearer-token auth. Each is checked on the synthesized template, default and opted in.
+// (docs/DEPLOYING.md, "Deploy"): concurrency reservations, payload keys, alarm notifications,
+// request limits, bearer-token auth. Each is checked on the synthesized template, default and opted
+// in.
 import { App, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';

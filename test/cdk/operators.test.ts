@@ -1,7 +1,8 @@
-// Operators' basics (issue 23): X-Ray tracing on every function with the grant it needs, and a
-// versioned segment bucket whose noncurrent versions expire, next to the rules it already has.
-// One synth with every option on; the defaults (off) are checked in test/cdk/stack.test.ts, as
-// is deletion protection (on retained tables, off with removalPolicy=destroy).
+// Operators' basics (docs/DEPLOYING.md, "Tracing" and `bucketVersioning`): X-Ray tracing on every
+// function with the grant it needs, and a versioned segment bucket whose noncurrent versions
+// expire, next to the rules it already has. One synth with every option on; the defaults (off) are
+// checked in test/cdk/stack.test.ts, as is deletion protection (on retained tables, off with
+// removalPolicy=destroy).
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';

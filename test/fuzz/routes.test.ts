@@ -1,10 +1,10 @@
-// The route fuzz (issue 17, item 1) at CI size: random values of every schema field at every
-// route, no 5xx against a healthy store and nothing stored changed by a 4xx. `npm run soak`
+// The route fuzz (docs/SECURITY.md, "Bad input") at CI size: random values of every schema field at
+// every route, no 5xx against a healthy store and nothing stored changed by a 4xx. `npm run soak`
 // runs it ten times longer. A failure names its seed: SLUICE_FUZZ_SEED=<seed> replays it.
 import { describe, expect, it } from 'vitest';
 import { fuzzSeed, runRouteFuzz } from '../support/route-fuzz.js';
 
-/** At least 2,000 requests in CI (the issue's floor); SLUICE_FUZZ_REQUESTS for a longer run. */
+/** At least 2,000 requests in CI; SLUICE_FUZZ_REQUESTS for a longer run. */
 const REQUESTS = Number(process.env.SLUICE_FUZZ_REQUESTS ?? 2500);
 
 describe('route fuzz', () => {

@@ -1,5 +1,6 @@
-// Black-box tests of our ack-and-pop route (issue 16: one request per batch for a steady
-// consumer) against the local server, on both backends.
+// Black-box tests of our ack-and-pop route (one request per batch for a steady consumer:
+// docs/LEASES.md, "`POST /api/v1/queues/{queue}/ack-and-pop`") against the local server, on
+// both backends.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalServer } from '../../server/local/server.js';
 import type { Storage } from '../../server/storage/port.js';

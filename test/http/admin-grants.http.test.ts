@@ -1,8 +1,9 @@
 /**
- * Grants on the admin and read API (issue 18): a listing shows only the queues the caller may
- * consume and its counters count only those; seeks, deletes and subscription changes need
- * `manage`. Two queues, `orders-a` (the reader's) and `payroll-a` (not), each with messages, a
- * lease group, a claim group and dead letters, and a lease group (`shared`) on both.
+ * Grants on the admin and read API (docs/SECURITY.md, "What a caller may not see"): a listing shows
+ * only the queues the caller may consume and its counters count only those; seeks, deletes and
+ * subscription changes need `manage`. Two queues, `orders-a` (the reader's) and `payroll-a` (not),
+ * each with messages, a lease group, a claim group and dead letters, and a lease group (`shared`)
+ * on both.
  *
  * The tables are checked against the route table: every GET route whose access rule names no
  * queue must be in {@link LISTINGS}, and every route that needs `manage` to change something in

@@ -414,9 +414,9 @@ describe('cli against the local server', () => {
 });
 
 /**
- * Issue 24: `tail` acknowledged what nobody saw. `tail payments --group viewer | head -3`
- * printed 3 lines, crashed on EPIPE, and the group had acked 2,000; a bare `tail` consumed as
- * the queue-mode group.
+ * `tail` acknowledged what nobody saw (docs/CLI.md, "`sluice tail`"):
+ * `tail payments --group viewer | head -3` printed 3 lines, crashed on EPIPE, and the group had
+ * acked 2,000; a bare `tail` consumed as the queue-mode group.
  */
 describe('cli tail: nothing acknowledged that nobody saw', () => {
   /** The messages `group` has acked on `queue`'s only partition. */

@@ -260,9 +260,10 @@ describe('client consume(): big pops, one message per handler call', () => {
 });
 
 /**
- * Issue 24: a batch handler that throws on one message, over 505 messages with 2 that always
- * fail. Before, the whole call failed and the lease rules filed the batch's head: 15 dead
- * letters (13 healthy, with the bad one's error) and 16,330 messages popped.
+ * A batch handler that throws on one message, over 505 messages with 2 that always fail
+ * (docs/CLIENT.md, "Per-message outcomes: a failing batch handler"). Before, the whole call failed
+ * and the lease rules filed the batch's head: 15 dead letters (13 healthy, with the bad one's
+ * error) and 16,330 messages popped.
  */
 describe('client consume(): one bad message fails alone', () => {
   const TOTAL = 505;

@@ -1,6 +1,6 @@
-// Racing consumers over HTTP (issue 17, item 7): pops of one lease group and claim polls of one
-// claim group, 2,000 of them in CI while a producer pushes; every message handed out exactly
-// once per group. `npm run soak` runs ten times as many.
+// Racing consumers over HTTP (docs/SECURITY.md, "How it is tested"): pops of one lease group and
+// claim polls of one claim group, 2,000 of them in CI while a producer pushes; every message handed
+// out exactly once per group. `npm run soak` runs ten times as many.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,4 +1,4 @@
-// The edge and limits of the local server as `npm start` runs it (issue 17, items 3 and 4):
+// The edge and limits of the local server as `npm start` runs it (docs/SECURITY.md):
 // authentication from the headers before a body is read, slowloris, DNS rebinding and CORS
 // flags wired from the command line.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';

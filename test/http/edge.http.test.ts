@@ -1,6 +1,6 @@
-// The local server's edge (issue 17, items 3 and 4): what a web page in the user's browser,
-// a rebound DNS name or a slow client can and cannot do to the open loopback server, checked
-// from a request's headers before its body is read (server/local/edge.ts, docs/SECURITY.md).
+// The local server's edge: what a web page in the user's browser, a rebound DNS name or a slow
+// client can and cannot do to the open loopback server, checked from a request's headers before its
+// body is read (server/local/edge.ts, docs/SECURITY.md).
 import { connect, type Socket } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -132,7 +132,7 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     expect(await drain('sub-from', 'typo', `&subscriptionFrom=${encodeURIComponent(cut)}`)).toEqual(['b', 'c']);
   });
 
-  it('004.3 the choice is recorded on the first pop and never revisited; a partition created later seeds from its start', async () => {
+  it('004.3 the choice is recorded on the first pop and never revisited; a partition created later is read from its start', async () => {
     await push('sub-later', ['before'], 'p1');
     clock.advance(1);
     expect((await pop('sub-later', 'consumerGroup=late&subscriptionMode=new')).status).toBe(204);

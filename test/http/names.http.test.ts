@@ -1,6 +1,6 @@
-// Names that URLs cannot carry (issue 17, item 5): `.` and `..` are refused for new queues,
-// partitions and groups with a clear 400; ones made before stay readable and deletable by a
-// client that sends the path as is (`curl --path-as-is`, here a raw request).
+// Names that URLs cannot carry (docs/SECURITY.md, "Names URLs cannot carry"): `.` and `..` are
+// refused for new queues, partitions and groups with a clear 400; ones made before stay readable
+// and deletable by a client that sends the path as is (`curl --path-as-is`, here a raw request).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

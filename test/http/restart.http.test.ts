@@ -69,7 +69,7 @@ describe('http: local server restart (embedded)', () => {
     }
   });
 
-  // Issue 17, item 7: `npm run soak` runs hundreds of cycles.
+  // `npm run soak` runs hundreds of cycles (docs/SECURITY.md, "How it is tested").
   it('survives 20 kill -9s under push, pop, ack and claim load: nothing acknowledged lost, no hole, no repeat, no group ahead of its acks', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sluice-kill9-'));
     try {

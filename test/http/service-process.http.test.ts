@@ -1,8 +1,8 @@
 /**
- * The local server run as a service (issue 18, item 8): `npm start` stops when its own PID is
- * sent SIGTERM, a port in use says which flag and variable pick another, `encryptionEnabled`
- * works with no key configured (a key file made on first use), and a payload as large as a
- * request body minus the push's envelope goes in and comes out of a pop and a claim poll.
+ * The local server run as a service (README.md, "Quick start"): `npm start` stops when its own PID
+ * is sent SIGTERM, a port in use says which flag and variable pick another, `encryptionEnabled`
+ * works with no key configured (a key file made on first use), and a payload as large as a request
+ * body minus the push's envelope goes in and comes out of a pop and a claim poll.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';

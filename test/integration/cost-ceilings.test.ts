@@ -1,8 +1,8 @@
-// Cost ceilings (issue 16): small runs of the cost model's workloads on DynamoDB Local, checked
-// against ceilings on requests, write units and dollars, so a change that adds a write per push
-// or per pop fails here. Lambda duration is left out of the dollar checks (it is measured time,
-// which varies); docs/DEPLOYING.md has the full figures from `npm run bench -- --only cost`.
-// The ceilings are today's figures with a little room; lower them as the costs come down.
+// Cost ceilings: small runs of the cost model's workloads on DynamoDB Local, checked against
+// ceilings on requests, write units and dollars, so a change that adds a write per push or per pop
+// fails here. Lambda duration is left out of the dollar checks (it is measured time, which varies);
+// docs/DEPLOYING.md has the full figures from `npm run bench -- --only cost`. The ceilings are
+// today's figures with a little room; lower them as the costs come down.
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { meteredAwsStorage } from '../../bench/aws-meter.js';
@@ -95,8 +95,9 @@ describe('cost ceilings on the AWS backend', () => {
   it('each further lease group at batch 100, consumers popping 1,000: dollars per million', async () => {
     const one = await run({ batch: 100, groups: 1, dedup: false, messages: 1000 });
     const three = await run({ batch: 100, groups: 3, dedup: false, messages: 1000 });
-    // Goal (issue 16): $0.01. A group adds no write per push any more: what is left is its pops
-    // and acks, one request per 1,000 messages (the Lambda time of those requests is in the bench).
+    // Goal (docs/DEPLOYING.md, "Costs per million messages"): $0.01. A group adds no write per push
+    // any more: what is left is its pops and acks, one request per 1,000 messages (the Lambda time
+    // of those requests is in the bench).
     const perGroup = (requestDollars(three) - requestDollars(one)) / 2;
     expect(perGroup).toBeLessThanOrEqual(0.01);
   });

@@ -8,7 +8,7 @@ import { decodeCursor, leaseKeys } from '../../server/service/leases/lease-store
 import {
   CONFIG_LOOK_MS,
   PREPARE_PER_POP,
-  SEED_EVERY_MS,
+  REPAIR_EVERY_MS,
   SelectorWork,
 } from '../../server/service/leases/selector-work.js';
 import { logKeys, queueMatchPk } from '../../server/service/log/log-store.js';
@@ -516,7 +516,7 @@ describe.each(backends)('integration: queue options on $name', (backend) => {
     // The push stopped between its commit and the selector put: no item names the queue.
     await storage.items.delete('leases', leaseKeys.selectorWork(queueMatchPk({ namespace: 'lost' }), 'lost-1'));
     expect((await svc.matchingPops.answer(matchReq({ namespace: 'lost', group: 'lg' }))).result).toBeNull();
-    svc.testClock.advance(SEED_EVERY_MS);
+    svc.testClock.advance(REPAIR_EVERY_MS);
     const r = await svc.matchingPops.answer(matchReq({ namespace: 'lost', group: 'lg' }));
     expect(r.result?.queue).toBe('lost-1');
   });

@@ -1,7 +1,7 @@
 /**
- * `npm run soak`: the long versions of the crash and race probes that `npm test` runs at a
- * bounded size (issue 17, item 7), one summary line per probe, exit status 1 when any broke a
- * rule (the lines after the summaries say which).
+ * `npm run soak`: the long versions of the crash and race probes that `npm test` runs at a bounded
+ * size (docs/SECURITY.md, "How it is tested"), one summary line per probe, exit status 1 when any
+ * broke a rule (the lines after the summaries say which).
  *
  *   npm run soak                      # every probe
  *   npm run soak -- fuzz kill9        # some: fuzz, kill9, contention, slowloris

@@ -1,9 +1,9 @@
 /**
- * The contention probe (issue 17, item 7): consumers racing each other over HTTP, pops of one
- * lease group on a few partitions and claim polls of one claim group on one partition, while
- * a producer keeps pushing. Each consumer acks all it gets at once, so every message must be
- * handed out exactly once per group: a second delivery means two consumers held it at once
- * (leases last 5 minutes and claims 5 minutes here, so nothing expires on its own).
+ * The contention probe (docs/SECURITY.md, "How it is tested"): consumers racing each other over
+ * HTTP, pops of one lease group on a few partitions and claim polls of one claim group on one
+ * partition, while a producer keeps pushing. Each consumer acks all it gets at once, so every
+ * message must be handed out exactly once per group: a second delivery means two consumers held it
+ * at once (leases last 5 minutes and claims 5 minutes here, so nothing expires on its own).
  *
  * @example
  * ```ts

@@ -1,9 +1,9 @@
 /**
- * The kill -9 probe (issue 17, item 7): the local server as `npm start` runs it, killed with
- * SIGKILL over and over while clients push, pop and ack partition leases, and poll and ack
- * record claims. After the last cycle, on a fresh start: every acknowledged push is readable,
- * each partition's offsets run 0..n-1 with no hole or repeat, no message is stored twice, and
- * neither group's progress has passed a message its consumer never sent an ack for.
+ * The kill -9 probe (docs/SECURITY.md, "How it is tested"): the local server as `npm start` runs
+ * it, killed with SIGKILL over and over while clients push, pop and ack partition leases, and poll
+ * and ack record claims. After the last cycle, on a fresh start: every acknowledged push is
+ * readable, each partition's offsets run 0..n-1 with no hole or repeat, no message is stored twice,
+ * and neither group's progress has passed a message its consumer never sent an ack for.
  *
  * @example
  * ```ts

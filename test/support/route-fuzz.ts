@@ -1,9 +1,9 @@
 /**
- * The route fuzz (issue 17, item 1): random requests to every route of the route table, built
- * from each route's own zod schemas and mutated with boundary values, wrong types, huge,
- * negative and NaN-like numbers and odd strings, sent over HTTP to the local server on a
- * healthy embedded store. It holds two rules: no answer is a 5xx, and a 4xx changed nothing
- * stored (every table and blob, see write-journal.ts). Seeded: a failure names its seed and
+ * The route fuzz (docs/SECURITY.md, "Bad input"): random requests to every route of the route
+ * table, built from each route's own zod schemas and mutated with boundary values, wrong types,
+ * huge, negative and NaN-like numbers and odd strings, sent over HTTP to the local server on a
+ * healthy embedded store. It holds two rules: no answer is a 5xx, and a 4xx changed nothing stored
+ * (every table and blob, see write-journal.ts). Seeded: a failure names its seed and
  * `SLUICE_FUZZ_SEED=<seed>` replays the same requests.
  *
  * @example

@@ -1,7 +1,7 @@
-// The CLI's flags and answers (issue 18, item 5), with a scripted fetch: one flag per concept
-// (batch is -b/--batch, every duration takes units through one parser), a missing queue or
-// record-claim group said as such (exit 3) rather than "no messages", and push's progress
-// line on a terminal only.
+// The CLI's flags and answers (docs/CLI.md, "Conventions"), with a scripted fetch: one flag per
+// concept (batch is -b/--batch, every duration takes units through one parser), a missing queue or
+// record-claim group said as such (exit 3) rather than "no messages", and push's progress line on a
+// terminal only.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -107,7 +107,8 @@ describe('unit: cli flags, one per concept', () => {
         'tail --idle',
       ].sort(),
     );
-    // A bare number is refused by every one of them (issue 24: `--idle 5` was 5 ms), with a hint.
+    // A bare number is refused by every one of them (it used to be milliseconds: `--idle 5` was
+    // 5 ms), with a hint.
     for (const { path, o } of options.filter(({ o }) => o.flags.includes('<duration>'))) {
       const what = o.long?.slice(2) ?? '';
       expect(() => o.parseArg?.('5', undefined), `${path} ${o.long}`).toThrow(`${what} needs a unit: 5s or 5ms?`);

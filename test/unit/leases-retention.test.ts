@@ -53,7 +53,7 @@ describe('unit: seed 004 — retention', () => {
       ]),
     ).toBe(Number.NEGATIVE_INFINITY);
     expect(deletableSegments(segs, w, floor, false, unreadKeepFrom([{ mode: 'all', from: null }]))).toBe(0);
-    // A `new` / `from` group seeds after the last message pushed before its instant.
+    // A `new` / `from` group starts after the last message pushed before its instant.
     expect(
       unreadKeepFrom([
         { mode: 'from', from: T0 + 20_000 },

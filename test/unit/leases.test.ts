@@ -22,8 +22,8 @@ import {
   planAck,
   planExtend,
   planPop,
-  seedRule,
   selectDeliverable,
+  startRule,
   windowHeld,
   type AckItem,
   type CursorState,
@@ -362,15 +362,15 @@ describe('unit: seed 004 — where a group starts', () => {
     expect(parseSubscription('', 'garbage', T0)).toEqual({ mode: 'all', from: null });
   });
 
-  it('004.2 all (and queue mode) seed before the oldest retained message; new/from after the last message before the instant', () => {
-    expect(seedRule({ mode: 'all', from: null }, false, T0)).toEqual({ kind: 'head' });
-    expect(seedRule({ mode: 'new', from: T0 }, true, T0 - 5)).toEqual({ kind: 'head' });
-    expect(seedRule({ mode: 'new', from: T0 }, false, T0 - 5)).toEqual({ kind: 'before', at: T0 });
+  it('004.2 all (and queue mode) start before the oldest retained message; new/from after the last message before the instant', () => {
+    expect(startRule({ mode: 'all', from: null }, false, T0)).toEqual({ kind: 'head' });
+    expect(startRule({ mode: 'new', from: T0 }, true, T0 - 5)).toEqual({ kind: 'head' });
+    expect(startRule({ mode: 'new', from: T0 }, false, T0 - 5)).toEqual({ kind: 'before', at: T0 });
   });
 
-  it('004.3 a partition created after the registration seeds from its start', () => {
-    expect(seedRule({ mode: 'new', from: T0 }, false, T0 + 1)).toEqual({ kind: 'head' });
-    expect(seedRule({ mode: 'from', from: T0 }, false, T0)).toEqual({ kind: 'head' });
+  it('004.3 a partition created after the registration is read from its start', () => {
+    expect(startRule({ mode: 'new', from: T0 }, false, T0 + 1)).toEqual({ kind: 'head' });
+    expect(startRule({ mode: 'from', from: T0 }, false, T0)).toEqual({ kind: 'head' });
   });
 
   it('004.5 a seek moves the cursor, releases the lease and resets the budget', () => {

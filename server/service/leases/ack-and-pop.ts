@@ -1,8 +1,8 @@
 /**
- * An ack and the next pop in one request (issue 16: a steady consumer makes one request per
- * batch, not two). The acks are applied exactly as `/ack/batch` applies them; the pop runs only
- * when every one of them succeeded, so a consumer whose ack was refused (its lease lapsed) learns
- * that before it is handed more work.
+ * An ack and the next pop in one request (a steady consumer makes one request per batch, not two:
+ * docs/LEASES.md, "`POST /api/v1/queues/{queue}/ack-and-pop`"). The acks are applied exactly as
+ * `/ack/batch` applies them; the pop runs only when every one of them succeeded, so a consumer
+ * whose ack was refused (its lease lapsed) learns that before it is handed more work.
  */
 import { invalid } from '../../core/errors.js';
 import type { QueueDirectory } from '../log/queue-directory.js';

@@ -25,12 +25,12 @@ export const leaseKeys = {
   work: (queueId: string, partitionId: string): ItemKey => ({ pk: workPk(queueId), sk: partitionId }),
   /**
    * leases: the selector work index (see `selector-work.ts`): under pk `WSEL#<selector>`, one
-   * item per queue that may have work (sk `Q#<queue>`), the periodic check's progress (sk
-   * `SEED`), per consumer group and caller how far its preparation got (sk
-   * `G#<group>#<principal hash>`) and when it was last reset (sk `E#<group>`).
+   * item per queue that may have work (sk `Q#<queue>`), the repair pass's progress (sk `SEED`,
+   * a stored key that keeps its old name), per consumer group and caller how far its
+   * preparation got (sk `G#<group>#<principal hash>`) and when it was last reset (sk `E#<group>`).
    */
   selectorWork: (selPk: string, queue: string): ItemKey => ({ pk: selectorWorkPk(selPk), sk: `Q#${queue}` }),
-  selectorSeed: (selPk: string): ItemKey => ({ pk: selectorWorkPk(selPk), sk: 'SEED' }),
+  selectorRepair: (selPk: string): ItemKey => ({ pk: selectorWorkPk(selPk), sk: 'SEED' }),
   /** A group's preparation as one principal's pops made it (grants differ per principal). */
   selectorGroup: (selPk: string, group: string, principal: string): ItemKey => ({
     pk: selectorWorkPk(selPk),

@@ -400,7 +400,7 @@ export class PopService {
     const first = picked[0];
     const last = picked[picked.length - 1];
     if (!first || !last) {
-      // Nothing to deliver. Persist a skip, or a first-seen row (so its seed is durable and
+      // Nothing to deliver. Persist a skip, or a first-seen row (so its start is durable and
       // the work index can see the lane is drained).
       if (skipThrough === null && item) return { kind: 'empty' };
       const next = applyPop(state, {

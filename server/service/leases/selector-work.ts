@@ -14,9 +14,10 @@
  * - Deleted by a namespace pop that read it and then found the queue's work index empty with a
  *   query issued after that read, guarded by the version it read: a mark since keeps it.
  * - Repaired: a push that stopped between its commit and this put (a crash, a Lambda timeout)
- *   leaves work that no item names. A pass every {@link SEED_EVERY_MS} per selector (paged
- *   over the matching queues, its progress in the `SEED` item shared by every process) marks
- *   each matching queue whose work index has items.
+ *   leaves work that no item names. A repair pass every {@link REPAIR_EVERY_MS} per selector
+ *   (paged over the matching queues, its progress in the item with sk `SEED`, shared by every
+ *   process; a stored key, so it keeps its old name) marks each matching queue whose work index
+ *   has items.
  * - Groups: a consumer group's first pop by a selector registers it on every matching queue
  *   and marks the partitions that hold messages (what a queue's first wildcard pop does), so
  *   it finds the history of queues no push marks any more; then again on the queues configured
@@ -33,11 +34,11 @@ import type { MatchingQueue, QueueDirectory } from '../log/queue-directory.js';
 import { SELECTOR_WORK_PREFIX, leaseKeys, selectorWorkPk, workPk } from './lease-store.js';
 
 /** How often every matching queue's work index is checked again (repairs marks lost to crashes). */
-export const SEED_EVERY_MS = 60 * 60_000;
+export const REPAIR_EVERY_MS = 60 * 60_000;
 /** How long after a configure its queue is still prepared again by each group's pops. */
 export const SETTLE_MS = 15_000;
-/** How often this process reads whether a selector's periodic pass is due. */
-const SEED_LOOK_MS = 60_000;
+/** How often this process reads whether a selector's repair pass is due. */
+const REPAIR_LOOK_MS = 60_000;
 /** How often this process reads when a queue was last configured under a selector (a queue joins its pops within this). */
 export const CONFIG_LOOK_MS = 5_000;
 /** While a configure settles, how often this process prepares its queue again. */
@@ -73,7 +74,7 @@ type QueueLike = Pick<QueueRecord, 'name' | 'queueId' | 'namespace' | 'task'>;
  */
 export class SelectorWork {
   /** Per selector: when this process last found the periodic pass not due. */
-  private readonly seedLooked = new Map<string, number>();
+  private readonly repairLooked = new Map<string, number>();
   /** Per (selector, group): the group's progress as last read or written here, and when. */
   private readonly groups = new Map<
     string,
@@ -130,7 +131,7 @@ export class SelectorWork {
     principal: string,
     prepare: (q: MatchingQueue) => Promise<boolean>,
   ): Promise<void> {
-    await this.seedStep(sel);
+    await this.repairStep(sel);
     await this.prepareGroup(sel, group, principalKey(principal), prepare);
   }
 
@@ -160,17 +161,18 @@ export class SelectorWork {
     });
   }
 
-  private async seedStep(sel: QueueSelector): Promise<void> {
+  /** One page of the selector's repair pass when it is due (see the header). */
+  private async repairStep(sel: QueueSelector): Promise<void> {
     const selPk = queueMatchPk(sel);
     const now = this.deps.clock();
-    const looked = this.seedLooked.get(selPk);
-    if (looked !== undefined && now - looked < SEED_LOOK_MS) return;
-    const key = leaseKeys.selectorSeed(selPk);
+    const looked = this.repairLooked.get(selPk);
+    if (looked !== undefined && now - looked < REPAIR_LOOK_MS) return;
+    const key = leaseKeys.selectorRepair(selPk);
     const cur = await this.deps.storage.items.get('leases', key);
     const at = typeof cur?.attrs.at === 'number' ? cur.attrs.at : undefined;
     const after = typeof cur?.attrs.after === 'string' ? cur.attrs.after : undefined;
-    if (at !== undefined && after === undefined && now - at < SEED_EVERY_MS) {
-      this.seedLooked.set(selPk, now);
+    if (at !== undefined && after === undefined && now - at < REPAIR_EVERY_MS) {
+      this.repairLooked.set(selPk, now);
       return;
     }
     const todo = (await this.deps.queues.matching(sel, { fresh: true }))

@@ -1,4 +1,4 @@
-import { emptyCursor, seedRule, type CursorState } from '../../core/leases.js';
+import { emptyCursor, startRule, type CursorState } from '../../core/leases.js';
 import { QUEUE_MODE_GROUP } from '../../core/names.js';
 import type { GroupRecord } from '../groups/group-store.js';
 import type { PartitionRef } from '../log/log-store.js';
@@ -19,7 +19,7 @@ export async function startCursor(
   segments: SegmentReader,
   lane: { part: PartitionRef; group: string; reg: GroupRecord },
 ): Promise<CursorState> {
-  const rule = seedRule(lane.reg.subscription, lane.group === QUEUE_MODE_GROUP, lane.part.createdAt);
+  const rule = startRule(lane.reg.subscription, lane.group === QUEUE_MODE_GROUP, lane.part.createdAt);
   if (rule.kind === 'head') return emptyCursor(-1, null);
   // "At or after T" is the seek rule ("after") applied to T - 1 ms: instants are whole milliseconds.
   const first = await firstCommittedAfter(segments, lane.part.id, rule.at - 1);

@@ -1,6 +1,7 @@
 /**
  * Counts what the AWS adapter's requests are billed, with an SDK middleware on its clients
- * (issue 16: the system reports its own cost; the bench's meter is built on this one).
+ * (the system reports its own cost, docs/DEPLOYING.md, "Operations"; the bench's meter is
+ * built on this one).
  */
 import type { AttributeValue, ConsumedCapacity, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { S3Client } from '@aws-sdk/client-s3';

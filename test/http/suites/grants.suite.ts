@@ -83,7 +83,8 @@ export function defineGrantsSuite(as: (role: Role | 'anonymous') => HttpTarget, 
     const denied = await http('reader', 'GET', `/api/v1/messages/${theirs.body[0]!.partition_id}/tx-p`);
     expect(denied.status).toBe(403);
     expect(denied.body).toMatchObject({ code: 'forbidden' });
-    // Neither the message nor the name of the queue the partition id belongs to (issue 17, item 6).
+    // Neither the message nor the name of the queue the partition id belongs to (docs/SECURITY.md,
+    // "What a caller may not see").
     expect(JSON.stringify(denied.body)).not.toContain('"n":2');
     expect(JSON.stringify(denied.body)).not.toContain('payroll');
     const ack = await http('reader', 'POST', '/api/v1/ack', {
