@@ -1,6 +1,6 @@
 /**
- * How every Sluice function logs (issue 23 item 7): Lambda's JSON log format with system logs
- * at WARN, so the START/END/REPORT lines of every invocation (the `platform.start` and
+ * How every Sluice function logs (docs/DEPLOYING.md, "Logs, and what they cost"): Lambda's JSON
+ * log format with system logs at WARN, so the START/END/REPORT lines of every invocation (the `platform.start` and
  * `platform.report` records, INFO) are not ingested. They are most of what a warm invocation
  * logs (docs/DEPLOYING.md, "Costs per million messages"); what REPORT carried is in Lambda's
  * own metrics (`Duration`, `Invocations`, `Errors`, `Throttles`). Application logs are

@@ -1,5 +1,5 @@
 /**
- * `sluice cost`: what the deployment cost over a time range, from its own counters (issue 16).
+ * `sluice cost`: what the deployment cost over a time range, from its own counters (docs/CLI.md).
  * On AWS it reads the cost counters each invocation writes to its EMF line back from CloudWatch
  * (GetMetricData, with the AWS profile and region of this run); against a local server it reads
  * the same counters from `/metrics`.

@@ -19,7 +19,7 @@
  *   `sluice_transactions_total`;
  * - per group and queue: `sluice_consumer_lag_messages`, `sluice_consumer_lag_seconds` (age of
  *   the oldest unfinished message), with `kind` lease or claim;
- * - cost counters (issue 16; `sluice cost` reads them): `sluice_api_requests_total`,
+ * - cost counters (`sluice cost` reads them; docs/CLI.md): `sluice_api_requests_total`,
  *   `sluice_lambda_gb_seconds_total`, `sluice_dynamodb_{requests,write_units,read_units}_total`,
  *   `sluice_s3_{puts,gets,lists,deletes}_total`: the storage requests as the AWS adapter would
  *   make them, with DynamoDB units estimated from item sizes (`storage/usage.ts`);
