@@ -1,7 +1,7 @@
 /**
  * How every Sluice function logs (docs/DEPLOYING.md, "Logs, and what they cost"): Lambda's JSON
- * log format with system logs at WARN, so the START/END/REPORT lines of every invocation (the `platform.start` and
- * `platform.report` records, INFO) are not ingested. They are most of what a warm invocation
+ * log format with system logs at WARN, so the START/END/REPORT lines of every invocation (the
+ * `platform.start` and `platform.report` records, INFO) are not ingested. They are most of what a warm invocation
  * logs (docs/DEPLOYING.md, "Costs per million messages"); what REPORT carried is in Lambda's
  * own metrics (`Duration`, `Invocations`, `Errors`, `Throttles`). Application logs are
  * filtered at the level Powertools is told to log at, so `POWERTOOLS_LOG_LEVEL` stays the one

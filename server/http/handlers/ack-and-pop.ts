@@ -1,7 +1,8 @@
 /**
  * `POST /api/v1/queues/{queue}/ack-and-pop`: our route (not Queen's) for an ack and the next pop
  * in one request, so a steady consumer makes one request per batch (docs/DEPLOYING.md, "Costs per
- * million messages"). Thin: validate, check the grants, one service call (`service/leases/ack-and-pop.ts`), serialise.
+ * million messages"). Thin: validate, check the grants, one service call
+ * (`service/leases/ack-and-pop.ts`), serialise.
  */
 import { z } from 'zod';
 import { newNameProblem, QUEUE_MODE_GROUP } from '../../core/names.js';
