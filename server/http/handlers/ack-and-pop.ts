@@ -10,7 +10,7 @@ import type { AckAndPopResult } from '../../service/leases/ack-and-pop.js';
 import { ackMeter, popMeter } from '../meters.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { AckItemSchema, ackJson, authorizePartitions, popResultText } from './leases.js';
-import { instantProblem, nameSchema } from './schemas.js';
+import { instantProblem, nameSchema } from '../schemas.js';
 
 const Body = z.object({
   consumerGroup: z

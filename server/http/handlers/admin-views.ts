@@ -10,7 +10,7 @@ import { effectiveLeaseSeconds } from '../../core/queue-options.js';
 import { DEFAULT_WINDOW_MS, bucketMinutes, type MessageCounters, type Window } from '../../core/queue-stats.js';
 import type { PartitionStats, QueueStatsView } from '../../service/admin/queue-stats.js';
 import type { QueueRecord } from '../../service/log/log-store.js';
-import { instantProblem, iso } from './schemas.js';
+import { instantProblem, iso } from '../schemas.js';
 
 /**
  * An optional instant in a query string: ISO-8601 (or epoch ms); unparsable values fall back to

@@ -16,7 +16,7 @@ import type { Action } from '../route.js';
 import { ackMeter, popMeter, transactionMeter } from '../meters.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { preparePushItems } from './messages.js';
-import { instantProblem, iso, nameSchema } from './schemas.js';
+import { instantProblem, iso, nameSchema } from '../schemas.js';
 
 /** Queen booleans: true only for `true` or `1`. */
 const queryBoolean = z

@@ -9,7 +9,7 @@ import { rawPayload } from '../../codec/json-writer.js';
 import { openMessage } from '../../service/log/segments.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { lenientInteger, optionalFilter, optionalInstant } from './admin-views.js';
-import { iso } from './schemas.js';
+import { iso } from '../schemas.js';
 
 const STATUSES = ['pending', 'processing', 'completed', 'dead_letter'] as const;
 

@@ -16,7 +16,7 @@ import { PRODUCER_ID_PATTERN } from '../../core/producer-sequence.js';
 import { pushMeter } from '../meters.js';
 import { payloadSpans } from '../payload-spans.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { MessageParams, iso, nameSchema } from './schemas.js';
+import { MessageParams, iso, nameSchema } from '../schemas.js';
 
 // -------------------------------------------------------------------- push
 

@@ -18,7 +18,7 @@ import {
   queueIdentity,
   queueRowJson,
 } from './admin-views.js';
-import { nameSchema } from './schemas.js';
+import { nameSchema } from '../schemas.js';
 
 /** How many queues a listing reads at once. */
 const QUEUE_CONCURRENCY = 4;

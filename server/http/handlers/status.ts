@@ -23,7 +23,7 @@ import {
   workerJson,
 } from './admin-views.js';
 import { visibleQueue, visibleQueueViews } from './resources.js';
-import { iso, nameSchema } from './schemas.js';
+import { iso, nameSchema } from '../schemas.js';
 
 /** Every queue's activity rows summed per bucket, for the queues `include` admits. */
 export async function bucketsOf(

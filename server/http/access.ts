@@ -7,7 +7,7 @@
  * On the open local server every grant holds, so everything is visible; with grants, each
  * rule names the grant it needs.
  */
-import type { Action } from '../route.js';
+import type { Action } from './route.js';
 
 /** `RouteInput.allowed`: whether the caller may do an action on a queue. */
 export type Allowed = (queue: string, action?: Action) => boolean;
