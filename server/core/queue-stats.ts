@@ -163,6 +163,29 @@ export interface Window {
 /** The default window of Queen's series: the last hour. */
 export const DEFAULT_WINDOW_MS = 3_600_000;
 
+/**
+ * The longest window a series covers: counters live in memory for less than that, and a window
+ * of years in one-minute buckets would be millions of rows (the route fuzz found it).
+ */
+export const MAX_WINDOW_MS = 7 * 24 * 3_600_000;
+
+/**
+ * The window of a series request: `from`/`to`, by default the hour up to now, at most
+ * {@link MAX_WINDOW_MS} ending at `to`.
+ *
+ * @example
+ * ```ts
+ * windowOf({}, now); // { from: now - 3_600_000, to: now }
+ * windowOf({ from: 0, to: now }, now); // { from: now - MAX_WINDOW_MS, to: now }
+ * ```
+ */
+export function windowOf(q: { from?: number | undefined; to?: number | undefined }, now: number): Window {
+  const to = q.to ?? now;
+  const from = q.from ?? to - DEFAULT_WINDOW_MS;
+  if (!(from < to)) return { from: to - DEFAULT_WINDOW_MS, to };
+  return { from: Math.max(from, to - MAX_WINDOW_MS), to };
+}
+
 /** Queen's bucket width for a window: 1, 5, 15, 60 or 360 minutes. */
 export function bucketMinutes(w: Window): number {
   const minutes = (w.to - w.from) / 60_000;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Grants } from '../../server/http/grants.js';
-import { seesGroupsOn, seesMetricsOf, type Allowed } from '../../server/http/handlers/access.js';
+import { seesGroupsOn, seesMetricsOf, type Allowed } from '../../server/http/access.js';
 
 const allowedFor =
   (grants: Grants, principal: string): Allowed =>

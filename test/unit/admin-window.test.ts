@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_WINDOW_MS, windowOf } from '../../server/http/handlers/admin-views.js';
+import { MAX_WINDOW_MS, windowOf } from '../../server/core/queue-stats.js';
 
 describe('unit: admin series windows', () => {
   const now = Date.UTC(2026, 11, 1);

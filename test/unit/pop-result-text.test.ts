@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { toJson } from '../../server/codec/json-writer.js';
-import { popResultJson, popResultText } from '../../server/http/handlers/leases.js';
+import { popResultJson, popResultText } from '../../server/http/answers/lease-results.js';
 import type { PopResult } from '../../server/service/leases/pop.js';
 import { randomSource, stringifyWithSplices } from './json-random.js';
 

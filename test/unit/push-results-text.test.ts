@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { toJson } from '../../server/codec/json-writer.js';
-import { pushResultJson, pushResultsText } from '../../server/http/handlers/messages.js';
+import { pushResultJson, pushResultsText } from '../../server/http/answers/push-results.js';
 import type { PushResult } from '../../server/service/log/push.js';
 import { randomSource } from './json-random.js';
 

@@ -7,11 +7,12 @@
 import { z } from 'zod';
 import { newNameProblem, QUEUE_MODE_GROUP } from '../../core/names.js';
 import type { AckRequestItem } from '../../service/leases/ack.js';
-import type { AckAndPopResult } from '../../service/leases/ack-and-pop.js';
+import { authorizePartitions } from '../access.js';
+import { AckItemSchema } from '../ack-items.js';
+import { ackAndPopText } from '../answers/lease-results.js';
 import { ackMeter, popMeter } from '../meters.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { AckItemSchema, ackJson, authorizePartitions, popResultText } from './leases.js';
-import { instantProblem, nameSchema } from './schemas.js';
+import { instantProblem, nameSchema } from '../schemas.js';
 
 const Body = z.object({
   consumerGroup: z
@@ -90,19 +91,5 @@ export const ackAndPop = defineRoute({
     };
   },
 });
-
-/**
- * The route's answer as text: the acks, whether it popped, and Queen's pop answer or null
- * (nothing to deliver, or not asked: `popped: false`, an ack failed).
- *
- * @example
- * ```ts
- * ackAndPopText(await services.ackAndPop.run(items, pop)); // '{"acks":[…],"popped":true,"pop":{"success":true,…}}'
- * ```
- */
-export function ackAndPopText(r: AckAndPopResult): string {
-  const popped = r.pop?.result ?? null;
-  return `{"acks":${JSON.stringify(r.acks.map(ackJson))},"popped":${r.pop !== undefined},"pop":${popped ? popResultText(popped) : 'null'}}`;
-}
 
 export const ackAndPopRoutes: RouteDef[] = [ackAndPop];

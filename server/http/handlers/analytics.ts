@@ -5,10 +5,11 @@
  * renders. The caller sees series of the queues it may consume.
  */
 import { z } from 'zod';
-import { bucketIso, bucketMinutes, bucketStarts } from '../../core/queue-stats.js';
+import { bucketIso, bucketMinutes, bucketStarts, windowOf } from '../../core/queue-stats.js';
 import { addRow, emptyRow } from '../../service/admin/activity.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { optionalFilter, optionalInstant, perSecond, timeRangeJson, windowOf, workerJson } from './admin-views.js';
+import { optionalFilter, optionalInstant } from '../admin-query.js';
+import { perSecond, timeRangeJson, workerJson } from '../answers/admin-views.js';
 import { bucketsOf } from './status.js';
 import { hostname } from 'node:os';
 

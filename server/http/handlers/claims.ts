@@ -4,7 +4,7 @@ import type { ClaimedRecord } from '../../service/claims/claim-service.js';
 import { rawPayload } from '../../codec/json-writer.js';
 import { claimPollMeter, claimSettleMeter } from '../meters.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { instant, iso, nameSchema, newNameSchema } from './schemas.js';
+import { instant, iso, nameSchema, newNameSchema } from '../schemas.js';
 
 /**
  * Record claims (docs/CLAIMS.md): a consumer group read as a shared work queue on one

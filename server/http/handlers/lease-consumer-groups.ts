@@ -9,8 +9,8 @@ import { groupState } from '../../core/queue-stats.js';
 import type { GroupQueueRow } from '../../service/admin/group-lag.js';
 import type { GroupView } from '../../service/leases/lease-groups.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { seesGroupsOn } from './access.js';
-import { boundedQueryInteger, instant, iso, nameSchema, newNameSchema } from './schemas.js';
+import { seesGroupsOn } from '../access.js';
+import { boundedQueryInteger, instant, iso, nameSchema, newNameSchema } from '../schemas.js';
 
 function viewJson(view: GroupView, allowed: (queue: string) => boolean): Record<string, unknown> {
   const queues = view.queues.filter((q) => allowed(q.queue));

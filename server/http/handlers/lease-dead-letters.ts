@@ -8,7 +8,7 @@ import { rawPayload } from '../../codec/json-writer.js';
 import type { DlqEntry } from '../../service/leases/dlq-service.js';
 import { MAX_REDRIVE } from '../../service/leases/dlq-service.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { MessageParams, boundedQueryInteger, iso, nameSchema } from './schemas.js';
+import { MessageParams, boundedQueryInteger, iso, nameSchema } from '../schemas.js';
 
 /** An optional consumer group; an empty one counts as absent. */
 const optionalGroup = z

@@ -4,19 +4,19 @@
  * service, serialise.
  */
 import { z } from 'zod';
-import { jsonNumber, jsonString, jsonStringOrNull, rawPayload } from '../../codec/json-writer.js';
 import { SluiceError, invalid } from '../../core/errors.js';
-import { decodeLeaseId, parseAckStatus } from '../../core/leases.js';
+import { decodeLeaseId } from '../../core/leases.js';
 import { QUEUE_MODE_GROUP, nameProblem, newNameProblem } from '../../core/names.js';
-import type { AckRequestItem, AckResult } from '../../service/leases/ack.js';
-import type { PopResult } from '../../service/leases/pop.js';
+import type { AckRequestItem } from '../../service/leases/ack.js';
 import type { Services } from '../../service/runtime.js';
 import type { TxOp } from '../../service/transaction-service.js';
-import type { Action } from '../route.js';
+import { authorizePartitions } from '../access.js';
+import { AckItemSchema } from '../ack-items.js';
+import { ackJson, popResultText } from '../answers/lease-results.js';
 import { ackMeter, popMeter, transactionMeter } from '../meters.js';
-import { defineRoute, type RouteDef } from '../route.js';
-import { preparePushItems } from './messages.js';
-import { instantProblem, iso, nameSchema } from './schemas.js';
+import { preparePushItems } from '../push-items.js';
+import { defineRoute, type Action, type RouteDef } from '../route.js';
+import { instantProblem, iso, nameSchema } from '../schemas.js';
 
 /** Queen booleans: true only for `true` or `1`. */
 const queryBoolean = z
@@ -78,86 +78,6 @@ const PopQuery = z.object({
   namespace: z.string().max(256).optional(),
   task: z.string().max(256).optional(),
 });
-
-/**
- * A pop answer as a value (Queen's shape), payloads spliced in verbatim: the reference that
- * {@link popResultText} writes as text, kept equal by test/unit/pop-result-text.test.ts.
- *
- * @example
- * ```ts
- * toJson(popResultJson(pop)); // the same text as popResultText(pop)
- * ```
- */
-export function popResultJson(pop: PopResult): Record<string, unknown> {
-  const first = pop.partitions[0];
-  const names = new Map(pop.partitions.map((p) => [p.id, p.name]));
-  return {
-    success: true,
-    queue: pop.queue,
-    partition: first?.name ?? null,
-    partitionId: first?.id ?? null,
-    leaseId: pop.leaseId,
-    consumerGroup: pop.group,
-    partitionsClaimed: pop.partitions.length,
-    messages: pop.messages.map((m) => ({
-      id: m.id,
-      transactionId: m.transactionId,
-      traceId: m.traceId,
-      data: rawPayload(m.payload),
-      producerSub: null,
-      createdAt: new Date(m.createdAt).toISOString(),
-      partitionId: m.partitionId,
-      partition: names.get(m.partitionId) ?? m.partition,
-      leaseId: pop.leaseId,
-      consumerGroup: pop.group,
-      queue: pop.queue,
-      offset: m.offset,
-    })),
-  };
-}
-
-/**
- * `toJson(popResultJson(r))`, built as text: every message repeats the lease, group, queue
- * and partition, so those are escaped once per answer.
- *
- * @example
- * ```ts
- * popResultText(await services.leasePops.pop(request)); // '{"success":true,"queue":"orders",...}'
- * ```
- */
-export function popResultText(pop: PopResult): string {
-  const first = pop.partitions[0];
-  const tail = `,"leaseId":${jsonString(pop.leaseId)},"consumerGroup":${jsonString(pop.group)},"queue":${jsonString(pop.queue)},"offset":`;
-  const names = new Map(
-    pop.partitions.map((p) => [p.id, `,"partitionId":${jsonString(p.id)},"partition":${jsonString(p.name)}`]),
-  );
-  let lastAt = Number.NaN;
-  let lastIso = '';
-  const parts = new Array<string>(pop.messages.length);
-  for (let i = 0; i < pop.messages.length; i++) {
-    const message = pop.messages[i] as PopResult['messages'][number];
-    // Messages of one push share a timestamp: format it once.
-    if (message.createdAt !== lastAt) {
-      lastAt = message.createdAt;
-      lastIso = new Date(message.createdAt).toISOString();
-    }
-    const { payload } = message;
-    const data = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString('utf8');
-    const where =
-      names.get(message.partitionId) ??
-      `,"partitionId":${jsonString(message.partitionId)},"partition":${jsonString(message.partition)}`;
-    parts[i] =
-      `{"id":${jsonString(message.id)},"transactionId":${jsonString(message.transactionId)}` +
-      `,"traceId":${jsonStringOrNull(message.traceId)},"data":${data},"producerSub":null` +
-      `,"createdAt":"${lastIso}"${where}${tail}${jsonNumber(message.offset)}}`;
-  }
-  return (
-    `{"success":true,"queue":${jsonString(pop.queue)},"partition":${jsonStringOrNull(first?.name ?? null)}` +
-    `,"partitionId":${jsonStringOrNull(first?.id ?? null)},"leaseId":${jsonString(pop.leaseId)}` +
-    `,"consumerGroup":${jsonString(pop.group)},"partitionsClaimed":${jsonNumber(pop.partitions.length)}` +
-    `,"messages":[${parts.join(',')}]}`
-  );
-}
 
 async function runPop(
   services: Services,
@@ -267,51 +187,6 @@ export const popMatching = defineRoute({
 });
 
 // ---------------------------------------------------------------------- ack
-
-const statusSchema = z
-  .unknown()
-  .optional()
-  .superRefine((v, ctx) => {
-    if (parseAckStatus(v) === undefined)
-      ctx.addIssue({
-        code: 'custom',
-        message: `status must be completed, success, failed, retry or dlq (got ${JSON.stringify(v)})`,
-      });
-  })
-  .transform((v) => parseAckStatus(v) ?? 'completed');
-
-/** One ack item, as `/ack` and `/ack/batch` take it. */
-export const AckItemSchema = z.object({
-  transactionId: z.string({ error: 'transactionId is required' }).min(1).max(256),
-  partitionId: z.string({ error: 'partitionId is required' }).min(1).max(64),
-  status: statusSchema,
-  error: z.string().max(8192).nullish(),
-  leaseId: z.string().max(4096).nullish(),
-});
-
-/** Resolves the queues of acked partitions and checks the caller may consume them. */
-export async function authorizePartitions(
-  services: Services,
-  partitionIds: Iterable<string>,
-  authorize: (queue: string, action?: Action) => void,
-): Promise<void> {
-  for (const partitionId of new Set(partitionIds)) {
-    const partition = await services.queues.partitionById(partitionId);
-    if (partition) authorize(partition.queue, 'consume');
-  }
-}
-
-/** An ack result as `/ack` answers it. */
-export const ackJson = (result: AckResult) => ({
-  index: result.index,
-  transactionId: result.transactionId,
-  success: result.success,
-  error: result.error,
-  queueName: result.queueName,
-  partitionName: result.partitionName,
-  leaseReleased: result.leaseReleased,
-  dlq: result.dlq,
-});
 
 /** What `/ack` and `/ack/batch` share: the grant check per acked partition, the acks, their JSON. */
 async function runAcks(

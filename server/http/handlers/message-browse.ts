@@ -8,8 +8,8 @@ import { z } from 'zod';
 import { rawPayload } from '../../codec/json-writer.js';
 import { openMessage } from '../../service/log/segments.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { lenientInteger, optionalFilter, optionalInstant } from './admin-views.js';
-import { iso } from './schemas.js';
+import { lenientInteger, optionalFilter, optionalInstant } from '../admin-query.js';
+import { iso } from '../schemas.js';
 
 const STATUSES = ['pending', 'processing', 'completed', 'dead_letter'] as const;
 

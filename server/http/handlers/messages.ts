@@ -3,20 +3,19 @@
  * transactionId, and replay a partition in offset order.
  */
 import { z } from 'zod';
-import { jsonNumber, jsonString, jsonStringOrNull, rawPayload } from '../../codec/json-writer.js';
-import { SluiceError, notFound } from '../../core/errors.js';
-import { DEFAULT_PARTITION, QUEUE_MODE_GROUP, isWellFormedText, newNameProblem } from '../../core/names.js';
+import { rawPayload } from '../../codec/json-writer.js';
+import { notFound } from '../../core/errors.js';
+import { QUEUE_MODE_GROUP, isWellFormedText } from '../../core/names.js';
 import { effectiveLeaseSeconds } from '../../core/queue-options.js';
 import { consumptionMode } from '../../core/queue-stats.js';
 import { decodeEntry } from '../../service/leases/dlq-store.js';
-import type { PushItem, PushResult } from '../../service/log/push.js';
 import type { StoredMessage } from '../../service/log/segments.js';
-import type { Services } from '../../service/runtime.js';
 import { PRODUCER_ID_PATTERN } from '../../core/producer-sequence.js';
+import { pushResultsText } from '../answers/push-results.js';
 import { pushMeter } from '../meters.js';
-import { payloadSpans } from '../payload-spans.js';
+import { preparePushItems } from '../push-items.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { MessageParams, iso, nameSchema } from './schemas.js';
+import { MessageParams, iso, nameSchema } from '../schemas.js';
 
 // -------------------------------------------------------------------- push
 
@@ -53,120 +52,6 @@ const PushBody = z
     message: 'producerId and sequence go together: send both or neither',
     path: ['sequence'],
   });
-type PushItemInput = z.infer<typeof PushItemSchema>;
-
-/**
- * Checks names and sizes of every item before anything is written (nothing half-written).
- * With the request's bytes (`raw`), each payload is kept exactly as sent.
- *
- * @example
- * ```ts
- * const items = preparePushItems(body.items, services, 'items', rawBody());
- * await services.pushes.push(items);
- * ```
- */
-export function preparePushItems(items: PushItemInput[], services: Services, path = 'items', raw?: Buffer): PushItem[] {
-  // The exact bytes each payload was sent as, when the body is the plain push shape.
-  const spans = raw ? payloadSpans(raw) : undefined;
-  const exact = spans && spans.length === items.length ? spans : undefined;
-  const { maxMessageBytes, maxPushItems } = services.config;
-  if (items.length > maxPushItems) {
-    throw new SluiceError(
-      'payload_too_large',
-      `a push may carry at most ${maxPushItems} messages (got ${items.length}); split it`,
-      { limit: maxPushItems },
-    );
-  }
-  const okNames = new Set<string>();
-  const checkName = (name: string, kind: 'queue' | 'partition', i: number): void => {
-    const key = `${kind}\u0000${name}`;
-    if (okNames.has(key)) return;
-    // A push creates the queue and partition it names when they do not exist.
-    const problem = newNameProblem(name, kind);
-    if (problem) throw new SluiceError('invalid_request', `${path}[${i}].${kind}: ${problem}`);
-    okNames.add(key);
-  };
-  return items.map((it, i) => {
-    checkName(it.queue, 'queue', i);
-    const partition = it.partition ?? DEFAULT_PARTITION;
-    checkName(partition, 'partition', i);
-    // Queen: payload when present (even null), else data, else an empty object.
-    const span = exact?.[i];
-    let payload: Buffer;
-    if (span && raw) payload = raw.subarray(span[0], span[1]);
-    else {
-      const value = 'payload' in it ? it.payload : 'data' in it ? it.data : {};
-      payload = Buffer.from(JSON.stringify(value === undefined ? null : value), 'utf8');
-    }
-    if (payload.byteLength > maxMessageBytes) {
-      throw new SluiceError(
-        'payload_too_large',
-        `${path}[${i}]: payload is ${payload.byteLength} bytes; the limit is ${maxMessageBytes}`,
-        { index: i, limit: maxMessageBytes },
-      );
-    }
-    return { queue: it.queue, partition, payload, transactionId: it.transactionId, traceId: it.traceId ?? null };
-  });
-}
-
-/**
- * A push result in Queen's wire shape (snake_case ids): the reference that
- * {@link pushResultsText} writes as text, kept equal by test/unit/push-results-text.test.ts.
- *
- * @example
- * ```ts
- * toJson(results.map(pushResultJson)); // the same text as pushResultsText(results)
- * ```
- */
-export function pushResultJson(result: PushResult): Record<string, unknown> {
-  const out: Record<string, unknown> = {
-    index: result.index,
-    status: result.status,
-    transaction_id: result.transactionId,
-    message_id: result.messageId,
-    partition_id: result.partitionId,
-    trace_id: result.traceId,
-    queueName: result.queue,
-    partition: result.partition,
-  };
-  if (result.offset !== undefined) out.offset = result.offset;
-  if (result.error !== undefined) out.error = result.error;
-  return out;
-}
-
-/**
- * `JSON.stringify(results.map(pushResultJson))`, built as text because a push answers one
- * result per message (docs/BENCHMARKS.md); results in a row with the same queue and partition
- * reuse their escaped text. The push route's one call to it can be swapped for
- * `toJson(results.map(pushResultJson))` to compare with the generic writer.
- *
- * @example
- * ```ts
- * pushResultsText(await services.pushes.push(items)); // '[{"index":0,"status":"queued",...}]'
- * ```
- */
-export function pushResultsText(results: readonly PushResult[]): string {
-  let out = '[';
-  let queue: string | undefined;
-  let queueText = '';
-  let partition: string | undefined;
-  let partitionText = '';
-  let partitionId: string | undefined;
-  let partitionIdText = '';
-  for (let i = 0; i < results.length; i++) {
-    const result = results[i] as PushResult;
-    if (result.queue !== queue) queueText = jsonString((queue = result.queue));
-    if (result.partition !== partition) partitionText = jsonString((partition = result.partition));
-    if (result.partitionId !== partitionId) partitionIdText = jsonString((partitionId = result.partitionId));
-    out +=
-      `${i === 0 ? '' : ','}{"index":${jsonNumber(result.index)},"status":${jsonString(result.status)},"transaction_id":${jsonString(result.transactionId)}` +
-      `,"message_id":${jsonString(result.messageId)},"partition_id":${partitionIdText},"trace_id":${jsonStringOrNull(result.traceId)}` +
-      `,"queueName":${queueText},"partition":${partitionText}` +
-      `${result.offset === undefined ? '' : `,"offset":${jsonNumber(result.offset)}`}` +
-      `${result.error === undefined ? '' : `,"error":${jsonString(result.error)}`}}`;
-  }
-  return `${out}]`;
-}
 
 export const push = defineRoute({
   method: 'POST',

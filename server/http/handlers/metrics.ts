@@ -30,14 +30,14 @@
  * whatever a client sent; deleting a queue drops its counters and lag series (in this process).
  * The route latency histograms still count every request. Open on the loopback server without grants; with
  * grants, `manage` on some queue, and series labelled by a queue only for queues the caller may
- * manage (handlers/access.ts).
+ * manage (http/access.ts).
  */
 import { LATENCY_BUCKETS_S, type ActivityRow } from '../../service/admin/activity.js';
 import type { Services } from '../../service/runtime.js';
 import { USAGE_METRICS, USAGE_PROMETHEUS } from '../../service/usage.js';
 import { PROMETHEUS_CONTENT_TYPE, PromText } from '../prometheus-text.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { seesMetricsOf } from './access.js';
+import { seesMetricsOf } from '../access.js';
 
 /** Queen's per-queue gauges of the latest finished minute: name, help, what each reads. */
 const LATEST_MINUTE: readonly [string, string, (r: ActivityRow) => number][] = [

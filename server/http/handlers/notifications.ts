@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MAX_TICKET_QUEUES } from '../../core/notifications.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { iso, nameSchema } from './schemas.js';
+import { iso, nameSchema } from '../schemas.js';
 
 /**
  * `POST /api/v1/notifications/ticket`: a one-use ticket for the WebSocket channel idle

@@ -14,7 +14,7 @@ import {
   type QueueOptions,
 } from '../../core/queue-options.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import { iso, nameSchema } from './schemas.js';
+import { iso, nameSchema } from '../schemas.js';
 
 const ConfigureBody = z.object({
   queue: z.string({ error: 'queue is required' }).superRefine((v, ctx) => {

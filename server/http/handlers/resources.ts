@@ -9,16 +9,9 @@ import { sumCounters } from '../../core/queue-stats.js';
 import { pool } from '../../service/admin/queue-stats.js';
 import type { Services } from '../../service/runtime.js';
 import { defineRoute, type RouteDef } from '../route.js';
-import {
-  countersJson,
-  lenientInteger,
-  optionalFilter,
-  partitionJson,
-  perSecond,
-  queueIdentity,
-  queueRowJson,
-} from './admin-views.js';
-import { nameSchema } from './schemas.js';
+import { lenientInteger, optionalFilter } from '../admin-query.js';
+import { countersJson, partitionJson, perSecond, queueIdentity, queueRowJson } from '../answers/admin-views.js';
+import { nameSchema } from '../schemas.js';
 
 /** How many queues a listing reads at once. */
 const QUEUE_CONCURRENCY = 4;

@@ -5,25 +5,22 @@
  * activity; worker-thread and PostgreSQL fields answer their neutral values.
  */
 import { z } from 'zod';
-import { bucketIso, bucketMinutes, bucketStarts, type Window } from '../../core/queue-stats.js';
+import { bucketIso, bucketMinutes, bucketStarts, windowOf, type Window } from '../../core/queue-stats.js';
 import { addRow, emptyRow, type ActivityRow } from '../../service/admin/activity.js';
 import type { Services } from '../../service/runtime.js';
 import { defineRoute, type RouteDef } from '../route.js';
+import { lenientInteger, optionalFilter, optionalInstant } from '../admin-query.js';
 import {
   configJson,
   countersJson,
-  lenientInteger,
-  optionalFilter,
-  optionalInstant,
   partitionJson,
   perSecond,
   queueIdentity,
   timeRangeJson,
-  windowOf,
   workerJson,
-} from './admin-views.js';
+} from '../answers/admin-views.js';
 import { visibleQueue, visibleQueueViews } from './resources.js';
-import { iso, nameSchema } from './schemas.js';
+import { iso, nameSchema } from '../schemas.js';
 
 /** Every queue's activity rows summed per bucket, for the queues `include` admits. */
 export async function bucketsOf(

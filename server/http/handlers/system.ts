@@ -6,8 +6,8 @@
  */
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../route.js';
-import { lenientInteger } from './admin-views.js';
-import { MessageParams } from './schemas.js';
+import { lenientInteger } from '../admin-query.js';
+import { MessageParams } from '../schemas.js';
 
 export const maintenanceStatus = defineRoute({
   method: 'GET',

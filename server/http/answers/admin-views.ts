@@ -1,67 +1,18 @@
 /**
  * Queen's JSON shapes for the admin views (docs/QUEEN-COMPAT.md), shared by the resources,
  * status, analytics and consumer-group routes: a queue row, a queue's config card, a partition
- * with its counters, time windows from `from`/`to`, and the fields Queen fills from PostgreSQL
+ * with its counters, a series' time range, and the fields Queen fills from PostgreSQL
  * or its worker threads, which answer their neutral values here.
  */
 import { hostname } from 'node:os';
-import { z } from 'zod';
 import { effectiveLeaseSeconds } from '../../core/queue-options.js';
-import { DEFAULT_WINDOW_MS, bucketMinutes, type MessageCounters, type Window } from '../../core/queue-stats.js';
+import type { MessageCounters, Window } from '../../core/queue-stats.js';
 import type { PartitionStats, QueueStatsView } from '../../service/admin/queue-stats.js';
 import type { QueueRecord } from '../../service/log/log-store.js';
-import { instantProblem, iso } from './schemas.js';
+import { iso } from '../schemas.js';
 
-/**
- * An optional instant in a query string: ISO-8601 (or epoch ms); unparsable values fall back to
- * the default, as in Queen.
- */
-export const optionalInstant = z
-  .string()
-  .optional()
-  .transform((v) => {
-    if (v === undefined || v.trim() === '') return undefined;
-    const n = /^\d+$/.test(v) ? Number(v) : v;
-    return instantProblem(n) === undefined ? (typeof n === 'number' ? n : Date.parse(n)) : undefined;
-  });
-
-/**
- * A query integer that falls back to its default when missing or unparsable (Queen's rule for
- * its admin routes), clamped to `[min, max]`.
- */
-export const lenientInteger = (min: number, max: number, fallback: number) =>
-  z
-    .string()
-    .optional()
-    .transform((v) => {
-      const n = v === undefined ? Number.NaN : Number(v);
-      return Number.isInteger(n) ? Math.max(min, Math.min(max, n)) : fallback;
-    });
-
-/** An optional name filter from the query string: empty counts as absent. */
-export const optionalFilter = z
-  .string()
-  .max(256)
-  .optional()
-  .transform((v) => (v === undefined || v === '' ? undefined : v));
-
-/**
- * The longest window a series covers: counters live in memory for less than that, and a window
- * of years in one-minute buckets would be millions of rows (the route fuzz found it).
- */
-export const MAX_WINDOW_MS = 7 * 24 * 3_600_000;
-
-/** The window of a series request: `from`/`to`, by default the hour up to now, at most {@link MAX_WINDOW_MS} ending at `to`. */
-export function windowOf(q: { from?: number | undefined; to?: number | undefined }, now: number): Window {
-  const to = q.to ?? now;
-  const from = q.from ?? to - DEFAULT_WINDOW_MS;
-  if (!(from < to)) return { from: to - DEFAULT_WINDOW_MS, to };
-  return { from: Math.max(from, to - MAX_WINDOW_MS), to };
-}
-
+/** A series' window as Queen writes it: `{from, to}` in ISO-8601. */
 export const timeRangeJson = (w: Window) => ({ from: iso(w.from), to: iso(w.to) });
-
-export { bucketMinutes };
 
 /** A queue's options as Queen's QueueDetail config card reads them (leaseTime in s, retryDelay in ms). */
 export function configJson(q: QueueRecord): Record<string, unknown> {

@@ -4,7 +4,7 @@
  * message address, bounded query-string integers.
  */
 import { z } from 'zod';
-import { nameProblem, newNameProblem, type NameKind } from '../../core/names.js';
+import { nameProblem, newNameProblem, type NameKind } from '../core/names.js';
 
 /**
  * A queue, partition or group name: the schema carries the same rule as `core/names.ts`.

@@ -5,9 +5,11 @@
  * is answered as one that does not exist, and an admin call leaves them alone.
  *
  * On the open local server every grant holds, so everything is visible; with grants, each
- * rule names the grant it needs.
+ * rule names the grant it needs. Requests that name queues only by partition id (acks) have
+ * them checked by {@link authorizePartitions}.
  */
-import type { Action } from '../route.js';
+import type { Services } from '../service/runtime.js';
+import type { Action } from './route.js';
 
 /** `RouteInput.allowed`: whether the caller may do an action on a queue. */
 export type Allowed = (queue: string, action?: Action) => boolean;
@@ -38,3 +40,23 @@ export const seesMetricsOf =
   (allowed: Allowed) =>
   (queue: string): boolean =>
     allowed(queue, 'manage');
+
+/**
+ * Resolves the queues of acked partitions and checks the caller may consume them: for routes
+ * that learn their queues from partition ids (acks, lease extension, transactions).
+ *
+ * @example
+ * ```ts
+ * await authorizePartitions(services, body.acknowledgments.map((a) => a.partitionId), authorize);
+ * ```
+ */
+export async function authorizePartitions(
+  services: Pick<Services, 'queues'>,
+  partitionIds: Iterable<string>,
+  authorize: (queue: string, action?: Action) => void,
+): Promise<void> {
+  for (const partitionId of new Set(partitionIds)) {
+    const partition = await services.queues.partitionById(partitionId);
+    if (partition) authorize(partition.queue, 'consume');
+  }
+}
