@@ -10,7 +10,7 @@ import { addRow, emptyRow } from '../../service/admin/activity.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { optionalFilter, optionalInstant } from '../admin-query.js';
 import { perSecond, timeRangeJson, workerJson } from '../answers/admin-views.js';
-import { bucketsOf } from './status.js';
+import { bucketsOf } from '../../service/admin/views.js';
 import { hostname } from 'node:os';
 
 const SeriesQuery = z.object({ from: optionalInstant, to: optionalInstant, queue: optionalFilter });

@@ -4,35 +4,13 @@
  * queues the caller may consume, and naming a queue it may not consume is refused (403).
  */
 import { z } from 'zod';
-import { notFound } from '../../core/errors.js';
 import { sumCounters } from '../../core/queue-stats.js';
-import { pool } from '../../service/admin/queue-stats.js';
+import { visibleQueue, visibleQueueViews } from '../../service/admin/views.js';
 import type { Services } from '../../service/runtime.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { lenientInteger, optionalFilter } from '../admin-query.js';
 import { countersJson, partitionJson, perSecond, queueIdentity, queueRowJson } from '../answers/admin-views.js';
 import { nameSchema } from '../schemas.js';
-
-/** How many queues a listing reads at once. */
-const QUEUE_CONCURRENCY = 4;
-
-/** The queues a caller may see, as detail views (counters, no dead-letter counts), one page. */
-export async function visibleQueueViews(
-  services: Services,
-  allowed: (queue: string) => boolean,
-  q: { namespace?: string | undefined; task?: string | undefined; limit?: number; offset?: number },
-  opts: { withDeadLetters?: boolean } = {},
-) {
-  const records = await services.admin.stats.listQueues({ visible: allowed, ...q });
-  return pool(records, QUEUE_CONCURRENCY, (r) => services.admin.stats.queueDetail(r, opts));
-}
-
-/** The queue, or Queen's 404 (`Queue not found`) when it does not exist. */
-export async function visibleQueue(services: Services, name: string) {
-  const q = await services.admin.stats.getQueue(name);
-  if (!q) throw notFound('Queue not found');
-  return q;
-}
 
 export const listQueues = defineRoute({
   method: 'GET',

@@ -5,9 +5,9 @@
  * activity; worker-thread and PostgreSQL fields answer their neutral values.
  */
 import { z } from 'zod';
-import { bucketIso, bucketMinutes, bucketStarts, windowOf, type Window } from '../../core/queue-stats.js';
+import { bucketIso, bucketMinutes, windowOf } from '../../core/queue-stats.js';
 import { addRow, emptyRow, type ActivityRow } from '../../service/admin/activity.js';
-import type { Services } from '../../service/runtime.js';
+import { bucketsOf, visibleQueue, visibleQueueViews } from '../../service/admin/views.js';
 import { defineRoute, type RouteDef } from '../route.js';
 import { lenientInteger, optionalFilter, optionalInstant } from '../admin-query.js';
 import {
@@ -19,24 +19,7 @@ import {
   timeRangeJson,
   workerJson,
 } from '../answers/admin-views.js';
-import { visibleQueue, visibleQueueViews } from './resources.js';
 import { iso, nameSchema } from '../schemas.js';
-
-/** Every queue's activity rows summed per bucket, for the queues `include` admits. */
-export async function bucketsOf(
-  services: Services,
-  w: Window,
-  minutes: number,
-  include: (queue: string) => boolean,
-): Promise<{ starts: number[]; rows: ActivityRow[] }> {
-  const starts = bucketStarts(w, minutes);
-  const rows = starts.map(() => emptyRow());
-  for (const [q, series] of await services.activity.seriesEverywhere(starts, minutes)) {
-    if (!include(q)) continue;
-    series.forEach((r, i) => addRow(rows[i]!, r));
-  }
-  return { starts, rows };
-}
 
 /** Messages delivered (pops and claim polls) and finished (acks) in a row. */
 const delivered = (r: ActivityRow): number => r.popMessages + r.claimMessages;
