@@ -4,27 +4,18 @@
  * consumers, which Sluice does not track, as empty series of Queen's shape, so every view
  * renders. The caller sees series of the queues it may consume.
  */
-import { z } from 'zod';
+import * as analyticsApi from '../../../contract/routes/admin/analytics.js';
 import { bucketIso, bucketMinutes, bucketStarts, windowOf } from '../../core/queue-stats.js';
 import { addRow, emptyRow } from '../../service/admin/activity.js';
-import { defineRoute, type RouteDef } from '../route.js';
-import { optionalFilter, optionalInstant } from '../admin-query.js';
+import { implement, type RouteDef } from '../route.js';
 import { perSecond, timeRangeJson, workerJson } from '../answers/admin-views.js';
 import { bucketsOf } from '../../service/admin/views.js';
 import { hostname } from 'node:os';
 
-const SeriesQuery = z.object({ from: optionalInstant, to: optionalInstant, queue: optionalFilter });
-/** `hostname` and `workerId` select a replica in Queen; there is one here. */
-const ReplicaQuery = SeriesQuery.extend({ hostname: z.string().optional(), workerId: z.string().optional() });
-
-export const queueOps = defineRoute({
-  method: 'GET',
-  path: '/api/v1/analytics/queue-ops',
-  group: 'admin',
-  summary: 'Per queue and bucket (oldest first): pushes, pops, empty pops, acks, transactions, pop lag, rates.',
-  query: SeriesQuery,
-  access: { action: 'consume' },
-  async run({ query, services, allowed }) {
+export const queueOps = implement(
+  analyticsApi.queueOps,
+  ['activity', 'clock', 'queues'],
+  async ({ query, services, allowed }) => {
     const w = windowOf(query, services.clock());
     const minutes = bucketMinutes(w);
     const starts = bucketStarts(w, minutes);
@@ -66,16 +57,12 @@ export const queueOps = defineRoute({
     );
     return { statusCode: 200, body: { timeRange: timeRangeJson(w), bucketMinutes: minutes, series, queues: names } };
   },
-});
+);
 
-export const queueLag = defineRoute({
-  method: 'GET',
-  path: '/api/v1/analytics/queue-lag',
-  group: 'admin',
-  summary: 'Age of popped messages per queue and minute (newest first): a bare array of the minutes with pops.',
-  query: SeriesQuery,
-  access: { action: 'consume' },
-  async run({ query, services, allowed }) {
+export const queueLag = implement(
+  analyticsApi.queueLag,
+  ['activity', 'clock'],
+  async ({ query, services, allowed }) => {
     const w = windowOf(query, services.clock());
     const starts = bucketStarts(w, 1);
     const out: Record<string, unknown>[] = [];
@@ -95,55 +82,35 @@ export const queueLag = defineRoute({
     out.sort((a, b) => ((a.bucketTime as string) < (b.bucketTime as string) ? 1 : -1));
     return Promise.resolve({ statusCode: 200, body: out });
   },
+);
+
+export const parkedReplicas = implement(analyticsApi.parkedReplicas, ['clock'], ({ query, services }) => {
+  const w = windowOf(query, services.clock());
+  return Promise.resolve({
+    statusCode: 200,
+    body: { timeRange: timeRangeJson(w), bucketMinutes: bucketMinutes(w), series: [], replicas: [] },
+  });
 });
 
-export const parkedReplicas = defineRoute({
-  method: 'GET',
-  path: '/api/v1/analytics/queue-parked-replicas',
-  group: 'admin',
-  summary: 'Parked consumers per replica: not tracked here (long polls park no worker), so empty.',
-  query: SeriesQuery,
-  access: { action: 'consume' },
-  run({ query, services }) {
-    const w = windowOf(query, services.clock());
-    return Promise.resolve({
-      statusCode: 200,
-      body: { timeRange: timeRangeJson(w), bucketMinutes: bucketMinutes(w), series: [], replicas: [] },
-    });
-  },
+export const retention = implement(analyticsApi.retention, ['clock'], ({ query, services }) => {
+  const w = windowOf(query, services.clock());
+  const minutes = bucketMinutes(w);
+  const zeros = { retentionMsgs: 0, completedRetentionMsgs: 0, evictionMsgs: 0, totalMsgs: 0, eventCount: 0 };
+  return Promise.resolve({
+    statusCode: 200,
+    body: {
+      timeRange: timeRangeJson(w),
+      bucketMinutes: minutes,
+      series: bucketStarts(w, minutes).map((s) => ({ bucket: bucketIso(s), ...zeros })),
+      totals: zeros,
+    },
+  });
 });
 
-export const retention = defineRoute({
-  method: 'GET',
-  path: '/api/v1/analytics/retention',
-  group: 'admin',
-  summary: 'Messages removed per bucket by retention: not tracked per bucket here, so zeros in every bucket.',
-  query: SeriesQuery,
-  access: { action: 'consume' },
-  run({ query, services }) {
-    const w = windowOf(query, services.clock());
-    const minutes = bucketMinutes(w);
-    const zeros = { retentionMsgs: 0, completedRetentionMsgs: 0, evictionMsgs: 0, totalMsgs: 0, eventCount: 0 };
-    return Promise.resolve({
-      statusCode: 200,
-      body: {
-        timeRange: timeRangeJson(w),
-        bucketMinutes: minutes,
-        series: bucketStarts(w, minutes).map((s) => ({ bucket: bucketIso(s), ...zeros })),
-        totals: zeros,
-      },
-    });
-  },
-});
-
-export const workerMetrics = defineRoute({
-  method: 'GET',
-  path: '/api/v1/analytics/worker-metrics',
-  group: 'admin',
-  summary: 'This process as the one worker: messages and requests per bucket (newest first), pop lag per queue.',
-  query: ReplicaQuery,
-  access: { action: 'consume' },
-  async run({ query, services, allowed }) {
+export const workerMetrics = implement(
+  analyticsApi.workerMetrics,
+  ['activity', 'clock'],
+  async ({ query, services, allowed }) => {
     const now = services.clock();
     const w = windowOf(query, now);
     const minutes = bucketMinutes(w);
@@ -214,62 +181,54 @@ export const workerMetrics = defineRoute({
       },
     });
   },
-});
+);
 
 /** Queen's `{avg, min, max, last}` of one sampled value (one sample here). */
 const sample = (v: number) => ({ avg: v, min: v, max: v, last: v });
 
-export const systemMetrics = defineRoute({
-  method: 'GET',
-  path: '/api/v1/analytics/system-metrics',
-  group: 'admin',
-  summary: 'This process as the one replica: one point now, CPU (percent × 100 since start) and memory; no pool.',
-  query: ReplicaQuery,
-  access: { action: 'consume' },
-  run({ query, services }) {
-    const now = services.clock();
-    const w = windowOf(query, now);
-    const cpu = process.cpuUsage();
-    const upUs = Math.max(1, process.uptime() * 1e6);
-    const mem = process.memoryUsage();
-    const zero = sample(0);
-    return Promise.resolve({
-      statusCode: 200,
-      body: {
-        timeRange: timeRangeJson(w),
-        bucketMinutes: bucketMinutes(w),
-        pointCount: 1,
-        replicaCount: 1,
-        replicas: [
-          {
-            hostname: hostname(),
-            port: services.config.port,
-            workerId: 0,
-            timeSeries: [
-              {
-                timestamp: bucketIso(Math.floor(now / 60_000) * 60_000),
-                sampleCount: 1,
-                metrics: {
-                  cpu: {
-                    user_us: sample(Math.round((cpu.user / upUs) * 10_000)),
-                    system_us: sample(Math.round((cpu.system / upUs) * 10_000)),
-                  },
-                  memory: { rss_bytes: sample(mem.rss), virtual_bytes: sample(mem.heapTotal + mem.external) },
-                  database: { pool_size: zero, pool_idle: zero, pool_active: zero },
-                  threadpool: {
-                    db: { pool_size: zero, queue_size: zero },
-                    system: { pool_size: zero, queue_size: zero },
-                  },
-                  registries: { response: zero },
-                  shared_state: {},
+export const systemMetrics = implement(analyticsApi.systemMetrics, ['clock', 'config'], ({ query, services }) => {
+  const now = services.clock();
+  const w = windowOf(query, now);
+  const cpu = process.cpuUsage();
+  const upUs = Math.max(1, process.uptime() * 1e6);
+  const mem = process.memoryUsage();
+  const zero = sample(0);
+  return Promise.resolve({
+    statusCode: 200,
+    body: {
+      timeRange: timeRangeJson(w),
+      bucketMinutes: bucketMinutes(w),
+      pointCount: 1,
+      replicaCount: 1,
+      replicas: [
+        {
+          hostname: hostname(),
+          port: services.config.port,
+          workerId: 0,
+          timeSeries: [
+            {
+              timestamp: bucketIso(Math.floor(now / 60_000) * 60_000),
+              sampleCount: 1,
+              metrics: {
+                cpu: {
+                  user_us: sample(Math.round((cpu.user / upUs) * 10_000)),
+                  system_us: sample(Math.round((cpu.system / upUs) * 10_000)),
                 },
+                memory: { rss_bytes: sample(mem.rss), virtual_bytes: sample(mem.heapTotal + mem.external) },
+                database: { pool_size: zero, pool_idle: zero, pool_active: zero },
+                threadpool: {
+                  db: { pool_size: zero, queue_size: zero },
+                  system: { pool_size: zero, queue_size: zero },
+                },
+                registries: { response: zero },
+                shared_state: {},
               },
-            ],
-          },
-        ],
-      },
-    });
-  },
+            },
+          ],
+        },
+      ],
+    },
+  });
 });
 
 export const analyticsRoutes: RouteDef[] = [

@@ -36,7 +36,8 @@ import { LATENCY_BUCKETS_S, type ActivityRow } from '../../service/admin/activit
 import type { Services } from '../../service/runtime.js';
 import { USAGE_METRICS, USAGE_PROMETHEUS } from '../../service/usage.js';
 import { PROMETHEUS_CONTENT_TYPE, PromText } from '../prometheus-text.js';
-import { defineRoute, type RouteDef } from '../route.js';
+import { implement, type RouteDef, type RouteInput } from '../route.js';
+import * as systemApi from '../../../contract/routes/admin/system.js';
 import { seesMetricsOf } from '../access.js';
 
 /** Queen's per-queue gauges of the latest finished minute: name, help, what each reads. */
@@ -81,7 +82,7 @@ const PER_QUEUE: readonly [string, string, (r: ActivityRow) => number][] = [
   ['sluice_transactions_total', 'Committed transactions that pushed to the queue.', (r) => r.transactions],
 ];
 
-async function render(services: Services, sees: (queue: string) => boolean): Promise<string> {
+async function render(services: MetricsServices, sees: (queue: string) => boolean): Promise<string> {
   const w = new PromText();
   const cpu = process.cpuUsage();
   const mem = process.memoryUsage();
@@ -226,27 +227,18 @@ async function render(services: Services, sees: (queue: string) => boolean): Pro
   return w.text();
 }
 
-const metricsRoute = (path: string, summary: string) =>
-  defineRoute({
-    method: 'GET',
-    path,
-    group: 'admin',
-    summary,
-    access: { action: 'manage' },
-    async run({ services, allowed }) {
-      return {
-        statusCode: 200,
-        headers: { 'content-type': PROMETHEUS_CONTENT_TYPE },
-        body: await render(services, seesMetricsOf(allowed)),
-      };
-    },
-  });
+/** What both metrics routes use. */
+const METRICS_USES = ['activity', 'admin', 'clock', 'usage'] as const;
+type MetricsServices = Pick<Services, (typeof METRICS_USES)[number]>;
 
-export const metrics = metricsRoute('/metrics', 'Metrics in Prometheus text format (local server only).');
-export const metricsPrometheus = metricsRoute(
-  '/metrics/prometheus',
-  'Metrics in Prometheus text format, where Queen serves them (local server only).',
-);
+const metricsRun = async ({ services, allowed }: RouteInput<undefined, unknown, unknown, MetricsServices>) => ({
+  statusCode: 200,
+  headers: { 'content-type': PROMETHEUS_CONTENT_TYPE },
+  body: await render(services, seesMetricsOf(allowed)),
+});
+
+export const metrics = implement(systemApi.metrics, METRICS_USES, metricsRun);
+export const metricsPrometheus = implement(systemApi.metricsPrometheus, METRICS_USES, metricsRun);
 
 /** Routes the local server serves and the stack does not deploy. */
 export const metricsRoutes: RouteDef[] = [metrics, metricsPrometheus];

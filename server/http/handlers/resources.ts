@@ -3,56 +3,31 @@
  * its partitions, the cluster overview, namespaces and tasks. Reads only; a listing shows the
  * queues the caller may consume, and naming a queue it may not consume is refused (403).
  */
-import { z } from 'zod';
+import * as resourcesApi from '../../../contract/routes/admin/resources.js';
 import { sumCounters } from '../../core/queue-stats.js';
 import { visibleQueue, visibleQueueViews } from '../../service/admin/views.js';
 import type { Services } from '../../service/runtime.js';
-import { defineRoute, type RouteDef } from '../route.js';
-import { lenientInteger, optionalFilter } from '../admin-query.js';
+import { implement, type RouteDef } from '../route.js';
 import { countersJson, partitionJson, perSecond, queueIdentity, queueRowJson } from '../answers/admin-views.js';
-import { nameSchema } from '../schemas.js';
 
-export const listQueues = defineRoute({
-  method: 'GET',
-  path: '/api/v1/resources/queues',
-  group: 'admin',
-  summary: 'Queues the caller may consume, newest first, with partition count and message counters.',
-  query: z.object({
-    namespace: optionalFilter,
-    task: optionalFilter,
-    limit: lenientInteger(1, 10_000, 1000),
-    offset: lenientInteger(0, 1_000_000, 0),
-  }),
-  access: { action: 'consume' },
-  async run({ query, services, allowed }) {
-    const views = await visibleQueueViews(services, (name) => allowed(name), query);
-    return { statusCode: 200, body: { queues: views.map(queueRowJson) } };
-  },
+export const listQueues = implement(resourcesApi.listQueues, ['admin'], async ({ query, services, allowed }) => {
+  const views = await visibleQueueViews(services, (name) => allowed(name), query);
+  return { statusCode: 200, body: { queues: views.map(queueRowJson) } };
 });
 
-const QueueParams = z.object({ queue: nameSchema('queue') });
-
-export const describeQueue = defineRoute({
-  method: 'GET',
-  path: '/api/v1/resources/queues/{queue}',
-  group: 'admin',
-  summary: 'One queue: its partitions with counters, offsets and each consumer group position; totals.',
-  params: QueueParams,
-  access: { action: 'consume', queues: ({ params }) => [params.queue] },
-  async run({ params, services }) {
-    const view = await services.admin.stats.queueDetail(await visibleQueue(services, params.queue), {
-      withDeadLetters: true,
-    });
-    return {
-      statusCode: 200,
-      body: {
-        ...queueIdentity(view.queue),
-        priority: view.queue.options.priority,
-        partitions: view.partitions.map(partitionJson),
-        totals: countersJson(view.totals),
-      },
-    };
-  },
+export const describeQueue = implement(resourcesApi.describeQueue, ['admin'], async ({ params, services }) => {
+  const view = await services.admin.stats.queueDetail(await visibleQueue(services, params.queue), {
+    withDeadLetters: true,
+  });
+  return {
+    statusCode: 200,
+    body: {
+      ...queueIdentity(view.queue),
+      priority: view.queue.options.priority,
+      partitions: view.partitions.map(partitionJson),
+      totals: countersJson(view.totals),
+    },
+  };
 });
 
 /** Mean, median, min and max of some numbers (0 for none). */
@@ -71,14 +46,10 @@ function spread(xs: number[]): { avg: number; median: number; min: number; max: 
 /** The window Queen's overview averages throughput over. */
 const OVERVIEW_MINUTES = 5;
 
-export const overview = defineRoute({
-  method: 'GET',
-  path: '/api/v1/resources/overview',
-  group: 'admin',
-  summary:
-    'Counts of queues, partitions, namespaces, tasks and messages, current consumer lag, and throughput over 5 minutes.',
-  access: { action: 'consume' },
-  async run({ services, allowed }) {
+export const overview = implement(
+  resourcesApi.overview,
+  ['activity', 'admin', 'clock'],
+  async ({ services, allowed }) => {
     const see = (q: string) => allowed(q);
     const [views, groups] = await Promise.all([
       visibleQueueViews(services, see, {}, { withDeadLetters: true }),
@@ -116,10 +87,10 @@ export const overview = defineRoute({
       },
     };
   },
-});
+);
 
 /** Queues grouped by namespace or task: queue and partition counts, message totals. */
-async function grouped(services: Services, allowed: (q: string) => boolean, by: 'namespace' | 'task') {
+async function grouped(services: Pick<Services, 'admin'>, allowed: (q: string) => boolean, by: 'namespace' | 'task') {
   const views = await visibleQueueViews(services, allowed, {});
   const out = new Map<string, { queues: number; partitions: number; total: number; pending: number }>();
   for (const v of views) {
@@ -144,26 +115,12 @@ async function grouped(services: Services, allowed: (q: string) => boolean, by: 
     }));
 }
 
-export const namespaces = defineRoute({
-  method: 'GET',
-  path: '/api/v1/resources/namespaces',
-  group: 'admin',
-  summary: 'Namespaces of the queues the caller may see, with queue, partition and message counts.',
-  access: { action: 'consume' },
-  async run({ services, allowed }) {
-    return { statusCode: 200, body: { namespaces: await grouped(services, (q) => allowed(q), 'namespace') } };
-  },
+export const namespaces = implement(resourcesApi.namespaces, ['admin'], async ({ services, allowed }) => {
+  return { statusCode: 200, body: { namespaces: await grouped(services, (q) => allowed(q), 'namespace') } };
 });
 
-export const tasks = defineRoute({
-  method: 'GET',
-  path: '/api/v1/resources/tasks',
-  group: 'admin',
-  summary: 'Tasks of the queues the caller may see, with queue, partition and message counts.',
-  access: { action: 'consume' },
-  async run({ services, allowed }) {
-    return { statusCode: 200, body: { tasks: await grouped(services, (q) => allowed(q), 'task') } };
-  },
+export const tasks = implement(resourcesApi.tasks, ['admin'], async ({ services, allowed }) => {
+  return { statusCode: 200, body: { tasks: await grouped(services, (q) => allowed(q), 'task') } };
 });
 
 export const resourceRoutes: RouteDef[] = [listQueues, describeQueue, overview, namespaces, tasks];

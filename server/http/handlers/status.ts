@@ -4,12 +4,11 @@
  * per interval. Counters come from the items the queue keeps; series from this process's
  * activity; worker-thread and PostgreSQL fields answer their neutral values.
  */
-import { z } from 'zod';
+import * as statusApi from '../../../contract/routes/admin/status.js';
 import { bucketIso, bucketMinutes, windowOf } from '../../core/queue-stats.js';
 import { addRow, emptyRow, type ActivityRow } from '../../service/admin/activity.js';
 import { bucketsOf, visibleQueue, visibleQueueViews } from '../../service/admin/views.js';
-import { defineRoute, type RouteDef } from '../route.js';
-import { lenientInteger, optionalFilter, optionalInstant } from '../admin-query.js';
+import { implement, type RouteDef } from '../route.js';
 import {
   configJson,
   countersJson,
@@ -19,29 +18,16 @@ import {
   timeRangeJson,
   workerJson,
 } from '../answers/admin-views.js';
-import { iso, nameSchema } from '../schemas.js';
+import { iso } from '../iso.js';
 
 /** Messages delivered (pops and claim polls) and finished (acks) in a row. */
 const delivered = (r: ActivityRow): number => r.popMessages + r.claimMessages;
 const finished = (r: ActivityRow): number => r.ackSuccess + r.claimAcks;
 
-const StatusQuery = z.object({
-  from: optionalInstant,
-  to: optionalInstant,
-  queue: optionalFilter,
-  namespace: optionalFilter,
-  task: optionalFilter,
-});
-
-export const status = defineRoute({
-  method: 'GET',
-  path: '/api/v1/status',
-  group: 'admin',
-  summary:
-    'Throughput per bucket (newest first), message counters, leases and dead letters of the queues the caller may see.',
-  query: StatusQuery,
-  access: { action: 'consume' },
-  async run({ query, services, allowed }) {
+export const status = implement(
+  statusApi.status,
+  ['activity', 'admin', 'clock'],
+  async ({ query, services, allowed }) => {
     const now = services.clock();
     const w = windowOf(query, now);
     const minutes = bucketMinutes(w);
@@ -133,82 +119,48 @@ export const status = defineRoute({
       },
     };
   },
+);
+
+export const statusQueues = implement(statusApi.statusQueues, ['admin'], async ({ query, services, allowed }) => {
+  const views = await visibleQueueViews(services, (q) => allowed(q), query);
+  return {
+    statusCode: 200,
+    body: {
+      queues: views.map((v) => ({
+        ...queueIdentity(v.queue),
+        partitions: v.partitions.length,
+        messages: {
+          total: v.totals.total,
+          pending: v.totals.pending + v.totals.processing,
+          processing: v.totals.processing,
+          completed: v.totals.completed,
+        },
+      })),
+      pagination: { limit: query.limit, offset: query.offset },
+    },
+  };
 });
 
-export const statusQueues = defineRoute({
-  method: 'GET',
-  path: '/api/v1/status/queues',
-  group: 'admin',
-  summary: 'Queues the caller may see with counters (pending includes messages under lease), one page.',
-  query: z.object({
-    namespace: optionalFilter,
-    task: optionalFilter,
-    // Sent by Queen's Analytics view; like Queen, it selects nothing.
-    queue: z.string().optional(),
-    limit: lenientInteger(1, 10_000, 100),
-    offset: lenientInteger(0, 1_000_000, 0),
-  }),
-  access: { action: 'consume' },
-  async run({ query, services, allowed }) {
-    const views = await visibleQueueViews(services, (q) => allowed(q), query);
-    return {
-      statusCode: 200,
-      body: {
-        queues: views.map((v) => ({
-          ...queueIdentity(v.queue),
-          partitions: v.partitions.length,
-          messages: {
-            total: v.totals.total,
-            pending: v.totals.pending + v.totals.processing,
-            processing: v.totals.processing,
-            completed: v.totals.completed,
-          },
-        })),
-        pagination: { limit: query.limit, offset: query.offset },
-      },
-    };
-  },
-});
-
-export const statusQueue = defineRoute({
-  method: 'GET',
-  path: '/api/v1/status/queues/{queue}',
-  group: 'admin',
-  summary: "One queue's config, partitions (counters, cursor totals, activity times) and totals.",
-  params: z.object({ queue: nameSchema('queue') }),
-  // Sent by queenctl; partitions are always included, as in Queen.
-  query: z.object({ includePartitions: z.string().optional() }),
-  access: { action: 'consume', queues: ({ params }) => [params.queue] },
-  async run({ params, services }) {
-    const q = await visibleQueue(services, params.queue);
-    const view = await services.admin.stats.queueDetail(q, { withDeadLetters: true });
-    const totals = countersJson(view.totals);
-    return {
-      statusCode: 200,
-      body: {
-        queue: { ...queueIdentity(q), priority: q.options.priority, config: configJson(q) },
-        partitions: view.partitions.map(partitionJson),
-        totals: { messages: totals, ...totals },
-      },
-    };
-  },
+export const statusQueue = implement(statusApi.statusQueue, ['admin'], async ({ params, services }) => {
+  const q = await visibleQueue(services, params.queue);
+  const view = await services.admin.stats.queueDetail(q, { withDeadLetters: true });
+  const totals = countersJson(view.totals);
+  return {
+    statusCode: 200,
+    body: {
+      queue: { ...queueIdentity(q), priority: q.options.priority, config: configJson(q) },
+      partitions: view.partitions.map(partitionJson),
+      totals: { messages: totals, ...totals },
+    },
+  };
 });
 
 const INTERVALS = { minute: 1, hour: 60, day: 1440 } as const;
 
-export const statusAnalytics = defineRoute({
-  method: 'GET',
-  path: '/api/v1/status/analytics',
-  group: 'admin',
-  summary: 'Messages pushed per minute, hour or day (default: per hour over the last 24 hours).',
-  query: StatusQuery.extend({
-    interval: z
-      .string()
-      .optional()
-      .transform((v) => (v === 'minute' || v === 'day' ? v : 'hour')),
-  }),
-  access: { action: 'consume' },
-  async run({ query, services, allowed }) {
+export const statusAnalytics = implement(
+  statusApi.statusAnalytics,
+  ['activity', 'admin', 'clock'],
+  async ({ query, services, allowed }) => {
     const now = services.clock();
     const to = query.to ?? now;
     const w = windowOf({ from: query.from ?? to - 86_400_000, to }, now);
@@ -230,6 +182,6 @@ export const statusAnalytics = defineRoute({
       },
     };
   },
-});
+);
 
 export const statusRoutes: RouteDef[] = [status, statusQueues, statusQueue, statusAnalytics];
