@@ -101,7 +101,7 @@ export interface SluiceServiceProps {
   /**
    * A KMS key for queues with `encryptionEnabled` (default: none, and `/configure` refuses
    * such queues). Only the functions that seal or open payloads get it, with only the KMS
-   * action each needs ({@link PAYLOAD_KEY_ACCESS}).
+   * action each needs (`PAYLOAD_KEY_ACCESS` in lib/access.ts).
    */
   payloadKey?: PayloadKeyOption;
   /** Extra environment for every function (SLUICE_* settings from `server/config.ts`). */
@@ -115,11 +115,11 @@ export interface SluiceServiceProps {
   throttle?: { rateLimit: number; burstLimit: number };
   /**
    * Largest request body the API functions accept, bytes (default
-   * {@link AWS_DEFAULT_MAX_BODY_BYTES}: every body up to it reaches the function however it
-   * escapes, so Sluice answers larger ones with its own 413). At most {@link AWS_MAX_BODY_BYTES}.
+   * `AWS_DEFAULT_MAX_BODY_BYTES` in lib/limits.ts: every body up to it reaches the function however
+   * it escapes, so Sluice answers larger ones with its own 413). At most `AWS_MAX_BODY_BYTES`.
    */
   maxBodyBytes?: number;
-  /** Most messages one push may carry (default {@link AWS_DEFAULT_MAX_PUSH_ITEMS}). */
+  /** Most messages one push may carry (default `AWS_DEFAULT_MAX_PUSH_ITEMS`, lib/limits.ts). */
   maxPushItems?: number;
   /**
    * Most long polls (waiting pops, claim polls) that wait at once across the deployment
