@@ -48,6 +48,24 @@ export default defineConfig(
     },
   },
   {
+    // The CLI reaches the server only through the modules named for it (server/public/README.md).
+    files: ['cli/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              // `../server/…`, `../../server/…` and so on, but for `server/public/<module>`.
+              regex: '^(\\.\\./)+server/(?!public/[^/]+$)',
+              message: 'cli/ imports from server/ only through server/public/ (server/public/README.md).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Entry points and scripts print to the terminal on purpose.
     files: [
       'bench/**/*.ts',
