@@ -19,7 +19,8 @@ import type { Storage } from '../../storage/port.js';
 import type { PayloadCipherLike } from '../encryption.js';
 import { SEGMENT_PREFIX, segmentWithBytesOf, type QueueRecord } from '../log/log-store.js';
 import type { SegmentReader } from '../log/segments.js';
-import { pool, type PartitionStats, type QueueStats } from './queue-stats.js';
+import { mapBounded } from '../../core/map-bounded.js';
+import type { PartitionStats, QueueStats } from './queue-stats.js';
 
 /** Segments one request reads per partition, at most. */
 export const MAX_SEGMENTS_READ = 200;
@@ -86,7 +87,7 @@ export class MessageBrowser {
           (p.oldestAt ?? 0) < q.window.to,
       );
       for (const p of detail.partitions) for (const l of p.lanes) groups.add(l.group);
-      const perPartition = await pool(parts, 4, (p) => this.newest(queue, p, detail.deadOffsets, q, need));
+      const perPartition = await mapBounded(parts, 4, (p) => this.newest(queue, p, detail.deadOffsets, q, need));
       for (const list of perPartition) found.push(...list);
     }
     found.sort((a, b) => b.createdAt - a.createdAt || b.offset - a.offset);

@@ -4,12 +4,15 @@
  * so no handler imports another.
  */
 import { notFound } from '../../core/errors.js';
+import { mapBounded } from '../../core/map-bounded.js';
 import { bucketStarts, type Window } from '../../core/queue-stats.js';
 import type { Services } from '../runtime.js';
 import { addRow, emptyRow, type ActivityRow } from './activity.js';
-import { pool } from './queue-stats.js';
 
-/** How many queues a listing reads at once. */
+/**
+ * How many queues a listing reads at once: each reads 8 partitions at once (queue-stats.ts), so
+ * one listing keeps some 32 partitions' reads in flight, not one per partition of every queue.
+ */
 const QUEUE_CONCURRENCY = 4;
 
 /**
@@ -26,7 +29,7 @@ export async function visibleQueueViews(
   opts: { withDeadLetters?: boolean } = {},
 ) {
   const records = await services.admin.stats.listQueues({ visible: allowed, ...q });
-  return pool(records, QUEUE_CONCURRENCY, (r) => services.admin.stats.queueDetail(r, opts));
+  return mapBounded(records, QUEUE_CONCURRENCY, (r) => services.admin.stats.queueDetail(r, opts));
 }
 
 /**
