@@ -1,13 +1,14 @@
 /**
  * The admin reads more than one admin route answers from: the queues a caller may see as detail
- * views, one queue by name, and every queue's activity summed per bucket. Here, not in a handler,
- * so no handler imports another.
+ * views, one queue by name (its record or its detail view), and every queue's activity summed
+ * per bucket. Here, not in a handler, so no handler imports another.
  */
 import { notFound } from '../../core/errors.js';
 import { mapBounded } from '../../core/map-bounded.js';
 import { bucketStarts, type Window } from '../../core/queue-stats.js';
 import type { Services } from '../runtime.js';
 import { addRow, emptyRow, type ActivityRow } from './activity.js';
+import type { QueueStatsView } from './queue-stats.js';
 
 /**
  * How many queues a listing reads at once: each reads 8 partitions at once (queue-stats.ts), so
@@ -42,6 +43,16 @@ export async function visibleQueue(services: Pick<Services, 'admin'>, name: stri
   const q = await services.admin.stats.getQueue(name);
   if (!q) throw notFound('Queue not found');
   return q;
+}
+
+/**
+ * One queue with every partition's counters and its dead letters counted, or Queen's 404.
+ *
+ * @example
+ * const { queue, partitions, totals } = await queueView(services, 'orders');
+ */
+export async function queueView(services: Pick<Services, 'admin'>, name: string): Promise<QueueStatsView> {
+  return services.admin.stats.queueDetail(await visibleQueue(services, name), { withDeadLetters: true });
 }
 
 /**
