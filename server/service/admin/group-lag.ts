@@ -70,6 +70,7 @@ export class GroupLag {
   /** One row per (group, queue) the caller may see, ordered by group then queue. */
   async rows(visible: Visible): Promise<GroupQueueRow[]> {
     const names = await this.deps.groups.allGroups();
+    // 4 groups, then 4 registrations, at once; each registration reads 8 partitions at once below.
     const regs = (
       await mapBounded(names, 4, async (g) => {
         const queues = (await this.deps.groups.queuesOf(g)).filter(visible);

@@ -143,6 +143,8 @@ export class QueueStats {
     const claimGroups = groups.filter((g) => g.kind === 'claim').map((g) => g.group);
     const claimStates = await this.claimStates(parts, claimGroups);
     const now = this.deps.clock();
+    // 8 partitions at once, 3 queries each (two bounds, the cursors): a queue with hundreds of
+    // partitions does not open a query per partition together.
     const partitions = await mapBounded(parts, 8, async (ref): Promise<PartitionStats> => {
       const [bounds, cursors] = await Promise.all([this.bounds(ref.id), partitionCursors(this.deps.storage, ref.id)]);
       const lanes: Lane[] = cursors.map((c) => leaseLane(c.group, c.state, now));
