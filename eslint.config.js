@@ -48,15 +48,38 @@ export default defineConfig(
     },
   },
   {
+    // One logger: every log line of the server goes through the Telemetry facade (Powertools on
+    // Lambda, JSON lines locally). The facade's local lines and the local server's start-up and
+    // usage output (one documented line in server/local/main.ts) are the only console writes.
+    files: ['server/**/*.ts'],
+    rules: { 'no-console': ['error', {}] },
+  },
+  {
+    // The logger: the JSON-lines telemetry writes the local log lines.
+    files: ['server/service/telemetry.ts'],
+    rules: { 'no-console': 'off' },
+  },
+  {
+    // The CLI reaches the server only through the modules named for it (server/public/README.md).
+    files: ['cli/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              // `../server/…`, `../../server/…` and so on, but for `server/public/<module>`.
+              regex: '^(\\.\\./)+server/(?!public/[^/]+$)',
+              message: 'cli/ imports from server/ only through server/public/ (server/public/README.md).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Entry points and scripts print to the terminal on purpose.
-    files: [
-      'bench/**/*.ts',
-      'bin/**/*.ts',
-      'server/local/main.ts',
-      'scripts/**/*.ts',
-      'cli/**/*.ts',
-      'examples/**/*.ts',
-    ],
+    files: ['bench/**/*.ts', 'bin/**/*.ts', 'scripts/**/*.ts', 'cli/**/*.ts', 'examples/**/*.ts'],
     rules: { 'no-console': 'off' },
   },
   // Last, so no stylistic rule fights Prettier.

@@ -29,7 +29,7 @@ import { MAINTENANCE_GB, PRICES, ROUND_TRIP_MS, measureCall } from './cost-model
 const PROCESSES = 100;
 /** Queues each process serves every minute. */
 const QUEUES = 10;
-/** The maintenance schedule's default (lib/sluice-service.ts): one pass per interval. */
+/** The maintenance schedule's default (lib/service/functions.ts): one pass per interval. */
 const INTERVAL_MIN = 15;
 /** Passes in a 30-day month. */
 const PASSES_PER_MONTH = (30 * 24 * 60) / INTERVAL_MIN;

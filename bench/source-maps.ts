@@ -23,7 +23,7 @@ import { OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { build, type BuildOptions } from 'esbuild';
 import type { FunctionName } from '../lib/access.js';
 import { nodeOptions } from '../lib/function-logging.js';
-import { BUNDLING } from '../lib/sluice-service.js';
+import { BUNDLING } from '../lib/service/functions.js';
 import { node22 } from '../test/support/node22.js';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -315,7 +315,7 @@ function report(measured: Measured[]): string {
     '',
     `What Node's \`--enable-source-maps\` (the stack's \`sourceMaps\` option, \`NODE_OPTIONS\` on every function) ` +
       `costs a function. The \`${MEASURED.join('` and `')}\` functions are bundled with the stack's esbuild ` +
-      'settings (`BUNDLING` in lib/sluice-service.ts: one minified ES module and its linked `index.mjs.map`, no ' +
+      'settings (`BUNDLING` in lib/service/functions.ts: one minified ES module and its linked `index.mjs.map`, no ' +
       `sources inside) and each bundle is started ${RUNS} times each way on Node ${node} (Lambda's nodejs22.x), ` +
       'in fresh processes, with and without the flag, interleaved; medians. Each process imports the bundle, ' +
       "calls its handler with a request that makes an error in the handler's own code and ends as a 404, " +

@@ -23,11 +23,11 @@ import { PRICES, ROUND_TRIP_MS, measureCall } from './cost-model.js';
 
 /** Partitions the pass is measured over: enough for full pages, few enough to set up in seconds. */
 const PARTITIONS = 100;
-/** The maintenance schedule's default (lib/sluice-service.ts): one pass, and one sweep, per interval. */
+/** The maintenance schedule's default (lib/service/functions.ts): one pass, and one sweep, per interval. */
 const INTERVAL_MIN = 15;
 /** Passes in a 30-day month. */
 const PASSES_PER_MONTH = (30 * 24 * 60) / INTERVAL_MIN;
-/** The maintenance function's default memory (lib/sluice-service.ts), in GB. */
+/** The maintenance function's default memory (lib/service/functions.ts), in GB. */
 const MAINTENANCE_GB = 0.5;
 
 /** A pass's measured cost, per 1,000 partitions per month. */

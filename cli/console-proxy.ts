@@ -2,15 +2,17 @@
  * The server behind `sluice console`: the console's files, and every API call the page makes
  * forwarded to the endpoint with this user's authentication added here (SigV4 from their AWS
  * profile, or a bearer token), so the browser never holds a credential. It listens on loopback
- * only and runs the local server's edge (server/local/edge.ts): a request addressed to another
+ * only and runs the local server's edge (server/public/console.ts): a request addressed to another
  * host name (DNS rebinding) or sent by another web origin is refused before it is signed.
  */
-import type { Context } from 'aws-lambda';
 import { authenticator, type Auth } from '../client/auth.js';
-import type { HttpEvent, HttpResponse } from '../server/http/types.js';
-import type { ConsoleFiles } from '../server/local/console-assets.js';
-import { requestGate } from '../server/local/edge.js';
-import { startLocalServer, type LocalServer } from '../server/local/server.js';
+import {
+  startConsoleServer,
+  type ConsoleFiles,
+  type HttpEvent,
+  type HttpResponse,
+  type LocalServer,
+} from '../server/public/console.js';
 
 export interface ConsoleProxyOptions {
   /** The API to forward to, e.g. `https://abc123.execute-api.eu-west-1.amazonaws.com`. */
@@ -55,7 +57,7 @@ export async function startConsoleProxy(opts: ConsoleProxyOptions): Promise<Loca
   const base = opts.endpoint.replace(/\/+$/, '');
   const sign = authenticator(opts.auth ?? { type: 'none' }, new URL(base));
   const doFetch = opts.fetch ?? fetch;
-  const handler = async (event: HttpEvent, _context: Context): Promise<HttpResponse> => {
+  const handler = async (event: HttpEvent): Promise<HttpResponse> => {
     if (!FORWARDED.test(event.rawPath))
       return problem(404, 'not_found', `${event.rawPath} is neither the console (/console/) nor the API (/api/…)`);
     const url = new URL(base + event.rawPath + (event.rawQueryString ? `?${event.rawQueryString}` : ''));
@@ -92,13 +94,11 @@ export async function startConsoleProxy(opts: ConsoleProxyOptions): Promise<Loca
     }
     return { statusCode: res.status, headers: out, body: await res.text() };
   };
-  return startLocalServer({
+  return startConsoleServer({
     handler,
-    gate: requestGate({ allowedHosts: [], checkHost: true, corsOrigins: [] }),
-    host: '127.0.0.1',
+    files: opts.files,
     port: opts.port,
     maxBodyBytes: MAX_BODY_BYTES,
     requestTimeoutMs: UPSTREAM_TIMEOUT_MS,
-    consoleFiles: opts.files,
   });
 }

@@ -3,8 +3,7 @@
  * at list prices (`server/core/prices.ts`), per million messages, next to what SQS (or SNS + SQS
  * for fan-out) would have charged for the same messages. Pure, so a test can pin every figure.
  */
-import { PRICES, sqsPerMillion } from '../server/core/prices.js';
-import { USAGE_METRICS, type UsageTotals } from '../server/service/usage.js';
+import { PRICES, sqsPerMillion, USAGE_METRICS, type UsageTotals } from '../server/public/usage.js';
 
 /** The message counters a report reads beside the cost counters (the metrics the services already write). */
 export const MESSAGE_METRICS = ['MessagesPushed', 'MessagesDelivered', 'Acks'] as const;

@@ -16,7 +16,7 @@
  * input; 3 not found; 4 not authenticated or not allowed; 5 the API could not be reached.
  */
 import { Command, CommanderError } from 'commander';
-import { VERSION } from '../server/version.js';
+import { VERSION } from '../server/public/version.js';
 import { createContext, type CommandGroup, type Io } from './command.js';
 import { browseCommands } from './commands/browse.js';
 import { endpointFor } from './connection.js';

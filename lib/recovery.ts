@@ -3,7 +3,7 @@
  * deletion protection on the tables the stack keeps, and optional versioning of the segment
  * bucket, so that blobs deleted by retention, queue deletion or the orphan sweep can be brought
  * back for as long as a table restore may need them. Point-in-time recovery itself is on for
- * every table (lib/sluice-service.ts).
+ * every table (lib/service/storage.ts).
  *
  * @example
  * ```ts

@@ -7,7 +7,7 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { regionFromHost } from '../../client/auth.js';
 import { DEFAULT_ENDPOINT } from '../../client/http.js';
-import { USAGE_METRICS, USAGE_PROMETHEUS } from '../../server/service/usage.js';
+import { USAGE_METRICS, USAGE_PROMETHEUS } from '../../server/public/usage.js';
 import type { CommandContext } from '../command.js';
 import { connectionFor } from '../connection.js';
 import {

@@ -6,9 +6,7 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Option, type Command } from 'commander';
-import { TokenStore, principalProblem } from '../../server/auth/token-store.js';
-import { TABLES, type TableName } from '../../server/storage/port.js';
-import { DynamoItemStore } from '../../server/storage/aws/item-store.js';
+import { principalProblem, tokenTable, type TokenStore } from '../../server/public/tokens.js';
 import { readOutputsFile, sluiceStackOutputs } from '../../lib/outputs.js';
 import type { CommandContext } from '../command.js';
 import { EXIT, UsageError } from '../errors.js';
@@ -45,9 +43,7 @@ function openStore(o: TableOpts, env: Record<string, string | undefined>): { sto
     ...(region ? { region } : {}),
     ...(o.profile ? { profile: o.profile } : {}),
   });
-  // TokenStore only touches `meta`; the other logical tables are never read here.
-  const tables = Object.fromEntries(TABLES.map((t) => [t, name])) as Record<TableName, string>;
-  return { store: new TokenStore(new DynamoItemStore(ddb, tables, 1)), close: () => ddb.destroy() };
+  return { store: tokenTable(ddb, name), close: () => ddb.destroy() };
 }
 
 function tableFromOutputs(o: TableOpts): string {

@@ -11,7 +11,7 @@
  *
  * Operators rotate tokens without a deploy: `create` a new one, move the client to it,
  * `revoke` the old one (refused within the authorizer's cache time, see
- * `lib/sluice-service.ts` TOKEN_CACHE_TTL).
+ * `lib/service/http-api.ts` TOKEN_CACHE_TTL).
  *
  * @example
  * ```ts

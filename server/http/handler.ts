@@ -11,6 +11,7 @@
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { services, type Services } from '../service/runtime.js';
+import { MemoryTelemetry } from '../service/telemetry.js';
 import type { Grants } from './grants.js';
 import { authorizeCaller } from './middleware/authorize.js';
 import { matchRoutes } from './middleware/match-route.js';
@@ -23,13 +24,6 @@ import type { Action, RouteDef } from './route.js';
 import type { HttpEvent, HttpResponse, HttpResult } from './types.js';
 
 export type { RequestLog, RequestRecord } from './middleware/meter.js';
-
-/** Errors the chain answers as a 500 or 503 are logged here (stderr; Lambda sends it to CloudWatch). */
-const jsonLog = {
-  error(message: string, fields: Record<string, unknown>): void {
-    console.error(JSON.stringify({ level: 'ERROR', message, ...fields, timestamp: new Date().toISOString() }));
-  },
-};
 
 /**
  * What every API invocation ends with: its cost counters added to the metrics, and the metrics
@@ -99,14 +93,16 @@ export type ApiHandler = (event: HttpEvent, context?: Partial<Context>) => Promi
 export function makeHandler(routes: RouteDef[], options: HandlerOptions = {}): ApiHandler {
   // The run step answers an HttpResult; `serialise` makes it the HttpResponse the chain returns.
   const run = runRoute as unknown as (e: HttpEvent, c: Context, o: { signal: AbortSignal }) => Promise<HttpResponse>;
-  const chain = middy<HttpEvent, HttpResponse>(run, { timeoutEarlyInMillis: 1000 }).use(
-    meter(jsonLog, options.requestLog),
-  );
+  const chain = middy<HttpEvent, HttpResponse>(run, { timeoutEarlyInMillis: 1000 }).use(meter(options.requestLog));
   if (options.answerCheck) chain.use(options.answerCheck);
-  return chain
-    .use(serialise(jsonLog))
-    .use(matchRoutes(routes, options.services ?? services))
-    .use(parseJsonBody)
-    .use(validateInputs)
-    .use(authorizeCaller(options.grants)) as ApiHandler;
+  return (
+    chain
+      // Errors are logged through the services' telemetry; when building the services failed,
+      // there is none, and the error goes out as a JSON line on stderr (CloudWatch on Lambda).
+      .use(serialise(new MemoryTelemetry()))
+      .use(matchRoutes(routes, options.services ?? services))
+      .use(parseJsonBody)
+      .use(validateInputs)
+      .use(authorizeCaller(options.grants)) as ApiHandler
+  );
 }

@@ -52,7 +52,12 @@ export interface RouteInput<B, Q, P, S = Services> {
  * Handlers stay thin: the contract's schemas have parsed and validated the input; `run` calls
  * a service and shapes the answer.
  */
-export interface RouteDef<B = unknown, Q = unknown, P = unknown, D extends keyof Services = keyof Services> extends RouteContract {
+export interface RouteDef<
+  B = unknown,
+  Q = unknown,
+  P = unknown,
+  D extends keyof Services = keyof Services,
+> extends RouteContract {
   /** The services `run` reaches (its `services` holds only these, by type). */
   uses: readonly D[];
   run(input: RouteInput<B, Q, P, Pick<Services, D>>): Promise<HttpResult>;

@@ -10,6 +10,9 @@
  * Without a grants file the server is open to anyone who reaches it, so it only listens on
  * loopback then, and answers only requests addressed to a loopback name from no other web
  * origin (docs/SECURITY.md).
+ *
+ * What it logs goes through its telemetry (JSON lines: INFO on stdout, WARN and ERROR on
+ * stderr); only the usage, the listening banner and why it did not start are printed here.
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,8 +22,10 @@ import { loadConfig } from '../config.js';
 import { Grants, readGrantsFile } from '../http/grants.js';
 import { makeHandler } from '../http/handler.js';
 import { SERVER_ROUTES } from '../http/routes.js';
+import type { LogLine } from '../service/adapters/key-file-provider.js';
 import { runMaintenance } from '../service/maintenance/maintenance.js';
 import { buildServices, useServices } from '../service/runtime.js';
+import { MemoryTelemetry, type Telemetry } from '../service/telemetry.js';
 import type { Storage } from '../storage/port.js';
 import { assertSafeBind, bearerAuthenticator, withBearerTokens } from './auth.js';
 import { CONSOLE_PATH, readConsoleFiles } from './console-assets.js';
@@ -32,6 +37,12 @@ import { listenProblem, localKeyProvider, withLocalDefaults } from './setup.js';
 // Old-generation growth capped at 2x the live data (V8 allows 4x): less memory resident for as
 // many full collections (docs/BENCHMARKS.md, Local server and build). V8 reads it at each collection.
 setFlagsFromString('--heap-growing-percent=100');
+
+/** Start-up and usage output, for the person starting the server; not log lines (those go through telemetry). */
+function print(text: string, to: 'stdout' | 'stderr' = 'stdout'): void {
+  // eslint-disable-next-line no-console -- the one console write here: usage, banner, why it did not start (eslint.config.js)
+  console[to === 'stdout' ? 'log' : 'error'](text);
+}
 
 const { values } = parseArgs({
   options: {
@@ -48,7 +59,7 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log(
+  print(
     'usage: npm start -- [--port 6632] [--host 127.0.0.1] [--data-dir ./.sluice-data] [--sync full|normal] [--grants grants.json]\n' +
       '                    [--cors-origin https://dash.example]... [--allowed-host sluice.internal]... [--max-connections 1000]\n' +
       '                    [--log-level debug|info|warn|error|silent]',
@@ -74,7 +85,14 @@ const list = (v: string | undefined): string[] =>
     .map((s) => s.trim())
     .filter(Boolean);
 
+/** A key-file line (service/adapters/key-file-provider.ts) at its own level. */
+const logKeyFile =
+  (telemetry: Telemetry) =>
+  ({ level, message, ...fields }: LogLine): void =>
+    level === 'WARN' ? telemetry.warn(message, fields) : telemetry.info(message, fields);
+
 async function main(): Promise<void> {
+  const telemetry = new MemoryTelemetry({ info: true });
   const config = loadConfig(env);
   const grantsFile = env.SLUICE_GRANTS_FILE || undefined;
   assertSafeBind(config.host, grantsFile !== undefined);
@@ -120,9 +138,10 @@ async function main(): Promise<void> {
     storage = await openEmbeddedStorage({ dataDir: config.dataDir, sync: config.sync });
   }
   const stopping = new AbortController();
-  const sealing = localKeyProvider(config, storage.kind, (line) => console.log(JSON.stringify(line)));
+  const sealing = localKeyProvider(config, storage.kind, logKeyFile(telemetry));
   const svc = buildServices(storage, config, {
     shutdown: stopping.signal,
+    telemetry,
     ...(sealing.keys ? { keyProvider: sealing.keys } : {}),
   });
   useServices(svc);
@@ -135,6 +154,7 @@ async function main(): Promise<void> {
       port: config.port,
       maxBodyBytes: config.maxBodyBytes,
       limits: { maxConnections },
+      log: telemetry,
       // Built beside this file by `npm start` (scripts/build-server.ts).
       consoleFiles: readConsoleFiles(join(dirname(fileURLToPath(import.meta.url)), 'console')),
     });
@@ -146,13 +166,11 @@ async function main(): Promise<void> {
   const timer =
     intervalMs > 0
       ? setInterval(() => {
-          runMaintenance(svc).catch((e: unknown) =>
-            console.error(JSON.stringify({ level: 'ERROR', message: 'maintenance failed', error: String(e) })),
-          );
+          runMaintenance(svc).catch((e: unknown) => telemetry.error('maintenance failed', { error: String(e) }));
         }, intervalMs)
       : undefined;
   timer?.unref();
-  console.log(
+  print(
     JSON.stringify({
       level: 'INFO',
       message: 'sluice listening',
@@ -171,7 +189,7 @@ async function main(): Promise<void> {
   const shutdown = async (signal: string): Promise<void> => {
     if (closing) return;
     closing = true;
-    console.log(JSON.stringify({ level: 'INFO', message: 'shutting down', signal }));
+    telemetry.info('shutting down', { signal });
     if (timer) clearInterval(timer);
     stopping.abort(); // long polls answer now instead of at their timeout
     await server.close(); // requests in flight finish; every acknowledged push is already committed
@@ -185,6 +203,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  console.error(`sluice: ${e instanceof Error ? e.message : String(e)}`);
+  print(`sluice: ${e instanceof Error ? e.message : String(e)}`, 'stderr');
   process.exit(1);
 });

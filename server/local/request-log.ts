@@ -10,7 +10,8 @@
  * | `silent` | none (and no per-request work at all) |
  *
  * A line is built by concatenation with the one JSON escaper (codec/json-writer.ts): no object
- * is serialised per request.
+ * is serialised per request. That is why it writes its own lines (same shape as the telemetry's)
+ * instead of going through the Telemetry facade: it is the access log, on every request's path.
  *
  * @example
  * ```ts

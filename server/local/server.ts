@@ -6,6 +6,7 @@ import { keepBodyBytes } from '../http/body-bytes.js';
 import { errorResponse } from '../http/errors.js';
 import { toJson } from '../codec/json-writer.js';
 import type { HttpEvent, HttpResponse } from '../http/types.js';
+import { MemoryTelemetry, type Telemetry } from '../service/telemetry.js';
 import { asPrincipal } from './auth.js';
 import { consoleResponse, type ConsoleFiles } from './console-assets.js';
 import type { GateVerdict, RequestGate } from './edge.js';
@@ -55,6 +56,8 @@ export interface LocalServerOptions {
   limits?: Partial<ServerLimits>;
   /** The built console, served at `/console/` (console-assets.ts); absent, that path says how to build it. */
   consoleFiles?: ConsoleFiles | undefined;
+  /** Where a request the handler never answered (it threw) is logged; JSON lines on stderr by default. */
+  log?: Pick<Telemetry, 'error'>;
 }
 
 export interface LocalServer {
@@ -191,6 +194,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
   let inFlight = 0;
   let idleResolve: (() => void) | undefined;
   const timeoutMs = opts.requestTimeoutMs ?? 60_000;
+  const log = opts.log ?? new MemoryTelemetry();
   const limits = { ...SERVER_LIMITS, ...opts.limits };
   const gate = (req: IncomingMessage): GateVerdict =>
     opts.gate?.({ method: (req.method ?? 'GET').toUpperCase(), headers: req.headers }) ?? {};
@@ -233,9 +237,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
                 { limit: opts.maxBodyBytes },
               )
             : e;
-        const r = errorResponse(err, {
-          error: (m, f) => console.error(JSON.stringify({ level: 'ERROR', message: m, ...f })),
-        });
+        const r = errorResponse(err, log);
         out = { statusCode: r.statusCode, headers: { 'content-type': 'application/json' }, body: toJson(r.body) };
         if (e instanceof BodyTooLarge) {
           res.setHeader('connection', 'close');

@@ -156,7 +156,7 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
         });
   const longPoll = new LongPoll(notifier, waitSlots);
   const claims = new ClaimService({ storage, queues, segments, groups, notifier, longPoll, telemetry, config, clock });
-  const dlq = new DlqService({ storage, queues, pushes, cipher });
+  const dlq = new DlqService({ storage, queues, pushes, cipher, telemetry });
   const selectors = new SelectorWork({ storage, queues, clock });
   const work = new WorkIndex({ storage, queues, segments, groups, clock, recheckMs: config.queueCacheMs, selectors });
   pushes.addCommitHook(work.hook);

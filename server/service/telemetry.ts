@@ -52,11 +52,26 @@ export interface Telemetry {
   flush?(): void;
 }
 
-/** Keeps counters in memory (tests, the local server) and logs JSON lines to stderr. */
+/** What the JSON-lines telemetry prints beyond WARN and ERROR. */
+export interface MemoryTelemetryOptions {
+  /** INFO lines too (stdout), as the local server prints its own; tests leave them off. */
+  info?: boolean;
+}
+
+/**
+ * Keeps counters in memory (tests, the local server) and logs JSON lines: WARN and ERROR on
+ * stderr, INFO on stdout when asked. The one place a server module writes a log line itself.
+ *
+ * @example
+ * ```ts
+ * new MemoryTelemetry({ info: true }).info('shutting down', { signal: 'SIGTERM' });
+ * // {"level":"INFO","message":"shutting down","signal":"SIGTERM","timestamp":"2025-01-01T00:00:00.000Z"}
+ * ```
+ */
 export class MemoryTelemetry implements Telemetry {
   readonly counters = new Map<MetricName, number>();
   readonly gauges = new Map<MetricName, number>();
-  constructor(private readonly quiet = true) {}
+  constructor(private readonly options: MemoryTelemetryOptions = {}) {}
   count(name: MetricName, value = 1): void {
     this.counters.set(name, (this.counters.get(name) ?? 0) + value);
   }
@@ -67,12 +82,17 @@ export class MemoryTelemetry implements Telemetry {
     // Never printed: the local server's request log says what happened.
   }
   info(message: string, fields?: Record<string, unknown>): void {
-    if (!this.quiet) console.error(JSON.stringify({ level: 'INFO', message, ...fields }));
+    if (this.options.info) console.log(jsonLine('INFO', message, fields));
   }
   warn(message: string, fields?: Record<string, unknown>): void {
-    console.warn(JSON.stringify({ level: 'WARN', message, ...fields }));
+    // Through console.error, as ERROR is: one sink for what needs a look.
+    console.error(jsonLine('WARN', message, fields));
   }
   error(message: string, fields?: Record<string, unknown>): void {
-    console.error(JSON.stringify({ level: 'ERROR', message, ...fields }));
+    console.error(jsonLine('ERROR', message, fields));
   }
 }
+
+/** One log line, shaped as the local server's request lines are (level and message first, timestamp last). */
+const jsonLine = (level: string, message: string, fields: Record<string, unknown> | undefined): string =>
+  JSON.stringify({ level, message, ...fields, timestamp: new Date().toISOString() });

@@ -29,7 +29,6 @@ import type { AckService, LanePrep } from './leases/ack.js';
 import type { PushBound, PushItem, PushService } from './log/push.js';
 import type { QueueDirectory } from './log/queue-directory.js';
 import { logKeys, type PartitionRef, type QueueRecord } from './log/log-store.js';
-import { closeRange } from './log/push.js';
 import { HookConflictError, mergeOps, type PreparedCommit } from './log/segment-commit.js';
 
 export type TxOp =
@@ -316,7 +315,7 @@ export class TransactionService {
     for (const g of pushes.values()) await g.prep?.abandon();
     for (const g of pushes.values()) {
       if (g.base === undefined || !g.prep) continue;
-      await closeRange(this.deps.storage, g.prep.partition.id, g.base, g.prep.count, g.prep.at);
+      await this.deps.pushes.closeRange(g.prep.partition.id, g.base, g.prep.count, g.prep.at);
       g.base = g.taken = undefined;
     }
   }

@@ -2,9 +2,9 @@
  * First in every chain, last to finish: starts the request's state (its clock, the caller) and,
  * once `serialise` made the answer, counts it in the process's activity (latency by route; the
  * route's own `meter` on success), flushes a finished minute to storage, and hands the request
- * log its record. A refusal (4xx) is counted but flushes nothing: it changed nothing stored.
+ * log its record. A refusal (4xx) is counted but flushes nothing: it changed nothing stored. A
+ * failed flush is logged through the services' telemetry.
  */
-import type { ErrorLog } from '../errors.js';
 import { principalOf } from '../route.js';
 import { beginState, stateOf, type ApiMiddleware, type ApiRequest } from './request-state.js';
 
@@ -26,10 +26,10 @@ export type RequestLog = (r: RequestRecord) => void;
 /**
  * @example
  * ```ts
- * middy(run).use(meter(log, (r) => console.log(r.route, r.status))).use(serialise(log));
+ * middy(run).use(meter((r) => lines.push(`${r.route} ${r.status}`))).use(serialise(log));
  * ```
  */
-export function meter(log: ErrorLog, requestLog?: RequestLog): ApiMiddleware {
+export function meter(requestLog?: RequestLog): ApiMiddleware {
   const end = async (request: ApiRequest): Promise<void> => {
     const state = stateOf(request.event);
     const status = request.response?.statusCode ?? 200;
@@ -43,7 +43,7 @@ export function meter(log: ErrorLog, requestLog?: RequestLog): ApiMiddleware {
         await runtime.activity
           .flushDue()
           .catch((e: unknown) =>
-            log.error('activity flush failed (tried again after the next request)', { error: String(e) }),
+            runtime.telemetry.error('activity flush failed (tried again after the next request)', { error: String(e) }),
           );
       }
     }

@@ -1,11 +1,12 @@
 /**
  * Turns what a route answered into API Gateway's response, and any error of any kind into the
- * `{error, code}` body its status says, in one place ({@link errorResponse}).
+ * `{error, code}` body its status says, in one place ({@link errorResponse}). What that logs goes
+ * to the services' telemetry.
  */
 import { toJson } from '../../codec/json-writer.js';
 import { errorResponse, type ErrorLog } from '../errors.js';
 import type { HttpResponse, HttpResult } from '../types.js';
-import type { ApiMiddleware } from './request-state.js';
+import { stateOf, type ApiMiddleware } from './request-state.js';
 
 /**
  * A result as a response: JSON unless the body is already text; `raw` bodies hold payload
@@ -28,12 +29,18 @@ export function serialiseResult(result: HttpResult): HttpResponse {
   };
 }
 
-/** @example `middy(run).use(meter(log)).use(serialise(log))` */
-export const serialise = (log: ErrorLog): ApiMiddleware => ({
+/**
+ * `beforeServices` logs what fails before the services exist (building them failed), when
+ * there is no telemetry of theirs to log to.
+ *
+ * @example `middy(run).use(meter()).use(serialise(new MemoryTelemetry()))`
+ */
+export const serialise = (beforeServices: ErrorLog): ApiMiddleware => ({
   after: (request) => {
     request.response = serialiseResult(request.response as unknown as HttpResult);
   },
   onError: (request) => {
+    const log = stateOf(request.event).runtime?.telemetry ?? beforeServices;
     request.response = serialiseResult(errorResponse(request.error, log));
   },
 });

@@ -25,6 +25,7 @@
  * const { through, spans } = await store.read([{ from: 28_999_940, to: 29_000_000 }]);
  * ```
  */
+import { mapBounded } from '../../core/map-bounded.js';
 import { blockEnd, cover, type Block, type Level } from '../../core/activity-rollup.js';
 import type { Item, ItemKey, Storage } from '../../storage/port.js';
 
@@ -201,9 +202,7 @@ export class ActivityStore {
     for (const r of raw)
       for (let h = Math.floor(r.from / 60); h * 60 < r.to; h++)
         tasks.push(() => this.rawHour(h, Math.max(r.from, h * 60), Math.min(r.to, h * 60 + 60)));
-    const spans: StoredSpan[] = [];
-    for (let i = 0; i < tasks.length; i += PARALLEL_QUERIES)
-      for (const page of await Promise.all(tasks.slice(i, i + PARALLEL_QUERIES).map((t) => t()))) spans.push(...page);
+    const spans = (await mapBounded(tasks, PARALLEL_QUERIES, (t) => t())).flat();
     return { through, spans };
   }
 
@@ -215,9 +214,7 @@ export class ActivityStore {
 
   /** The parts of the blocks of `level` that start in `[from, to)`. */
   async rollups(level: Level, from: number, to: number): Promise<RollupPart[]> {
-    const out: RollupPart[] = [];
-    for (const q of this.rollupQueries(level, from, to)) out.push(...(await q()));
-    return out;
+    return (await mapBounded(this.rollupQueries(level, from, to), PARALLEL_QUERIES, (q) => q())).flat();
   }
 
   /** One page (up to `limit`) of late items of minutes below `before`, oldest first. */

@@ -10,6 +10,7 @@
  * const page = await deadLetters.listAcross(['orders', 'billing'], { limit: 50, offset: 0 });
  * ```
  */
+import { mapBounded } from '../../core/map-bounded.js';
 import type { Storage } from '../../storage/port.js';
 import type { DlqEntry, DlqService } from '../leases/dlq-service.js';
 import { dlqKeys } from '../leases/dlq-store.js';
@@ -20,6 +21,12 @@ import type { QueueDirectory } from '../log/queue-directory.js';
  * ~150 bytes), so this bounds what one admin request reads. Past it the count says so.
  */
 export const DEAD_LETTER_COUNT_CAP = 10_000;
+
+/**
+ * Queues whose dead letters one cross-queue listing reads at once: each read may page through
+ * `offset + limit` rows, and a listing of every queue would otherwise start them all together.
+ */
+const LIST_CONCURRENCY = 4;
 
 export interface DeadLetterOverviewDeps {
   storage: Storage;
@@ -79,11 +86,11 @@ export class DeadLetterOverview {
         limit: q.limit,
         offset: q.offset,
       });
-    const all: DlqEntry[] = [];
-    for (const queue of queues)
-      all.push(
-        ...(await this.deps.dlq.list({ queue, consumerGroup: q.consumerGroup, limit: q.offset + q.limit, offset: 0 })),
-      );
+    const all = (
+      await mapBounded(queues, LIST_CONCURRENCY, (queue) =>
+        this.deps.dlq.list({ queue, consumerGroup: q.consumerGroup, limit: q.offset + q.limit, offset: 0 }),
+      )
+    ).flat();
     all.sort((a, b) => b.failedAt - a.failedAt || (a.transactionId < b.transactionId ? -1 : 1));
     return all.slice(q.offset, q.offset + q.limit);
   }

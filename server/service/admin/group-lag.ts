@@ -20,7 +20,8 @@ import type { GroupKind, GroupRecord, Subscription } from '../groups/group-store
 import type { LeaseGroupAdmin } from '../leases/lease-groups.js';
 import type { QueueDirectory } from '../log/queue-directory.js';
 import type { SegmentReader } from '../log/segments.js';
-import { pool, type Visible } from './queue-stats.js';
+import { mapBounded } from '../../core/map-bounded.js';
+import type { Visible } from './queue-stats.js';
 
 export interface PartitionLagRow {
   partition: string;
@@ -69,15 +70,16 @@ export class GroupLag {
   /** One row per (group, queue) the caller may see, ordered by group then queue. */
   async rows(visible: Visible): Promise<GroupQueueRow[]> {
     const names = await this.deps.groups.allGroups();
+    // 4 groups, then 4 registrations, at once; each registration reads 8 partitions at once below.
     const regs = (
-      await pool(names, 4, async (g) => {
+      await mapBounded(names, 4, async (g) => {
         const queues = (await this.deps.groups.queuesOf(g)).filter(visible);
         return Promise.all(queues.map((q) => this.deps.groups.get(q, g)));
       })
     )
       .flat()
       .filter((r): r is GroupRecord => r !== undefined);
-    const rows = await pool(regs, 4, (reg) => this.rowOf(reg));
+    const rows = await mapBounded(regs, 4, (reg) => this.rowOf(reg));
     return rows.sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : a.queue < b.queue ? -1 : 1));
   }
 
@@ -114,7 +116,7 @@ export class GroupLag {
       );
       states.push(...items.map((it) => (it ? decodeState(it).state : undefined)));
     }
-    const partitions = await pool(parts, 8, async (p): Promise<PartitionLagRow> => {
+    const partitions = await mapBounded(parts, 8, async (p): Promise<PartitionLagRow> => {
       const s = states[parts.indexOf(p)];
       const tail = await this.deps.segments.readTail(p.id);
       // A partition the group has not polled yet: its first poll starts at the oldest record.

@@ -19,7 +19,15 @@ import type { Storage } from '../../storage/port.js';
 import type { PayloadCipherLike } from '../encryption.js';
 import { SEGMENT_PREFIX, segmentWithBytesOf, type QueueRecord } from '../log/log-store.js';
 import type { SegmentReader } from '../log/segments.js';
-import { pool, type PartitionStats, type QueueStats } from './queue-stats.js';
+import { mapBounded } from '../../core/map-bounded.js';
+import type { PartitionStats, QueueStats } from './queue-stats.js';
+
+/**
+ * Queues browsed at once, and partitions scanned at once in each: at most 8 partition scans in
+ * flight per request, each reading segments one after another (up to MAX_SEGMENTS_READ).
+ */
+const QUEUES_AT_ONCE = 2;
+const PARTITIONS_AT_ONCE = 4;
 
 /** Segments one request reads per partition, at most. */
 export const MAX_SEGMENTS_READ = 200;
@@ -76,7 +84,7 @@ export class MessageBrowser {
     const need = q.offset + q.limit;
     const found: BrowsedMessage[] = [];
     const groups = new Set<string>();
-    for (const queue of queues) {
+    const perQueue = await mapBounded(queues, QUEUES_AT_ONCE, async (queue) => {
       const detail = await this.deps.stats.queueDetail(queue, { withDeadLetters: true });
       const parts = detail.partitions.filter(
         (p) =>
@@ -85,9 +93,15 @@ export class MessageBrowser {
           p.newestAt >= q.window.from &&
           (p.oldestAt ?? 0) < q.window.to,
       );
+      const lists = await mapBounded(parts, PARTITIONS_AT_ONCE, (p) =>
+        this.newest(queue, p, detail.deadOffsets, q, need),
+      );
+      return { detail, lists };
+    });
+    // In the queues' order, as the stable sort below breaks ties by it.
+    for (const { detail, lists } of perQueue) {
       for (const p of detail.partitions) for (const l of p.lanes) groups.add(l.group);
-      const perPartition = await pool(parts, 4, (p) => this.newest(queue, p, detail.deadOffsets, q, need));
-      for (const list of perPartition) found.push(...list);
+      for (const list of lists) found.push(...list);
     }
     found.sort((a, b) => b.createdAt - a.createdAt || b.offset - a.offset);
     return {

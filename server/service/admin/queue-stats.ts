@@ -20,6 +20,7 @@ import {
   type Lane,
   type MessageCounters,
 } from '../../core/queue-stats.js';
+import { mapBounded } from '../../core/map-bounded.js';
 import { MAX_GET_MANY, type Storage } from '../../storage/port.js';
 import { claimKeys, decodeState } from '../claims/claim-store.js';
 import type { GroupRegistry } from '../groups/group-registry.js';
@@ -69,21 +70,6 @@ export interface QueueStatsDeps {
   groups: GroupRegistry;
   deadLetters: DeadLetterOverview;
   clock: () => number;
-}
-
-/** Runs `fn` over `xs` with at most `n` in flight, results in order. */
-export async function pool<T, R>(xs: readonly T[], n: number, fn: (x: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(xs.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(n, xs.length) }, async () => {
-      while (next < xs.length) {
-        const i = next++;
-        out[i] = await fn(xs[i] as T);
-      }
-    }),
-  );
-  return out;
 }
 
 export class QueueStats {
@@ -157,7 +143,9 @@ export class QueueStats {
     const claimGroups = groups.filter((g) => g.kind === 'claim').map((g) => g.group);
     const claimStates = await this.claimStates(parts, claimGroups);
     const now = this.deps.clock();
-    const partitions = await pool(parts, 8, async (ref): Promise<PartitionStats> => {
+    // 8 partitions at once, 3 queries each (two bounds, the cursors): a queue with hundreds of
+    // partitions does not open a query per partition together.
+    const partitions = await mapBounded(parts, 8, async (ref): Promise<PartitionStats> => {
       const [bounds, cursors] = await Promise.all([this.bounds(ref.id), partitionCursors(this.deps.storage, ref.id)]);
       const lanes: Lane[] = cursors.map((c) => leaseLane(c.group, c.state, now));
       let claimDead = 0;

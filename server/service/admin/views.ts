@@ -1,15 +1,19 @@
 /**
  * The admin reads more than one admin route answers from: the queues a caller may see as detail
- * views, one queue by name, and every queue's activity summed per bucket. Here, not in a handler,
- * so no handler imports another.
+ * views, one queue by name (its record or its detail view), and every queue's activity summed
+ * per bucket. Here, not in a handler, so no handler imports another.
  */
 import { notFound } from '../../core/errors.js';
+import { mapBounded } from '../../core/map-bounded.js';
 import { bucketStarts, type Window } from '../../core/queue-stats.js';
 import type { Services } from '../runtime.js';
 import { addRow, emptyRow, type ActivityRow } from './activity.js';
-import { pool } from './queue-stats.js';
+import type { QueueStatsView } from './queue-stats.js';
 
-/** How many queues a listing reads at once. */
+/**
+ * How many queues a listing reads at once: each reads 8 partitions at once (queue-stats.ts), so
+ * one listing keeps some 32 partitions' reads in flight, not one per partition of every queue.
+ */
 const QUEUE_CONCURRENCY = 4;
 
 /**
@@ -26,7 +30,7 @@ export async function visibleQueueViews(
   opts: { withDeadLetters?: boolean } = {},
 ) {
   const records = await services.admin.stats.listQueues({ visible: allowed, ...q });
-  return pool(records, QUEUE_CONCURRENCY, (r) => services.admin.stats.queueDetail(r, opts));
+  return mapBounded(records, QUEUE_CONCURRENCY, (r) => services.admin.stats.queueDetail(r, opts));
 }
 
 /**
@@ -39,6 +43,16 @@ export async function visibleQueue(services: Pick<Services, 'admin'>, name: stri
   const q = await services.admin.stats.getQueue(name);
   if (!q) throw notFound('Queue not found');
   return q;
+}
+
+/**
+ * One queue with every partition's counters and its dead letters counted, or Queen's 404.
+ *
+ * @example
+ * const { queue, partitions, totals } = await queueView(services, 'orders');
+ */
+export async function queueView(services: Pick<Services, 'admin'>, name: string): Promise<QueueStatsView> {
+  return services.admin.stats.queueDetail(await visibleQueue(services, name), { withDeadLetters: true });
 }
 
 /**

@@ -38,6 +38,7 @@ import type { PartitionRef } from '../log/log-store.js';
 import type { PushResult, PushService } from '../log/push.js';
 import type { QueueDirectory } from '../log/queue-directory.js';
 import type { StoredMessage } from '../log/segments.js';
+import type { Telemetry } from '../telemetry.js';
 
 /** Payloads up to this size stay inside the entry item; larger ones go to a blob. */
 const INLINE_PAYLOAD_BYTES = 256 * 1024;
@@ -56,6 +57,8 @@ export interface DlqServiceDeps {
   pushes: PushService;
   /** Opens sealed payloads for listings and replays. */
   cipher?: PayloadCipherLike | undefined;
+  /** Where a payload blob a delete left behind is logged. */
+  telemetry: Pick<Telemetry, 'error'>;
 }
 
 /**
@@ -413,14 +416,10 @@ export class DlqService {
       // The row is gone, which is what the caller asked for. A guarded blob is collected by the
       // sweep (its marker went with the rows); a blob from before markers is logged here.
       if (!guarded)
-        console.error(
-          JSON.stringify({
-            level: 'ERROR',
-            message: 'dead-letter blob left behind',
-            blob: a.blob,
-            error: e instanceof Error ? e.message : String(e),
-          }),
-        );
+        this.deps.telemetry.error('dead-letter blob left behind', {
+          blob: a.blob,
+          error: e instanceof Error ? e.message : String(e),
+        });
     }
   }
 

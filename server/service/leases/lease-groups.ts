@@ -8,6 +8,7 @@
  */
 import { SluiceError, conflict, notFound } from '../../core/errors.js';
 import { emptyCursor, isLive, laneLag, messageProgress, type CursorState } from '../../core/leases.js';
+import { mapBounded } from '../../core/map-bounded.js';
 import type { Storage } from '../../storage/port.js';
 import type { GroupRegistry } from '../groups/group-registry.js';
 import type { GroupRecord } from '../groups/group-store.js';
@@ -59,21 +60,6 @@ export interface GroupView {
   maxLagSeconds: number;
 }
 
-/** Runs `fn` over `xs` with at most `n` in flight. */
-async function pool<T, R>(xs: readonly T[], n: number, fn: (x: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(xs.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(n, xs.length) }, async () => {
-      while (next < xs.length) {
-        const i = next++;
-        out[i] = await fn(xs[i] as T);
-      }
-    }),
-  );
-  return out;
-}
-
 export interface LeaseGroupAdminDeps {
   storage: Storage;
   queues: QueueDirectory;
@@ -105,7 +91,7 @@ export class LeaseGroupAdmin {
       parts.map((p) => p.id),
       reg.group,
     );
-    const detail = await pool(parts, 16, async (p): Promise<PartitionLag> => {
+    const detail = await mapBounded(parts, 16, async (p): Promise<PartitionLag> => {
       const i = parts.indexOf(p);
       const row = rows[i];
       const st = row ? decodeCursor(row) : undefined;
@@ -167,7 +153,7 @@ export class LeaseGroupAdmin {
     const regs = await this.registrations(group, among);
     if (regs.length === 0)
       throw notFound(`no consumer group ${JSON.stringify(group)} consumes any queue by partition leases`);
-    const queues = await pool(regs, 4, (r) => this.lagOf(r, withDetail));
+    const queues = await mapBounded(regs, 4, (r) => this.lagOf(r, withDetail));
     return {
       name: group,
       queues,
@@ -179,7 +165,7 @@ export class LeaseGroupAdmin {
   /** Every lease group with its per-queue lag. */
   async list(): Promise<GroupView[]> {
     const names = await this.deps.groups.allGroups();
-    const views = await pool(names, 4, async (g) => {
+    const views = await mapBounded(names, 4, async (g) => {
       try {
         return await this.describe(g, false);
       } catch (e) {
@@ -274,7 +260,7 @@ export class LeaseGroupAdmin {
     if (!q) throw notFound(`no queue ${JSON.stringify(queue)}`);
     await this.deps.groups.register(queue, group, 'lease', { mode: 'all', from: null });
     const parts = await this.deps.queues.listPartitions(queue);
-    const done = await pool(parts, 8, async (p: PartitionRef) => {
+    const done = await mapBounded(parts, 8, async (p: PartitionRef) => {
       const tail = await this.deps.segments.readTail(p.id);
       const target =
         'toEnd' in to ? tail.next - 1 : (await firstCommittedAfter(this.deps.segments, p.id, to.timestamp)) - 1;

@@ -100,9 +100,10 @@ export interface PushServiceDeps {
   sleep?: (ms: number) => Promise<void>;
   /**
    * Where `MessagesPushed` and `DuplicatesRejected` are counted (every push: plain,
-   * transactional, replayed), and `StampEvicted` (a producer forgotten by a partition).
+   * transactional, replayed), and `StampEvicted` (a producer forgotten by a partition); and where
+   * a failed share or an offset range left open is logged.
    */
-  telemetry?: Telemetry | undefined;
+  telemetry: Telemetry;
 }
 
 const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -164,7 +165,7 @@ export class PushService {
       gapCloseMs: this.deps.config.gapCloseMs ?? 60_000,
       clock: this.clock,
       sleep: this.sleep,
-      closeRange: (pid, first, count, at) => closeRange(this.deps.storage, pid, first, count, at),
+      closeRange: (pid, first, count, at) => this.closeRange(pid, first, count, at),
       telemetry: this.deps.telemetry,
     });
   }
@@ -269,15 +270,11 @@ export class PushService {
         let error: string;
         if (e instanceof SluiceError) error = `push to ${g.queue}/${g.partition} failed: ${e.message}`;
         else {
-          console.error(
-            JSON.stringify({
-              level: 'ERROR',
-              message: 'push to a partition failed',
-              queue: g.queue,
-              partition: g.partition,
-              error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e),
-            }),
-          );
+          this.deps.telemetry.error('push to a partition failed', {
+            queue: g.queue,
+            partition: g.partition,
+            error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e),
+          });
           const what =
             e instanceof StoreFullError
               ? 'storage full'
@@ -310,9 +307,9 @@ export class PushService {
       });
     });
     const queued = results.filter((r) => r.status === 'queued').length;
-    if (queued > 0) this.deps.telemetry?.count('MessagesPushed', queued);
+    if (queued > 0) this.deps.telemetry.count('MessagesPushed', queued);
     const duplicates = results.filter((r) => r.status === 'duplicate').length;
-    if (duplicates > 0) this.deps.telemetry?.count('DuplicatesRejected', duplicates);
+    if (duplicates > 0) this.deps.telemetry.count('DuplicatesRejected', duplicates);
     return results;
   }
 
@@ -585,7 +582,7 @@ export class PushService {
         if (!(e instanceof TakeWriteError)) throw e;
         // Offsets that stayed taken but will not hold this segment: close them now, so readers
         // need not wait for them. The stamp's entry stayed too: the next take must pass it.
-        if (e.taken) await closeRange(this.deps.storage, part.id, e.first, e.count, prep.at);
+        if (e.taken) await this.closeRange(part.id, e.first, e.count, prep.at);
         if (e.taken && share) share.current = this.sequences.next(part, share.current, share.current.entry);
         const cause = e.cause;
         if (cause instanceof ContentionError) {
@@ -619,6 +616,7 @@ export class PushService {
         clock: this.clock,
         cipher: this.deps.cipher,
         hooks: this.hooks,
+        log: this.deps.telemetry,
       },
       c,
     );
@@ -655,9 +653,33 @@ export class PushService {
 
   /** Records a segment a caller of {@link prepareCommit} committed at `base`, runs the hooks' after-commit work and wakes waiting pops. */
   async committed(prep: PreparedCommit, base: number): Promise<void> {
-    this.deps.telemetry?.count('MessagesPushed', prep.count);
+    this.deps.telemetry.count('MessagesPushed', prep.count);
     await prep.afterCommit(base);
     this.deps.notifier.notify(prep.queue.name, prep.partition.id);
+  }
+
+  /**
+   * Closes offsets `first..first+count-1`, taken but not to be written, with a skip (put if absent:
+   * a reader may have closed them first). Best effort: readers close what this leaves.
+   *
+   * @example
+   * ```ts
+   * if (e instanceof TakeWriteError && e.taken) await pushes.closeRange(pid, e.first, e.count, now);
+   * ```
+   */
+  async closeRange(partitionId: string, first: number, count: number, at: number): Promise<void> {
+    try {
+      const skip = skipSegmentItem(partitionId, first, first + count - 1, at);
+      await this.deps.storage.items.put('log', skip, { kind: 'absent' });
+    } catch (e) {
+      if (e instanceof ConditionFailedError) return;
+      this.deps.telemetry.warn('could not close a range a push took; readers close it after SLUICE_GAP_CLOSE_MS', {
+        partitionId,
+        first,
+        count,
+        error: e instanceof Error ? { name: e.name, message: e.message } : String(e),
+      });
+    }
   }
 }
 
@@ -665,39 +687,6 @@ export class PushService {
 class BoundExceeded extends Error {
   constructor(readonly refusal: Error) {
     super(refusal.message);
-  }
-}
-
-/**
- * Closes offsets `first..first+count-1`, taken but not to be written, with a skip (put if absent:
- * a reader may have closed them first). Best effort: readers close what this leaves.
- *
- * @example
- * ```ts
- * if (e instanceof TakeWriteError && e.taken) await closeRange(storage, pid, e.first, e.count, now);
- * ```
- */
-export async function closeRange(
-  storage: Storage,
-  partitionId: string,
-  first: number,
-  count: number,
-  at: number,
-): Promise<void> {
-  try {
-    await storage.items.put('log', skipSegmentItem(partitionId, first, first + count - 1, at), { kind: 'absent' });
-  } catch (e) {
-    if (e instanceof ConditionFailedError) return;
-    console.error(
-      JSON.stringify({
-        level: 'WARN',
-        message: 'could not close a range a push took; readers close it after SLUICE_GAP_CLOSE_MS',
-        partitionId,
-        first,
-        count,
-        error: e instanceof Error ? { name: e.name, message: e.message } : String(e),
-      }),
-    );
   }
 }
 

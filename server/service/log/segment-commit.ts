@@ -3,6 +3,7 @@ import type { SluiceConfig } from '../../config.js';
 import { SluiceError } from '../../core/errors.js';
 import type { Attrs, Item, Storage, TakeOptions, Taken, WriteOp } from '../../storage/port.js';
 import type { PayloadCipherLike } from '../encryption.js';
+import type { Telemetry } from '../telemetry.js';
 import {
   MARKER_SLACK_S,
   committedMarker,
@@ -92,6 +93,8 @@ export interface SegmentCommitDeps {
   clock: () => number;
   cipher: PayloadCipherLike | undefined;
   hooks: readonly CommitHook[];
+  /** Where a hook's failed after-commit or clean-up work is logged (the commit stands). */
+  log: Pick<Telemetry, 'error'>;
 }
 
 /** Refuses (before anything is written) a push to an encrypted queue this process cannot seal for. */
@@ -161,14 +164,10 @@ export async function prepareSegment(
   const befores: (Item | undefined)[] = [];
   const seenTakes = new Set<number>();
   const logFailure = (message: string, e: unknown): void =>
-    console.error(
-      JSON.stringify({
-        level: 'ERROR',
-        message,
-        partitionId: part.id,
-        error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e),
-      }),
-    );
+    deps.log.error(message, {
+      partitionId: part.id,
+      error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e),
+    });
   return {
     queue,
     partition: part,
