@@ -23,8 +23,8 @@ describe('the contract', () => {
     '%s: the server parses with its schemas and answers by its table',
     (_k, c) => {
       const r = [...ALL_ROUTES, ...LOCAL_ROUTES].find((x) => key(x) === key(c))!;
-      for (const part of ['body', 'query', 'params', 'response', 'access', 'group', 'summary'] as const)
-        expect(r[part], part).toBe(c[part]);
+      const parts = ['body', 'query', 'params', 'response', 'access', 'group', 'summary'] as const;
+      expect(parts.filter((p) => r[p] !== c[p])).toEqual([]);
       // At least one success answer, so the OpenAPI document and the clients know its shape.
       expect(Object.keys(c.response).some((s) => Number(s) >= 200 && Number(s) < 300)).toBe(true);
     },
