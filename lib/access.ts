@@ -9,9 +9,9 @@
  * Read the services to change it: a group needs a table when any of its routes (including
  * commit hooks that run inside them) reads or writes it.
  */
-import type { FunctionGroup } from '../server/http/route.js';
-import { SEGMENT_BLOB_PREFIX } from '../server/service/log/log-store.js';
-import { DLQ_BLOB_PREFIX } from '../server/service/leases/dlq-store.js';
+import type { FunctionGroup } from '../contract/route.js';
+import { SEGMENT_BLOB_PREFIX } from '../server/storage/blob-prefixes.js';
+import { DLQ_BLOB_PREFIX } from '../server/storage/blob-prefixes.js';
 import type { TableName } from '../server/storage/port.js';
 import { SEQUENCER_PK_PREFIX } from '../server/core/notifications.js';
 

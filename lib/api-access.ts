@@ -10,11 +10,11 @@
  *
  * @example
  * ```ts
- * invokeResources('Admin', ALL_ROUTES).allow;    // ['*\/*']: every route is an Admin's
- * invokeResources('Consumer', ALL_ROUTES).allow; // ['$default/GET/*', '$default/POST/api/v1/ack', ...]
+ * invokeResources('Admin', CONTRACT).allow;    // ['*\/*']: every route is an Admin's
+ * invokeResources('Consumer', CONTRACT).allow; // ['$default/GET/*', '$default/POST/api/v1/ack', ...]
  * ```
  */
-import type { Action, Method, RouteDef } from '../server/http/route.js';
+import type { Action, Method, RouteContract } from '../contract/route.js';
 
 /** The policies the stack publishes, and the route actions each one covers. */
 export const API_ROLES = {
@@ -37,13 +37,13 @@ export const API_STAGE = '$default';
 export const invokePath = (path: string): string => path.replace(/\{[^}/]+\}/g, '*');
 
 /** Whether a route is open to `role`: its actions include one of the role's, or it is public. */
-export function opensTo(role: ApiRole, route: RouteDef): boolean {
+export function opensTo(role: ApiRole, route: RouteContract): boolean {
   const actions: readonly Action[] = [...API_ROLES[role], 'public'];
   return [route.access.action, ...(route.access.also ?? [])].some((a) => actions.includes(a));
 }
 
 /** The (method, resource path) pairs a role may invoke: its actions' routes plus public ones. */
-export function routesForRole(role: ApiRole, routes: RouteDef[]): { method: Method; path: string }[] {
+export function routesForRole(role: ApiRole, routes: readonly RouteContract[]): { method: Method; path: string }[] {
   const seen = new Set<string>();
   const out: { method: Method; path: string }[] = [];
   for (const r of routes) {
@@ -104,7 +104,7 @@ const SEGMENT = '\u0000';
  * when such a Deny would in turn overlap one of the role's routes: the route table then cannot
  * be expressed in IAM patterns, and a path must change.
  */
-export function invokeResources(role: ApiRole, routes: RouteDef[]): { allow: string[]; deny: string[] } {
+export function invokeResources(role: ApiRole, routes: readonly RouteContract[]): { allow: string[]; deny: string[] } {
   const allowed = routesForRole(role, routes);
   const denied = routes.filter((r) => !opensTo(role, r)).map((r) => ({ method: r.method, path: invokePath(r.path) }));
   if (denied.length === 0) return { allow: ['*/*'], deny: [] };

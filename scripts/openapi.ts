@@ -1,6 +1,6 @@
 /**
  * `npm run openapi`: writes docs/openapi.json, the OpenAPI 3.1 description generated from the
- * route table (server/http/openapi.ts). test/unit/openapi.test.ts fails when the file is stale.
+ * contract (contract/index.ts, by server/http/openapi.ts). test/unit/openapi.test.ts fails when the file is stale.
  *
  * @example
  * ```sh
@@ -10,9 +10,9 @@
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CONTRACT, LOCAL_CONTRACT } from '../contract/index.js';
 import { openApiText } from '../server/http/openapi.js';
-import { ALL_ROUTES, LOCAL_ROUTES } from '../server/http/routes.js';
 
 const path = join(dirname(fileURLToPath(import.meta.url)), '..', 'docs', 'openapi.json');
-writeFileSync(path, openApiText(ALL_ROUTES, LOCAL_ROUTES));
-console.log(`wrote ${path} (${ALL_ROUTES.length + LOCAL_ROUTES.length} routes)`);
+writeFileSync(path, openApiText(CONTRACT, LOCAL_CONTRACT));
+console.log(`wrote ${path} (${CONTRACT.length + LOCAL_CONTRACT.length} routes)`);

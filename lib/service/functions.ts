@@ -27,7 +27,7 @@ import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
 import { loadConfig } from '../../server/config.js';
 import { LAG_TASK_EVENT } from '../../server/entry/maintenance-event.js';
-import { MAX_WAITERS } from '../../server/service/wait-slots.js';
+import { MAX_WAITERS } from '../../server/core/holds.js';
 import { BUCKET_ENV, TABLE_ENV } from '../../server/storage/aws/schema.js';
 import { TABLES, type TableName } from '../../server/storage/port.js';
 import {

@@ -37,8 +37,8 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
 import { GRANT_ACTIONS, parseGrants, type Grant } from '../../server/http/grants.js';
-import type { RouteDef } from '../../server/http/route.js';
-import { ALL_ROUTES } from '../../server/http/routes.js';
+import { CONTRACT } from '../../contract/index.js';
+import type { RouteContract } from '../../contract/route.js';
 import { BUCKET_ENV, TABLE_ENV } from '../../server/storage/aws/schema.js';
 import { TABLES, type TableName } from '../../server/storage/port.js';
 import { FUNCTIONS, type FunctionName } from '../access.js';
@@ -218,7 +218,7 @@ export function createHttpApi(scope: Construct, props: HttpApiProps): SluiceHttp
       new HttpLambdaIntegration(`${capitalise(f)}Integration`, props.functions[f], { scopePermissionToRoute: false }),
     ]),
   ) as Record<Exclude<FunctionName, 'maintenance'>, HttpLambdaIntegration>;
-  for (const route of ALL_ROUTES) {
+  for (const route of CONTRACT) {
     api.addRoutes({
       path: route.path,
       methods: [HttpMethod[route.method]],
@@ -233,7 +233,7 @@ export function createHttpApi(scope: Construct, props: HttpApiProps): SluiceHttp
     for (const role of Object.keys(API_ROLES) as ApiRole[]) {
       policies[role] = new iam.ManagedPolicy(scope, `${role}Policy`, {
         description: `Sluice ${role.toLowerCase()}: execute-api:Invoke on the ${API_ROLES[role].join('/')} routes of ${scope.node.path}`,
-        statements: invokeStatements(api, role, ALL_ROUTES),
+        statements: invokeStatements(api, role, CONTRACT),
       });
     }
   }
@@ -297,7 +297,7 @@ function tokenAuthorizerFunction(scope: Construct, props: HttpApiProps): NodejsF
  * `execute-api:Invoke` on the resources {@link invokeResources} derives for `role` from the
  * route table, and a Deny for the routes an allowed pattern would otherwise also cover.
  */
-function invokeStatements(api: HttpApi, role: ApiRole, routes: RouteDef[]): iam.PolicyStatement[] {
+function invokeStatements(api: HttpApi, role: ApiRole, routes: readonly RouteContract[]): iam.PolicyStatement[] {
   const stack = Stack.of(api);
   const arns = (names: string[]): string[] =>
     names.map((resourceName) =>

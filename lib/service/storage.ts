@@ -13,7 +13,7 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
-import { SEGMENT_BLOB_PREFIX } from '../../server/service/log/log-store.js';
+import { SEGMENT_BLOB_PREFIX } from '../../server/storage/blob-prefixes.js';
 import { ITEM_TABLE_SCHEMA } from '../../server/storage/aws/schema.js';
 import { TABLES, type TableName } from '../../server/storage/port.js';
 import {

@@ -1,26 +1,19 @@
 /**
  * Typed domain errors. Handlers never pick status codes themselves: `http/errors.ts` maps
- * each {@link ErrorCode} to a status in one place, and anything else becomes a generic 500.
+ * each {@link ErrorCode} to the status the contract's error table gives it, and anything else becomes a generic 500.
  *
  * @example
  * ```ts
  * throw new SluiceError('invalid_request', 'queue name must be 1-128 bytes');
  * ```
  */
-export type ErrorCode =
-  | 'invalid_request'
-  | 'invalid_json'
-  | 'payload_too_large'
-  | 'not_found'
-  | 'conflict'
-  | 'stale_claim'
-  | 'stale_sequence'
-  | 'forbidden'
-  | 'unauthorized'
-  | 'limit_exceeded'
-  | 'queue_full'
-  | 'method_not_allowed'
-  | 'unavailable';
+import type { ApiErrorCode } from '../../contract/errors.js';
+
+/**
+ * The codes a domain error carries: the contract's table (`contract/errors.ts`) but for the two
+ * only the HTTP edge answers, for failures that are not domain errors (`internal`, `storage_full`).
+ */
+export type ErrorCode = Exclude<ApiErrorCode, 'internal' | 'storage_full'>;
 
 export class SluiceError extends Error {
   override readonly name = 'SluiceError';

@@ -97,6 +97,11 @@ export const WAITER_SHARE = 0.4;
 /** What a deployment without an explicit cap uses when it cannot read its account's quota. */
 export const FALLBACK_MAX_WAITERS = 4;
 
+/** Wait slot indexes are zero-padded in their keys, so a window of indexes is one range of sort keys. */
+export const SLOT_DIGITS = 6;
+/** Largest cap the slot keys can express (SLUICE_MAX_WAITERS allows as much; the stack checks it). */
+export const MAX_WAITERS = 10 ** SLOT_DIGITS - 1;
+
 /**
  * The default cap on concurrent waits for an account with `unreserved` unreserved concurrent
  * executions: {@link WAITER_SHARE} of them, at least one.

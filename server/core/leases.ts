@@ -21,6 +21,7 @@
  * ```
  */
 import { invalid } from './errors.js';
+import type { AckStatus } from '../../contract/ack-status.js';
 
 // ------------------------------------------------------------------------- state
 
@@ -343,16 +344,8 @@ export function hintFor(x: number, segs: readonly number[], segEnd: number, fall
 
 // ------------------------------------------------------------------------- ack
 
-/** Ack statuses: `success` is Queen's alias of `completed`. */
-export type AckStatus = 'completed' | 'failed' | 'retry' | 'dlq';
-
-/** Parses an ack status (default `completed`); undefined when it is not one. */
-export function parseAckStatus(raw: unknown): AckStatus | undefined {
-  if (raw === undefined || raw === null) return 'completed';
-  if (raw === 'completed' || raw === 'success') return 'completed';
-  if (raw === 'failed' || raw === 'retry' || raw === 'dlq') return raw;
-  return undefined;
-}
+// Ack statuses are the wire's (the ack schemas parse them): the contract holds them.
+export { parseAckStatus, type AckStatus } from '../../contract/ack-status.js';
 
 export interface AckItem {
   /** Position in the caller's request. */

@@ -1,53 +1,16 @@
+import { nameProblem, type NameKind } from '../../contract/names.js';
 import { invalid } from './errors.js';
 
-/** The implicit consumer group of queue mode (Queen's name, kept for wire compatibility). */
-export const QUEUE_MODE_GROUP = '__QUEUE_MODE__';
-export const DEFAULT_PARTITION = 'Default';
-export const MAX_NAME_BYTES = 128;
-
-// `/ ? #` cannot travel in a URL path, `%` would be ambiguous after decoding, and `\` and
-// control characters only ever arrive by mistake.
-const FORBIDDEN = /[\u0000-\u001f\u007f/\\?#%]/u;
-// A lone UTF-16 surrogate has no UTF-8 form: SQLite stores it but reads it back as U+FFFD,
-// and DynamoDB's keys are UTF-8, so such a key would not round-trip on either backend.
-const LONE_SURROGATE = /\p{Cs}/u;
-
-/** Whether `s` is well-formed Unicode text (no lone surrogates), as every stored key must be. */
-export const isWellFormedText = (s: string): boolean => !LONE_SURROGATE.test(s);
-
-export type NameKind = 'queue' | 'partition' | 'consumer group' | 'consumer';
-
-/** Why `name` is not a valid queue, partition or group name, or undefined when it is. */
-export function nameProblem(name: unknown, kind: NameKind): string | undefined {
-  if (typeof name !== 'string') return `${kind} name must be a string`;
-  if (name.length === 0) return `${kind} name must not be empty`;
-  if (Buffer.byteLength(name) > MAX_NAME_BYTES) return `${kind} name must be at most ${MAX_NAME_BYTES} bytes`;
-  if (name.trim() !== name) return `${kind} name must not start or end with whitespace`;
-  if (FORBIDDEN.test(name)) return `${kind} name must not contain control characters or any of / \\ ? # %`;
-  if (!isWellFormedText(name)) return `${kind} name must be valid Unicode text (it holds a lone UTF-16 surrogate)`;
-  return undefined;
-}
-
-/**
- * Why `name` may not be given to a new queue, partition or group, or undefined when it may: the
- * rule of {@link nameProblem}, and not `.` or `..`. URLs cannot carry those two as path segments
- * (fetch, browsers and most HTTP clients fold them away, so only `curl --path-as-is` reaches
- * them); ones made before this rule stay readable and deletable by such a client, so reads and
- * deletes check {@link nameProblem} only.
- *
- * @example
- * ```ts
- * newNameProblem('..', 'queue'); // 'queue name must not be "." or "..": ...'
- * nameProblem('..', 'queue');    // undefined: an existing queue can still be addressed
- * ```
- */
-export function newNameProblem(name: unknown, kind: NameKind): string | undefined {
-  const problem = nameProblem(name, kind);
-  if (problem) return problem;
-  if (name === '.' || name === '..')
-    return `${kind} name must not be "." or "..": URLs cannot carry it (HTTP clients drop such path segments)`;
-  return undefined;
-}
+// The rule itself is the wire's: the contract holds it, for the route schemas and for this.
+export {
+  DEFAULT_PARTITION,
+  MAX_NAME_BYTES,
+  QUEUE_MODE_GROUP,
+  isWellFormedText,
+  nameProblem,
+  newNameProblem,
+  type NameKind,
+} from '../../contract/names.js';
 
 /**
  * Throws `invalid_request` unless `name` is a valid name.

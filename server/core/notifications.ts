@@ -26,9 +26,6 @@ export const CONNECTION_MAX_MS = 2 * 60 * 60_000;
  */
 export const WAIT_HOLD_MS = 10 * 60_000;
 
-/** Most queues one ticket (and so one connection) may name. */
-export const MAX_TICKET_QUEUES = 20;
-
 /**
  * The stream records that mean "a push landed": writes of a partition's offset sequencer
  * (`logKeys.sequencer`, pk `SEQ#<partitionId>` in the `log` table), which every push moves. The

@@ -39,9 +39,6 @@ export interface ProducerEntry {
   attempt: number;
 }
 
-/** Producer ids: 1 to 64 of `A-Z a-z 0-9 . _ -` (they sort and compare as ASCII in the slots). */
-export const PRODUCER_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
-
 /**
  * Producers remembered per partition. Eight entries of at most ~110 bytes (a 64-character id;
  * our client's ids are 15 characters, ~45 bytes an entry) keep the sequencer item near or under

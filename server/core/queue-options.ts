@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { QueueOptionsInput } from '../../contract/queue-options.js';
 
 /**
  * Queue options: Queen's set (so `/configure` from a Queen client round-trips) plus Sluice's
@@ -78,37 +78,8 @@ export const IMPLICIT_QUEUE_OPTIONS: Readonly<QueueOptions> = Object.freeze({
   leaseTime: null,
 });
 
-const DAY = 86_400;
-const int = (min: number, max: number) => z.number().int().min(min).max(max);
-// null means "not set": the option goes back to its default, as when it is left out.
-const opt = <T extends z.ZodType>(t: T) => t.nullish();
-
-/** The `options` object of `POST /api/v1/configure`. Unknown keys are refused, not ignored. */
-export const QueueOptionsInput = z
-  .object({
-    priority: opt(int(-1_000_000, 1_000_000)),
-    leaseTime: opt(int(1, 12 * 3600)),
-    retryLimit: opt(int(0, 1_000)),
-    retryDelay: opt(int(0, DAY * 1000)),
-    maxSize: opt(int(0, Number.MAX_SAFE_INTEGER)),
-    ttl: opt(int(0, 365 * DAY)),
-    deadLetterQueue: opt(z.boolean()),
-    dlqAfterMaxRetries: opt(z.boolean()),
-    delayedProcessing: opt(int(0, 365 * DAY)),
-    windowBuffer: opt(int(0, DAY)),
-    retentionSeconds: opt(int(0, 10 * 365 * DAY)),
-    completedRetentionSeconds: opt(int(0, 10 * 365 * DAY)),
-    retentionEnabled: opt(z.boolean()),
-    encryptionEnabled: opt(z.boolean()),
-    maxWaitTimeSeconds: opt(int(0, 365 * DAY)),
-    dedupWindowSeconds: opt(int(0, 7 * DAY)),
-    visibilityTimeoutMs: opt(int(1, 43_200_000)),
-    maxAttempts: opt(int(1, 1_000)),
-    maxInFlight: opt(int(1, 1_000_000)),
-    maxVisibilityMs: opt(int(1, 43_200_000)),
-  })
-  .strict();
-export type QueueOptionsInput = z.infer<typeof QueueOptionsInput>;
+// What `/configure` and PATCH take is the wire's: the contract holds it.
+export { QueueOptionsInput } from '../../contract/queue-options.js';
 
 /**
  * The full option set a `/configure` call stores: given values over the defaults.

@@ -1,24 +1,11 @@
 import type { ZodError } from 'zod';
+import { ERRORS } from '../../contract/errors.js';
 import { SluiceError, type ErrorCode } from '../core/errors.js';
 import { ContentionError, StoreFullError, StoreUnavailableError } from '../storage/port.js';
 import type { HttpResult } from './types.js';
 
-/** The one place where domain errors become HTTP statuses (storage failures: {@link errorResponse}). */
-export const STATUS: Record<ErrorCode, number> = {
-  invalid_request: 400,
-  invalid_json: 400,
-  unauthorized: 401,
-  forbidden: 403,
-  not_found: 404,
-  method_not_allowed: 405,
-  conflict: 409,
-  stale_claim: 409,
-  stale_sequence: 409,
-  payload_too_large: 413,
-  limit_exceeded: 429,
-  queue_full: 429,
-  unavailable: 503,
-};
+/** A domain error's status: the contract's error table says it, in one place. */
+export const statusOf = (code: ErrorCode): number => ERRORS[code].status;
 
 /** A zod failure as one sentence a person can act on: `items[0].queue: expected string`. */
 export function describeZodError(err: ZodError, where: string): string {
@@ -39,9 +26,6 @@ export interface ErrorLog {
 /** `Retry-After` on a 503 that does not suggest its own: contention and the like clear in moments. */
 export const DEFAULT_RETRY_AFTER_S = 1;
 
-/** The wire code of a 507: the store has no room (a full disk on the local server). */
-export const STORAGE_FULL = 'storage_full';
-
 const describe = (err: unknown): unknown =>
   err instanceof Error
     ? {
@@ -57,7 +41,7 @@ const describe = (err: unknown): unknown =>
  *
  * | error | status | body `code` | `Retry-After` |
  * |---|---|---|---|
- * | `SluiceError` | by {@link STATUS} | its code | on a 503: {@link DEFAULT_RETRY_AFTER_S} |
+ * | `SluiceError` | by {@link statusOf} | its code | on a 503: {@link DEFAULT_RETRY_AFTER_S} |
  * | `StoreUnavailableError` (throttled, unreachable, failing) | 503 | `unavailable` | the adapter's suggestion |
  * | `ContentionError` (a transaction kept colliding) | 503 | `unavailable` | {@link DEFAULT_RETRY_AFTER_S} |
  * | `StoreFullError` (a full disk) | 507 | `storage_full` | none: it takes an operator |
@@ -73,7 +57,7 @@ const describe = (err: unknown): unknown =>
  */
 export function errorResponse(err: unknown, log?: ErrorLog): HttpResult {
   if (err instanceof SluiceError) {
-    const statusCode = STATUS[err.code];
+    const statusCode = statusOf(err.code);
     const body = { error: err.message, code: err.code, ...(err.details ?? {}) };
     return statusCode === 503 ? unavailableResponse(body, DEFAULT_RETRY_AFTER_S) : { statusCode, body };
   }
@@ -92,21 +76,24 @@ export function errorResponse(err: unknown, log?: ErrorLog): HttpResult {
   if (err instanceof StoreFullError) {
     log?.error('storage full', { error: describe(err) });
     return {
-      statusCode: 507,
+      statusCode: ERRORS.storage_full.status,
       body: {
         error: 'storage is full; free space on the server, then retry',
-        code: STORAGE_FULL,
+        code: 'storage_full',
       },
     };
   }
   log?.error('unhandled error', { error: describe(err) });
-  return { statusCode: 500, body: { error: 'internal error; the request may be retried', code: 'internal' } };
+  return {
+    statusCode: ERRORS.internal.status,
+    body: { error: 'internal error; the request may be retried', code: 'internal' },
+  };
 }
 
 function unavailableResponse(body: Record<string, unknown>, retryAfterSeconds: number): HttpResult {
   const seconds = Math.max(1, Math.ceil(retryAfterSeconds));
   return {
-    statusCode: 503,
+    statusCode: ERRORS.unavailable.status,
     headers: { 'retry-after': String(seconds) },
     body: { ...body, retryAfterSeconds: seconds },
   };

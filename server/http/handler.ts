@@ -17,7 +17,7 @@ import { authorizeCaller } from './middleware/authorize.js';
 import { matchRoutes } from './middleware/match-route.js';
 import { meter, type RequestLog } from './middleware/meter.js';
 import { parseJsonBody, requestBodyBytes } from './middleware/parse-body.js';
-import { stateOf } from './middleware/request-state.js';
+import { stateOf, type ApiMiddleware } from './middleware/request-state.js';
 import { serialise } from './middleware/serialise.js';
 import { validateInputs } from './middleware/validate.js';
 import type { Action, RouteDef } from './route.js';
@@ -45,6 +45,11 @@ export interface HandlerOptions {
   grants?: Grants;
   /** Called once per answered request; none by default (API Gateway keeps access logs on AWS). */
   requestLog?: RequestLog;
+  /**
+   * A step that sees each serialised answer before `meter` does: the tests' response
+   * validation (test/support/check-answers.ts). Never set in production or the bench.
+   */
+  answerCheck?: ApiMiddleware;
 }
 
 /** The route's own step: its `run`, given what the chain validated and checked. */
@@ -88,9 +93,10 @@ export type ApiHandler = (event: HttpEvent, context?: Partial<Context>) => Promi
 export function makeHandler(routes: RouteDef[], options: HandlerOptions = {}): ApiHandler {
   // The run step answers an HttpResult; `serialise` makes it the HttpResponse the chain returns.
   const run = runRoute as unknown as (e: HttpEvent, c: Context, o: { signal: AbortSignal }) => Promise<HttpResponse>;
+  const chain = middy<HttpEvent, HttpResponse>(run, { timeoutEarlyInMillis: 1000 }).use(meter(options.requestLog));
+  if (options.answerCheck) chain.use(options.answerCheck);
   return (
-    middy<HttpEvent, HttpResponse>(run, { timeoutEarlyInMillis: 1000 })
-      .use(meter(options.requestLog))
+    chain
       // Errors are logged through the services' telemetry; when building the services failed,
       // there is none, and the error goes out as a JSON line on stderr (CloudWatch on Lambda).
       .use(serialise(new MemoryTelemetry()))

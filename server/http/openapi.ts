@@ -1,6 +1,6 @@
 /**
- * The OpenAPI 3.1 description of the HTTP API, generated from the route table: one operation
- * per route, its path, query and body schemas from the route's own zod schemas (zod 4's JSON
+ * The OpenAPI 3.1 description of the HTTP API, generated from the contract: one operation per
+ * route, its path, query, body and answer schemas from the contract route's zod schemas (zod 4's JSON
  * Schema output, as requests are written: `io: 'input'`), its access rule, and the error shape
  * every route shares. Served at `/api/v1/openapi.json` and written to `docs/openapi.json` by
  * `npm run openapi` (a test fails when that file is stale).
@@ -12,15 +12,19 @@
  * ```
  */
 import { z } from 'zod';
+import { API_ERROR_CODES, ERRORS, ErrorBody } from '../../contract/errors.js';
+import { isTextAnswer, type Answers, type RouteContract } from '../../contract/route.js';
 import { VERSION } from '../version.js';
-import type { RouteDef } from './route.js';
 
 type JsonSchema = Record<string, unknown>;
 
-/** A zod schema as the JSON Schema of what a request may send (transforms and refinements left out). */
-function schemaOf(schema: z.ZodType): JsonSchema {
+/**
+ * A zod schema as JSON Schema: of what a request may send (`input`, transforms and refinements
+ * left out), or of what an answer holds (`output`).
+ */
+function schemaOf(schema: z.ZodType, io: 'input' | 'output' = 'input'): JsonSchema {
   const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {
-    io: 'input',
+    io,
     unrepresentable: 'any',
     target: 'draft-2020-12',
   }) as JsonSchema;
@@ -44,7 +48,21 @@ function parametersOf(schema: z.ZodType | undefined, where: 'path' | 'query'): J
 /** The path's `{param}` names, in order. */
 const pathParams = (path: string): string[] => [...path.matchAll(/\{([A-Za-z0-9_]+)\}/g)].map((m) => m[1] as string);
 
-function operationOf(r: RouteDef, localOnly: boolean): JsonSchema {
+/** The route's answers by status: a JSON body's schema, a text body, or none. */
+function responsesOf(answers: Answers): Record<string, JsonSchema> {
+  const out: Record<string, JsonSchema> = {};
+  for (const [status, a] of Object.entries(answers)) {
+    if (a === undefined) continue;
+    const description = status === '204' ? 'No content.' : `HTTP ${status}.`;
+    if (a === null) out[status] = { description };
+    else if (isTextAnswer(a))
+      out[status] = { description, content: { [a.mediaType]: { schema: schemaOf(a.schema, 'output') } } };
+    else out[status] = { description, content: { 'application/json': { schema: schemaOf(a, 'output') } } };
+  }
+  return out;
+}
+
+function operationOf(r: RouteContract, localOnly: boolean): JsonSchema {
   const parameters = [...parametersOf(r.params, 'path'), ...parametersOf(r.query, 'query')];
   // A path parameter the params schema does not describe is still a parameter.
   for (const name of pathParams(r.path))
@@ -59,9 +77,9 @@ function operationOf(r: RouteDef, localOnly: boolean): JsonSchema {
       ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOf(r.body) } } } }
       : {}),
     responses: {
-      '2XX': { description: 'Success (the route summary says what it answers).' },
+      ...responsesOf(r.response),
       default: {
-        description: 'An error: `code` names it (docs/ARCHITECTURE.md; server/http/errors.ts).',
+        description: 'An error: `code` names it (the table in components.schemas.Error, contract/errors.ts).',
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
       },
     },
@@ -77,9 +95,12 @@ function operationOf(r: RouteDef, localOnly: boolean): JsonSchema {
  * The OpenAPI document of `routes` (deployed everywhere) and `localRoutes` (the local server
  * only), paths in route-table order.
  */
-export function openApiDocument(routes: readonly RouteDef[], localRoutes: readonly RouteDef[] = []): JsonSchema {
+export function openApiDocument(
+  routes: readonly RouteContract[],
+  localRoutes: readonly RouteContract[] = [],
+): JsonSchema {
   const paths: Record<string, Record<string, JsonSchema>> = {};
-  const add = (r: RouteDef, localOnly: boolean): void => {
+  const add = (r: RouteContract, localOnly: boolean): void => {
     (paths[r.path] ??= {})[r.method.toLowerCase()] = operationOf(r, localOnly);
   };
   for (const r of routes) add(r, false);
@@ -91,7 +112,7 @@ export function openApiDocument(routes: readonly RouteDef[], localRoutes: readon
       version: VERSION,
       description:
         'A serverless message queue: one log, partition leases and record claims, Queen-compatible HTTP API. ' +
-        'Generated from the route table (server/http/routes.ts); `x-sluice-access` is the grant a route needs ' +
+        'Generated from the contract (contract/index.ts); `x-sluice-access` is the grant a route needs ' +
         '(docs/DEPLOYING.md, Grants), `x-sluice-local-only` marks routes only the local server serves.',
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
@@ -100,13 +121,9 @@ export function openApiDocument(routes: readonly RouteDef[], localRoutes: readon
     components: {
       schemas: {
         Error: {
-          type: 'object',
-          properties: {
-            error: { type: 'string', description: 'What went wrong, in words.' },
-            code: { type: 'string', description: 'The error code (invalid_request, not_found, forbidden, ...).' },
-            retryAfterSeconds: { type: 'integer', description: 'On a 503: when to try again.' },
-          },
-          required: ['error', 'code'],
+          ...schemaOf(ErrorBody, 'output'),
+          // Each code's status and meaning, as the server answers them.
+          'x-sluice-error-codes': Object.fromEntries(API_ERROR_CODES.map((c) => [c, ERRORS[c]])),
         },
       },
     },
@@ -114,5 +131,5 @@ export function openApiDocument(routes: readonly RouteDef[], localRoutes: readon
 }
 
 /** The document as `docs/openapi.json` holds it (two-space JSON and a final newline). */
-export const openApiText = (routes: readonly RouteDef[], localRoutes: readonly RouteDef[] = []): string =>
+export const openApiText = (routes: readonly RouteContract[], localRoutes: readonly RouteContract[] = []): string =>
   `${JSON.stringify(openApiDocument(routes, localRoutes), null, 2)}\n`;

@@ -1,18 +1,13 @@
 /**
- * What a route is: its method and API Gateway path, one schema per input part, the access it
- * needs, and the service call. `handler.ts` serves routes; `router.ts` matches them.
+ * A route as the server serves it: a contract route (`contract/`, its method, path, schemas and
+ * access rule) with the services it uses and its call. `handler.ts` serves routes; `router.ts`
+ * matches them.
  */
-import type { z } from 'zod';
+import type { Action, Parsed, Part, RouteContract } from '../../contract/route.js';
 import type { Services } from '../service/runtime.js';
 import type { HttpEvent, HttpResult } from './types.js';
 
-export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-
-/** Which Lambda function serves a route (each gets only the permissions its routes need). */
-export type FunctionGroup = 'log' | 'leases' | 'claims' | 'admin';
-
-/** Permission a route needs on a queue. */
-export type Action = 'push' | 'consume' | 'manage' | 'public';
+export type { Action, FunctionGroup, Method } from '../../contract/route.js';
 
 /** The caller as API Gateway's authorizer (or the local server) identified it. */
 export function principalOf(event: HttpEvent): string {
@@ -28,7 +23,7 @@ export function principalOf(event: HttpEvent): string {
   return auth?.iam?.userArn ?? (auth?.jwt?.claims?.sub as string | undefined) ?? auth?.lambda?.principal ?? 'anonymous';
 }
 
-export interface RouteInput<B, Q, P> {
+export interface RouteInput<B, Q, P, S = Services> {
   /** Who is calling: the IAM ARN, the JWT subject, the local bearer token's principal, or 'anonymous'. */
   principal: string;
   body: B;
@@ -37,7 +32,8 @@ export interface RouteInput<B, Q, P> {
   query: Q;
   params: P;
   event: HttpEvent;
-  services: Services;
+  /** The services the route declared it uses (`implement`'s `uses`). */
+  services: S;
   /** Aborts shortly before the Lambda (or the local server's request) times out. */
   signal: AbortSignal;
   /**
@@ -52,52 +48,42 @@ export interface RouteInput<B, Q, P> {
 }
 
 /**
- * A route: its method and API Gateway path, one schema per input part, and the service
- * call. Handlers stay thin: parse, validate, call, serialise.
+ * A contract route (`contract/`) with its implementation: the services it uses, and the call.
+ * Handlers stay thin: the contract's schemas have parsed and validated the input; `run` calls
+ * a service and shapes the answer.
  */
-export interface RouteDef<B = unknown, Q = unknown, P = unknown> {
-  method: Method;
-  /** API Gateway route syntax: `/api/v1/messages/{partitionId}/{transactionId}`. */
-  path: string;
-  group: FunctionGroup;
-  /** One-line description for docs and the route listing. */
-  summary: string;
-  body?: z.ZodType<B>;
-  query?: z.ZodType<Q>;
-  params?: z.ZodType<P>;
-  /**
-   * What the call needs: `push`, `consume` or `manage` (docs/DEPLOYING.md, Grants), on the
-   * queues `queues` names; `public` needs nothing (health).
-   * Authorization is enforced from this in one place, the `authorize` middleware: every queue `queues`
-   * names must be granted; when it names none (absent, or only `undefined`s), the caller
-   * must hold the action on some queue and the handler calls `authorize(queue)` itself.
-   */
-  access: {
-    action: Action;
-    queues?: (input: { body: B; query: Q; params: P }) => (string | undefined)[];
-    /**
-     * Other actions that also open the route (and its IAM policy): a caller who holds `action`
-     * or one of these on some queue may call it, and the handler checks each queue it touches
-     * with `authorize(queue, action)`. The queues `queues` names still need `action`. A
-     * transaction, say, needs `push` on the queues it pushes to and `consume` on those it acks.
-     */
-    also?: readonly Exclude<Action, 'public'>[];
-  };
-  /** Successful status when `run` returns a plain value. */
-  run(input: RouteInput<B, Q, P>): Promise<HttpResult>;
+export interface RouteDef<
+  B = unknown,
+  Q = unknown,
+  P = unknown,
+  D extends keyof Services = keyof Services,
+> extends RouteContract {
+  /** The services `run` reaches (its `services` holds only these, by type). */
+  uses: readonly D[];
+  run(input: RouteInput<B, Q, P, Pick<Services, D>>): Promise<HttpResult>;
 }
 
 /**
- * Declares a route with its types inferred from the schemas.
+ * Implements a contract route: its input types come from the contract's schemas, and `run`
+ * sees only the services `uses` names.
  *
  * @example
  * ```ts
- * export const health = defineRoute({ method: 'GET', path: '/health', group: 'log', summary: 'liveness',
- *   run: async () => ({ statusCode: 200, body: { status: 'healthy' } }) });
+ * export const health = implement(systemApi.health, ['health'], async ({ services }) => ({
+ *   statusCode: 200, body: await services.health.check() }));
  * ```
  */
-export function defineRoute<B = undefined, Q = Record<string, string>, P = Record<string, string>>(
-  def: RouteDef<B, Q, P>,
+export function implement<B extends Part, Q extends Part, P extends Part, D extends keyof Services = never>(
+  contract: RouteContract<B, Q, P>,
+  uses: readonly D[],
+  run: (
+    input: RouteInput<
+      Parsed<B, undefined>,
+      Parsed<Q, Record<string, string>>,
+      Parsed<P, Record<string, string>>,
+      Pick<Services, D>
+    >,
+  ) => Promise<HttpResult>,
 ): RouteDef {
-  return def as unknown as RouteDef;
+  return { ...(contract as RouteContract), uses, run: run as RouteDef['run'] };
 }

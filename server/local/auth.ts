@@ -4,6 +4,7 @@
  * a Lambda authorizer would put it (`requestContext.authorizer.lambda.principal`), so the
  * grants are enforced by the same code as on AWS.
  */
+import { ERRORS } from '../../contract/errors.js';
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { copyBodyBytes } from '../http/body-bytes.js';
@@ -38,7 +39,7 @@ const digest = (token: string): string => createHash('sha256').update(token, 'ut
 
 function unauthorized(message: string): HttpResponse {
   return {
-    statusCode: 401,
+    statusCode: ERRORS.unauthorized.status,
     headers: { 'content-type': 'application/json', 'www-authenticate': 'Bearer' },
     body: toJson({ error: message, code: 'unauthorized' }),
   };

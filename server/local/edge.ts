@@ -17,6 +17,7 @@
  * - Authentication (bearer tokens, `--grants`) runs here too, so that a request without a
  *   token is answered 401 from its headers instead of after its whole upload.
  */
+import { ERRORS, type ApiErrorCode } from '../../contract/errors.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import { toJson } from '../codec/json-writer.js';
 import type { HttpResponse } from '../http/types.js';
@@ -49,9 +50,10 @@ export interface EdgePolicy {
 const CORS_METHODS = 'GET, POST, PUT, PATCH, DELETE';
 const CORS_HEADERS = 'authorization, content-type';
 
-function answer(statusCode: number, code: string, error: string, headers: Record<string, string> = {}): HttpResponse {
+/** An error answer of `code`, with the status the contract's error table gives it. */
+function answer(code: ApiErrorCode, error: string, headers: Record<string, string> = {}): HttpResponse {
   return {
-    statusCode,
+    statusCode: ERRORS[code].status,
     headers: { 'content-type': 'application/json', ...headers },
     body: toJson({ error, code }),
   };
@@ -110,7 +112,6 @@ export function requestGate(policy: EdgePolicy): RequestGate {
     if (!hostAllowed(host))
       return {
         respond: answer(
-          403,
           'forbidden',
           `Host ${JSON.stringify(host)} is not a name this server answers to: use a loopback address, or start it with --allowed-host`,
         ),
@@ -121,7 +122,7 @@ export function requestGate(policy: EdgePolicy): RequestGate {
     if (method === 'OPTIONS' && origin !== undefined) {
       if (!cors)
         return {
-          respond: answer(403, 'forbidden', `cross-origin requests from ${origin} are not allowed (--cors-origin)`),
+          respond: answer('forbidden', `cross-origin requests from ${origin} are not allowed (--cors-origin)`),
         };
       return {
         respond: {
@@ -138,14 +139,13 @@ export function requestGate(policy: EdgePolicy): RequestGate {
     if (origin !== undefined && !cors && !sameOrigin(origin, host))
       return {
         respond: answer(
-          403,
           'forbidden',
           `cross-origin request from ${origin} refused: only this server's own pages, or origins given with --cors-origin, may call it`,
         ),
       };
     const site = one(headers['sec-fetch-site']);
     if (!cors && (site === 'cross-site' || site === 'same-site'))
-      return { respond: answer(403, 'forbidden', `cross-site request refused (Sec-Fetch-Site: ${site})`) };
+      return { respond: answer('forbidden', `cross-site request refused (Sec-Fetch-Site: ${site})`) };
     let principal: string | undefined;
     if (policy.authenticate) {
       const who = policy.authenticate(one(headers.authorization));
@@ -155,7 +155,6 @@ export function requestGate(policy: EdgePolicy): RequestGate {
     if (hasBody(headers) && !isJson(one(headers['content-type'])))
       return {
         respond: answer(
-          415,
           'unsupported_media_type',
           `request bodies must be JSON sent as Content-Type: application/json (got ${JSON.stringify(one(headers['content-type']) ?? null)})`,
           corsHeaders,

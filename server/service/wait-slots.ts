@@ -19,6 +19,8 @@
 import { randomUUID } from 'node:crypto';
 import {
   FALLBACK_MAX_WAITERS,
+  MAX_WAITERS,
+  SLOT_DIGITS,
   SLOT_WINDOW,
   freeSlots,
   windowStart,
@@ -32,10 +34,7 @@ import type { Telemetry } from './telemetry.js';
 
 /** meta: one pk holds every slot, so a window is one query. */
 export const WAIT_SLOTS_PK = 'WAITSLOTS';
-/** Slot indexes are zero-padded, so a window of indexes is one range of sort keys. */
-const SLOT_DIGITS = 6;
-/** Largest cap the keys can express (SLUICE_MAX_WAITERS allows as much). */
-export const MAX_WAITERS = 10 ** SLOT_DIGITS - 1;
+export { MAX_WAITERS };
 
 export const waitSlotKeys = {
   /** meta: wait slot `index` (0 to cap − 1), `{ holder, until }` while held. */

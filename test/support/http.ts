@@ -1,3 +1,4 @@
+import { checkAnswers } from './check-answers.js';
 import type { Grants } from '../../server/http/grants.js';
 import { makeHandler } from '../../server/http/handler.js';
 import type { RouteDef } from '../../server/http/route.js';
@@ -54,7 +55,9 @@ export async function startTestServer(
   svc: Services,
   opts: { edge?: EdgePolicy; consoleFiles?: ConsoleFiles; onRequest?: (r: SeenRequest) => void } = {},
 ): Promise<LocalServer> {
-  const handler = asRouteFunctions(makeHandler(SERVER_ROUTES, { services: async () => svc }));
+  const handler = asRouteFunctions(
+    makeHandler(SERVER_ROUTES, { services: async () => svc, answerCheck: checkAnswers }),
+  );
   return startLocalServer({
     consoleFiles: opts.consoleFiles,
     handler: opts.onRequest ? recordingRequests(handler, opts.onRequest) : handler,
@@ -76,7 +79,9 @@ export async function startGrantedServer(
   const byToken = Object.fromEntries(Object.entries(opts.tokens).map(([role, token]) => [token, role]));
   return startLocalServer({
     handler: withBearerTokens(
-      asRouteFunctions(makeHandler([...opts.routes], { services: async () => svc, grants: opts.grants })),
+      asRouteFunctions(
+        makeHandler([...opts.routes], { services: async () => svc, grants: opts.grants, answerCheck: checkAnswers }),
+      ),
       byToken,
     ),
     host: '127.0.0.1',

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import packageJson from '../../package.json' with { type: 'json' };
 import { ALL_ROUTES } from '../../server/http/routes.js';
-import { STATUS, errorResponse } from '../../server/http/errors.js';
+import { errorResponse, statusOf } from '../../server/http/errors.js';
 import { SluiceError } from '../../server/core/errors.js';
 import { Grants, parseGrants } from '../../server/http/grants.js';
 import { healthRoutes } from '../../server/http/handlers/health.js';
@@ -18,7 +18,7 @@ describe('unit: error mapping', () => {
   it('maps domain errors to their status with code and message', () => {
     const r = errorResponse(new SluiceError('payload_too_large', 'too big', { limit: 5 }));
     expect(r).toEqual({ statusCode: 413, body: { error: 'too big', code: 'payload_too_large', limit: 5 } });
-    expect(STATUS.stale_claim).toBe(409);
+    expect(statusOf('stale_claim')).toBe(409);
   });
   it('hides unknown errors behind a generic 500', () => {
     const logged: unknown[] = [];

@@ -49,8 +49,8 @@ export const MAX_DEAD_PER_CALL = 25;
 export const MAX_GARBAGE_PER_CALL = 5;
 /** Sessions remembered per member name (the oldest first-seen ones are forgotten first). */
 export const MAX_SESSIONS_PER_MEMBER = 64;
-/** Most offsets one ack call may carry. */
-export const MAX_ACK_OFFSETS = 1000;
+/** Most offsets one ack call may carry: the wire's limit (the claim ack schema checks it). */
+export { MAX_ACK_OFFSETS } from '../../../contract/limits.js';
 
 /** Per-queue claim settings (queue options, or the service-wide defaults). */
 export interface ClaimLimits {

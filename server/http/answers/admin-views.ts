@@ -9,7 +9,7 @@ import { effectiveLeaseSeconds } from '../../core/queue-options.js';
 import type { MessageCounters, Window } from '../../core/queue-stats.js';
 import type { PartitionStats, QueueStatsView } from '../../service/admin/queue-stats.js';
 import type { QueueRecord } from '../../service/log/log-store.js';
-import { iso } from '../schemas.js';
+import { iso } from '../iso.js';
 
 /** A series' window as Queen writes it: `{from, to}` in ISO-8601. */
 export const timeRangeJson = (w: Window) => ({ from: iso(w.from), to: iso(w.to) });

@@ -7,7 +7,7 @@ import { bucketIso, type Window } from '../../core/queue-stats.js';
 import type { ActivityRow } from '../../service/admin/activity.js';
 import type { QueueStatsView } from '../../service/admin/queue-stats.js';
 import type { ClusterStatus, PushInterval } from '../../service/admin/status.js';
-import { iso } from '../schemas.js';
+import { iso } from '../iso.js';
 import {
   configJson,
   countersJson,

@@ -1,71 +1,9 @@
-import { z } from 'zod';
-import { MAX_ACK_OFFSETS } from '../../core/claims/index.js';
+import * as claimsApi from '../../../contract/routes/claims.js';
 import type { ClaimedRecord } from '../../service/claims/claim-service.js';
 import { rawPayload } from '../../codec/json-writer.js';
 import { claimPollMeter, claimSettleMeter } from '../meters.js';
-import { defineRoute, type RouteDef } from '../route.js';
-import { instant, iso, nameSchema, newNameSchema } from '../schemas.js';
-
-/**
- * Record claims (docs/CLAIMS.md): a consumer group read as a shared work queue on one
- * partition. Every route lives under the group's path.
- */
-const GROUP_PATH = '/api/v1/queues/{queue}/partitions/{partition}/groups/{group}';
-
-const GroupParams = z.object({
-  queue: nameSchema('queue'),
-  partition: nameSchema('partition'),
-  group: nameSchema('consumer group'),
-});
-/** For the routes that register the group (poll, create): only a name a new group may have. */
-const NewGroupParams = GroupParams.extend({ group: newNameSchema('consumer group') });
-const DeadParams = GroupParams.extend({
-  offset: z.coerce
-    .number({ error: 'offset must be a number' })
-    .int({ error: 'offset must be an integer' })
-    .min(0, { error: 'offset must be 0 or more' })
-    .max(Number.MAX_SAFE_INTEGER),
-});
-const offset = z
-  .number({ error: 'offset must be a number' })
-  .int('offset must be an integer')
-  .min(0, 'offset must be 0 or more')
-  .max(Number.MAX_SAFE_INTEGER);
-const milliseconds = (what: string) =>
-  z
-    .number({ error: `${what} must be a number of milliseconds` })
-    .int({ error: `${what} must be a whole number of milliseconds` })
-    .min(0, { error: `${what} must be 0 or more` })
-    .max(Number.MAX_SAFE_INTEGER);
-const attempts = z
-  .number({ error: 'attempts must be a number' })
-  .int({ error: 'attempts must be a whole number' })
-  .min(1, { error: 'attempts must be at least 1 (the delivery the claim came with)' });
-
-const onQueue = { queues: ({ params }: { params: { queue: string } }) => [params.queue] };
-
-const PollBody = z
-  .object({
-    max: z.number({ error: 'max must be a number' }).int().min(1, 'max must be at least 1').optional(),
-    waitMs: milliseconds('waitMs').optional(),
-    visibilityMs: milliseconds('visibilityMs').min(1).optional(),
-    consumer: nameSchema('consumer').optional(),
-    session: z
-      .string({ error: 'session must be a string' })
-      .min(1)
-      .max(128, 'session must be at most 128 characters')
-      .optional(),
-    reclaim: z.boolean({ error: 'reclaim must be true or false' }).optional(),
-  })
-  .strict()
-  // Checked here as well as by the service: a poll registers its group, and a refusal must come first.
-  .refine((b) => b.session === undefined || b.consumer !== undefined, {
-    message: 'session needs a consumer name: a session belongs to a named member',
-  })
-  .refine((b) => !b.reclaim || b.session !== undefined, {
-    message: 'reclaim needs a session token: only a new session takes back what the name held under older ones',
-  })
-  .default({});
+import { implement, type RouteDef } from '../route.js';
+import { iso } from '../iso.js';
 
 /** A claimed record on the wire: its payload spliced in verbatim. */
 function recordJson(record: ClaimedRecord): Record<string, unknown> {
@@ -79,15 +17,10 @@ function recordJson(record: ClaimedRecord): Record<string, unknown> {
   };
 }
 
-export const claimPoll = defineRoute({
-  method: 'POST',
-  path: `${GROUP_PATH}/poll`,
-  group: 'claims',
-  summary: 'Claim up to `max` records (owed ones first), long-polling up to `waitMs`.',
-  params: NewGroupParams,
-  body: PollBody,
-  access: { action: 'consume', ...onQueue },
-  async run({ params, body, principal, services, signal }) {
+export const claimPoll = implement(
+  claimsApi.claimPoll,
+  ['claims', 'clock'],
+  async ({ params, body, principal, services, signal }) => {
     const r = await services.claims.poll(params.queue, params.partition, params.group, { ...body, principal }, signal);
     return {
       statusCode: 200,
@@ -98,201 +31,91 @@ export const claimPoll = defineRoute({
       ...(r.retryAfterSeconds === undefined ? {} : { headers: { 'retry-after': String(r.retryAfterSeconds) } }),
     };
   },
+);
+
+export const claimAck = implement(claimsApi.claimAck, ['claims'], async ({ params, body, services }) => {
+  const r = await services.claims.ack(params.queue, params.partition, params.group, body.offsets);
+  return {
+    statusCode: 200,
+    body: { committed: r.committed },
+    meter: claimSettleMeter(params.queue, 'claimAcks', body.offsets.length),
+  };
 });
 
-export const claimAck = defineRoute({
-  method: 'POST',
-  path: `${GROUP_PATH}/ack`,
-  group: 'claims',
-  summary: 'Finish a list of offsets in one write; answers the group position after it.',
-  params: GroupParams,
-  body: z
-    .object({
-      offsets: z
-        .array(offset, { error: 'offsets must be an array of offsets' })
-        .min(1, 'offsets must not be empty')
-        .max(MAX_ACK_OFFSETS),
-    })
-    .strict(),
-  access: { action: 'consume', ...onQueue },
-  async run({ params, body, services }) {
-    const r = await services.claims.ack(params.queue, params.partition, params.group, body.offsets);
-    return {
-      statusCode: 200,
-      body: { committed: r.committed },
-      meter: claimSettleMeter(params.queue, 'claimAcks', body.offsets.length),
-    };
-  },
+export const claimNack = implement(claimsApi.claimNack, ['claims'], async ({ params, body, services }) => {
+  const r = await services.claims.nack(params.queue, params.partition, params.group, body);
+  return { statusCode: 200, body: r };
 });
 
-export const claimNack = defineRoute({
-  method: 'POST',
-  path: `${GROUP_PATH}/nack`,
-  group: 'claims',
-  summary: 'Hand a record back: owed at once, or after `delayMs`.',
-  params: GroupParams,
-  body: z.object({ offset, attempts: attempts.optional(), delayMs: milliseconds('delayMs').optional() }).strict(),
-  access: { action: 'consume', ...onQueue },
-  async run({ params, body, services }) {
-    const r = await services.claims.nack(params.queue, params.partition, params.group, body);
-    return { statusCode: 200, body: r };
-  },
+export const claimExtend = implement(claimsApi.claimExtend, ['claims'], async ({ params, body, services }) => {
+  const r = await services.claims.extend(params.queue, params.partition, params.group, body);
+  return { statusCode: 200, body: r };
 });
 
-export const claimExtend = defineRoute({
-  method: 'POST',
-  path: `${GROUP_PATH}/extend`,
-  group: 'claims',
-  summary: 'Make the claim named by its delivery (`attempts`) stand for `extendMs` from now.',
-  params: GroupParams,
-  body: z.object({ offset, attempts, extendMs: milliseconds('extendMs').min(1) }).strict(),
-  access: { action: 'consume', ...onQueue },
-  async run({ params, body, services }) {
-    const r = await services.claims.extend(params.queue, params.partition, params.group, body);
-    return { statusCode: 200, body: r };
-  },
+export const claimDeadLetter = implement(claimsApi.claimDeadLetter, ['claims'], async ({ params, body, services }) => {
+  const r = await services.claims.deadLetter(params.queue, params.partition, params.group, body);
+  return {
+    statusCode: 200,
+    body: { offset: r.offset, deadLettered: true, committed: r.committed },
+    meter: claimSettleMeter(params.queue, 'deadLetters', 1),
+  };
 });
 
-export const claimDeadLetter = defineRoute({
-  method: 'POST',
-  path: `${GROUP_PATH}/dead-letter`,
-  group: 'claims',
-  summary: 'Give up on a record: list it as a dead letter and finish it.',
-  params: GroupParams,
-  body: z.object({ offset, attempts: attempts.optional() }).strict(),
-  access: { action: 'consume', ...onQueue },
-  async run({ params, body, services }) {
-    const r = await services.claims.deadLetter(params.queue, params.partition, params.group, body);
-    return {
-      statusCode: 200,
-      body: { offset: r.offset, deadLettered: true, committed: r.committed },
-      meter: claimSettleMeter(params.queue, 'deadLetters', 1),
-    };
-  },
-});
-
-export const claimListDeadLetters = defineRoute({
-  method: 'GET',
-  path: `${GROUP_PATH}/dead-letters`,
-  group: 'claims',
-  summary: "The group's dead-lettered offsets, ascending (`after`, `limit` page through them).",
-  params: GroupParams,
-  query: z.object({
-    after: z.coerce.number().int().min(0).optional(),
-    limit: z.coerce.number().int().min(1).max(10_000).optional(),
-  }),
-  access: { action: 'consume', ...onQueue },
-  async run({ params, query, services }) {
+export const claimListDeadLetters = implement(
+  claimsApi.claimListDeadLetters,
+  ['claims'],
+  async ({ params, query, services }) => {
     const r = await services.claims.listDeadLetters(params.queue, params.partition, params.group, query);
     return { statusCode: 200, body: r };
   },
-});
-
-export const claimRedrive = defineRoute({
-  method: 'POST',
-  path: `${GROUP_PATH}/dead-letters/{offset}/redrive`,
-  group: 'claims',
-  summary: 'Put a dead letter back: attempts reset, owed again; the cursor does not move back.',
-  params: DeadParams,
-  access: { action: 'manage', ...onQueue },
-  async run({ params, services }) {
-    return {
-      statusCode: 200,
-      body: await services.claims.redrive(params.queue, params.partition, params.group, params.offset),
-    };
-  },
-});
-
-export const claimDiscard = defineRoute({
-  method: 'DELETE',
-  path: `${GROUP_PATH}/dead-letters/{offset}`,
-  group: 'claims',
-  summary: 'Stop tracking a dead letter (the record stays in the log).',
-  params: DeadParams,
-  access: { action: 'manage', ...onQueue },
-  async run({ params, services }) {
-    return {
-      statusCode: 200,
-      body: await services.claims.discard(params.queue, params.partition, params.group, params.offset),
-    };
-  },
-});
-
-/** Where a create or seek puts the group; `at` is checked (range included) before anything is written. */
-const Start = z.union(
-  [z.literal('earliest'), z.literal('latest'), z.object({ offset }).strict(), z.object({ at: instant }).strict()],
-  { error: 'start must be "earliest", "latest", {"offset": n} or {"at": "<ISO-8601 instant>"}' },
 );
 
-export const claimCreate = defineRoute({
-  method: 'PUT',
-  path: GROUP_PATH,
-  group: 'claims',
-  summary: 'Create the group at earliest, latest, an offset or an instant; an existing group is left alone.',
-  params: NewGroupParams,
-  body: z
-    .object({ start: Start.default('earliest') })
-    .strict()
-    .default({ start: 'earliest' }),
-  access: { action: 'manage', ...onQueue },
-  async run({ params, body, services }) {
-    return {
-      statusCode: 200,
-      body: await services.claims.create(params.queue, params.partition, params.group, body.start),
-    };
-  },
+export const claimRedrive = implement(claimsApi.claimRedrive, ['claims'], async ({ params, services }) => {
+  return {
+    statusCode: 200,
+    body: await services.claims.redrive(params.queue, params.partition, params.group, params.offset),
+  };
 });
 
-export const claimSeek = defineRoute({
-  method: 'POST',
-  path: `${GROUP_PATH}/seek`,
-  group: 'claims',
-  summary: 'Move the group (back to replay, forward to skip; to an offset or an instant); voids every standing claim.',
-  params: GroupParams,
-  body: z.object({ start: Start }).strict(),
-  access: { action: 'manage', ...onQueue },
-  async run({ params, body, services }) {
-    return {
-      statusCode: 200,
-      body: await services.claims.seek(params.queue, params.partition, params.group, body.start),
-    };
-  },
+export const claimDiscard = implement(claimsApi.claimDiscard, ['claims'], async ({ params, services }) => {
+  return {
+    statusCode: 200,
+    body: await services.claims.discard(params.queue, params.partition, params.group, params.offset),
+  };
 });
 
-export const claimDescribe = defineRoute({
-  method: 'GET',
-  path: GROUP_PATH,
-  group: 'claims',
-  summary: 'Where the group stands: committed, tail, lag, in-flight, owed and dead-letter counts.',
-  params: GroupParams,
-  access: { action: 'consume', ...onQueue },
-  async run({ params, services }) {
-    const described = await services.claims.describe(params.queue, params.partition, params.group);
-    return {
-      statusCode: 200,
-      body: {
-        committed: described.committed,
-        tail: described.tail,
-        lag: described.lag,
-        inFlight: described.inFlight,
-        owed: described.owed,
-        delayed: described.delayed,
-        deadLetters: described.deadLetters,
-      },
-    };
-  },
+export const claimCreate = implement(claimsApi.claimCreate, ['claims'], async ({ params, body, services }) => {
+  return {
+    statusCode: 200,
+    body: await services.claims.create(params.queue, params.partition, params.group, body.start),
+  };
 });
 
-export const claimDelete = defineRoute({
-  method: 'DELETE',
-  path: GROUP_PATH,
-  group: 'claims',
-  summary: "Delete the group's position, claims and dead letters on this partition.",
-  params: GroupParams,
-  access: { action: 'manage', ...onQueue },
-  async run({ params, services }) {
-    return { statusCode: 200, body: await services.claims.deleteGroup(params.queue, params.partition, params.group) };
-  },
+export const claimSeek = implement(claimsApi.claimSeek, ['claims'], async ({ params, body, services }) => {
+  return {
+    statusCode: 200,
+    body: await services.claims.seek(params.queue, params.partition, params.group, body.start),
+  };
+});
+
+export const claimDescribe = implement(claimsApi.claimDescribe, ['claims'], async ({ params, services }) => {
+  const described = await services.claims.describe(params.queue, params.partition, params.group);
+  return {
+    statusCode: 200,
+    body: {
+      committed: described.committed,
+      tail: described.tail,
+      lag: described.lag,
+      inFlight: described.inFlight,
+      owed: described.owed,
+      delayed: described.delayed,
+      deadLetters: described.deadLetters,
+    },
+  };
+});
+
+export const claimDelete = implement(claimsApi.claimDelete, ['claims'], async ({ params, services }) => {
+  return { statusCode: 200, body: await services.claims.deleteGroup(params.queue, params.partition, params.group) };
 });
 
 export const claimRoutes: RouteDef[] = [

@@ -12,10 +12,11 @@
  * `"not_ready"` when not. A failed probe is a failed write, so `/health` turns `degraded` with it:
  * the two never disagree on a store that cannot be reached.
  */
+import * as systemApi from '../../../contract/routes/admin/system.js';
 import { VERSION } from '../../version.js';
 import { StoreFullError, StoreUnavailableError, type ItemKey } from '../../storage/port.js';
 import { DEFAULT_RETRY_AFTER_S } from '../errors.js';
-import { defineRoute, type RouteDef } from '../route.js';
+import { implement, type RouteDef } from '../route.js';
 import type { HttpResult } from '../types.js';
 
 /** The item `/health` reads: it need not exist, the read is the probe. */
@@ -49,63 +50,49 @@ function notAnswering(status: string, backend: string, e: unknown, extra: Record
   };
 }
 
-export const health = defineRoute({
-  method: 'GET',
-  path: '/health',
-  group: 'log',
-  summary: 'Liveness: 200 healthy, 200 degraded while writes fail (with a reason), 503 when storage is unreachable.',
-  access: { action: 'public' },
-  async run({ services }) {
-    const backend = services.storage.kind;
-    try {
-      await services.storage.items.get('meta', HEALTH_PROBE);
-    } catch (e) {
-      return notAnswering('unhealthy', backend, e, { database: 'disconnected' });
-    }
-    // The probe read answered: Queen's value for a reachable database.
-    const database = 'connected';
-    const recent = services.storageHealth.recent();
-    if (recent.failures === 0)
-      return { statusCode: 200, body: { status: 'healthy', database, backend, version: VERSION } };
-    const seconds = Math.round(services.storageHealth.windowMs / 1000);
-    return {
-      statusCode: 200,
-      body: {
-        status: 'degraded',
-        database,
-        backend,
-        version: VERSION,
-        reason: recent.full
-          ? 'storage is full: writes are failing'
-          : `${recent.failures} storage write(s) failed in the last ${seconds} s`,
-        writeFailures: recent.failures,
-        lastWriteFailure: recent.last && { at: new Date(recent.last.at).toISOString(), kind: recent.last.kind },
-      },
-    };
-  },
+export const health = implement(systemApi.health, ['storage', 'storageHealth'], async ({ services }) => {
+  const backend = services.storage.kind;
+  try {
+    await services.storage.items.get('meta', HEALTH_PROBE);
+  } catch (e) {
+    return notAnswering('unhealthy', backend, e, { database: 'disconnected' });
+  }
+  // The probe read answered: Queen's value for a reachable database.
+  const database = 'connected';
+  const recent = services.storageHealth.recent();
+  if (recent.failures === 0)
+    return { statusCode: 200, body: { status: 'healthy', database, backend, version: VERSION } };
+  const seconds = Math.round(services.storageHealth.windowMs / 1000);
+  return {
+    statusCode: 200,
+    body: {
+      status: 'degraded',
+      database,
+      backend,
+      version: VERSION,
+      reason: recent.full
+        ? 'storage is full: writes are failing'
+        : `${recent.failures} storage write(s) failed in the last ${seconds} s`,
+      writeFailures: recent.failures,
+      lastWriteFailure: recent.last && { at: new Date(recent.last.at).toISOString(), kind: recent.last.kind },
+    },
+  };
 });
 
-export const ready = defineRoute({
-  method: 'GET',
-  path: '/ready',
-  group: 'log',
-  summary: 'Readiness: a probe write; 200 when storage is reachable and writable, 503 when not.',
-  access: { action: 'public' },
-  async run({ services }) {
-    const backend = services.storage.kind;
-    const now = services.clock();
-    try {
-      await services.storage.items.put('meta', {
-        ...READY_PROBE,
-        ver: 1,
-        attrs: { at: now },
-        expiresAt: Math.floor(now / 1000) + READY_PROBE_TTL_S,
-      });
-    } catch (e) {
-      return notAnswering('not_ready', backend, e);
-    }
-    return { statusCode: 200, body: { status: 'ready', backend, version: VERSION } };
-  },
+export const ready = implement(systemApi.ready, ['clock', 'storage'], async ({ services }) => {
+  const backend = services.storage.kind;
+  const now = services.clock();
+  try {
+    await services.storage.items.put('meta', {
+      ...READY_PROBE,
+      ver: 1,
+      attrs: { at: now },
+      expiresAt: Math.floor(now / 1000) + READY_PROBE_TTL_S,
+    });
+  } catch (e) {
+    return notAnswering('not_ready', backend, e);
+  }
+  return { statusCode: 200, body: { status: 'ready', backend, version: VERSION } };
 });
 
 export const healthRoutes: RouteDef[] = [health, ready];

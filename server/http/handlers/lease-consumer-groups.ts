@@ -3,14 +3,14 @@
  * subscriptions): lag views, delete, the stored subscription time, seek. Groups that consume
  * by record claims are managed under handlers/claims.timestamp.
  */
-import { z } from 'zod';
+import * as consumerGroupsApi from '../../../contract/routes/consumer-groups.js';
 import { invalid } from '../../core/errors.js';
 import { groupState } from '../../core/queue-stats.js';
 import type { GroupQueueRow } from '../../service/admin/group-lag.js';
 import type { GroupView } from '../../service/leases/lease-groups.js';
-import { defineRoute, type RouteDef } from '../route.js';
+import { implement, type RouteDef } from '../route.js';
 import { seesGroupsOn } from '../access.js';
-import { boundedQueryInteger, instant, iso, nameSchema, newNameSchema } from '../schemas.js';
+import { iso } from '../iso.js';
 
 function viewJson(view: GroupView, allowed: (queue: string) => boolean): Record<string, unknown> {
   const queues = view.queues.filter((q) => allowed(q.queue));
@@ -64,28 +64,15 @@ function groupRowJson(r: GroupQueueRow): Record<string, unknown> {
   };
 }
 
-export const listGroups = defineRoute({
-  method: 'GET',
-  path: '/api/v1/consumer-groups',
-  group: 'admin',
-  summary:
-    'Every consumer group (partition leases and record claims) per queue the caller can see it on: a bare array of Queen rows with lag.',
-  access: { action: 'consume' },
-  async run({ services, allowed }) {
-    const rows = await services.admin.groupLag.rows(seesGroupsOn(allowed));
-    return { statusCode: 200, body: rows.map(groupRowJson) };
-  },
+export const listGroups = implement(consumerGroupsApi.listGroups, ['admin'], async ({ services, allowed }) => {
+  const rows = await services.admin.groupLag.rows(seesGroupsOn(allowed));
+  return { statusCode: 200, body: rows.map(groupRowJson) };
 });
 
-export const laggingGroups = defineRoute({
-  method: 'GET',
-  path: '/api/v1/consumer-groups/lagging',
-  group: 'admin',
-  summary:
-    'Per group and partition whose oldest unfinished message is more than minLagSeconds old (default 3600), highest lag first (Queen: snake_case, a bare array).',
-  query: z.object({ minLagSeconds: boundedQueryInteger(0, 10 * 365 * 86_400, 3600) }),
-  access: { action: 'consume' },
-  async run({ query, services, allowed }) {
+export const laggingGroups = implement(
+  consumerGroupsApi.laggingGroups,
+  ['admin'],
+  async ({ query, services, allowed }) => {
     const rows = await services.admin.groupLag.rows(seesGroupsOn(allowed));
     const out = rows
       .flatMap((r) =>
@@ -108,39 +95,22 @@ export const laggingGroups = defineRoute({
       .sort((a, b) => b.time_lag_seconds - a.time_lag_seconds || b.offset_lag - a.offset_lag);
     return { statusCode: 200, body: out };
   },
-});
+);
 
-export const describeGroup = defineRoute({
-  method: 'GET',
-  path: '/api/v1/consumer-groups/{group}',
-  group: 'admin',
-  summary: 'One lease consumer group: per queue and partition, cursor, lag and lease.',
-  params: z.object({ group: nameSchema('consumer group') }),
-  access: { action: 'consume' },
-  async run({ params, services, allowed }) {
+export const describeGroup = implement(
+  consumerGroupsApi.describeGroup,
+  ['leaseGroups'],
+  async ({ params, services, allowed }) => {
     // A group only on queues the caller may not consume is answered 404, as one that does not exist.
     const view = await services.leaseGroups.describe(params.group, true, (q) => allowed(q));
     return { statusCode: 200, body: viewJson(view, (q) => allowed(q)) };
   },
-});
+);
 
-const DeleteQuery = z.object({
-  deleteMetadata: z
-    .enum(['true', 'false', '1', '0'])
-    .optional()
-    .transform((v) => v === undefined || v === 'true' || v === '1'),
-});
-
-export const deleteGroup = defineRoute({
-  method: 'DELETE',
-  path: '/api/v1/consumer-groups/{group}',
-  group: 'admin',
-  summary:
-    "Delete a group's cursors and scan watermarks on every queue the caller can see it on (and its subscription unless deleteMetadata=false).",
-  params: z.object({ group: nameSchema('consumer group') }),
-  query: DeleteQuery,
-  access: { action: 'manage' },
-  async run({ params, query, services, authorize, allowed }) {
+export const deleteGroup = implement(
+  consumerGroupsApi.deleteGroup,
+  ['groups', 'leaseGroups'],
+  async ({ params, query, services, authorize, allowed }) => {
     // Queues where the caller cannot see the group are left alone, unmentioned; where it can, it must manage them.
     const among = seesGroupsOn(allowed);
     for (const q of await services.groups.queuesOf(params.group)) if (among(q)) authorize(q);
@@ -155,17 +125,12 @@ export const deleteGroup = defineRoute({
       },
     };
   },
-});
+);
 
-export const deleteGroupOnQueue = defineRoute({
-  method: 'DELETE',
-  path: '/api/v1/consumer-groups/{group}/queues/{queue}',
-  group: 'admin',
-  summary: "Delete a group's cursors and scan watermark on one queue.",
-  params: z.object({ group: nameSchema('consumer group'), queue: nameSchema('queue') }),
-  query: DeleteQuery,
-  access: { action: 'manage', queues: ({ params }) => [params.queue] },
-  async run({ params, query, services }) {
+export const deleteGroupOnQueue = implement(
+  consumerGroupsApi.deleteGroupOnQueue,
+  ['leaseGroups'],
+  async ({ params, query, services }) => {
     const r = await services.leaseGroups.delete(params.group, {
       queue: params.queue,
       deleteMetadata: query.deleteMetadata,
@@ -181,17 +146,12 @@ export const deleteGroupOnQueue = defineRoute({
       },
     };
   },
-});
+);
 
-export const setSubscription = defineRoute({
-  method: 'POST',
-  path: '/api/v1/consumer-groups/{group}/subscription',
-  group: 'admin',
-  summary: "Set a group's stored start time (used for partitions it has not read yet); cursors stay put.",
-  params: z.object({ group: nameSchema('consumer group') }),
-  body: z.object({ subscriptionTimestamp: instant.optional() }).nullish(),
-  access: { action: 'manage' },
-  async run({ params, body, services, authorize, allowed }) {
+export const setSubscription = implement(
+  consumerGroupsApi.setSubscription,
+  ['groups', 'leaseGroups'],
+  async ({ params, body, services, authorize, allowed }) => {
     const timestamp = body?.subscriptionTimestamp;
     if (timestamp === undefined) throw invalid('subscriptionTimestamp is required');
     // As for delete: only the queues where the caller can see the group.
@@ -203,54 +163,34 @@ export const setSubscription = defineRoute({
       body: { success: true, consumerGroup: params.group, newTimestamp: iso(timestamp), rowsUpdated },
     };
   },
+);
+
+export const seekGroup = implement(consumerGroupsApi.seekGroup, ['leaseGroups'], async ({ params, body, services }) => {
+  const toEnd = body?.toEnd === true;
+  const timestamp = body?.timestamp;
+  if (!toEnd && timestamp === undefined) throw invalid('give either {"timestamp": "<ISO-8601>"} or {"toEnd": true}');
+  const partitionsUpdated = await services.leaseGroups.seek(
+    params.group,
+    params.queue,
+    toEnd ? { toEnd: true } : { timestamp: timestamp as number },
+  );
+  return {
+    statusCode: 200,
+    body: {
+      success: true,
+      consumerGroup: params.group,
+      queueName: params.queue,
+      seekToEnd: toEnd,
+      targetTimestamp: toEnd ? null : iso(timestamp),
+      partitionsUpdated,
+    },
+  };
 });
 
-export const seekGroup = defineRoute({
-  method: 'POST',
-  path: '/api/v1/consumer-groups/{group}/queues/{queue}/seek',
-  group: 'admin',
-  summary:
-    'Move a group on a queue to the end or to a timestamp (the next delivery is the first message after it); releases its leases there.',
-  // A seek registers the group on the queue: only a name a new group may have.
-  params: z.object({ group: newNameSchema('consumer group'), queue: nameSchema('queue') }),
-  body: z.object({ timestamp: instant.optional(), toEnd: z.boolean().optional() }).nullish(),
-  access: { action: 'manage', queues: ({ params }) => [params.queue] },
-  async run({ params, body, services }) {
-    const toEnd = body?.toEnd === true;
-    const timestamp = body?.timestamp;
-    if (!toEnd && timestamp === undefined) throw invalid('give either {"timestamp": "<ISO-8601>"} or {"toEnd": true}');
-    const partitionsUpdated = await services.leaseGroups.seek(
-      params.group,
-      params.queue,
-      toEnd ? { toEnd: true } : { timestamp: timestamp as number },
-    );
-    return {
-      statusCode: 200,
-      body: {
-        success: true,
-        consumerGroup: params.group,
-        queueName: params.queue,
-        seekToEnd: toEnd,
-        targetTimestamp: toEnd ? null : iso(timestamp),
-        partitionsUpdated,
-      },
-    };
-  },
-});
-
-export const seekPartition = defineRoute({
-  method: 'POST',
-  path: '/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek',
-  group: 'admin',
-  summary:
-    "Move a group's position on one partition to its newest message (skip to end); a record-claim group is moved to latest.",
-  params: z.object({
-    group: newNameSchema('consumer group'),
-    queue: nameSchema('queue'),
-    partition: nameSchema('partition'),
-  }),
-  access: { action: 'manage', queues: ({ params }) => [params.queue] },
-  async run({ params, services }) {
+export const seekPartition = implement(
+  consumerGroupsApi.seekPartition,
+  ['claims', 'groups', 'leaseGroups'],
+  async ({ params, services }) => {
     const reg = await services.groups.get(params.queue, params.group);
     let movedTo: number;
     if (reg?.kind === 'claim') {
@@ -269,7 +209,7 @@ export const seekPartition = defineRoute({
       },
     };
   },
-});
+);
 
 export const leaseConsumerGroupRoutes: RouteDef[] = [
   listGroups,

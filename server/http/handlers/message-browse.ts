@@ -4,42 +4,16 @@
  * consume, with Queen's status for the groups reading each partition. With `payload=true`
  * (a Sluice addition) each carries its payload as `data`.
  */
-import { z } from 'zod';
+import * as messagesApi from '../../../contract/routes/messages.js';
 import { rawPayload } from '../../codec/json-writer.js';
 import { openMessage } from '../../service/log/segments.js';
-import { defineRoute, type RouteDef } from '../route.js';
-import { lenientInteger, optionalFilter, optionalInstant } from '../admin-query.js';
-import { iso } from '../schemas.js';
+import { implement, type RouteDef } from '../route.js';
+import { iso } from '../iso.js';
 
-const STATUSES = ['pending', 'processing', 'completed', 'dead_letter'] as const;
-
-export const browseMessages = defineRoute({
-  method: 'GET',
-  path: '/api/v1/messages',
-  group: 'admin',
-  summary:
-    'Newest messages first in a window (default: the last hour), without consuming them: status per message, payload with payload=true.',
-  query: z.object({
-    queue: optionalFilter,
-    partition: optionalFilter,
-    status: z
-      .string()
-      .optional()
-      .transform((v) => STATUSES.find((s) => s === v)),
-    from: optionalInstant,
-    to: optionalInstant,
-    // Queen's name for the namespace filter here (not `namespace`).
-    ns: optionalFilter,
-    task: optionalFilter,
-    limit: lenientInteger(1, 1000, 200),
-    offset: lenientInteger(0, 100_000, 0),
-    payload: z
-      .string()
-      .optional()
-      .transform((v) => v === 'true' || v === '1'),
-  }),
-  access: { action: 'consume', queues: ({ query }) => [query.queue] },
-  async run({ query, services, allowed }) {
+export const browseMessages = implement(
+  messagesApi.browseMessages,
+  ['admin', 'clock'],
+  async ({ query, services, allowed }) => {
     const now = services.clock();
     // Queen rounds the default end up to the next minute.
     const to = query.to ?? Math.ceil((now + 1) / 60_000) * 60_000;
@@ -87,6 +61,6 @@ export const browseMessages = defineRoute({
     );
     return { statusCode: 200, raw: true, body: { messages, mode: r.mode } };
   },
-});
+);
 
 export const messageBrowseRoutes: RouteDef[] = [browseMessages];

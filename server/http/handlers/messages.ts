@@ -2,75 +2,29 @@
  * Message routes of the log: push (one result per item, in order), read one message by its
  * transactionId, and replay a partition in offset order.
  */
-import { z } from 'zod';
+import * as messagesApi from '../../../contract/routes/messages.js';
 import { rawPayload } from '../../codec/json-writer.js';
 import { notFound } from '../../core/errors.js';
-import { QUEUE_MODE_GROUP, isWellFormedText } from '../../core/names.js';
+import { QUEUE_MODE_GROUP } from '../../core/names.js';
 import { effectiveLeaseSeconds } from '../../core/queue-options.js';
 import { consumptionMode } from '../../core/queue-stats.js';
 import { decodeEntry } from '../../service/leases/dlq-store.js';
 import type { StoredMessage } from '../../service/log/segments.js';
-import { PRODUCER_ID_PATTERN } from '../../core/producer-sequence.js';
 import { pushResultsText } from '../answers/push-results.js';
 import { pushMeter } from '../meters.js';
 import { preparePushItems } from '../push-items.js';
-import { defineRoute, type RouteDef } from '../route.js';
-import { MessageParams, iso, nameSchema } from '../schemas.js';
+import { implement, type RouteDef } from '../route.js';
+import { iso } from '../iso.js';
 
-// -------------------------------------------------------------------- push
-
-const PushItemSchema = z.object({
-  queue: z.string({ error: 'queue is required and must be a string' }),
-  partition: z.string({ error: 'partition must be a string' }).optional(),
-  payload: z.unknown().optional(),
-  data: z.unknown().optional(),
-  transactionId: z
-    .string({ error: 'transactionId must be a string' })
-    .min(1, 'transactionId must not be empty')
-    .max(256, 'transactionId must be at most 256 characters')
-    // It is a storage key (the dedup reservation's sort key): it must have a UTF-8 form.
-    .refine(isWellFormedText, 'transactionId must be valid Unicode text (it holds a lone UTF-16 surrogate)')
-    .optional(),
-  traceId: z.string({ error: 'traceId must be a string' }).max(256).nullish(),
-});
-const PushBody = z
-  .object({
-    items: z.array(PushItemSchema, { error: 'items must be an array' }),
-    // Sluice's idempotent producers (docs/DELIVERY.md): Queen clients send neither.
-    producerId: z
-      .string({ error: 'producerId must be a string' })
-      .regex(PRODUCER_ID_PATTERN, 'producerId must be 1 to 64 characters of A-Z, a-z, 0-9, ".", "_" or "-"')
-      .optional(),
-    sequence: z
-      .number({ error: 'sequence must be a number' })
-      .int('sequence must be a whole number')
-      .min(0, 'sequence must not be negative')
-      .max(Number.MAX_SAFE_INTEGER, 'sequence must be at most 2^53 - 1')
-      .optional(),
-  })
-  .refine((b) => (b.producerId === undefined) === (b.sequence === undefined), {
-    message: 'producerId and sequence go together: send both or neither',
-    path: ['sequence'],
-  });
-
-export const push = defineRoute({
-  method: 'POST',
-  path: '/api/v1/push',
-  group: 'log',
-  summary:
-    'Push messages; one result per item, in order (201). With `producerId` and `sequence` (Sluice), a repeat of the push gets the first answer and stores nothing.',
-  body: PushBody,
-  access: { action: 'push', queues: ({ body }) => body.items.map((i) => i.queue) },
-  async run({ body, rawBody, services }) {
-    const items = preparePushItems(body.items, services, 'items', rawBody());
-    // MessagesPushed / DuplicatesRejected are counted by the log service (for every push path).
-    const stamp =
-      body.producerId !== undefined && body.sequence !== undefined
-        ? { producerId: body.producerId, sequence: body.sequence }
-        : undefined;
-    const results = items.length === 0 ? [] : await services.pushes.push(items, { stamp });
-    return { statusCode: 201, body: pushResultsText(results), meter: pushMeter(results) };
-  },
+export const push = implement(messagesApi.push, ['config', 'pushes'], async ({ body, rawBody, services }) => {
+  const items = preparePushItems(body.items, services, 'items', rawBody());
+  // MessagesPushed / DuplicatesRejected are counted by the log service (for every push path).
+  const stamp =
+    body.producerId !== undefined && body.sequence !== undefined
+      ? { producerId: body.producerId, sequence: body.sequence }
+      : undefined;
+  const results = items.length === 0 ? [] : await services.pushes.push(items, { stamp });
+  return { statusCode: 201, body: pushResultsText(results), meter: pushMeter(results) };
 });
 
 // ------------------------------------------------------------------- reads
@@ -88,15 +42,10 @@ function messageJson(message: StoredMessage, extra: Record<string, unknown> = {}
   };
 }
 
-export const getMessage = defineRoute({
-  method: 'GET',
-  path: '/api/v1/messages/{partitionId}/{transactionId}',
-  group: 'log',
-  summary: 'Read one message by partition id and transactionId.',
-  params: MessageParams,
-  // The queue is only known after resolving the partition id: checked in the handler.
-  access: { action: 'consume' },
-  async run({ params, services, authorize }) {
+export const getMessage = implement(
+  messagesApi.getMessage,
+  ['dlq', 'leaseGroups', 'messageLookup', 'queues'],
+  async ({ params, services, authorize }) => {
     const partition = await services.queues.partitionById(params.partitionId);
     if (!partition) throw notFound(`no partition with id ${params.partitionId}`);
     authorize(partition.queue);
@@ -150,23 +99,12 @@ export const getMessage = defineRoute({
       }),
     };
   },
-});
+);
 
-const ReadParams = z.object({ queue: nameSchema('queue'), partition: nameSchema('partition') });
-const ReadQuery = z.object({
-  from: z.coerce.number().int().min(0).default(0),
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
-});
-
-export const readMessages = defineRoute({
-  method: 'GET',
-  path: '/api/v1/queues/{queue}/partitions/{partition}/messages',
-  group: 'log',
-  summary: 'Replay: read a partition in offset order from `from`, at most `limit` messages.',
-  params: ReadParams,
-  query: ReadQuery,
-  access: { action: 'consume', queues: ({ params }) => [params.queue] },
-  async run({ params, query, services }) {
+export const readMessages = implement(
+  messagesApi.readMessages,
+  ['queues', 'segments'],
+  async ({ params, query, services }) => {
     const partition = await services.queues.getPartition(params.queue, params.partition);
     if (!partition) throw notFound(`queue ${params.queue} has no partition ${params.partition}`);
     const messages = await services.segments.read(partition.id, query.from, {
@@ -186,6 +124,6 @@ export const readMessages = defineRoute({
       },
     };
   },
-});
+);
 
 export const messageRoutes: RouteDef[] = [push, getMessage, readMessages];

@@ -35,30 +35,25 @@
 import { metricsSnapshot } from '../../service/admin/metrics.js';
 import { PROMETHEUS_CONTENT_TYPE } from '../prometheus-text.js';
 import { metricsText } from '../answers/metrics.js';
-import { defineRoute, type RouteDef } from '../route.js';
+import { implement, type RouteDef, type RouteInput } from '../route.js';
+import type { Services } from '../../service/runtime.js';
+import * as systemApi from '../../../contract/routes/admin/system.js';
 import { seesMetricsOf } from '../access.js';
 
-const metricsRoute = (path: string, summary: string) =>
-  defineRoute({
-    method: 'GET',
-    path,
-    group: 'admin',
-    summary,
-    access: { action: 'manage' },
-    async run({ services, allowed }) {
-      return {
-        statusCode: 200,
-        headers: { 'content-type': PROMETHEUS_CONTENT_TYPE },
-        body: metricsText(await metricsSnapshot(services, seesMetricsOf(allowed))),
-      };
-    },
-  });
+/** What both metrics routes use: what the snapshot reads. */
+const METRICS_USES = ['activity', 'admin', 'clock', 'usage'] as const;
 
-export const metrics = metricsRoute('/metrics', 'Metrics in Prometheus text format (local server only).');
-export const metricsPrometheus = metricsRoute(
-  '/metrics/prometheus',
-  'Metrics in Prometheus text format, where Queen serves them (local server only).',
-);
+const metricsRun = async ({
+  services,
+  allowed,
+}: RouteInput<undefined, unknown, unknown, Pick<Services, (typeof METRICS_USES)[number]>>) => ({
+  statusCode: 200,
+  headers: { 'content-type': PROMETHEUS_CONTENT_TYPE },
+  body: metricsText(await metricsSnapshot(services, seesMetricsOf(allowed))),
+});
+
+export const metrics = implement(systemApi.metrics, METRICS_USES, metricsRun);
+export const metricsPrometheus = implement(systemApi.metricsPrometheus, METRICS_USES, metricsRun);
 
 /** Routes the local server serves and the stack does not deploy. */
 export const metricsRoutes: RouteDef[] = [metrics, metricsPrometheus];

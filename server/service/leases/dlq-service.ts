@@ -42,8 +42,6 @@ import type { Telemetry } from '../telemetry.js';
 
 /** Payloads up to this size stay inside the entry item; larger ones go to a blob. */
 const INLINE_PAYLOAD_BYTES = 256 * 1024;
-/** Most rows one bulk redrive moves. */
-export const MAX_REDRIVE = 500;
 
 /** A DLQ row as the API shows it (payload as plaintext JSON text). */
 export type DlqEntry = Omit<EntryAttrs, 'sealed' | 'blob' | 'listSk' | 'queueId'> & { payload: Uint8Array };

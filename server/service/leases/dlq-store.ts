@@ -11,6 +11,7 @@
  * const entry = decodeEntry(rows.items[0]!);
  * ```
  */
+import { DLQ_BLOB_PREFIX } from '../../storage/blob-prefixes.js';
 import type { Item, ItemKey, Json } from '../../storage/port.js';
 import { padOffset } from '../log/log-store.js';
 
@@ -50,7 +51,7 @@ export const listSk = (
   transactionId: string,
 ): string => `${padTime(failedAt)}#${partitionId}#${padOffset(offset)}#${group}#${transactionId}`;
 
-export const DLQ_BLOB_PREFIX = 'dlq/';
+export { DLQ_BLOB_PREFIX };
 /**
  * Blob key of a DLQ payload too large to keep inside its entry. The `.bin` suffix marks keys
  * guarded by a {@link dlqKeys.blobMarker}: blobs written before markers existed have none and

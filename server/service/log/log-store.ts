@@ -10,6 +10,7 @@
  * const queue = item ? decodeQueue(item) : undefined;
  * ```
  */
+import { SEGMENT_BLOB_PREFIX } from '../../storage/blob-prefixes.js';
 import type { Reservation } from '../../core/dedup.js';
 import type { QueueOptions } from '../../core/queue-options.js';
 import type { Item, ItemKey, Json } from '../../storage/port.js';
@@ -77,8 +78,9 @@ export const logKeys = {
 };
 
 /** Blob key of a segment stored in S3 (or the embedded blob directory). */
-export const segmentBlobKey = (partitionId: string, pushId: string): string => `segments/${partitionId}/${pushId}.zst`;
-export const SEGMENT_BLOB_PREFIX = 'segments/';
+export const segmentBlobKey = (partitionId: string, pushId: string): string =>
+  `${SEGMENT_BLOB_PREFIX}${partitionId}/${pushId}.zst`;
+export { SEGMENT_BLOB_PREFIX };
 
 /** Parses a segment blob key back into its partition and push. */
 export function parseSegmentBlobKey(key: string): { partitionId: string; pushId: string } | undefined {

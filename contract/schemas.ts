@@ -1,13 +1,16 @@
 /**
- * Schema pieces and wire helpers the route modules share: names checked by the same rule as
- * `core/names.ts`, instants in and out (ISO-8601), the `{partitionId}/{transactionId}`
- * message address, bounded query-string integers.
+ * Schema pieces the routes share. Requests: names checked by the naming rule (`names.ts`),
+ * instants (ISO-8601 or epoch ms), the `{partitionId}/{transactionId}` message address, query
+ * string integers (bounded, or lenient as Queen's admin routes are). Answers: instants as
+ * ISO-8601 text, counts, payloads.
  */
 import { z } from 'zod';
-import { nameProblem, newNameProblem, type NameKind } from '../core/names.js';
+import { nameProblem, newNameProblem, type NameKind } from './names.js';
+
+// ----------------------------------------------------------------- requests
 
 /**
- * A queue, partition or group name: the schema carries the same rule as `core/names.ts`.
+ * A queue, partition or group name: the schema carries the naming rule (names.ts).
  *
  * @example
  * ```ts
@@ -22,8 +25,8 @@ export const nameSchema = (kind: NameKind) =>
 
 /**
  * A name a request may create a queue, partition or group under: {@link nameSchema}'s rule and
- * not `.` or `..` (`core/names.ts`, newNameProblem). For fields of routes that can create what
- * they name; reads and deletes take {@link nameSchema}, so older such names stay reachable.
+ * not `.` or `..` (names.ts, newNameProblem). For fields of routes that can create what they
+ * name; reads and deletes take {@link nameSchema}, so older such names stay reachable.
  *
  * @example
  * ```ts
@@ -73,22 +76,11 @@ export const instant = z
   .transform((v) => (typeof v === 'number' ? v : Date.parse(v)));
 
 /**
- * Epoch ms as ISO-8601 UTC; null stays null.
- *
- * @example
- * ```ts
- * iso(0); // '1970-01-01T00:00:00.000Z'
- * ```
- */
-export const iso = (ms: number | undefined | null): string | null =>
-  ms === undefined || ms === null ? null : new Date(ms).toISOString();
-
-/**
  * A message's address in a path: `/api/v1/messages/{partitionId}/{transactionId}`.
  *
  * @example
  * ```ts
- * defineRoute({ method: 'GET', path: '/api/v1/messages/{partitionId}/{transactionId}', params: MessageParams, ... });
+ * route({ method: 'GET', path: '/api/v1/messages/{partitionId}/{transactionId}', params: MessageParams, ... });
  * ```
  */
 export const MessageParams = z.object({
@@ -106,3 +98,59 @@ export const MessageParams = z.object({
  */
 export const boundedQueryInteger = (min: number, max: number, fallback: number) =>
   z.coerce.number({ error: 'must be a number' }).int().min(min).max(max).default(fallback);
+
+/**
+ * An optional instant in a query string: ISO-8601 (or epoch ms); unparsable values fall back to
+ * the default, as in Queen.
+ *
+ * @example
+ * ```ts
+ * z.object({ from: optionalInstant }).parse({ from: 'soon' }); // { from: undefined }
+ * ```
+ */
+export const optionalInstant = z
+  .string()
+  .optional()
+  .transform((v) => {
+    if (v === undefined || v.trim() === '') return undefined;
+    const n = /^\d+$/.test(v) ? Number(v) : v;
+    return instantProblem(n) === undefined ? (typeof n === 'number' ? n : Date.parse(n)) : undefined;
+  });
+
+/**
+ * A query integer that falls back to its default when missing or unparsable (Queen's rule for
+ * its admin routes), clamped to `[min, max]`.
+ *
+ * @example
+ * ```ts
+ * z.object({ limit: lenientInteger(1, 1000, 100) }).parse({ limit: 'x' }); // { limit: 100 }
+ * ```
+ */
+export const lenientInteger = (min: number, max: number, fallback: number) =>
+  z
+    .string()
+    .optional()
+    .transform((v) => {
+      const n = v === undefined ? Number.NaN : Number(v);
+      return Number.isInteger(n) ? Math.max(min, Math.min(max, n)) : fallback;
+    });
+
+/** An optional name filter from the query string: empty counts as absent. */
+export const optionalFilter = z
+  .string()
+  .max(256)
+  .optional()
+  .transform((v) => (v === undefined || v === '' ? undefined : v));
+
+// ------------------------------------------------------------------ answers
+
+/** An instant as answers write it: ISO-8601 in UTC (`2026-01-31T12:00:00.000Z`). */
+export const isoTime = z.iso.datetime();
+/** {@link isoTime}, or null where there is none. */
+export const isoTimeOrNull = isoTime.nullable();
+/** A count: a whole number, 0 or more. */
+export const count = z.number().int().min(0);
+/** A whole number (an offset, which may be -1 for "none yet"). */
+export const integer = z.number().int();
+/** A user's payload, as it was pushed. */
+export const payload = z.unknown();
