@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import { claims, leases, messages, queues } from '../../contract/index.js';
+import type { claims, leases, messages, queues } from '../../contract/index.js';
 import type {
   AckAnswer,
   ClaimSeekBody,
@@ -14,7 +14,7 @@ import type {
   QueueOptionsAnswer,
   TransactionBody,
 } from '../../client/wire.js';
-import { QueueOptionsAnswer as QueueOptionsAnswerSchema } from '../../contract/queue-options.js';
+import type { QueueOptionsAnswer as QueueOptionsAnswerSchema } from '../../contract/queue-options.js';
 import { wireTypesText } from '../../scripts/wire-ts.js';
 import { tsOf } from '../../scripts/zod-ts.js';
 
