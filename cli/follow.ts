@@ -7,7 +7,7 @@
  */
 import { Browse } from '../client/browse.js';
 import type { Sluice } from '../client/sluice.js';
-import type { Message } from '../client/types.js';
+import type { ReadMessage } from '../client/types.js';
 
 export interface FollowOptions {
   queue: string;
@@ -23,7 +23,7 @@ export interface FollowOptions {
   idleMs?: number;
   signal: AbortSignal;
   /** Prints messages; answers how many were written (fewer: the output closed, stop). */
-  print: (msgs: Message[]) => Promise<number>;
+  print: (msgs: ReadMessage[]) => Promise<number>;
 }
 
 /** How often an idle follow asks each partition again, and looks for new partitions. */

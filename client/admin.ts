@@ -1,7 +1,17 @@
 import type { Transport } from './http.js';
 import { seg } from './http.js';
 import { sleep } from './retry.js';
-import type { ConsumerGroup, DlqEntry, DlqPage, RedriveResult, RetryMessageResult } from './types.js';
+import type {
+  ConsumerGroup,
+  ConsumerGroupDetail,
+  DeleteGroupResult,
+  DlqEntry,
+  DlqPage,
+  RedriveResult,
+  RetryMessageResult,
+  SeekResult,
+} from './types.js';
+import type { SetSubscriptionAnswer } from './wire.js';
 
 export interface RedriveProgress {
   /** Moved so far by this run. */
@@ -44,8 +54,7 @@ export class DeadLetterQueue {
       retry: 'idempotent',
       signal: opts.signal,
     });
-    const messages = r?.messages ?? [];
-    return { ...r, messages, total: r?.total ?? messages.length };
+    return r ?? { messages: [], total: 0, pagination: { limit, offset } };
   }
 
   /** Every dead letter, page by page. */
@@ -89,7 +98,17 @@ export class DeadLetterQueue {
       retry: 'unsafe',
       signal: opts.signal,
     });
-    return r ?? { moved: 0, failed: 0, more: false };
+    return (
+      r ?? {
+        queue: this.queue,
+        consumerGroup: this.consumerGroup ?? null,
+        moved: 0,
+        failed: 0,
+        more: false,
+        next: null,
+        errors: [],
+      }
+    );
   }
 
   /**
@@ -136,25 +155,6 @@ export class DeadLetterQueue {
   }
 }
 
-/** Result of deleting a consumer group. */
-export interface DeleteGroupResult {
-  success: boolean;
-  consumerGroup: string;
-  deletedPartitions: number;
-  metadataDeleted: boolean;
-  [extra: string]: unknown;
-}
-
-export interface SeekResult {
-  success: boolean;
-  consumerGroup: string;
-  queueName: string;
-  seekToEnd: boolean;
-  targetTimestamp: string | null;
-  partitionsUpdated: number;
-  [extra: string]: unknown;
-}
-
 /**
  * Consumer groups of the partition-lease (Queen) design: lag, describe, delete, seek.
  *
@@ -179,15 +179,17 @@ export class GroupAdmin {
   }
 
   /** One group, with per-partition detail. Throws `not_found` for a group never used. */
-  async describe(group: string, opts: { signal?: AbortSignal } = {}): Promise<ConsumerGroup> {
-    const r = await this.http.json<ConsumerGroup | { group?: ConsumerGroup; consumerGroup?: ConsumerGroup }>({
+  async describe(group: string, opts: { signal?: AbortSignal } = {}): Promise<ConsumerGroupDetail> {
+    const r = await this.http.json<ConsumerGroupDetail>({
       method: 'GET',
       path: `/api/v1/consumer-groups/${seg(group)}`,
       retry: 'idempotent',
       signal: opts.signal,
     });
-    const g = r as { group?: ConsumerGroup; consumerGroup?: unknown };
-    return (g.group ?? (typeof g.consumerGroup === 'object' && g.consumerGroup ? g.consumerGroup : r)) as ConsumerGroup;
+    // Older servers wrapped the group (`{group}` or `{consumerGroup}`).
+    const g = r as { group?: ConsumerGroupDetail; consumerGroup?: unknown };
+    return (g.group ??
+      (typeof g.consumerGroup === 'object' && g.consumerGroup ? g.consumerGroup : r)) as ConsumerGroupDetail;
   }
 
   /** Groups whose oldest unconsumed message is older than `minLagSeconds` (default 3600). */
@@ -244,15 +246,15 @@ export class GroupAdmin {
     group: string,
     timestamp: string | Date,
     opts: { signal?: AbortSignal } = {},
-  ): Promise<{ success: boolean; rowsUpdated: number; [k: string]: unknown }> {
+  ): Promise<SetSubscriptionAnswer> {
     const ts = timestamp instanceof Date ? timestamp.toISOString() : timestamp;
-    return (await this.http.json<{ success: boolean; rowsUpdated: number }>({
+    return (await this.http.json<SetSubscriptionAnswer>({
       method: 'POST',
       path: `/api/v1/consumer-groups/${seg(group)}/subscription`,
       body: { subscriptionTimestamp: ts },
       retry: 'idempotent',
       signal: opts.signal,
-    })) as { success: boolean; rowsUpdated: number };
+    })) as SetSubscriptionAnswer;
   }
 }
 

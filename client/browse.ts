@@ -12,79 +12,33 @@
  */
 import type { Transport } from './http.js';
 import { seg } from './http.js';
+import type {
+  BrowseMessagesAnswer,
+  ConsumptionMode,
+  Counters,
+  ListQueuesAnswer,
+  PartitionAnswer,
+  QueueRow,
+  ResourcesDescribeQueueAnswer,
+} from './wire.js';
 
-export interface MessageCounters {
-  total: number;
-  pending: number;
-  processing: number;
-  completed?: number;
-  failed?: number;
-  deadLetter?: number;
-}
+/** Message counters of a queue or partition. */
+export type MessageCounters = Counters;
+/** A queue as the listing shows it. */
+export type QueueSummary = QueueRow;
+/** A consumer group's position on one partition (a partition-lease or a record-claim group). */
+export type PartitionConsumer = PartitionAnswer['consumers'][number];
+/** A partition with its counters, offsets and each group's position. */
+export type PartitionSummary = PartitionAnswer;
+/** One queue with its partitions (`GET /api/v1/resources/queues/{queue}`). */
+export type QueueDetail = ResourcesDescribeQueueAnswer;
+/** A browsed message as the wire has it. */
+type WireBrowsedMessage = BrowseMessagesAnswer['messages'][number];
+export type BrowseStatus = WireBrowsedMessage['status'];
+/** A browsed message, with the caller's payload type (`data` with `payload: true`). */
+export type BrowsedMessage<T = unknown> = Omit<WireBrowsedMessage, 'data'> & { data?: T };
 
-export interface QueueSummary {
-  id: string;
-  name: string;
-  namespace: string;
-  task: string;
-  createdAt: string;
-  partitions: number;
-  messages: MessageCounters;
-  [extra: string]: unknown;
-}
-
-export interface PartitionConsumer {
-  group: string;
-  kind: 'lease' | 'claim';
-  /** The next offset the group wants (everything below is finished). */
-  nextOffset: number;
-  lag: number;
-  inFlight: number;
-  leaseExpiresAt: string | null;
-}
-
-export interface PartitionSummary {
-  id: string;
-  name: string;
-  createdAt: string;
-  stats: Required<MessageCounters>;
-  firstOffset: number;
-  nextOffset: number;
-  oldestMessage: string | null;
-  newestMessage: string | null;
-  consumers: PartitionConsumer[];
-  [extra: string]: unknown;
-}
-
-export interface QueueDetail {
-  id: string;
-  name: string;
-  namespace: string;
-  task: string;
-  createdAt: string;
-  partitions: PartitionSummary[];
-  totals: Required<MessageCounters>;
-  [extra: string]: unknown;
-}
-
-export type BrowseStatus = 'pending' | 'processing' | 'completed' | 'dead_letter';
-
-export interface BrowsedMessage<T = unknown> {
-  id: string;
-  transactionId: string;
-  partitionId: string;
-  queue: string;
-  partition: string;
-  offset: number;
-  status: BrowseStatus;
-  busStatus: { consumedBy: number; totalGroups: number };
-  createdAt: string;
-  leaseExpiresAt: string | null;
-  /** With `payload: true`. */
-  data?: T;
-  [extra: string]: unknown;
-}
-
+/** What to browse (client-side: instants may be `Date`s, and the query's `payload` is a boolean). */
 export interface BrowseQuery {
   queue?: string;
   partition?: string;
@@ -108,7 +62,7 @@ export class Browse {
   async queues(
     opts: { namespace?: string; task?: string; limit?: number; offset?: number; signal?: AbortSignal } = {},
   ): Promise<QueueSummary[]> {
-    const r = await this.http.json<{ queues?: QueueSummary[] }>({
+    const r = await this.http.json<ListQueuesAnswer>({
       method: 'GET',
       path: '/api/v1/resources/queues',
       query: { namespace: opts.namespace, task: opts.task, limit: opts.limit, offset: opts.offset },
@@ -129,8 +83,10 @@ export class Browse {
   }
 
   /** The newest messages in a window, newest first, with their status; nothing is consumed. */
-  async messages<T = unknown>(q: BrowseQuery = {}): Promise<{ messages: BrowsedMessage<T>[]; mode: unknown }> {
-    const r = await this.http.json<{ messages?: BrowsedMessage<T>[]; mode?: unknown }>({
+  async messages<T = unknown>(
+    q: BrowseQuery = {},
+  ): Promise<{ messages: BrowsedMessage<T>[]; mode: ConsumptionMode | null }> {
+    const r = await this.http.json<{ messages?: BrowsedMessage<T>[]; mode?: ConsumptionMode }>({
       method: 'GET',
       path: '/api/v1/messages',
       query: {

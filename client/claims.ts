@@ -10,6 +10,18 @@ import { SluiceApiError } from './errors.js';
 import { LONG_POLL_MARGIN_MS, seg, type Transport } from './http.js';
 import { sleep } from './retry.js';
 import type { ClaimGroupState, ClaimRecord, ClaimStart, PollResult } from './types.js';
+import type {
+  ClaimAckAnswer,
+  ClaimCreateAnswer,
+  ClaimDeadLetterAnswer,
+  ClaimDeleteAnswer,
+  ClaimDiscardAnswer,
+  ClaimExtendAnswer,
+  ClaimListDeadLettersAnswer,
+  ClaimNackAnswer,
+  ClaimRedriveAnswer,
+  ClaimSeekAnswer,
+} from './wire.js';
 
 export interface PollOptions {
   /** Records at most (the server caps a poll at 1,000 and about 4 MiB). */
@@ -144,15 +156,15 @@ export class ClaimGroup {
   }
 
   /** Finishes offsets in one write; answers the group's position after it. Retried (a repeat is a harmless duplicate). */
-  async ack(offsets: number | readonly number[], opts: { signal?: AbortSignal } = {}): Promise<{ committed: number }> {
+  async ack(offsets: number | readonly number[], opts: { signal?: AbortSignal } = {}): Promise<ClaimAckAnswer> {
     const list = typeof offsets === 'number' ? [offsets] : [...offsets];
-    return (await this.http.json<{ committed: number }>({
+    return (await this.http.json<ClaimAckAnswer>({
       method: 'POST',
       path: `${this.path}/ack`,
       body: { offsets: list },
       retry: 'idempotent',
       signal: opts.signal,
-    })) as { committed: number };
+    })) as ClaimAckAnswer;
   }
 
   /**
@@ -163,15 +175,15 @@ export class ClaimGroup {
   async nack(
     offset: number,
     opts: { attempts?: number; delayMs?: number; signal?: AbortSignal } = {},
-  ): Promise<{ offset: number; delayMs?: number }> {
+  ): Promise<ClaimNackAnswer> {
     const { signal, ...rest } = opts;
-    return (await this.http.json<{ offset: number; delayMs?: number }>({
+    return (await this.http.json<ClaimNackAnswer>({
       method: 'POST',
       path: `${this.path}/nack`,
       body: { offset, ...rest },
       retry: opts.attempts !== undefined ? 'idempotent' : 'unsafe',
       signal,
-    })) as { offset: number };
+    })) as ClaimNackAnswer;
   }
 
   /** Makes the claim of delivery `attempts` stand `extendMs` from now; answers how long it stands. */
@@ -180,35 +192,35 @@ export class ClaimGroup {
     attempts: number,
     extendMs: number,
     opts: { signal?: AbortSignal } = {},
-  ): Promise<{ visibleMs: number }> {
-    return (await this.http.json<{ visibleMs: number }>({
+  ): Promise<ClaimExtendAnswer> {
+    return (await this.http.json<ClaimExtendAnswer>({
       method: 'POST',
       path: `${this.path}/extend`,
       body: { offset, attempts, extendMs },
       retry: 'idempotent',
       signal: opts.signal,
-    })) as { visibleMs: number };
+    })) as ClaimExtendAnswer;
   }
 
   /** Gives up on a record: lists it as a dead letter and moves the group past it. */
   async deadLetter(
     offset: number,
     opts: { attempts?: number; signal?: AbortSignal } = {},
-  ): Promise<{ offset: number; committed?: number }> {
-    return (await this.http.json<{ offset: number }>({
+  ): Promise<ClaimDeadLetterAnswer> {
+    return (await this.http.json<ClaimDeadLetterAnswer>({
       method: 'POST',
       path: `${this.path}/dead-letter`,
       body: { offset, ...(opts.attempts !== undefined ? { attempts: opts.attempts } : {}) },
       retry: opts.attempts !== undefined ? 'idempotent' : 'unsafe',
       signal: opts.signal,
-    })) as { offset: number };
+    })) as ClaimDeadLetterAnswer;
   }
 
   /** One page of dead-lettered offsets, ascending (`next` is the `after` of the next page). */
   async deadLetters(
     opts: { after?: number; limit?: number; signal?: AbortSignal } = {},
-  ): Promise<{ offsets: number[]; next?: number }> {
-    const r = await this.http.json<{ offsets: number[]; next?: number }>({
+  ): Promise<ClaimListDeadLettersAnswer> {
+    const r = await this.http.json<ClaimListDeadLettersAnswer>({
       method: 'GET',
       path: `${this.path}/dead-letters`,
       query: { after: opts.after, limit: opts.limit },
@@ -235,48 +247,45 @@ export class ClaimGroup {
   }
 
   /** Puts a dead letter back: attempts reset, owed again (the cursor does not move back). */
-  async redrive(offset: number, opts: { signal?: AbortSignal } = {}): Promise<{ offset: number; redriven: boolean }> {
-    return (await this.http.json<{ offset: number; redriven: boolean }>({
+  async redrive(offset: number, opts: { signal?: AbortSignal } = {}): Promise<ClaimRedriveAnswer> {
+    return (await this.http.json<ClaimRedriveAnswer>({
       method: 'POST',
       path: `${this.path}/dead-letters/${seg(offset)}/redrive`,
       retry: 'idempotent',
       signal: opts.signal,
-    })) as { offset: number; redriven: boolean };
+    })) as ClaimRedriveAnswer;
   }
 
   /** Stops tracking a dead letter (the record stays in the log). */
-  async discard(offset: number, opts: { signal?: AbortSignal } = {}): Promise<{ offset: number; discarded: boolean }> {
-    return (await this.http.json<{ offset: number; discarded: boolean }>({
+  async discard(offset: number, opts: { signal?: AbortSignal } = {}): Promise<ClaimDiscardAnswer> {
+    return (await this.http.json<ClaimDiscardAnswer>({
       method: 'DELETE',
       path: `${this.path}/dead-letters/${seg(offset)}`,
       retry: 'idempotent',
       signal: opts.signal,
-    })) as { offset: number; discarded: boolean };
+    })) as ClaimDiscardAnswer;
   }
 
   /** Creates the group at a start position; an existing group is left alone. */
-  async create(
-    start: ClaimStart = 'earliest',
-    opts: { signal?: AbortSignal } = {},
-  ): Promise<{ offset: number; moved: boolean }> {
-    return (await this.http.json<{ offset: number; moved: boolean }>({
+  async create(start: ClaimStart = 'earliest', opts: { signal?: AbortSignal } = {}): Promise<ClaimCreateAnswer> {
+    return (await this.http.json<ClaimCreateAnswer>({
       method: 'PUT',
       path: this.path,
       body: { start },
       retry: 'idempotent',
       signal: opts.signal,
-    })) as { offset: number; moved: boolean };
+    })) as ClaimCreateAnswer;
   }
 
   /** Moves the group; voids every standing claim (their acks become `stale_claim`). */
-  async seek(start: ClaimStart, opts: { signal?: AbortSignal } = {}): Promise<{ offset: number; moved: boolean }> {
-    return (await this.http.json<{ offset: number; moved: boolean }>({
+  async seek(start: ClaimStart, opts: { signal?: AbortSignal } = {}): Promise<ClaimSeekAnswer> {
+    return (await this.http.json<ClaimSeekAnswer>({
       method: 'POST',
       path: `${this.path}/seek`,
       body: { start },
       retry: 'idempotent',
       signal: opts.signal,
-    })) as { offset: number; moved: boolean };
+    })) as ClaimSeekAnswer;
   }
 
   /** Committed position, tail, lag, in-flight, owed and dead-letter counts. */
@@ -290,13 +299,13 @@ export class ClaimGroup {
   }
 
   /** Deletes the group's position, claims and dead letters on this partition. */
-  async delete(opts: { signal?: AbortSignal } = {}): Promise<{ existed: boolean }> {
-    return (await this.http.json<{ existed: boolean }>({
+  async delete(opts: { signal?: AbortSignal } = {}): Promise<ClaimDeleteAnswer> {
+    return (await this.http.json<ClaimDeleteAnswer>({
       method: 'DELETE',
       path: this.path,
       retry: 'idempotent',
       signal: opts.signal,
-    })) as { existed: boolean };
+    })) as ClaimDeleteAnswer;
   }
 
   /**

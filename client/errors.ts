@@ -14,21 +14,14 @@
  * ```
  */
 
-/** Codes the Sluice API puts in error bodies, plus the client's own for replies it could not read. */
+import type { ApiErrorCode } from './wire.js';
+
+/**
+ * Codes the Sluice API puts in error bodies (the contract's table, generated into wire.ts as
+ * `API_ERROR_CODES`), plus the client's own for replies it could not read.
+ */
 export type SluiceErrorCode =
-  | 'invalid_request'
-  | 'invalid_json'
-  | 'payload_too_large'
-  | 'not_found'
-  | 'conflict'
-  | 'stale_claim'
-  | 'forbidden'
-  | 'unauthorized'
-  | 'limit_exceeded'
-  | 'queue_full'
-  | 'method_not_allowed'
-  | 'unavailable'
-  | 'internal'
+  | ApiErrorCode
   /** A 2xx whose body reported failure (a transaction that was not applied, a failed push item). */
   | 'operation_failed'
   /** Anything else: a gateway's own error, an unknown code. */
@@ -90,7 +83,8 @@ export function errnoOf(e: unknown): string | undefined {
   return undefined;
 }
 
-const CODE_BY_STATUS: Record<number, SluiceErrorCode> = {
+/** The code of a reply without one (a gateway's own error), by its status. */
+const CODE_BY_STATUS: Record<number, ApiErrorCode> = {
   400: 'invalid_request',
   401: 'unauthorized',
   403: 'forbidden',
@@ -98,9 +92,11 @@ const CODE_BY_STATUS: Record<number, SluiceErrorCode> = {
   405: 'method_not_allowed',
   409: 'conflict',
   413: 'payload_too_large',
+  415: 'unsupported_media_type',
   429: 'limit_exceeded',
   500: 'internal',
   503: 'unavailable',
+  507: 'storage_full',
 };
 
 /**

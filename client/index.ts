@@ -44,7 +44,7 @@ export {
   type QueueDetail,
   type QueueSummary,
 } from './browse.js';
-export { DeadLetterQueue, GroupAdmin, type RedriveProgress, type DeleteGroupResult, type SeekResult } from './admin.js';
+export { DeadLetterQueue, GroupAdmin, type RedriveProgress } from './admin.js';
 export { SluiceError, SluiceApiError, SluiceNetworkError, SluiceTimeoutError, type SluiceErrorCode } from './errors.js';
 export {
   type Auth,
@@ -58,3 +58,5 @@ export { DEFAULT_ENDPOINT, Transport, type RetryEvent, type TransportOptions } f
 export { DEFAULT_RETRY, backoffDelay, isRetryable, type RetryKind, type RetryPolicy } from './retry.js';
 export { uuidv7 } from './uuid.js';
 export type * from './types.js';
+export type * from './wire.js';
+export { API_ERROR_CODES } from './wire.js';

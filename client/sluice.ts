@@ -28,13 +28,18 @@ import type {
   AckStatus,
   ConfigureResult,
   DeleteMessageResult,
+  DeleteQueueResult,
   Message,
   PushResult,
   QueueInfo,
   QueueOptions,
+  ReadMessage,
   RenewResult,
   RetryMessageResult,
+  StoredMessage,
+  UpdateResult,
 } from './types.js';
+import type { ExtendLeaseAnswer, HealthAnswer, ReadMessagesAnswer } from './wire.js';
 
 /** The implicit group of a pop that names none. */
 export const QUEUE_MODE = '__QUEUE_MODE__';
@@ -250,7 +255,7 @@ export class Sluice {
           ];
     const out: RenewResult[] = [];
     for (const id of ids) {
-      const r = await this.http.json<RenewResult & { expiresAt?: string }>({
+      const r = await this.http.json<ExtendLeaseAnswer>({
         method: 'POST',
         path: `/api/v1/lease/${seg(id)}/extend`,
         body: seconds === undefined ? {} : { seconds },
@@ -316,20 +321,23 @@ export class Sluice {
     partitionId: string,
     transactionId: string,
     opts: { signal?: AbortSignal } = {},
-  ): Promise<Record<string, unknown> & { data: T }> {
-    return (await this.http.json({
+  ): Promise<StoredMessage<T>> {
+    return (await this.http.json<StoredMessage<T>>({
       method: 'GET',
       path: `/api/v1/messages/${seg(partitionId)}/${seg(transactionId)}`,
       retry: 'idempotent',
       signal: opts.signal,
-    })) as Record<string, unknown> & { data: T };
+    })) as StoredMessage<T>;
   }
 
   /** `GET /health`. */
-  async health(opts: { signal?: AbortSignal } = {}): Promise<{ status: string; [k: string]: unknown }> {
-    return (await this.http.json({ method: 'GET', path: '/health', retry: 'idempotent', signal: opts.signal })) as {
-      status: string;
-    };
+  async health(opts: { signal?: AbortSignal } = {}): Promise<HealthAnswer> {
+    return (await this.http.json<HealthAnswer>({
+      method: 'GET',
+      path: '/health',
+      retry: 'idempotent',
+      signal: opts.signal,
+    })) as HealthAnswer;
   }
 }
 
@@ -455,15 +463,15 @@ export class QueueRef {
     namespace?: string | null;
     task?: string | null;
     signal?: AbortSignal;
-  }): Promise<ConfigureResult> {
+  }): Promise<UpdateResult> {
     const { signal, ...body } = change;
-    return (await this.client.http.json<ConfigureResult>({
+    return (await this.client.http.json<UpdateResult>({
       method: 'PATCH',
       path: `/api/v1/resources/queues/${seg(this.spec.queue)}`,
       body,
       retry: 'idempotent',
       signal,
-    })) as ConfigureResult;
+    })) as UpdateResult;
   }
 
   /**
@@ -485,13 +493,13 @@ export class QueueRef {
    * queue created again under the name inherits them. `deleted` is true even when the queue
    * did not exist; `existed` says whether it did.
    */
-  async delete(opts: { signal?: AbortSignal } = {}): Promise<{ deleted: boolean; queue: string; existed: boolean }> {
-    return (await this.client.http.json({
+  async delete(opts: { signal?: AbortSignal } = {}): Promise<DeleteQueueResult> {
+    return (await this.client.http.json<DeleteQueueResult>({
       method: 'DELETE',
       path: `/api/v1/resources/queues/${seg(this.spec.queue)}`,
       retry: 'idempotent',
       signal: opts.signal,
-    })) as { deleted: boolean; queue: string; existed: boolean };
+    })) as DeleteQueueResult;
   }
 
   /**
@@ -648,13 +656,9 @@ export class QueueRef {
   /** Replays a partition in offset order from `from` (no lease, no group). */
   async read<T = unknown>(
     opts: { from?: number; limit?: number; signal?: AbortSignal } = {},
-  ): Promise<{ messages: (Message<T> & { offset: number })[]; next: number }> {
+  ): Promise<{ messages: ReadMessage<T>[]; next: number }> {
     const p = this.spec.partition ?? DEFAULT_PARTITION;
-    const r = await this.client.http.json<{
-      messages: (Message<T> & { offset: number })[];
-      next: number;
-      partitionId: string;
-    }>({
+    const r = await this.client.http.json<ReadMessagesAnswer>({
       method: 'GET',
       path: `/api/v1/queues/${seg(this.spec.queue)}/partitions/${seg(p)}/messages`,
       query: { from: opts.from ?? 0, limit: opts.limit ?? 100 },
@@ -663,7 +667,7 @@ export class QueueRef {
     });
     return {
       messages: (r?.messages ?? []).map((m) => ({
-        ...m,
+        ...(m as ReadMessage<T>),
         queue: this.spec.queue,
         partition: p,
         partitionId: r?.partitionId ?? '',

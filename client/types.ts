@@ -1,74 +1,81 @@
 /**
- * The shapes the client hands back. Field names follow the API (camelCase), with push
- * results normalised from the Queen wire's snake_case.
+ * The shapes the client hands back and takes. The wire's own shapes are the contract's,
+ * generated into wire.ts (`npm run wire-types`): answers the client returns as they come are
+ * aliases of those. The rest are the client's, defined from the wire types where they derive
+ * from one: payloads typed by the caller (`T`), push results normalised from Queen's snake_case,
+ * a group listing merged per group.
+ *
+ * @example
+ * ```ts
+ * import type { QueueInfo, Message } from '@sluice/client';
+ * const leaseTime = (q: QueueInfo): number => q.options.leaseTime;
+ * const ids = (msgs: Message<{ id: number }>[]) => msgs.map((m) => m.data.id);
+ * ```
  */
+import type {
+  AckAnswer,
+  ClaimDescribeAnswer,
+  ClaimPollAnswer,
+  ClaimSeekBody,
+  ConfigureAnswer,
+  DeleteGroupAnswer,
+  DeleteMessageAnswer,
+  DeleteQueueAnswer,
+  DescribeGroupAnswer,
+  ExtendLeaseAnswer,
+  GetMessageAnswer,
+  ListDlqAnswer,
+  PatchQueueAnswer,
+  PopAnswer,
+  PushItemInput,
+  PushResultAnswer,
+  QueueOptionsInput,
+  QueuesDescribeQueueAnswer,
+  ReadMessagesAnswer,
+  RedriveDlqAnswer,
+  RetryMessageAnswer,
+  SeekGroupAnswer,
+  TransactionAnswer,
+} from './wire.js';
 
-/** Queue options of `POST /api/v1/configure` (omitted ones take the server's defaults). */
-export interface QueueOptions {
-  leaseTime?: number;
-  retryLimit?: number;
-  priority?: number;
-  retryDelay?: number;
-  maxSize?: number;
-  ttl?: number;
-  deadLetterQueue?: boolean;
-  dlqAfterMaxRetries?: boolean;
-  delayedProcessing?: number;
-  windowBuffer?: number;
-  retentionSeconds?: number;
-  completedRetentionSeconds?: number;
-  retentionEnabled?: boolean;
-  encryptionEnabled?: boolean;
-  maxWaitTimeSeconds?: number;
-  dedupWindowSeconds?: number;
-  /** Record claims: default claim duration (ms). */
-  visibilityTimeoutMs?: number;
-  /** Record claims: deliveries before a record is dead-lettered. */
-  maxAttempts?: number;
-  /** Record claims: most records handed out and unsettled per (partition, group). */
-  maxInFlight?: number;
-  /** Record claims: cap on visibility, extensions and nack delays (ms). */
-  maxVisibilityMs?: number;
-}
+/** A wire shape with the caller's payload type in place of `data: unknown`. */
+export type WithData<W, T> = Omit<W, 'data'> & { data: T };
 
-/** A queue as `GET /api/v1/queues/{queue}` answers it. */
-export interface QueueInfo {
-  queue: string;
-  queueId: string;
-  namespace: string | null;
-  task: string | null;
-  createdAt: string;
-  /** False for a queue a push created (it has the default options). */
-  configured: boolean;
-  options: QueueOptions;
-  /** The options the client set (the rest are defaults); `ttl` and `retryDelay` act only when named here. */
-  explicitOptions: string[];
-}
+// ------------------------------------------------------------------ queues
 
-export interface ConfigureResult {
-  configured: boolean;
-  queueId: string;
-  partitionId: string;
-  queue: string;
-  namespace: string | null;
-  task: string | null;
-  options: Required<QueueOptions>;
-}
+/**
+ * Queue options the client sets (client-side: the wire's {@link QueueOptionsInput} without the
+ * `null` that puts an option back to its default, which only `update()` takes).
+ */
+export type QueueOptions = { [K in keyof QueueOptionsInput]?: NonNullable<QueueOptionsInput[K]> };
 
-/** One message to push. Anything else pushed is sent whole as the payload (Queen's rule). */
-export interface PushItem<T = unknown> {
+/** A queue as `GET /api/v1/queues/{queue}` answers it (`configured` is false for a queue a push created). */
+export type QueueInfo = QueuesDescribeQueueAnswer;
+/** What `POST /api/v1/configure` answers. */
+export type ConfigureResult = ConfigureAnswer;
+/** What `PATCH /api/v1/resources/queues/{queue}` answers. */
+export type UpdateResult = PatchQueueAnswer;
+/** What `DELETE /api/v1/resources/queues/{queue}` answers. */
+export type DeleteQueueResult = DeleteQueueAnswer;
+
+// -------------------------------------------------------------------- push
+
+/**
+ * One message to push (client-side: the wire's {@link PushItemInput} without `queue`, which the
+ * builder names). Anything else pushed is sent whole as the payload (Queen's rule).
+ */
+export interface PushItem<T = unknown> extends Omit<PushItemInput, 'queue' | 'data' | 'payload'> {
   /** The payload (takes precedence over `payload`). */
   data?: T;
   payload?: T;
-  /** Dedup key; a UUIDv7 is made when absent, so a retried push cannot duplicate. */
-  transactionId?: string;
-  traceId?: string | null;
-  /** Overrides the builder's partition for this item. */
-  partition?: string;
 }
 
-export type PushStatus = 'queued' | 'duplicate' | 'failed';
+export type PushStatus = PushResultAnswer['status'];
 
+/**
+ * One push result (client-side: the wire's {@link PushResultAnswer} in camelCase, with `index`
+ * its position in the array given to `push()`, and nulls where an answer lacked an id).
+ */
 export interface PushResult {
   /** Position in the array given to `push()`. */
   index: number;
@@ -82,178 +89,102 @@ export interface PushResult {
   error?: string;
 }
 
-/** A message delivered under a partition lease. */
-export interface Message<T = unknown> {
-  id: string;
-  transactionId: string;
-  partitionId: string;
-  partition: string;
-  queue: string;
-  /** '' when the pop was auto-acked. */
-  leaseId: string;
-  consumerGroup: string;
-  data: T;
-  createdAt: string;
-  traceId: string | null;
-  offset?: number;
-  [extra: string]: unknown;
-}
+// ------------------------------------------------------------------ leases
 
+/** A message of a pop's answer, as the wire has it. */
+export type PopMessage = PopAnswer['messages'][number];
+
+/**
+ * A message delivered under a partition lease: the wire's {@link PopMessage} with the caller's
+ * payload type (`leaseId` is '' when the pop was auto-acked); the consume loop may add fields.
+ */
+export type Message<T = unknown> = WithData<PopMessage, T> & { [extra: string]: unknown };
+
+/**
+ * A message of a replay (`QueueRef.read()`): the wire's, with where it is from added by the
+ * client (the answer says it once for all).
+ */
+export type ReadMessage<T = unknown> = WithData<ReadMessagesAnswer['messages'][number], T> & {
+  queue: string;
+  partition: string;
+  partitionId: string;
+};
+
+/** One message by partition id and transactionId, with per-group progress. */
+export type StoredMessage<T = unknown> = WithData<GetMessageAnswer, T>;
+
+/**
+ * Ack statuses a caller may send (client-side: the contract checks a status by refinement, so
+ * its schema has no type to derive; `success` is Queen's alias of `completed`).
+ */
 export type AckStatus = 'completed' | 'success' | 'failed' | 'retry' | 'dlq';
 
-export interface AckResult {
-  index: number;
-  transactionId: string;
-  success: boolean;
-  error: string | null;
-  queueName?: string | null;
-  partitionName?: string | null;
-  leaseReleased?: boolean;
-  dlq?: boolean;
-}
+/** One ack result, in the request's order. */
+export type AckResult = AckAnswer;
+/**
+ * One lease id's renewal (client-side: the wire's {@link ExtendLeaseAnswer} without Queen's
+ * duplicate expiry fields, `newExpiresAt` taken from either).
+ */
+export type RenewResult = Pick<ExtendLeaseAnswer, 'leaseId' | 'success' | 'renewed' | 'newExpiresAt'>;
+/** What `POST /api/v1/transaction` answers. */
+export type TransactionResult = TransactionAnswer;
 
-export interface RenewResult {
-  leaseId: string;
-  success: boolean;
-  renewed: number;
-  newExpiresAt: string | null;
-}
+// ------------------------------------------------------------ dead letters
 
-export interface TransactionResult {
-  transactionId: string;
-  success: boolean;
-  results: {
-    index: number;
-    type: 'push' | 'ack';
-    success: boolean;
-    transactionId?: string;
-    messageId?: string;
-    partitionId?: string;
-    queueName?: string;
-    error?: string | null;
-    dlq?: boolean;
-  }[];
-  error?: string;
-}
+/** A dead letter (partition leases), with the caller's payload type. */
+export type DlqEntry<T = unknown> = WithData<ListDlqAnswer['messages'][number], T>;
 
-export interface DlqEntry<T = unknown> {
-  id: string;
-  transactionId: string;
-  partitionId: string;
-  queue: string;
-  partition: string;
-  consumerGroup: string;
-  errorMessage: string;
-  retryCount: number;
-  data: T;
-  createdAt: string;
-  failedAt: string;
-  [extra: string]: unknown;
-}
+/** One page of dead letters (`total` is the rows on this page: page until a short one comes back). */
+export type DlqPage<T = unknown> = Omit<ListDlqAnswer, 'messages'> & { messages: DlqEntry<T>[] };
 
-export interface DlqPage<T = unknown> {
-  messages: DlqEntry<T>[];
-  /** Rows on this page (page until a short one comes back). */
-  total: number;
-  pagination?: { limit: number; offset: number };
-}
-
-export interface RetryMessageResult {
-  replayed: boolean;
-  dlqRowRemoved: boolean;
-  /** The replay's new transactionId. */
-  transactionId?: string;
-  [extra: string]: unknown;
-}
-
+/** What replaying one dead letter answers. */
+export type RetryMessageResult = RetryMessageAnswer;
 /** `DELETE /api/v1/messages/{partitionId}/{transactionId}`: Queen's shape plus Sluice's row count. */
-export interface DeleteMessageResult {
-  /** False when there was no dead-letter row to delete (the answer is still 200, as in Queen). */
-  success: boolean;
-  partitionId: string;
-  transactionId: string;
-  /** What happened, in words. */
-  message: string;
-  rowsRemoved: number;
-  [extra: string]: unknown;
-}
-
+export type DeleteMessageResult = DeleteMessageAnswer;
 /** One call of the bulk redrive (`POST /api/v1/dlq/retry`). */
-export interface RedriveResult {
-  moved: number;
-  failed: number;
-  /** Whether dead letters remain after this call's rows (call again with `after: next`). */
-  more: boolean;
-  /** Where this call stopped: pass it as `after` to continue past rows that failed. */
-  next?: string | null;
-  errors?: string[];
-  [extra: string]: unknown;
-}
+export type RedriveResult = RedriveDlqAnswer;
 
-export interface PartitionLag {
-  partition: string;
-  partitionId: string;
-  committed: number | null;
-  next: number;
-  lagMessages: number;
-  lagSeconds: number;
-  leaseExpiresAt: string | number | null;
-  retryCount?: number;
-  redeliveries?: number;
-  [extra: string]: unknown;
-}
+// --------------------------------------------------------- consumer groups
 
-export interface QueueLag {
-  queue: string;
-  partitions: number;
-  lagMessages: number;
-  lagSeconds: number;
-  /** Partitions with a live lease for this group. */
-  leasedPartitions?: number;
-  subscription?: { mode: string; from: string | null };
-  detail?: PartitionLag[];
-  [extra: string]: unknown;
-}
+/** One lease group on one queue, in detail. */
+export type GroupQueueLag = DescribeGroupAnswer['queues'][number];
+/** One lease group on one partition. */
+export type PartitionLag = NonNullable<GroupQueueLag['detail']>[number];
 
-export interface ConsumerGroup {
-  name: string;
+/**
+ * A group's lag on one queue as a listing merges it (client-side: `/lagging` rows carry only
+ * the counts, so the wire's other fields may be absent).
+ */
+export type QueueLag = Pick<GroupQueueLag, 'queue' | 'partitions' | 'lagMessages' | 'lagSeconds'> &
+  Partial<Omit<GroupQueueLag, 'queue' | 'partitions' | 'lagMessages' | 'lagSeconds'>>;
+
+/**
+ * A partition-lease group as `groups.list()` and `groups.lagging()` give it (client-side: the
+ * listing's rows, one per group and queue, merged into one entry per group).
+ */
+export type ConsumerGroup = Pick<DescribeGroupAnswer, 'name' | 'lagMessages' | 'maxLagSeconds'> & {
   queues: QueueLag[];
-  lagMessages: number;
-  maxLagSeconds: number;
-  [extra: string]: unknown;
-}
+};
+/** One lease group as `GET /api/v1/consumer-groups/{group}` answers it. */
+export type ConsumerGroupDetail = DescribeGroupAnswer;
+/** What deleting a group answers (`queueName` when on one queue). */
+export type DeleteGroupResult = DeleteGroupAnswer & { queueName?: string };
+/** What seeking a group on a queue answers. */
+export type SeekResult = SeekGroupAnswer;
 
-/** A record delivered under a claim. */
-export interface ClaimRecord<T = unknown> {
-  offset: number;
-  transactionId: string;
-  data: T;
-  /** Deliveries of this record, this one included (1 = first attempt). */
-  attempts: number;
-  /** Offsets directly below this one settled without delivery. */
-  skippedBefore?: number;
-  createdAt: string;
-}
+// ------------------------------------------------------------------ claims
 
-export interface PollResult<T = unknown> {
-  records: ClaimRecord<T>[];
-  /** True when the group was at its in-flight cap. */
-  capped: boolean;
-}
+/** A record delivered under a claim, with the caller's payload type. */
+export type ClaimRecord<T = unknown> = WithData<ClaimPollAnswer['records'][number], T>;
+
+/** What a poll answers, with the caller's payload type. */
+export type PollResult<T = unknown> = Omit<ClaimPollAnswer, 'records'> & { records: ClaimRecord<T>[] };
 
 /**
  * Where a claim group starts or seeks to: the oldest retained record, the tail, an offset, or
  * the first record committed after an instant (ISO-8601 text or epoch ms).
  */
-export type ClaimStart = 'earliest' | 'latest' | { offset: number } | { at: string | number };
+export type ClaimStart = ClaimSeekBody['start'];
 
-export interface ClaimGroupState {
-  committed: number;
-  tail: number;
-  lag: number;
-  inFlight: number;
-  owed: number;
-  delayed?: number;
-  deadLetters: number;
-  [extra: string]: unknown;
-}
+/** Where a record-claim group stands. */
+export type ClaimGroupState = ClaimDescribeAnswer;

@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { Option, type Command } from 'commander';
 import type { Sluice } from '../../client/sluice.js';
-import type { AckStatus, Message, PushItem } from '../../client/types.js';
+import type { AckStatus, Message, PushItem, ReadMessage } from '../../client/types.js';
 import type { CommandContext } from '../command.js';
 import { EXIT, UsageError } from '../errors.js';
 import { requirePartition, requireQueue } from '../exists.js';
@@ -235,7 +235,7 @@ export function messageCommands(program: Command, ctx: CommandContext): void {
           ? requirePartition(sluice, queue, o.partition, io.signal)
           : requireQueue(sluice, queue, io.signal));
         const asJson = json(cmd);
-        const line = (m: Message): string => (asJson ? JSON.stringify(m) : messageLine(m));
+        const line = (m: ReadMessage): string => (asJson ? JSON.stringify(m) : messageLine(m));
         const writer = new LineWriter(io.stdout);
         const stop = new AbortController();
         const onAbort = (): void => stop.abort();
@@ -346,6 +346,6 @@ async function* jsonLines(input: Readable): AsyncGenerator<{ line: number; value
 }
 
 /** One message as pop and tail print it: partition, offset, transactionId and data, tab-separated. */
-function messageLine(m: Message): string {
+function messageLine(m: Message | ReadMessage): string {
   return `${m.partition}\t${m.offset ?? '-'}\t${m.transactionId}\t${JSON.stringify(m.data)}`;
 }

@@ -557,6 +557,8 @@ const AMESSAGE: Message = {
   data: null,
   createdAt: new Date(0).toISOString(),
   traceId: null,
+  offset: 0,
+  producerSub: null,
 };
 
 const BUILDER = 'a builder: returns a new handle, sends nothing';

@@ -3,7 +3,8 @@
  * builds it to ESM + .d.ts and packs only the build; a fresh project installs the tarball (as
  * the README shows), and plain Node (no tsx, no repository paths) imports it and talks to a
  * server. The build's imports must be relative, `node:` or the package's own dependencies:
- * nothing of the server or the CDK app.
+ * nothing of the server or the CDK app; its declarations stand alone (no zod, no contract),
+ * so a strict TypeScript project type-checks against the installed package.
  */
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -52,6 +53,14 @@ function specifiers(source: string): string[] {
   return found.filter((s) => s !== '');
 }
 
+/** Every module a declaration file imports: `import`/`export … from` statements and `import('…')` types. */
+function declarationSpecifiers(source: string): string[] {
+  const text = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+  const statements = [...text.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s*['"]([^'"]+)['"]/gm)];
+  const inline = [...text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)];
+  return [...statements, ...inline].map((m) => m[1] ?? '').filter((s) => s !== '');
+}
+
 describe('@sluice/client package', () => {
   const manifest = JSON.parse(readFileSync('client/package.json', 'utf8')) as ClientManifest;
 
@@ -88,6 +97,17 @@ describe('@sluice/client package', () => {
       }
     }
 
+    // The declarations too: the wire types are generated plain TypeScript (client/wire.ts), never zod's inference.
+    const declarations = (await readdir('client/dist', { recursive: true })).filter((f) => f.endsWith('.d.ts'));
+    expect(declarations).toContain('wire.d.ts');
+    for (const f of declarations) {
+      for (const s of declarationSpecifiers(await readFile(join('client/dist', f), 'utf8'))) {
+        expect(s === 'zod' || s.startsWith('zod/') || /contract/.test(s), `${f} imports ${s}`).toBe(false);
+        const ok = s.startsWith('.') || s.startsWith('node:') || builtinModules.includes(s) || allowed.has(s);
+        expect(ok, `${f} imports ${s}`).toBe(true);
+      }
+    }
+
     const project = join(dir, 'app');
     await run('mkdir', ['-p', project]);
     await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
@@ -115,5 +135,49 @@ describe('@sluice/client package', () => {
       deleted: { deleted: true, queue: 'pkg', existed: true },
       after: [],
     });
+
+    // A strict TypeScript project compiles against the installed package's declarations (library
+    // checks on: an unresolved import in them would fail here), and its types are real, not `any`.
+    const typed = `
+      import { API_ERROR_CODES, Sluice, SluiceApiError } from '@sluice/client';
+      import type { ApiErrorCode, ClaimRecord, Message, PushResult, QueueInfo } from '@sluice/client';
+      export const describe = (s: Sluice, name: string): Promise<QueueInfo> => s.queue(name).describe();
+      export const ttl = (q: QueueInfo): number => q.options.ttl;
+      export const ids = (msgs: Message<{ id: number }>[]): number[] => msgs.map((m) => m.data.id + m.offset);
+      export const sent = (r: PushResult[]): (string | null)[] => r.map((x) => x.messageId);
+      export const codes: readonly ApiErrorCode[] = API_ERROR_CODES;
+      export const stale = (e: unknown): boolean => e instanceof SluiceApiError && e.code === 'stale_sequence';
+      export async function work(s: Sluice): Promise<number[]> {
+        const { records } = await s.queue('q').partition('p').claimGroup('g').poll<{ n: number }>();
+        return records.map((r: ClaimRecord<{ n: number }>) => r.data.n + r.attempts);
+      }
+      // @ts-expect-error a queue's ttl is a number
+      export const wrong: string = ({} as QueueInfo).options.ttl;`;
+    await writeFile(join(project, 'check.ts'), typed);
+    await writeFile(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: false,
+          types: ['node'],
+          typeRoots: [resolve('node_modules/@types')],
+        },
+        files: ['check.ts'],
+      }),
+    );
+    const tsc = resolve('node_modules/typescript/bin/tsc');
+    const checked = await run(process.execPath, [tsc, '--noEmit', '-p', 'tsconfig.json'], {
+      cwd: project,
+      timeout: 120_000,
+    }).then(
+      () => '',
+      (e: { stdout?: string; stderr?: string }) => `${e.stdout ?? ''}${e.stderr ?? ''}`,
+    );
+    expect(checked).toBe('');
   }, 400_000);
 });

@@ -39,6 +39,8 @@ const msg = (over: Partial<Message> = {}): Message => ({
   data: {},
   createdAt: '',
   traceId: null,
+  offset: 0,
+  producerSub: null,
   ...over,
 });
 

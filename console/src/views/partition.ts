@@ -1,6 +1,6 @@
 import { api, seg } from '../api.js';
 import { errorBox, h, href, json, num, table, when } from '../dom.js';
-import type { LogMessage, LogPage, QueueDetail } from '../types.js';
+import type { GetMessageAnswer, LogMessage, LogPage, QueueDetail } from '../types.js';
 import { consumerState, groupLink } from './queue.js';
 
 const PAGE = 50;
@@ -59,7 +59,7 @@ export async function partitionView(
         const tx = (lookup.querySelector('input') as HTMLInputElement).value.trim();
         if (!tx) return;
         found.replaceChildren('Looking up…');
-        api<LogMessage & { offset?: number }>('GET', `/api/v1/messages/${seg(page.partitionId)}/${seg(tx)}`).then(
+        api<GetMessageAnswer>('GET', `/api/v1/messages/${seg(page.partitionId)}/${seg(tx)}`).then(
           (m) =>
             found.replaceChildren(
               table('lookup-table', ['Offset', 'transactionId', 'Created', 'Payload'], [messageRow(m)], ['Offset']),
