@@ -2,7 +2,7 @@
  * Every error code the server answers, with its HTTP status, in one table. An error answer is
  * `{error, code}` ({@link ErrorBody}) plus, for some codes, machine-readable details (`limit`,
  * `index`, `missing`, `retryAfterSeconds`). The server maps codes to statuses from this table
- * (`server/http/errors.ts`); the client's list of codes is held to it (test/unit/contract.test.ts).
+ * (`server/http/errors.ts`); the client's list of codes is held to it (test/unit/error-codes.test.ts).
  *
  * @example
  * ```ts
