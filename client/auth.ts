@@ -6,7 +6,7 @@
  * profile, SSO, web identity, container and instance roles); both are loaded only when
  * SigV4 is used.
  */
-import { createHash, createHmac } from 'node:crypto';
+import { NodeSha256 } from './sha256.js';
 
 /** AWS credentials, as the SDK's providers return them. */
 export interface AwsCredentials {
@@ -40,29 +40,6 @@ export interface RequestToSign {
 
 /** Adds authentication headers to a request. */
 export type Authenticator = (req: RequestToSign) => Promise<Record<string, string>>;
-
-/** SHA-256 (HMAC when keyed) over Node's crypto, in the shape the smithy signer expects. */
-class NodeSha256 {
-  private readonly h;
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.h = secret === undefined ? createHash('sha256') : createHmac('sha256', toBuffer(secret));
-  }
-  update(data: string | ArrayBuffer | ArrayBufferView): void {
-    this.h.update(toBuffer(data));
-  }
-  digest(): Promise<Uint8Array> {
-    return Promise.resolve(new Uint8Array(this.h.digest()));
-  }
-  reset(): void {
-    throw new Error('NodeSha256.reset is not supported');
-  }
-}
-
-function toBuffer(d: string | ArrayBuffer | ArrayBufferView): Buffer {
-  if (typeof d === 'string') return Buffer.from(d, 'utf8');
-  if (ArrayBuffer.isView(d)) return Buffer.from(d.buffer, d.byteOffset, d.byteLength);
-  return Buffer.from(d);
-}
 
 /** `abc.execute-api.eu-west-1.amazonaws.com` → `eu-west-1`. */
 export function regionFromHost(host: string): string | undefined {

@@ -6,6 +6,7 @@ import type { LocalServer } from '../../server/local/server.js';
 import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
+import { acksOf, leaseCalls } from '../support/lease-calls.js';
 import { testServices } from '../support/services.js';
 
 const { backends, setup, teardown } = testBackends();
@@ -45,12 +46,7 @@ describe.each(backends)('http: ack-and-pop on $name', (backend) => {
     await cleanup();
   });
 
-  const push = async (queue: string, payloads: unknown[]): Promise<void> => {
-    const r = await call(url, 'POST', '/api/v1/push', { items: payloads.map((payload) => ({ queue, payload })) });
-    expect(r.status).toBe(201);
-  };
-  const acksOf = (msgs: Msg[], status = 'completed') =>
-    msgs.map((m) => ({ transactionId: m.transactionId, partitionId: m.partitionId, leaseId: m.leaseId, status }));
+  const { push } = leaseCalls(() => url);
   const ackAndPop = (queue: string, body: Record<string, unknown>) =>
     call<AckAndPopReply>(url, 'POST', `/api/v1/queues/${queue}/ack-and-pop`, body);
 

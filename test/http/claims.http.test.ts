@@ -9,6 +9,7 @@ import type { MemoryTelemetry } from '../../server/service/telemetry.js';
 import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { call, type HttpReply } from '../support/http.js';
+import { leaseCalls } from '../support/lease-calls.js';
 import type { ErrorReply, PollReply } from '../support/replies.js';
 import { TestClock, testServices } from '../support/services.js';
 import { withItems } from '../support/storage.js';
@@ -128,11 +129,13 @@ describe.each(backends)('http: record claims on $name', (backend) => {
     expect(r.status, `${method} ${path}: ${JSON.stringify(r.body)}`).toBe(200);
     return r.body as Record<string, unknown>;
   };
+  const leases = leaseCalls(() => ({ url: server.url, headers: { authorization: `Bearer ${TOKENS.alice}` } }));
+  /** `n` messages `{ i }` as alice. */
   const push = async (queue: string, n: number): Promise<void> => {
-    const r = await http('POST', '/api/v1/push', {
-      items: Array.from({ length: n }, (_, i) => ({ queue, payload: { i } })),
-    });
-    expect(r.status).toBe(201);
+    await leases.push(
+      queue,
+      Array.from({ length: n }, (_, i) => ({ i })),
+    );
   };
   const configure = async (queue: string, options: Record<string, number>): Promise<void> => {
     await ok('POST', '/api/v1/configure', { queue, options });

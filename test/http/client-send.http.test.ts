@@ -3,61 +3,21 @@
  * requests the client makes: `send()` gathers messages into pushes; each send gets its own
  * result or error; `close()` flushes.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Sluice, type PushResult, type SluiceOptions } from '../../client/index.js';
-import { loadConfig } from '../../server/config.js';
-import type { LocalServer } from '../../server/local/server.js';
-import { buildServices } from '../../server/service/runtime.js';
-import { openEmbeddedStorage } from '../../server/storage/embedded/index.js';
-import type { Storage } from '../../server/storage/port.js';
-import { startTestServer } from '../support/http.js';
+import type { PushResult, SluiceOptions } from '../../client/index.js';
+import { countedClient } from '../support/counted-client.js';
+import { embeddedServer } from '../support/embedded-server.js';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The server refuses payloads over this many bytes (413, naming the item). */
 const MAX_MESSAGE_BYTES = 10_000;
 
-let dir: string;
-let storage: Storage;
-let server: LocalServer;
+const local = embeddedServer('sluice-client-send-', { SLUICE_MAX_MESSAGE_BYTES: String(MAX_MESSAGE_BYTES) });
+beforeAll(local.start);
+afterAll(local.stop);
 
-beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'sluice-client-send-'));
-  storage = await openEmbeddedStorage({ dataDir: dir, sync: 'normal' });
-  const config = loadConfig({ SLUICE_MAX_MESSAGE_BYTES: String(MAX_MESSAGE_BYTES) });
-  server = await startTestServer(buildServices(storage, { ...config, queueCacheMs: 0 }));
-});
-afterAll(async () => {
-  await server.close();
-  await storage.close();
-  await rm(dir, { recursive: true, force: true });
-});
-
-/** A client whose requests are counted by `METHOD /path` (pops as `GET pop`, lease extensions as `POST extend`). */
-function counted(opts: SluiceOptions = {}) {
-  const requests = new Map<string, number>();
-  const count = (key: string): number => requests.get(key) ?? 0;
-  const sluice = new Sluice({
-    endpoint: server.url,
-    retry: { attempts: 2, baseDelayMs: 10 },
-    ...opts,
-    fetch: (input, init) => {
-      const url = new URL(input instanceof Request ? input.url : String(input));
-      const path = url.pathname.startsWith('/api/v1/pop/')
-        ? 'pop'
-        : url.pathname.startsWith('/api/v1/lease/')
-          ? 'extend'
-          : url.pathname;
-      const key = `${init?.method ?? 'GET'} ${path}`;
-      requests.set(key, count(key) + 1);
-      return fetch(input, init);
-    },
-  });
-  return { sluice, count, requests };
-}
+const counted = (opts: SluiceOptions = {}) => countedClient(local.url, opts);
 
 describe('client send(): gathered into pushes', () => {
   it('1,000 concurrent sends make one push; each send gets its own offset, in call order', async () => {

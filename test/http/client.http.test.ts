@@ -4,36 +4,20 @@
  * group admin, queue deletion, and the claim-group consumer (nack after a delay, extend, dead-letter,
  * reclaim after a restart, graceful stop).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Sluice, type ClaimRecord, type Message } from '../../client/index.js';
-import { loadConfig } from '../../server/config.js';
-import type { LocalServer } from '../../server/local/server.js';
-import { buildServices } from '../../server/service/runtime.js';
-import { openEmbeddedStorage } from '../../server/storage/embedded/index.js';
-import type { Storage } from '../../server/storage/port.js';
-import { startTestServer } from '../support/http.js';
+import { embeddedServer } from '../support/embedded-server.js';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-let dir: string;
-let storage: Storage;
-let server: LocalServer;
+const local = embeddedServer('sluice-client-');
 let sluice: Sluice;
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'sluice-client-'));
-  storage = await openEmbeddedStorage({ dataDir: dir, sync: 'normal' });
-  server = await startTestServer(buildServices(storage, { ...loadConfig({}), queueCacheMs: 0 }));
-  sluice = new Sluice({ endpoint: server.url, retry: { attempts: 2, baseDelayMs: 10 } });
+  await local.start();
+  sluice = new Sluice({ endpoint: local.url, retry: { attempts: 2, baseDelayMs: 10 } });
 });
-afterAll(async () => {
-  await server.close();
-  await storage.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterAll(local.stop);
 
 describe('client e2e: partition leases', () => {
   it('pushes, pops and acks; a repeated push is a duplicate', async () => {
@@ -50,7 +34,7 @@ describe('client e2e: partition leases', () => {
   });
 
   it('splits a big push into several requests under the limits', async () => {
-    const small = new Sluice({ endpoint: server.url, maxPushItems: 400 });
+    const small = new Sluice({ endpoint: local.url, maxPushItems: 400 });
     const results = await small
       .queue('e2e-big')
       .partition('a')

@@ -10,8 +10,8 @@ import type { Services } from '../../server/service/runtime.js';
 import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
+import { leaseCalls } from '../support/lease-calls.js';
 import type {
-  AckReply,
   ConfigureReply,
   ConsumerGroupReply,
   ConsumerGroupRowReply,
@@ -19,6 +19,7 @@ import type {
   DlqPageReply,
   ErrorReply,
   MessageReply,
+  PoppedMessage,
 } from '../support/replies.js';
 import { testServices, type TestClock } from '../support/services.js';
 
@@ -26,13 +27,7 @@ const { backends, setup, teardown } = testBackends();
 beforeAll(setup);
 afterAll(teardown);
 
-interface Msg {
-  transactionId: string;
-  partitionId: string;
-  partition: string;
-  leaseId: string;
-  data: unknown;
-}
+type Msg = PoppedMessage;
 
 describe.each(backends)('http: consumer groups on $name', (backend) => {
   let storage: Storage;
@@ -57,19 +52,7 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
     await cleanup();
   });
 
-  const push = async (
-    queue: string,
-    payloads: unknown[],
-    partition?: string,
-  ): Promise<{ transaction_id: string; partition_id: string }[]> => {
-    const r = await call<{ transaction_id: string; partition_id: string }[]>(url, 'POST', '/api/v1/push', {
-      items: payloads.map((payload) => ({ queue, partition, payload })),
-    });
-    expect(r.status).toBe(201);
-    return r.body;
-  };
-  const pop = (queue: string, qs = '') =>
-    call<{ leaseId: string; messages: Msg[] }>(url, 'GET', `/api/v1/pop/queue/${queue}${qs ? `?${qs}` : ''}`);
+  const { push, pop, ackBatch } = leaseCalls(() => url);
   /** Pops and completes everything a group can get now; returns the payloads in order. */
   const drain = async (queue: string, group: string, extra = ''): Promise<unknown[]> => {
     const out: unknown[] = [];
@@ -78,15 +61,7 @@ describe.each(backends)('http: consumer groups on $name', (backend) => {
       if (r.status === 204) return out;
       expect(r.status).toBe(200);
       out.push(...r.body.messages.map((m) => m.data));
-      const ack = await call<AckReply>(url, 'POST', '/api/v1/ack/batch', {
-        consumerGroup: group,
-        acknowledgments: r.body.messages.map((m) => ({
-          transactionId: m.transactionId,
-          partitionId: m.partitionId,
-          leaseId: m.leaseId,
-          status: 'completed',
-        })),
-      });
+      const ack = await ackBatch(r.body.messages, 'completed', {}, group);
       expect(ack.body.every((a) => a.success)).toBe(true);
     }
   };

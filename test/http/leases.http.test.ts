@@ -6,6 +6,7 @@ import type { LocalServer } from '../../server/local/server.js';
 import type { Storage } from '../../server/storage/port.js';
 import { testBackends } from '../support/backends.js';
 import { call, startTestServer } from '../support/http.js';
+import { leaseCalls } from '../support/lease-calls.js';
 import type {
   AckReply,
   ConsumerGroupReply,
@@ -13,6 +14,7 @@ import type {
   ErrorReply,
   ExtendReply,
   RedriveReply,
+  PoppedMessage,
   TransactionReply,
 } from '../support/replies.js';
 import { testServices, type TestClock } from '../support/services.js';
@@ -21,16 +23,7 @@ const { backends, setup, teardown } = testBackends();
 beforeAll(setup);
 afterAll(teardown);
 
-interface Msg {
-  id: string;
-  transactionId: string;
-  partitionId: string;
-  partition: string;
-  leaseId: string;
-  consumerGroup: string;
-  data: unknown;
-  createdAt: string;
-}
+type Msg = PoppedMessage;
 
 describe.each(backends)('http: partition leases on $name', (backend) => {
   let storage: Storage;
@@ -51,46 +44,7 @@ describe.each(backends)('http: partition leases on $name', (backend) => {
     await cleanup();
   });
 
-  const push = async (
-    queue: string,
-    payloads: unknown[],
-    partition?: string,
-  ): Promise<{ transaction_id: string; partition_id: string }[]> => {
-    const r = await call<{ transaction_id: string; partition_id: string }[]>(url, 'POST', '/api/v1/push', {
-      items: payloads.map((payload) => ({ queue, partition, payload })),
-    });
-    expect(r.status).toBe(201);
-    return r.body;
-  };
-  const pop = async (queue: string, qs = '', partition?: string) => {
-    const path = partition ? `/api/v1/pop/queue/${queue}/partition/${partition}` : `/api/v1/pop/queue/${queue}`;
-    return call<{ leaseId: string; partitionsClaimed: number; consumerGroup: string; messages: Msg[] }>(
-      url,
-      'GET',
-      `${path}${qs ? `?${qs}` : ''}`,
-    );
-  };
-  const popped = async (queue: string, qs = '', partition?: string): Promise<{ leaseId: string; messages: Msg[] }> => {
-    const r = await pop(queue, qs, partition);
-    expect(r.status).toBe(200);
-    return r.body;
-  };
-  const ackBatch = async (
-    msgs: Msg[],
-    status: string | string[],
-    extra: Record<string, unknown> = {},
-    group?: string,
-  ) =>
-    call<AckReply>(url, 'POST', '/api/v1/ack/batch', {
-      consumerGroup: group ?? null,
-      acknowledgments: msgs.map((m, i) => ({
-        transactionId: m.transactionId,
-        partitionId: m.partitionId,
-        leaseId: m.leaseId,
-        status: Array.isArray(status) ? status[i] : status,
-        ...extra,
-      })),
-    });
+  const { push, pop, popped, ackBatch } = leaseCalls(() => url);
   const configure = (queue: string, options: Record<string, unknown>) =>
     call(url, 'POST', '/api/v1/configure', { queue, options });
   const data = (ms: Msg[]): unknown[] => ms.map((m) => m.data);

@@ -9,34 +9,11 @@
  * await callTarget(target, 'POST', '/api/v1/push', { items: [] });
  * ```
  */
-import { createHash, createHmac } from 'node:crypto';
 import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { SignatureV4 } from '@smithy/signature-v4';
-import type { AwsCredentialIdentity, AwsCredentialIdentityProvider, Checksum, SourceData } from '@smithy/types';
+import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
+import { NodeSha256 } from '../../client/sha256.js';
 import type { HttpTarget } from './http.js';
-
-/** SHA-256 (HMAC when given a secret) over Node's crypto, as the signer wants it. */
-class NodeSha256 implements Checksum {
-  private readonly h;
-  constructor(secret?: SourceData) {
-    this.h = secret === undefined ? createHash('sha256') : createHmac('sha256', toBuffer(secret));
-  }
-  update(data: Uint8Array): void {
-    this.h.update(data);
-  }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.h.digest());
-  }
-  reset(): void {
-    throw new Error('not supported');
-  }
-}
-
-function toBuffer(d: SourceData): Buffer {
-  if (typeof d === 'string') return Buffer.from(d, 'utf8');
-  if (ArrayBuffer.isView(d)) return Buffer.from(d.buffer, d.byteOffset, d.byteLength);
-  return Buffer.from(d);
-}
 
 export interface SignerOptions {
   region: string;

@@ -21,6 +21,13 @@ describe('unit: uuidv7', () => {
     expect(new Set(ids).size).toBe(ids.length);
     expect(ids.every((id) => id.startsWith(uuidv7(now).slice(0, 13)))).toBe(true);
   });
+  it('strictly increases within one millisecond in one process (the counter), and without a time', () => {
+    const now = 1_764_459_000_456;
+    const same = Array.from({ length: 5000 }, () => uuidv7(now));
+    expect(same.every((id, i) => i === 0 || id > same[i - 1]!)).toBe(true);
+    const wall = Array.from({ length: 5000 }, () => uuidv7());
+    expect(wall.every((id, i) => i === 0 || id > wall[i - 1]!)).toBe(true);
+  });
   it('sorts by time and does not repeat', () => {
     const ids = Array.from({ length: 5000 }, (_, i) => uuidv7(1_700_000_000_000 + i));
     expect([...ids].sort()).toEqual(ids);

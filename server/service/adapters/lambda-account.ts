@@ -9,7 +9,7 @@
  * const unreserved = await unreservedConcurrency({ region: 'eu-west-1' }); // 1000 on a default account
  * ```
  */
-import { createHash, createHmac } from 'node:crypto';
+import { NodeSha256 } from '../../../client/sha256.js';
 
 export interface AccountSettingsOptions {
   region: string;
@@ -63,27 +63,4 @@ export async function unreservedConcurrency(opts: AccountSettingsOptions): Promi
   if (typeof n !== 'number' || !Number.isFinite(n) || n < 0)
     throw new Error('GetAccountSettings answered without AccountLimit.UnreservedConcurrentExecutions');
   return n;
-}
-
-/** SHA-256 for the signer from `node:crypto` (what `@aws-crypto` would add to the bundle). */
-class NodeSha256 {
-  private readonly h;
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.h = secret === undefined ? createHash('sha256') : createHmac('sha256', toBuffer(secret));
-  }
-  update(data: string | ArrayBuffer | ArrayBufferView): void {
-    this.h.update(toBuffer(data));
-  }
-  digest(): Promise<Uint8Array> {
-    return Promise.resolve(new Uint8Array(this.h.digest()));
-  }
-  reset(): void {
-    throw new Error('NodeSha256.reset is not supported');
-  }
-}
-
-function toBuffer(d: string | ArrayBuffer | ArrayBufferView): Buffer {
-  if (typeof d === 'string') return Buffer.from(d, 'utf8');
-  if (ArrayBuffer.isView(d)) return Buffer.from(d.buffer, d.byteOffset, d.byteLength);
-  return Buffer.from(d);
 }
