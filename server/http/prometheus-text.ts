@@ -46,6 +46,11 @@ export class PromText {
     return this;
   }
 
+  /** A family with one sample: `w.one('queen_dlq_depth', 'gauge', 'Dead letters.', {}, 3)`. */
+  one(name: string, type: 'counter' | 'gauge', help: string, labels: Labels, value: number): this {
+    return this.family(name, type, help).sample(name, labels, value);
+  }
+
   sample(name: string, labels: Labels, value: number): this {
     this.lines.push(`${name}${labelText(labels)} ${valueText(value)}`);
     return this;

@@ -61,36 +61,20 @@ const PER_QUEUE: readonly [string, string, (r: ActivityRow) => number][] = [
 export function metricsText(s: MetricsSnapshot): string {
   const w = new PromText();
   const { cpu, memory: mem } = s.process;
-  w.family('queen_uptime_seconds', 'gauge', 'Seconds since the process started.').sample(
-    'queen_uptime_seconds',
-    {},
-    Math.round(s.process.uptimeSeconds * 1000) / 1000,
-  );
-  w.family('queen_cpu_user_microseconds_total', 'counter', 'User CPU time of the process.').sample(
-    'queen_cpu_user_microseconds_total',
-    {},
-    cpu.user,
-  );
-  w.family('queen_cpu_system_microseconds_total', 'counter', 'System CPU time of the process.').sample(
-    'queen_cpu_system_microseconds_total',
-    {},
-    cpu.system,
-  );
-  w.family('queen_process_resident_memory_bytes', 'gauge', 'Resident memory of the process.').sample(
-    'queen_process_resident_memory_bytes',
-    {},
-    mem.rss,
-  );
-  w.family('queen_process_heap_memory_bytes', 'gauge', 'V8 heap in use.').sample(
-    'queen_process_heap_memory_bytes',
-    {},
-    mem.heapUsed,
-  );
-  w.family('queen_maintenance_mode_enabled', 'gauge', 'Always 0: Sluice has no maintenance mode.').sample(
-    'queen_maintenance_mode_enabled',
-    {},
-    0,
-  );
+  const processGauges: [string, 'counter' | 'gauge', string, number][] = [
+    [
+      'queen_uptime_seconds',
+      'gauge',
+      'Seconds since the process started.',
+      Math.round(s.process.uptimeSeconds * 1000) / 1000,
+    ],
+    ['queen_cpu_user_microseconds_total', 'counter', 'User CPU time of the process.', cpu.user],
+    ['queen_cpu_system_microseconds_total', 'counter', 'System CPU time of the process.', cpu.system],
+    ['queen_process_resident_memory_bytes', 'gauge', 'Resident memory of the process.', mem.rss],
+    ['queen_process_heap_memory_bytes', 'gauge', 'V8 heap in use.', mem.heapUsed],
+    ['queen_maintenance_mode_enabled', 'gauge', 'Always 0: Sluice has no maintenance mode.', 0],
+  ];
+  for (const [name, type, help, v] of processGauges) w.one(name, type, help, {}, v);
 
   const c = s.cluster;
   const cluster = { scope: 'cluster' };
@@ -105,14 +89,14 @@ export function metricsText(s: MetricsSnapshot): string {
     ['queen_cluster_dlq_total', 'Messages dead-lettered.', c.deadLetters],
     ['queen_cluster_db_errors_total', 'Always 0: storage failures answer 503 and show in /health.', 0],
   ];
-  for (const [name, help, v] of clusterCounters) w.family(name, 'counter', help).sample(name, cluster, v);
+  for (const [name, help, v] of clusterCounters) w.one(name, 'counter', help, cluster, v);
   w.family('queen_cluster_ack_total', 'counter', 'Ack items by result.')
     .sample('queen_cluster_ack_total', { ...cluster, result: 'success' }, c.ackSuccess + c.claimAcks)
     .sample('queen_cluster_ack_total', { ...cluster, result: 'failed' }, c.ackFailed);
 
   for (const m of USAGE_METRICS) {
     const [name, help] = USAGE_PROMETHEUS[m];
-    w.family(name, 'counter', help).sample(name, {}, Math.round(s.usage[m] * 1e6) / 1e6);
+    w.one(name, 'counter', help, {}, Math.round(s.usage[m] * 1e6) / 1e6);
   }
 
   for (const [name, help, f] of PER_QUEUE) {
@@ -149,11 +133,7 @@ export function metricsText(s: MetricsSnapshot): string {
     'Dead letters listed per queue (partition leases; counted up to 10,000).',
   );
   for (const { queue, count } of s.deadLetters.queues) w.sample('queen_dlq_depth_by_queue', { queue }, count);
-  w.family('queen_dlq_depth', 'gauge', 'Dead letters listed, every queue.').sample(
-    'queen_dlq_depth',
-    cluster,
-    s.deadLetters.depth,
-  );
+  w.one('queen_dlq_depth', 'gauge', 'Dead letters listed, every queue.', cluster, s.deadLetters.depth);
 
   w.family('sluice_consumer_lag_messages', 'gauge', 'Messages a consumer group has not finished, per queue.');
   for (const r of s.lag)

@@ -11,7 +11,7 @@
  * report.counters.pending; // over every visible queue of the namespace
  * ```
  */
-import { bucketMinutes, windowOf, type Window } from '../../core/queue-stats.js';
+import { bucketMinutes, sumCounters, windowOf, type MessageCounters, type Window } from '../../core/queue-stats.js';
 import type { Services } from '../runtime.js';
 import { addRow, emptyRow, type ActivityRow } from './activity.js';
 import type { PartitionStats, QueueStatsView, Visible } from './queue-stats.js';
@@ -26,16 +26,6 @@ export interface StatusFilter {
   task?: string | undefined;
 }
 
-/** Message counters summed over queues, in Queen's names. */
-export interface StatusCounters {
-  total: number;
-  pending: number;
-  processing: number;
-  completed: number;
-  failed: number;
-  deadLetter: number;
-}
-
 /** The cluster status of the queues in scope. */
 export interface ClusterStatus {
   now: number;
@@ -48,7 +38,8 @@ export interface ClusterStatus {
   total: ActivityRow;
   /** The queues in scope, with dead-letter counts. */
   views: QueueStatsView[];
-  counters: StatusCounters;
+  /** Message counters summed over the queues in scope. */
+  counters: MessageCounters;
   leases: {
     /** Partition leases out now. */
     active: number;
@@ -89,13 +80,7 @@ export async function clusterStatus(
   const { starts, rows } = await bucketsOf(services, window, minutes, (q) => inScope.has(q));
   const total = emptyRow();
   for (const r of rows) addRow(total, r);
-  const counters = views.reduce(
-    (acc, v) => {
-      for (const k of Object.keys(acc) as (keyof StatusCounters)[]) acc[k] += v.totals[k];
-      return acc;
-    },
-    { total: 0, pending: 0, processing: 0, completed: 0, failed: 0, deadLetter: 0 },
-  );
+  const counters = sumCounters(views.map((v) => v.totals));
   const parts = views.flatMap((v) => v.partitions);
   const leaseLanes = parts.flatMap((p) => p.lanes.filter((l) => l.kind === 'lease' && l.out !== null));
   return {
