@@ -36,3 +36,4 @@
  */
 export * from './invoke-result.js';
 export * from './batch.js';
+export * from './outcome.js';
