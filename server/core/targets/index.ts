@@ -37,3 +37,4 @@
 export * from './invoke-result.js';
 export * from './batch.js';
 export * from './outcome.js';
+export * from './bisect.js';
