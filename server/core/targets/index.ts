@@ -38,3 +38,4 @@ export * from './invoke-result.js';
 export * from './batch.js';
 export * from './outcome.js';
 export * from './bisect.js';
+export * from './backoff.js';
