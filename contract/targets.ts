@@ -85,7 +85,11 @@ export const TargetSettings = z
     bisectBatchOnFunctionError: z.boolean().default(false),
     maximumRetryAttempts: intIn(L.retryAttempts).optional(),
     maximumRecordAgeInSeconds: z
-      .union([z.literal(-1), intIn(L.recordAgeSeconds)])
+      .number()
+      .int()
+      .refine((v) => v === -1 || (v >= L.recordAgeSeconds.min && v <= L.recordAgeSeconds.max), {
+        message: `maximumRecordAgeInSeconds is -1 (no limit) or ${L.recordAgeSeconds.min} to ${L.recordAgeSeconds.max}`,
+      })
       .default(-1)
       .describe('-1: no limit.'),
     timeoutSeconds: intIn(L.timeoutSeconds).default(L.timeoutSeconds.default),
