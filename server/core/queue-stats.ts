@@ -10,6 +10,7 @@
  * partitionCounters({ head: 0, tail: 120, lanes, deadLetter: 2 }); // { total: 120, pending: 20, ... }
  * ```
  */
+import { INSTANT_RANGE } from '../../contract/schemas.js';
 import { isLive, type CursorState } from './leases.js';
 
 /** Queen's six message counters (`failed` is always 0, as in Queen). */
@@ -171,7 +172,8 @@ export const MAX_WINDOW_MS = 7 * 24 * 3_600_000;
 
 /**
  * The window of a series request: `from`/`to`, by default the hour up to now, at most
- * {@link MAX_WINDOW_MS} ending at `to`.
+ * {@link MAX_WINDOW_MS} ending at `to`, never before the API's earliest instant (0000-01-01: a
+ * bucket before it has no ISO-8601 form the answers could carry; the route fuzz found it).
  *
  * @example
  * ```ts
@@ -181,9 +183,11 @@ export const MAX_WINDOW_MS = 7 * 24 * 3_600_000;
  */
 export function windowOf(q: { from?: number | undefined; to?: number | undefined }, now: number): Window {
   const to = q.to ?? now;
-  const from = q.from ?? to - DEFAULT_WINDOW_MS;
-  if (!(from < to)) return { from: to - DEFAULT_WINDOW_MS, to };
-  return { from: Math.max(from, to - MAX_WINDOW_MS), to };
+  let from = q.from ?? to - DEFAULT_WINDOW_MS;
+  if (!(from < to)) from = to - DEFAULT_WINDOW_MS;
+  from = Math.max(from, to - MAX_WINDOW_MS, INSTANT_RANGE.min);
+  // A window ending at the earliest instant would hold nothing: it is the hour after it instead.
+  return from < to ? { from, to } : { from: INSTANT_RANGE.min, to: INSTANT_RANGE.min + DEFAULT_WINDOW_MS };
 }
 
 /** Queen's bucket width for a window: 1, 5, 15, 60 or 360 minutes. */

@@ -416,6 +416,12 @@ export function defineAdminSuite(target: () => HttpTarget, opts: AdminSuiteOptio
     for (const s of retention.series)
       expect(s).toMatchObject({ bucket, retentionMsgs: 0, completedRetentionMsgs: 0, evictionMsgs: 0 });
     expect(retention.totals).toMatchObject({ retentionMsgs: 0, completedRetentionMsgs: 0, evictionMsgs: 0 });
+    // A window ending at the earliest instant the API takes: every bucket has an ISO-8601 form (the fuzz found one without).
+    const earliest = await get<{ timeRange: { from: string }; series: Json[] }>(
+      '/api/v1/analytics/retention?to=0000-01-01T00%3A00%3A00Z',
+    );
+    expect(earliest.timeRange.from).toBe('0000-01-01T00:00:00.000Z');
+    for (const s of earliest.series) expect(s).toMatchObject({ bucket });
   });
 
   it('admin: GET /api/v1/analytics/worker-metrics has every field QueueOperations reads', async () => {
