@@ -32,6 +32,12 @@ export {
 export { type LeaseConsumeOptions, type LeaseConsumeStats, type LeaseContext, type LeaseHandler } from './consume.js';
 export { type ClaimBatchContext, type ClaimBatchHandler, type ClaimBatchOptions } from './claim-batches.js';
 export { type BatchItemFailure, type BatchResponse } from './batch-outcome.js';
+export {
+  verifyTargetSignature,
+  TARGET_SIGNATURE_HEADER,
+  DEFAULT_SIGNATURE_TOLERANCE_S,
+  type VerifyTargetSignatureOptions,
+} from './target-signature.js';
 export { Transaction, TransactionPush } from './transaction.js';
 export {
   Browse,

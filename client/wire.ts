@@ -281,6 +281,59 @@ export interface ErrorBody {
   [key: string]: unknown;
 }
 
+/** One record of a target event; `itemIdentifier` in an answer is its transactionId. */
+export interface TargetRecord {
+  queue: string;
+  partition: string;
+  partitionId: string;
+  offset: number;
+  id: string;
+  transactionId: string;
+  payload: unknown;
+  createdAt: string;
+  /** 1 on the first delivery. */
+  attempt: number;
+}
+
+/** What a target receives: one partition's records in order (leases), or claimed records (claims). */
+export interface TargetEvent {
+  version: 'sluice.target.v1';
+  queue: string;
+  group: string;
+  mode: 'leases' | 'claims';
+  batchId: string;
+  records: TargetRecord[];
+}
+
+/** A target's settings as reads show them, every default filled in. */
+export interface TargetSettingsAnswer {
+  endpoint:
+    | {
+        kind: 'lambda';
+        functionArn: string;
+      }
+    | {
+        kind: 'https';
+        /** An https URL (http only for loopback, on the local server). */
+        url: string;
+      };
+  /** The consumer group is a partition-lease group, or a record-claim group. */
+  mode: 'leases' | 'claims';
+  batchSize: number;
+  maximumBatchingWindowInSeconds: number;
+  maximumConcurrency: number;
+  /** ["ReportBatchItemFailures"]: the answer may fail single records (batchItemFailures). */
+  functionResponseTypes: 'ReportBatchItemFailures'[];
+  bisectBatchOnFunctionError: boolean;
+  maximumRetryAttempts?: number;
+  /** -1: no limit. */
+  maximumRecordAgeInSeconds: number;
+  timeoutSeconds: number;
+  startingPosition: 'TRIM_HORIZON' | 'LATEST' | 'AT_TIMESTAMP';
+  /** Epoch ms, for AT_TIMESTAMP. */
+  startingPositionTimestamp?: number;
+}
+
 // ------------------------------------------------------------ shared requests
 
 /** The `options` of `POST /api/v1/configure` and PATCH (null puts one back to its default). */
@@ -315,6 +368,43 @@ export interface PushItemInput {
   data?: unknown;
   transactionId?: string;
   traceId?: string | null;
+}
+
+/** A target's answer: Lambda's partial batch response (any other answer of a run that succeeded: all succeeded). */
+export interface TargetAnswerInput {
+  batchItemFailures?: {
+    itemIdentifier: string;
+    error?: string;
+  }[];
+}
+
+/** A target's settings as a caller sets them (PUT), the knobs of Lambda's event source mappings. */
+export interface TargetSettingsInput {
+  endpoint:
+    | {
+        kind: 'lambda';
+        functionArn: string;
+      }
+    | {
+        kind: 'https';
+        /** An https URL (http only for loopback, on the local server). */
+        url: string;
+      };
+  /** The consumer group is a partition-lease group, or a record-claim group. */
+  mode: 'leases' | 'claims';
+  batchSize?: number;
+  maximumBatchingWindowInSeconds?: number;
+  maximumConcurrency?: number;
+  /** ["ReportBatchItemFailures"]: the answer may fail single records (batchItemFailures). */
+  functionResponseTypes?: 'ReportBatchItemFailures'[];
+  bisectBatchOnFunctionError?: boolean;
+  maximumRetryAttempts?: number;
+  /** -1: no limit. */
+  maximumRecordAgeInSeconds?: number;
+  timeoutSeconds?: number;
+  startingPosition?: 'TRIM_HORIZON' | 'LATEST' | 'AT_TIMESTAMP';
+  /** Epoch ms, for AT_TIMESTAMP. */
+  startingPositionTimestamp?: number;
 }
 
 /** One ack item, as `/ack`, `/ack/batch` and ack-and-pop take it (`status`: completed, success, failed, retry or dlq). */
@@ -1545,3 +1635,479 @@ export type MetricsAnswer = string;
 
 /** Prometheus text format 0.0.4. */
 export type MetricsPrometheusAnswer = string;
+
+/** `PUT /api/v1/targets/{queue}/{group}` answers 200: Set a consumer group's target (a Lambda function or an HTTPS endpoint) and its knobs; an HTTPS target's first signing secret is in the answer, once. */
+export type PutTargetAnswer =
+  | {
+      queue: string;
+      group: string;
+      /** As stored, every default filled in. */
+      settings: {
+        endpoint:
+          | {
+              kind: 'lambda';
+              functionArn: string;
+            }
+          | {
+              kind: 'https';
+              /** An https URL (http only for loopback, on the local server). */
+              url: string;
+            };
+        /** The consumer group is a partition-lease group, or a record-claim group. */
+        mode: 'leases' | 'claims';
+        batchSize: number;
+        maximumBatchingWindowInSeconds: number;
+        maximumConcurrency: number;
+        /** ["ReportBatchItemFailures"]: the answer may fail single records (batchItemFailures). */
+        functionResponseTypes: 'ReportBatchItemFailures'[];
+        bisectBatchOnFunctionError: boolean;
+        maximumRetryAttempts?: number;
+        /** -1: no limit. */
+        maximumRecordAgeInSeconds: number;
+        timeoutSeconds: number;
+        startingPosition: 'TRIM_HORIZON' | 'LATEST' | 'AT_TIMESTAMP';
+        /** Epoch ms, for AT_TIMESTAMP. */
+        startingPositionTimestamp?: number;
+      };
+      /** failing: active, and the last delivery failed or did not run. */
+      state: 'active' | 'paused' | 'failing';
+      lastError: {
+        message: string;
+        at: string;
+      } | null;
+      createdAt: string;
+      updatedAt: string;
+      /** HTTPS targets: when the current signing secret was made. */
+      signingSecretSetAt: string | null;
+      /** This process's counts since it started. */
+      stats: {
+        invocations: number;
+        errors: number;
+        throttles: number;
+        retries: number;
+        deadLettered: number;
+        inFlight: number;
+        oldestUndeliveredAgeSeconds: number | null;
+      };
+      /** Shown once, when it is made: keep it to check the sluice-signature header. */
+      signingSecret: string;
+    }
+  | {
+      queue: string;
+      group: string;
+      /** As stored, every default filled in. */
+      settings: {
+        endpoint:
+          | {
+              kind: 'lambda';
+              functionArn: string;
+            }
+          | {
+              kind: 'https';
+              /** An https URL (http only for loopback, on the local server). */
+              url: string;
+            };
+        /** The consumer group is a partition-lease group, or a record-claim group. */
+        mode: 'leases' | 'claims';
+        batchSize: number;
+        maximumBatchingWindowInSeconds: number;
+        maximumConcurrency: number;
+        /** ["ReportBatchItemFailures"]: the answer may fail single records (batchItemFailures). */
+        functionResponseTypes: 'ReportBatchItemFailures'[];
+        bisectBatchOnFunctionError: boolean;
+        maximumRetryAttempts?: number;
+        /** -1: no limit. */
+        maximumRecordAgeInSeconds: number;
+        timeoutSeconds: number;
+        startingPosition: 'TRIM_HORIZON' | 'LATEST' | 'AT_TIMESTAMP';
+        /** Epoch ms, for AT_TIMESTAMP. */
+        startingPositionTimestamp?: number;
+      };
+      /** failing: active, and the last delivery failed or did not run. */
+      state: 'active' | 'paused' | 'failing';
+      lastError: {
+        message: string;
+        at: string;
+      } | null;
+      createdAt: string;
+      updatedAt: string;
+      /** HTTPS targets: when the current signing secret was made. */
+      signingSecretSetAt: string | null;
+      /** This process's counts since it started. */
+      stats: {
+        invocations: number;
+        errors: number;
+        throttles: number;
+        retries: number;
+        deadLettered: number;
+        inFlight: number;
+        oldestUndeliveredAgeSeconds: number | null;
+      };
+    };
+
+/** `PUT /api/v1/targets/{queue}/{group}` answers 201: Set a consumer group's target (a Lambda function or an HTTPS endpoint) and its knobs; an HTTPS target's first signing secret is in the answer, once. */
+export type PutTargetAnswer201 =
+  | {
+      queue: string;
+      group: string;
+      /** As stored, every default filled in. */
+      settings: {
+        endpoint:
+          | {
+              kind: 'lambda';
+              functionArn: string;
+            }
+          | {
+              kind: 'https';
+              /** An https URL (http only for loopback, on the local server). */
+              url: string;
+            };
+        /** The consumer group is a partition-lease group, or a record-claim group. */
+        mode: 'leases' | 'claims';
+        batchSize: number;
+        maximumBatchingWindowInSeconds: number;
+        maximumConcurrency: number;
+        /** ["ReportBatchItemFailures"]: the answer may fail single records (batchItemFailures). */
+        functionResponseTypes: 'ReportBatchItemFailures'[];
+        bisectBatchOnFunctionError: boolean;
+        maximumRetryAttempts?: number;
+        /** -1: no limit. */
+        maximumRecordAgeInSeconds: number;
+        timeoutSeconds: number;
+        startingPosition: 'TRIM_HORIZON' | 'LATEST' | 'AT_TIMESTAMP';
+        /** Epoch ms, for AT_TIMESTAMP. */
+        startingPositionTimestamp?: number;
+      };
+      /** failing: active, and the last delivery failed or did not run. */
+      state: 'active' | 'paused' | 'failing';
+      lastError: {
+        message: string;
+        at: string;
+      } | null;
+      createdAt: string;
+      updatedAt: string;
+      /** HTTPS targets: when the current signing secret was made. */
+      signingSecretSetAt: string | null;
+      /** This process's counts since it started. */
+      stats: {
+        invocations: number;
+        errors: number;
+        throttles: number;
+        retries: number;
+        deadLettered: number;
+        inFlight: number;
+        oldestUndeliveredAgeSeconds: number | null;
+      };
+      /** Shown once, when it is made: keep it to check the sluice-signature header. */
+      signingSecret: string;
+    }
+  | {
+      queue: string;
+      group: string;
+      /** As stored, every default filled in. */
+      settings: {
+        endpoint:
+          | {
+              kind: 'lambda';
+              functionArn: string;
+            }
+          | {
+              kind: 'https';
+              /** An https URL (http only for loopback, on the local server). */
+              url: string;
+            };
+        /** The consumer group is a partition-lease group, or a record-claim group. */
+        mode: 'leases' | 'claims';
+        batchSize: number;
+        maximumBatchingWindowInSeconds: number;
+        maximumConcurrency: number;
+        /** ["ReportBatchItemFailures"]: the answer may fail single records (batchItemFailures). */
+        functionResponseTypes: 'ReportBatchItemFailures'[];
+        bisectBatchOnFunctionError: boolean;
+        maximumRetryAttempts?: number;
+        /** -1: no limit. */
+        maximumRecordAgeInSeconds: number;
+        timeoutSeconds: number;
+        startingPosition: 'TRIM_HORIZON' | 'LATEST' | 'AT_TIMESTAMP';
+        /** Epoch ms, for AT_TIMESTAMP. */
+        startingPositionTimestamp?: number;
+      };
+      /** failing: active, and the last delivery failed or did not run. */
+      state: 'active' | 'paused' | 'failing';
+      lastError: {
+        message: string;
+        at: string;
+      } | null;
+      createdAt: string;
+      updatedAt: string;
+      /** HTTPS targets: when the current signing secret was made. */
+      signingSecretSetAt: string | null;
+      /** This process's counts since it started. */
+      stats: {
+        invocations: number;
+        errors: number;
+        throttles: number;
+        retries: number;
+        deadLettered: number;
+        inFlight: number;
+        oldestUndeliveredAgeSeconds: number | null;
+      };
+    };
+
+/** The body of `PUT /api/v1/targets/{queue}/{group}`. */
+export interface PutTargetBody {
+  endpoint:
+    | {
+        kind: 'lambda';
+        functionArn: string;
+      }
+    | {
+        kind: 'https';
+        /** An https URL (http only for loopback, on the local server). */
+        url: string;
+      };
+  /** The consumer group is a partition-lease group, or a record-claim group. */
+  mode: 'leases' | 'claims';
+  batchSize?: number;
+  maximumBatchingWindowInSeconds?: number;
+  maximumConcurrency?: number;
+  /** ["ReportBatchItemFailures"]: the answer may fail single records (batchItemFailures). */
+  functionResponseTypes?: 'ReportBatchItemFailures'[];
+  bisectBatchOnFunctionError?: boolean;
+  maximumRetryAttempts?: number;
+  /** -1: no limit. */
+  maximumRecordAgeInSeconds?: number;
+  timeoutSeconds?: number;
+  startingPosition?: 'TRIM_HORIZON' | 'LATEST' | 'AT_TIMESTAMP';
+  /** Epoch ms, for AT_TIMESTAMP. */
+  startingPositionTimestamp?: number;
+}
+
+/** `GET /api/v1/targets/{queue}/{group}` answers 200: A consumer group's target: settings, state, last error and this process's counts. */
+export interface GetTargetAnswer {
+  queue: string;
+  group: string;
+  /** As stored, every default filled in. */
+  settings: {
+    endpoint:
+      | {
+          kind: 'lambda';
+          functionArn: string;
+        }
+      | {
+          kind: 'https';
+          /** An https URL (http only for loopback, on the local server). */
+          url: string;
+        };
+    /** The consumer group is a partition-lease group, or a record-claim group. */
+    mode: 'leases' | 'claims';
+    batchSize: number;
+    maximumBatchingWindowInSeconds: number;
+    maximumConcurrency: number;
+    /** ["ReportBatchItemFailures"]: the answer may fail single records (batchItemFailures). */
+    functionResponseTypes: 'ReportBatchItemFailures'[];
+    bisectBatchOnFunctionError: boolean;
+    maximumRetryAttempts?: number;
+    /** -1: no limit. */
+    maximumRecordAgeInSeconds: number;
+    timeoutSeconds: number;
+    startingPosition: 'TRIM_HORIZON' | 'LATEST' | 'AT_TIMESTAMP';
+    /** Epoch ms, for AT_TIMESTAMP. */
+    startingPositionTimestamp?: number;
+  };
+  /** failing: active, and the last delivery failed or did not run. */
+  state: 'active' | 'paused' | 'failing';
+  lastError: {
+    message: string;
+    at: string;
+  } | null;
+  createdAt: string;
+  updatedAt: string;
+  /** HTTPS targets: when the current signing secret was made. */
+  signingSecretSetAt: string | null;
+  /** This process's counts since it started. */
+  stats: {
+    invocations: number;
+    errors: number;
+    throttles: number;
+    retries: number;
+    deadLettered: number;
+    inFlight: number;
+    oldestUndeliveredAgeSeconds: number | null;
+  };
+}
+
+/** `GET /api/v1/targets` answers 200: Every target on a queue the caller may consume. */
+export interface ListTargetsAnswer {
+  targets: {
+    queue: string;
+    group: string;
+    /** As stored, every default filled in. */
+    settings: {
+      endpoint:
+        | {
+            kind: 'lambda';
+            functionArn: string;
+          }
+        | {
+            kind: 'https';
+            /** An https URL (http only for loopback, on the local server). */
+            url: string;
+          };
+      /** The consumer group is a partition-lease group, or a record-claim group. */
+      mode: 'leases' | 'claims';
+      batchSize: number;
+      maximumBatchingWindowInSeconds: number;
+      maximumConcurrency: number;
+      /** ["ReportBatchItemFailures"]: the answer may fail single records (batchItemFailures). */
+      functionResponseTypes: 'ReportBatchItemFailures'[];
+      bisectBatchOnFunctionError: boolean;
+      maximumRetryAttempts?: number;
+      /** -1: no limit. */
+      maximumRecordAgeInSeconds: number;
+      timeoutSeconds: number;
+      startingPosition: 'TRIM_HORIZON' | 'LATEST' | 'AT_TIMESTAMP';
+      /** Epoch ms, for AT_TIMESTAMP. */
+      startingPositionTimestamp?: number;
+    };
+    /** failing: active, and the last delivery failed or did not run. */
+    state: 'active' | 'paused' | 'failing';
+    lastError: {
+      message: string;
+      at: string;
+    } | null;
+    createdAt: string;
+    updatedAt: string;
+    /** HTTPS targets: when the current signing secret was made. */
+    signingSecretSetAt: string | null;
+    /** This process's counts since it started. */
+    stats: {
+      invocations: number;
+      errors: number;
+      throttles: number;
+      retries: number;
+      deadLettered: number;
+      inFlight: number;
+      oldestUndeliveredAgeSeconds: number | null;
+    };
+  }[];
+}
+
+/** `DELETE /api/v1/targets/{queue}/{group}` answers 200: Remove a target: deliveries stop (a batch in flight settles); the group, its cursors and dead letters stay. */
+export interface DeleteTargetAnswer {
+  deleted: true;
+}
+
+/** `POST /api/v1/targets/{queue}/{group}/pause` answers 200: Pause a target: no new batch starts until it is resumed; records wait in the log. */
+export interface PauseTargetAnswer {
+  queue: string;
+  group: string;
+  /** As stored, every default filled in. */
+  settings: {
+    endpoint:
+      | {
+          kind: 'lambda';
+          functionArn: string;
+        }
+      | {
+          kind: 'https';
+          /** An https URL (http only for loopback, on the local server). */
+          url: string;
+        };
+    /** The consumer group is a partition-lease group, or a record-claim group. */
+    mode: 'leases' | 'claims';
+    batchSize: number;
+    maximumBatchingWindowInSeconds: number;
+    maximumConcurrency: number;
+    /** ["ReportBatchItemFailures"]: the answer may fail single records (batchItemFailures). */
+    functionResponseTypes: 'ReportBatchItemFailures'[];
+    bisectBatchOnFunctionError: boolean;
+    maximumRetryAttempts?: number;
+    /** -1: no limit. */
+    maximumRecordAgeInSeconds: number;
+    timeoutSeconds: number;
+    startingPosition: 'TRIM_HORIZON' | 'LATEST' | 'AT_TIMESTAMP';
+    /** Epoch ms, for AT_TIMESTAMP. */
+    startingPositionTimestamp?: number;
+  };
+  /** failing: active, and the last delivery failed or did not run. */
+  state: 'active' | 'paused' | 'failing';
+  lastError: {
+    message: string;
+    at: string;
+  } | null;
+  createdAt: string;
+  updatedAt: string;
+  /** HTTPS targets: when the current signing secret was made. */
+  signingSecretSetAt: string | null;
+  /** This process's counts since it started. */
+  stats: {
+    invocations: number;
+    errors: number;
+    throttles: number;
+    retries: number;
+    deadLettered: number;
+    inFlight: number;
+    oldestUndeliveredAgeSeconds: number | null;
+  };
+}
+
+/** `POST /api/v1/targets/{queue}/{group}/resume` answers 200: Resume a paused target. */
+export interface ResumeTargetAnswer {
+  queue: string;
+  group: string;
+  /** As stored, every default filled in. */
+  settings: {
+    endpoint:
+      | {
+          kind: 'lambda';
+          functionArn: string;
+        }
+      | {
+          kind: 'https';
+          /** An https URL (http only for loopback, on the local server). */
+          url: string;
+        };
+    /** The consumer group is a partition-lease group, or a record-claim group. */
+    mode: 'leases' | 'claims';
+    batchSize: number;
+    maximumBatchingWindowInSeconds: number;
+    maximumConcurrency: number;
+    /** ["ReportBatchItemFailures"]: the answer may fail single records (batchItemFailures). */
+    functionResponseTypes: 'ReportBatchItemFailures'[];
+    bisectBatchOnFunctionError: boolean;
+    maximumRetryAttempts?: number;
+    /** -1: no limit. */
+    maximumRecordAgeInSeconds: number;
+    timeoutSeconds: number;
+    startingPosition: 'TRIM_HORIZON' | 'LATEST' | 'AT_TIMESTAMP';
+    /** Epoch ms, for AT_TIMESTAMP. */
+    startingPositionTimestamp?: number;
+  };
+  /** failing: active, and the last delivery failed or did not run. */
+  state: 'active' | 'paused' | 'failing';
+  lastError: {
+    message: string;
+    at: string;
+  } | null;
+  createdAt: string;
+  updatedAt: string;
+  /** HTTPS targets: when the current signing secret was made. */
+  signingSecretSetAt: string | null;
+  /** This process's counts since it started. */
+  stats: {
+    invocations: number;
+    errors: number;
+    throttles: number;
+    retries: number;
+    deadLettered: number;
+    inFlight: number;
+    oldestUndeliveredAgeSeconds: number | null;
+  };
+}
+
+/** `POST /api/v1/targets/{queue}/{group}/rotate-secret` answers 200: Make a new signing secret for an HTTPS target: requests carry signatures by both until the previous one's grace ends. */
+export interface RotateTargetSecretAnswer {
+  signingSecret: string;
+  previousValidUntil: string;
+}

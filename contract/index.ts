@@ -35,6 +35,7 @@ import * as leases from './routes/leases.js';
 import * as messages from './routes/messages.js';
 import * as notifications from './routes/notifications.js';
 import * as queues from './routes/queues.js';
+import * as targets from './routes/targets.js';
 import type { RouteContract } from './route.js';
 
 export {
@@ -47,6 +48,7 @@ export {
   notifications,
   queues,
   resources,
+  targets,
   status,
   system,
 };
@@ -123,4 +125,15 @@ export const CONTRACT: readonly RouteContract[] = [
 ];
 
 /** Routes only the local server serves (on AWS, CloudWatch holds the metrics): never deployed. */
-export const LOCAL_CONTRACT: readonly RouteContract[] = [system.metrics, system.metricsPrometheus];
+export const LOCAL_CONTRACT: readonly RouteContract[] = [
+  system.metrics,
+  system.metricsPrometheus,
+  // Served by the local server only until the AWS dispatcher exists (docs/TARGETS.md).
+  targets.putTarget,
+  targets.getTarget,
+  targets.listTargets,
+  targets.deleteTarget,
+  targets.pauseTarget,
+  targets.resumeTarget,
+  targets.rotateTargetSecret,
+];

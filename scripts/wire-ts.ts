@@ -43,6 +43,8 @@ import * as messages from '../contract/routes/messages.js';
 import { ConsumptionMode, PushItemSchema, PushResultAnswer } from '../contract/routes/messages.js';
 import * as notifications from '../contract/routes/notifications.js';
 import * as queues from '../contract/routes/queues.js';
+import * as targets from '../contract/routes/targets.js';
+import { TargetAnswer, TargetEvent, TargetRecord, TargetSettings } from '../contract/targets.js';
 import { declarationOf, type Io } from './zod-ts.js';
 
 /** The route modules, by the name that tells their routes apart when two share an export name. */
@@ -58,6 +60,7 @@ const MODULES: Record<string, Record<string, unknown>> = {
   status,
   analytics,
   system,
+  targets,
 };
 
 /** Shared pieces declared once and referred to by name, per side. */
@@ -85,6 +88,13 @@ const SHARED: Record<Io, [name: string, schema: z.ZodType, doc: string][]> = {
     ['TimeRange', TimeRange, 'The window a series covers.'],
     ['WorkerAnswer', WorkerAnswer, 'This process as Queen\'s one "worker" row.'],
     ['ErrorBody', ErrorBody, 'An error answer: what went wrong in words, its code, and any details the code carries.'],
+    ['TargetRecord', TargetRecord, 'One record of a target event; `itemIdentifier` in an answer is its transactionId.'],
+    [
+      'TargetEvent',
+      TargetEvent,
+      "What a target receives: one partition's records in order (leases), or claimed records (claims).",
+    ],
+    ['TargetSettingsAnswer', TargetSettings, "A target's settings as reads show them, every default filled in."],
   ],
   input: [
     [
@@ -93,6 +103,16 @@ const SHARED: Record<Io, [name: string, schema: z.ZodType, doc: string][]> = {
       'The `options` of `POST /api/v1/configure` and PATCH (null puts one back to its default).',
     ],
     ['PushItemInput', PushItemSchema, 'One message of a push.'],
+    [
+      'TargetAnswerInput',
+      TargetAnswer,
+      "A target's answer: Lambda's partial batch response (any other answer of a run that succeeded: all succeeded).",
+    ],
+    [
+      'TargetSettingsInput',
+      TargetSettings,
+      "A target's settings as a caller sets them (PUT), the knobs of Lambda's event source mappings.",
+    ],
     [
       'AckItemInput',
       AckItemSchema,

@@ -14,6 +14,7 @@ import { queueRoutes } from './handlers/queues.js';
 import { resourceRoutes } from './handlers/resources.js';
 import { statusRoutes } from './handlers/status.js';
 import { systemRoutes } from './handlers/system.js';
+import { targetRoutes } from './handlers/targets.js';
 import type { FunctionGroup, RouteDef } from './route.js';
 
 /** Every HTTP route Sluice deploys. The local server mounts them all; each Lambda its group. */
@@ -36,7 +37,7 @@ export const ALL_ROUTES: RouteDef[] = [
 ];
 
 /** Routes only the local server serves (on AWS, CloudWatch holds the metrics): never deployed. */
-export const LOCAL_ROUTES: RouteDef[] = [...metricsRoutes];
+export const LOCAL_ROUTES: RouteDef[] = [...metricsRoutes, ...targetRoutes];
 
 /** What the local server mounts. */
 export const SERVER_ROUTES: RouteDef[] = [...ALL_ROUTES, ...LOCAL_ROUTES];

@@ -25,6 +25,7 @@ import { SERVER_ROUTES } from '../http/routes.js';
 import type { LogLine } from '../service/adapters/key-file-provider.js';
 import { runMaintenance } from '../service/maintenance/maintenance.js';
 import { buildServices, useServices } from '../service/runtime.js';
+import { startTargetDispatcher } from './targets.js';
 import { MemoryTelemetry, type Telemetry } from '../service/telemetry.js';
 import type { Storage } from '../storage/port.js';
 import { assertSafeBind, bearerAuthenticator, withBearerTokens } from './auth.js';
@@ -143,6 +144,7 @@ async function main(): Promise<void> {
     shutdown: stopping.signal,
     telemetry,
     ...(sealing.keys ? { keyProvider: sealing.keys } : {}),
+    targets: { dispatcher: true, loopback: true },
   });
   useServices(svc);
   let server: LocalServer;
@@ -170,6 +172,7 @@ async function main(): Promise<void> {
         }, intervalMs)
       : undefined;
   timer?.unref();
+  const targets = startTargetDispatcher(svc);
   print(
     JSON.stringify({
       level: 'INFO',
@@ -193,6 +196,7 @@ async function main(): Promise<void> {
     if (timer) clearInterval(timer);
     stopping.abort(); // long polls answer now instead of at their timeout
     await server.close(); // requests in flight finish; every acknowledged push is already committed
+    await targets.stop(); // batches in flight settle
     // The minute under way, so the series still show it after a restart.
     await svc.activity.flushDue({ underWay: true }).catch(() => undefined);
     await storage.close();

@@ -34,6 +34,8 @@ import { NotificationService } from './notifications/notification-service.js';
 import { Notifier } from './notifier.js';
 import { watchWrites, WriteHealth } from './storage-health.js';
 import { MemoryTelemetry, type Telemetry } from './telemetry.js';
+import { TargetService } from './targets/target-service.js';
+import { TargetStats } from './targets/target-stats.js';
 import { TransactionService } from './transaction-service.js';
 import { lambdaMemoryGb, UsageLedger } from './usage.js';
 import { WaitSlots } from './wait-slots.js';
@@ -97,6 +99,10 @@ export interface Services {
   shutdown: AbortSignal;
   /** Wake-ups for idle consumers over WebSocket (AWS; off without SLUICE_NOTIFY_URL). */
   notifications: NotificationService;
+  /** Targets: consumer groups delivered to a function or an endpoint (docs/TARGETS.md). */
+  targets: TargetService;
+  /** What this process's dispatcher counted per target. */
+  targetStats: TargetStats;
 }
 
 export interface BuildOptions {
@@ -113,6 +119,11 @@ export interface BuildOptions {
   unreservedConcurrency?: () => Promise<number>;
   /** Where the notifier posts wake-ups; by default API Gateway's management API at SLUICE_NOTIFY_CALLBACK_URL. */
   poster?: () => Promise<ConnectionPoster>;
+  /**
+   * Whether this process runs a target dispatcher, and may deliver to http:// loopback endpoints
+   * (the local server). Without one, setting a target is refused: nothing would deliver it.
+   */
+  targets?: { dispatcher: boolean; loopback: boolean };
 }
 
 /**
@@ -190,6 +201,15 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
   const deletion = new QueueDeletion({ storage, queues, groups, work, dlq, config, clock });
   const segmentBlobs = new SegmentBlobSweep({ storage, config, clock });
   const admin = buildAdminReads({ storage, queues, segments, groups, leaseGroups, dlq, cipher, clock });
+  const targets = new TargetService({
+    storage,
+    groups,
+    cipher,
+    clock,
+    dispatcher: opts.targets?.dispatcher ?? false,
+    lambdaTargets: false,
+    loopbackTargets: opts.targets?.loopback ?? false,
+  });
   return {
     config,
     storage,
@@ -227,6 +247,8 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
       url: config.notifyUrl,
       poster: opts.poster ?? (() => apiGatewayPoster(config.notifyCallbackUrl)),
     }),
+    targets,
+    targetStats: new TargetStats(),
   };
 }
 

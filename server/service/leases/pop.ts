@@ -80,6 +80,19 @@ export interface PopRequest {
   wait: boolean;
   /** Long-poll budget asked for (capped by configuration). */
   timeoutMs: number;
+  /** A target's own retry rules for the leases this pop takes (service/targets/); absent: the queue's. */
+  overrides?: LaneOverrides | undefined;
+}
+
+/**
+ * What a target's dispatcher sets on the leases it takes, in place of the queue's options: its
+ * `maximumRetryAttempts`, dead letters always on (a target's failures are never dropped), and
+ * a hold after a failed batch so a failing record is not retried at once.
+ */
+export interface LaneOverrides {
+  retryLimit?: number | undefined;
+  deadLetter?: boolean | undefined;
+  retryDelayMs?: number | undefined;
 }
 
 function addExpired(ctx: LaneContext, n: number): void {
@@ -108,7 +121,8 @@ export interface PopResult {
   group: string;
   /** '' for an auto-acked pop. */
   leaseId: string;
-  partitions: { id: string; name: string }[];
+  /** `attempt`: 1 on a span's first delivery, plus the failed deliveries charged since (the lane's retry budget spent). */
+  partitions: { id: string; name: string; attempt?: number | undefined }[];
   messages: PoppedMessage[];
 }
 
@@ -125,6 +139,7 @@ interface LaneContext {
   autoAck: boolean;
   /** Adds up what the pop's looks passed over (see {@link PopTally}). */
   tally?: PopTally | undefined;
+  overrides?: LaneOverrides | undefined;
 }
 
 /**
@@ -144,10 +159,13 @@ interface WildcardPop {
   batch: number;
   partitions: number;
   tally?: PopTally | undefined;
+  overrides?: LaneOverrides | undefined;
 }
 
 type LaneOutcome =
-  { kind: 'delivered'; messages: PoppedMessage[]; bytes: number } | { kind: 'busy' } | { kind: 'empty' };
+  | { kind: 'delivered'; messages: PoppedMessage[]; bytes: number; attempt: number }
+  | { kind: 'busy' }
+  | { kind: 'empty' };
 
 export interface PopServiceDeps {
   storage: Storage;
@@ -240,7 +258,7 @@ export class PopService {
     const reg = await this.deps.groups.register(queue.name, req.group, 'lease', sub);
     const leaseMs = effectiveLeaseSeconds(req.leaseSeconds, queue.options.leaseTime) * 1000;
     const batch = Math.max(1, Math.min(MAX_POP_BATCH, req.batch));
-    const base = { queue, group: req.group, reg, now, leaseMs, autoAck: req.autoAck, tally };
+    const base = { queue, group: req.group, reg, now, leaseMs, autoAck: req.autoAck, tally, overrides: req.overrides };
     if (req.partition !== undefined) {
       const part = await this.deps.queues.getPartition(queue.name, req.partition);
       if (!part) return null;
@@ -251,7 +269,7 @@ export class PopService {
         queue: queue.name,
         group: req.group,
         leaseId,
-        partitions: [{ id: part.id, name: part.name }],
+        partitions: [{ id: part.id, name: part.name, attempt: out.attempt }],
         messages: out.messages,
       };
     }
@@ -270,7 +288,7 @@ export class PopService {
     const busy = (pid: string): boolean => this.inflight.has(`${pid}\u0000${c.group}`);
     const cands = (await this.deps.work.candidates(c.queue, c.group, c.now, busy)).filter((x) => !busy(x.partitionId));
     const messages: PoppedMessage[] = [];
-    const claimed: { id: string; name: string }[] = [];
+    const claimed: PopResult['partitions'] = [];
     let removed = false;
     let budget = c.batch;
     let bytes = POP_MAX_BYTES;
@@ -320,7 +338,7 @@ export class PopService {
         this.deps.work.served(c.queue, c.group, part.id);
         if (out.kind !== 'delivered') continue;
         leaseId = roundId;
-        claimed.push({ id: part.id, name: part.name });
+        claimed.push({ id: part.id, name: part.name, attempt: out.attempt });
         messages.push(...out.messages);
         budget -= out.messages.length;
         bytes -= out.bytes;
@@ -433,9 +451,9 @@ export class PopService {
       fp: ctx.autoAck ? '' : picked.map((p) => fingerprint(p.frame.transactionId)).join(''),
       segs,
       segEnd: last.seg.end,
-      rl: o.retryLimit,
-      dlq: dlqEnabled(o),
-      rd: timers.retryDelayMs,
+      rl: ctx.overrides?.retryLimit ?? o.retryLimit,
+      dlq: ctx.overrides?.deadLetter ?? dlqEnabled(o),
+      rd: ctx.overrides?.retryDelayMs ?? timers.retryDelayMs,
       skipThrough,
       expired,
       autoAck: ctx.autoAck,
@@ -457,7 +475,7 @@ export class PopService {
       })),
     );
     const bytes = picked.reduce((n, p) => n + p.frame.payload.byteLength + p.frame.transactionId.length + overhead, 0);
-    return { kind: 'delivered', messages, bytes };
+    return { kind: 'delivered', messages, bytes, attempt: state.retry + 1 };
   }
 
   /**

@@ -1,0 +1,227 @@
+/**
+ * Targets as callers manage them: set (create or replace), read, list, delete, pause, resume,
+ * rotate an HTTPS target's signing secret. Every change is validated completely before its one
+ * guarded write; a lost race answers 409 rather than overwriting a change the caller never saw.
+ *
+ * Signing secrets are sealed with the payload key (the key file locally, KMS on AWS) and never
+ * returned by a read: the answer that makes one shows it once. A rotation keeps the previous
+ * secret signing for {@link ROTATION_GRACE_MS}, so receivers can move to the new one.
+ *
+ * @example
+ * ```ts
+ * const { view, signingSecret } = await targets.set('orders', 'billing', settings);
+ * await targets.setPaused('orders', 'billing', true);
+ * ```
+ */
+import { TARGET_LIMITS, type TargetSettings } from '../../../contract/targets.js';
+import { conflict, invalid, notFound } from '../../core/errors.js';
+import { ConditionFailedError, type Storage } from '../../storage/port.js';
+import type { PayloadCipherLike } from '../encryption.js';
+import type { GroupRegistry } from '../groups/group-registry.js';
+import { newSigningSecret } from './signing.js';
+import { decodeTarget, targetAttrs, targetKeys, type TargetRecord } from './target-store.js';
+
+/** How long a rotated-out secret keeps signing: a day for receivers to deploy the new one. */
+export const ROTATION_GRACE_MS = 24 * 3_600_000;
+
+export interface TargetServiceDeps {
+  storage: Storage;
+  groups: GroupRegistry;
+  /** Seals signing secrets; without it HTTPS targets are refused (their secret would be stored in the clear). */
+  cipher: PayloadCipherLike | undefined;
+  clock: () => number;
+  /** Whether a dispatcher delivers targets in this deployment; without one a target would never be delivered. */
+  dispatcher: boolean;
+  /** Whether this deployment can invoke Lambda functions (the AWS stack) — the local server cannot. */
+  lambdaTargets: boolean;
+  /** The local server only: http:// endpoints on loopback, for developing a receiver on this machine. */
+  loopbackTargets: boolean;
+}
+
+/** The answer that made or rotated a signing secret carries it, once. */
+export interface SetResult {
+  target: TargetRecord;
+  created: boolean;
+  signingSecret?: string | undefined;
+}
+
+const LOOPBACK_HOST = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
+
+export class TargetService {
+  constructor(private readonly deps: TargetServiceDeps) {}
+
+  async get(queue: string, group: string): Promise<TargetRecord | undefined> {
+    const item = await this.deps.storage.items.get('meta', targetKeys.target(queue, group));
+    return item ? decodeTarget(item) : undefined;
+  }
+
+  /** A target, or 404. */
+  async require(queue: string, group: string): Promise<TargetRecord> {
+    const t = await this.get(queue, group);
+    if (!t) throw notFound(`no target for consumer group ${group} on queue ${queue}`);
+    return t;
+  }
+
+  /** Every target, by queue then group. */
+  async list(): Promise<TargetRecord[]> {
+    const out: TargetRecord[] = [];
+    let after: string | undefined;
+    do {
+      const page = await this.deps.storage.items.query('meta', targetKeys.all, { after });
+      out.push(...page.items.map(decodeTarget));
+      after = page.next;
+    } while (after !== undefined);
+    return out;
+  }
+
+  /** Creates or replaces a target's settings (its state and secrets stay). */
+  async set(queue: string, group: string, settings: TargetSettings): Promise<SetResult> {
+    this.checkEndpoint(settings);
+    const reg = await this.deps.groups.get(queue, group);
+    const kind = settings.mode === 'leases' ? 'lease' : 'claim';
+    if (reg && reg.kind !== kind)
+      throw conflict(
+        `consumer group ${group} on queue ${queue} consumes by ${reg.kind === 'lease' ? 'partition leases' : 'record claims'}; ` +
+          `give mode "${reg.kind === 'lease' ? 'leases' : 'claims'}" or use another group`,
+      );
+    const key = targetKeys.target(queue, group);
+    const item = await this.deps.storage.items.get('meta', key);
+    const prev = item ? decodeTarget(item) : undefined;
+    if (!prev && (await this.list()).length >= TARGET_LIMITS.perStack)
+      throw invalid(`a deployment holds at most ${TARGET_LIMITS.perStack} targets; delete one first`, {
+        limit: TARGET_LIMITS.perStack,
+      });
+    const now = this.deps.clock();
+    let signingSecret: string | undefined;
+    let secrets = prev?.secrets ?? [];
+    if (settings.endpoint.kind === 'https' && secrets.length === 0) {
+      signingSecret = newSigningSecret();
+      secrets = [await this.seal(signingSecret, now)];
+    }
+    if (settings.endpoint.kind === 'lambda') secrets = [];
+    const next: TargetRecord = {
+      queue,
+      group,
+      settings,
+      paused: prev?.paused ?? false,
+      secrets,
+      lastError: prev?.lastError ?? null,
+      createdAt: prev?.createdAt ?? now,
+      updatedAt: now,
+    };
+    await this.write(next, item?.ver);
+    return { target: next, created: !prev, signingSecret };
+  }
+
+  async delete(queue: string, group: string): Promise<void> {
+    const key = targetKeys.target(queue, group);
+    const item = await this.deps.storage.items.get('meta', key);
+    if (!item) throw notFound(`no target for consumer group ${group} on queue ${queue}`);
+    await this.guarded(() => this.deps.storage.items.delete('meta', key, { kind: 'version', ver: item.ver }));
+  }
+
+  async setPaused(queue: string, group: string, paused: boolean): Promise<TargetRecord> {
+    return this.update(queue, group, (t) => ({ ...t, paused }));
+  }
+
+  /** A new signing secret; the previous one signs too until the grace ends. */
+  async rotateSecret(queue: string, group: string): Promise<{ signingSecret: string; previousValidUntil: number }> {
+    const now = this.deps.clock();
+    const signingSecret = newSigningSecret();
+    const sealed = await this.seal(signingSecret, now);
+    const previousValidUntil = now + ROTATION_GRACE_MS;
+    await this.update(queue, group, (t) => {
+      if (t.settings.endpoint.kind !== 'https') throw invalid('only an HTTPS target has a signing secret');
+      const current = t.secrets.find((s) => s.validUntil === null);
+      return {
+        ...t,
+        secrets: [sealed, ...(current ? [{ ...current, validUntil: previousValidUntil }] : [])],
+      };
+    });
+    return { signingSecret, previousValidUntil };
+  }
+
+  /** The secrets that sign a request at `now`, newest first, opened. */
+  async signingSecrets(t: TargetRecord, now: number): Promise<string[]> {
+    const cipher = this.deps.cipher;
+    if (!cipher) return [];
+    const live = t.secrets.filter((s) => s.validUntil === null || s.validUntil > now);
+    return Promise.all(
+      live.map(async (s) => Buffer.from(await cipher.open(Buffer.from(s.sealed, 'base64'))).toString('utf8')),
+    );
+  }
+
+  /**
+   * Records how the last delivery went: an error, or null once one succeeds. Writes only when
+   * that changes (a failing target does not write per attempt).
+   */
+  async noteOutcome(queue: string, group: string, error: string | null): Promise<void> {
+    const t = await this.get(queue, group);
+    if (!t || (error === null) === (t.lastError === null)) return;
+    const lastError = error === null ? null : { message: error.slice(0, 1000), at: this.deps.clock() };
+    await this.update(queue, group, (cur) => ({ ...cur, lastError })).catch((e: unknown) => {
+      // Someone changed the target meanwhile: the next outcome notes it again.
+      if (!(e instanceof Error && (e as { code?: string }).code === 'conflict')) throw e;
+    });
+  }
+
+  private checkEndpoint(s: TargetSettings): void {
+    if (!this.deps.dispatcher)
+      throw invalid(
+        'this deployment delivers no targets yet: the local server does (npm start); on AWS the dispatcher is still to come (docs/TARGETS.md)',
+      );
+    const e = s.endpoint;
+    if (e.kind === 'lambda' && !this.deps.lambdaTargets)
+      throw invalid(
+        'this server cannot invoke Lambda functions: set an https endpoint, or run a handler module with the local server (--target)',
+      );
+    if (e.kind === 'https') {
+      if (!this.deps.cipher)
+        throw invalid(
+          'HTTPS targets need a payload key to keep their signing secret (SLUICE_ENCRYPTION_KEY or SLUICE_KMS_KEY_ID)',
+        );
+      const url = new URL(e.url);
+      if (url.protocol === 'http:' && !(this.deps.loopbackTargets && LOOPBACK_HOST.test(url.host.replace(/:\d+$/, ''))))
+        throw invalid('an endpoint must be https:// (http:// only to a loopback address, on the local server)');
+      if (url.username || url.password) throw invalid('an endpoint URL must not carry credentials');
+    }
+    if (s.maximumBatchingWindowInSeconds > 0 && s.timeoutSeconds + s.maximumBatchingWindowInSeconds > 900)
+      throw invalid('timeoutSeconds + maximumBatchingWindowInSeconds must be at most 900');
+  }
+
+  private async seal(secret: string, now: number): Promise<{ sealed: string; createdAt: number; validUntil: null }> {
+    const cipher = this.deps.cipher;
+    if (!cipher) throw invalid('HTTPS targets need a payload key to keep their signing secret');
+    const sealed = Buffer.from(await cipher.seal(Buffer.from(secret, 'utf8'))).toString('base64');
+    return { sealed, createdAt: now, validUntil: null };
+  }
+
+  private async update(queue: string, group: string, f: (t: TargetRecord) => TargetRecord): Promise<TargetRecord> {
+    const key = targetKeys.target(queue, group);
+    const item = await this.deps.storage.items.get('meta', key);
+    if (!item) throw notFound(`no target for consumer group ${group} on queue ${queue}`);
+    const next = { ...f(decodeTarget(item)), updatedAt: this.deps.clock() };
+    await this.write(next, item.ver);
+    return next;
+  }
+
+  private async write(t: TargetRecord, ver: number | undefined): Promise<void> {
+    const key = targetKeys.target(t.queue, t.group);
+    await this.guarded(() =>
+      this.deps.storage.items.put(
+        'meta',
+        { ...key, ver: (ver ?? 0) + 1, attrs: targetAttrs(t) },
+        ver === undefined ? { kind: 'absent' } : { kind: 'version', ver },
+      ),
+    );
+  }
+
+  private async guarded(write: () => Promise<void>): Promise<void> {
+    try {
+      await write();
+    } catch (e) {
+      if (e instanceof ConditionFailedError) throw conflict('the target changed meanwhile; read it and try again');
+      throw e;
+    }
+  }
+}
