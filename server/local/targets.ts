@@ -15,12 +15,17 @@ import { httpsInvoker } from '../service/targets/https-invoker.js';
 import { VERSION } from '../public/version.js';
 
 export function startTargetDispatcher(
-  svc: Pick<Services, 'targets' | 'leasePops' | 'leaseAcks' | 'notifier' | 'clock' | 'telemetry' | 'targetStats'>,
+  svc: Pick<
+    Services,
+    'targets' | 'leasePops' | 'leaseAcks' | 'claims' | 'queues' | 'notifier' | 'clock' | 'telemetry' | 'targetStats'
+  >,
 ): TargetDispatcher {
   const d = new TargetDispatcher({
     targets: svc.targets,
     leasePops: svc.leasePops,
     leaseAcks: svc.leaseAcks,
+    claims: svc.claims,
+    queues: svc.queues,
     notifier: svc.notifier,
     clock: svc.clock,
     telemetry: svc.telemetry,

@@ -135,7 +135,7 @@ export class World {
     return r.committed;
   }
 
-  nack(offset: number, opts: { attempts?: number; delayMs?: number } = {}): void {
+  nack(offset: number, opts: { attempts?: number; delayMs?: number; refund?: boolean } = {}): void {
     this.commit(core.nack(this.view, { offset, ...opts }, this.now, this.limits).changes, this.view.stateVer);
   }
 

@@ -156,6 +156,22 @@ describe('unit: claim scenarios (pure core)', () => {
     expect(w.poll().map((r) => [r.offset, r.attempts])).toEqual([[0, 2]]);
   });
 
+  it('a_refunded_nack_gives_the_attempt_back_so_a_target_that_did_not_run_never_spends_the_budget', () => {
+    const w = new World({ maxAttempts: 2 });
+    w.push(1);
+    for (let i = 0; i < 5; i++) {
+      expect(w.poll().map((r) => [r.offset, r.attempts])).toEqual([[0, 1]]);
+      w.nack(0, { attempts: 1, refund: true });
+    }
+    // Charged nacks still spend it: the second charged delivery is the last.
+    expect(w.poll().map((r) => r.attempts)).toEqual([1]);
+    w.nack(0, { attempts: 1 });
+    expect(w.poll().map((r) => r.attempts)).toEqual([2]);
+    w.nack(0, { attempts: 2 });
+    expect(w.poll()).toEqual([]);
+    expect(w.deadList()).toEqual([0]);
+  });
+
   it('a_consumer_dead_letter_is_listed_finished_and_redrivable', () => {
     const w = new World();
     w.push(2);

@@ -115,6 +115,12 @@ export interface NackRequest {
   attempts?: number | undefined;
   /** Owed again only after this long; 0 or absent: at once. */
   delayMs?: number | undefined;
+  /**
+   * The delivery never reached a consumer (a target that was throttled or could not be
+   * reached, docs/TARGETS.md): its attempt is given back, so it does not count toward
+   * `maxAttempts`. The next delivery carries the same attempt number again.
+   */
+  refund?: boolean | undefined;
 }
 
 /**
@@ -139,6 +145,8 @@ export function nack(
       record.status = 'o';
       record.until = 0;
     }
+    // Given back, it is owed as it was before this delivery (attempts 0: never handed out).
+    if (req.refund && record.attempts > 0) record.attempts--;
     record.holder = -1;
     d.touch(item);
   }

@@ -1,8 +1,11 @@
 /**
  * The dispatcher: runs every active target's deliveries in this process (the local server; on
- * AWS a function of its own, docs/TARGETS.md). A target gets `maximumConcurrency` slots; each
- * slot takes one partition's lease with a wildcard pop (the one-lease rule keeps two slots, or
- * two dispatchers, off the same partition), delivers it (lease-delivery.ts) and loops.
+ * AWS a function of its own, docs/TARGETS.md). A target gets `maximumConcurrency` slots. A
+ * lease target's slot takes one partition's lease with a wildcard pop (the one-lease rule keeps
+ * two slots, or two dispatchers, off the same partition), delivers it (lease-delivery.ts) and
+ * loops. A claim target's slot goes round the queue's partitions, creating the group on each
+ * at the target's starting position the first time, and delivers what one poll claims
+ * (claim-delivery.ts); slots share partitions, the claims keep them apart.
  *
  * Waiting costs nothing: an idle slot sleeps on the notifier (woken by this process's pushes)
  * and looks again every {@link IDLE_LOOK_MS} for other processes' pushes. A target that does not
@@ -18,11 +21,16 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { throttleDelayMs, type Invoker } from '../../core/targets/index.js';
+import { randomUUID } from 'node:crypto';
+import type { ClaimService } from '../claims/claim-service.js';
+import type { Start } from '../../core/claims/admin.js';
+import type { QueueDirectory } from '../log/queue-directory.js';
 import type { AckService } from '../leases/ack.js';
+import { deliverClaims } from './claim-delivery.js';
 import type { LaneOverrides, PopService } from '../leases/pop.js';
 import type { Notifier } from '../notifier.js';
 import type { Telemetry } from '../telemetry.js';
-import { deliverLease, leaseSecondsFor } from './lease-delivery.js';
+import { deliverLease, LEASE_MARGIN_S, leaseSecondsFor } from './lease-delivery.js';
 import type { TargetService } from './target-service.js';
 import type { TargetStats } from './target-stats.js';
 import type { TargetRecord } from './target-store.js';
@@ -40,6 +48,8 @@ export interface DispatcherDeps {
   targets: Pick<TargetService, 'list' | 'noteOutcome' | 'signingSecrets'>;
   leasePops: Pick<PopService, 'popOnce'>;
   leaseAcks: Pick<AckService, 'ack' | 'extend'>;
+  claims: Pick<ClaimService, 'poll' | 'ack' | 'nack' | 'deadLetter' | 'create'>;
+  queues: Pick<QueueDirectory, 'listPartitions'>;
   notifier: Notifier;
   clock: () => number;
   telemetry: Telemetry;
@@ -64,6 +74,17 @@ const subscriptionOf = (t: TargetRecord): { subscriptionMode?: string; subscript
     return { subscriptionFrom: new Date(s.startingPositionTimestamp ?? 0).toISOString() };
   return { subscriptionMode: 'all' };
 };
+
+/** Where a claim target creates its group on a partition it has not seen. */
+const claimStartOf = (t: TargetRecord): Start => {
+  const s = t.settings;
+  if (s.startingPosition === 'LATEST') return 'latest';
+  if (s.startingPosition === 'AT_TIMESTAMP') return { at: s.startingPositionTimestamp ?? 0 };
+  return 'earliest';
+};
+
+/** The member name a claim target's polls carry (claims are per member; one name for the dispatcher). */
+export const TARGET_MEMBER = 'sluice-target';
 
 export class TargetDispatcher {
   private readonly running = new Map<string, Running>();
@@ -110,7 +131,8 @@ export class TargetDispatcher {
     const secrets = await this.deps.targets.signingSecrets(t, this.deps.clock());
     const invoker = this.deps.invokerFor(t, () => secrets);
     const stop = new AbortController();
-    const slots = Array.from({ length: t.settings.maximumConcurrency }, () => this.slot(t, invoker, stop.signal));
+    const slot = t.settings.mode === 'leases' ? this.leaseSlot.bind(this) : this.claimSlot.bind(this);
+    const slots = Array.from({ length: t.settings.maximumConcurrency }, () => slot(t, invoker, stop.signal));
     this.running.set(key, { version: t.updatedAt, stop, invoker, done: Promise.all(slots).then(() => undefined) });
   }
 
@@ -124,7 +146,7 @@ export class TargetDispatcher {
   }
 
   /** One slot of a lease target: pop one partition, deliver, repeat. */
-  private async slot(t: TargetRecord, invoker: Invoker, signal: AbortSignal): Promise<void> {
+  private async leaseSlot(t: TargetRecord, invoker: Invoker, signal: AbortSignal): Promise<void> {
     const stats = this.deps.stats.of(t.queue, t.group);
     const random = this.deps.random ?? Math.random;
     const overrides: LaneOverrides = {
@@ -170,6 +192,71 @@ export class TargetDispatcher {
         }
         notRun = 0;
         if (end.kind === 'settled') await this.deps.targets.noteOutcome(t.queue, t.group, end.error);
+      } catch (e) {
+        this.deps.telemetry.error('targets: a delivery failed unexpectedly', {
+          queue: t.queue,
+          group: t.group,
+          error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e),
+        });
+        await sleep(SLOT_ERROR_PAUSE_MS, undefined, { signal }).catch(() => undefined);
+      }
+    }
+  }
+
+  /** One slot of a claim target: poll the next partition with work, deliver, repeat. */
+  private async claimSlot(t: TargetRecord, invoker: Invoker, signal: AbortSignal): Promise<void> {
+    const stats = this.deps.stats.of(t.queue, t.group);
+    const random = this.deps.random ?? Math.random;
+    const created = new Set<string>();
+    const s = t.settings;
+    // Bisect re-invokes within the claims: they must outlast every half (≤ 2·⌈log2 n⌉ + 1 calls).
+    const calls = s.bisectBatchOnFunctionError ? 2 * Math.ceil(Math.log2(Math.max(2, s.batchSize))) + 2 : 1;
+    const visibilityMs = (s.timeoutSeconds * calls + LEASE_MARGIN_S) * 1000;
+    let next = Math.floor(random() * 1000);
+    let notRun = 0;
+    while (!signal.aborted) {
+      try {
+        const parts = await this.deps.queues.listPartitions(t.queue);
+        let delivered = false;
+        for (let k = 0; k < parts.length && !delivered && !signal.aborted; k++) {
+          const p = parts[next++ % parts.length]!;
+          if (!created.has(p.id)) {
+            await this.deps.claims.create(t.queue, p.name, t.group, claimStartOf(t));
+            created.add(p.id);
+          }
+          const polled = await this.deps.claims.poll(t.queue, p.name, t.group, {
+            max: Math.min(s.batchSize, 1000),
+            visibilityMs,
+            consumer: TARGET_MEMBER,
+            principal: TARGET_MEMBER,
+          });
+          if (polled.records.length === 0) continue;
+          delivered = true;
+          stats.oldestUndeliveredAt = Math.min(...polled.records.map((r) => r.message.createdAt));
+          stats.inFlight++;
+          const end = await deliverClaims(
+            { claims: this.deps.claims, clock: this.deps.clock, batchId: randomUUID },
+            { record: t, invoker, stats },
+            { id: p.id, name: p.name },
+            polled.records,
+          ).finally(() => stats.inFlight--);
+          if (end.kind === 'not-run') {
+            notRun++;
+            await this.deps.targets.noteOutcome(t.queue, t.group, end.error);
+            await sleep(throttleDelayMs(notRun, end.retryAfterMs, random), undefined, { signal }).catch(
+              () => undefined,
+            );
+          } else {
+            notRun = 0;
+            if (end.kind === 'settled') await this.deps.targets.noteOutcome(t.queue, t.group, end.error);
+          }
+        }
+        if (!delivered) {
+          stats.oldestUndeliveredAt = null;
+          await this.deps.notifier.wait(t.queue, IDLE_LOOK_MS, signal);
+          if (s.maximumBatchingWindowInSeconds > 0)
+            await sleep(s.maximumBatchingWindowInSeconds * 1000, undefined, { signal }).catch(() => undefined);
+        }
       } catch (e) {
         this.deps.telemetry.error('targets: a delivery failed unexpectedly', {
           queue: t.queue,
