@@ -241,6 +241,10 @@ describe('targets: npm start delivers', () => {
         '/api/v1/targets/e2e/billing',
       );
       expect(view.body.stats).toMatchObject({ invocations: got.length, errors: 0 });
+      const metrics = await (await fetch(`${proc.url}/metrics`)).text();
+      expect(metrics).toContain(`sluice_target_invocations_total{queue="e2e",group="billing"} ${got.length}`);
+      expect(metrics).toContain('sluice_target_errors_total{queue="e2e",group="billing"} 0');
+      expect(metrics).toContain('sluice_target_batches_in_flight{queue="e2e",group="billing"} 0');
     } finally {
       await new Promise<void>((r) => rx.close(() => r()));
     }

@@ -154,5 +154,39 @@ export function metricsText(s: MetricsSnapshot): string {
         count: histogram.count,
       },
     );
+  type TargetRow = MetricsSnapshot['targets'][number];
+  const perTarget: [string, 'counter' | 'gauge', string, (t: TargetRow) => number][] = [
+    ['sluice_target_invocations_total', 'counter', 'Events sent to the target.', (t) => t.counts.invocations],
+    [
+      'sluice_target_errors_total',
+      'counter',
+      'Events the target failed or could not be reached for.',
+      (t) => t.counts.errors,
+    ],
+    [
+      'sluice_target_throttles_total',
+      'counter',
+      'Events the target refused to run (429, 503).',
+      (t) => t.counts.throttles,
+    ],
+    ['sluice_target_retries_total', 'counter', 'Charged failures: a record comes again.', (t) => t.counts.retries],
+    [
+      'sluice_target_dead_letters_total',
+      'counter',
+      'Records the target sent to dead letters.',
+      (t) => t.counts.deadLettered,
+    ],
+    ['sluice_target_batches_in_flight', 'gauge', 'Events being delivered now.', (t) => t.counts.inFlight],
+    [
+      'sluice_target_oldest_record_age_seconds',
+      'gauge',
+      'Age of the oldest record the last look found undelivered (0: none waits).',
+      (t) => t.oldestAgeSeconds,
+    ],
+  ];
+  for (const [name, type, help, f] of perTarget) {
+    w.family(name, type, help);
+    for (const t of s.targets) w.sample(name, { queue: t.queue, group: t.group }, f(t));
+  }
   return w.text();
 }

@@ -23,7 +23,11 @@
  *   `sluice_lambda_gb_seconds_total`, `sluice_dynamodb_{requests,write_units,read_units}_total`,
  *   `sluice_s3_{puts,gets,lists,deletes}_total`: the storage requests as the AWS adapter would
  *   make them, with DynamoDB units estimated from item sizes (`storage/usage.ts`);
- * - per route: `sluice_http_request_duration_seconds` (histogram, `route` and `code` class).
+ * - per route: `sluice_http_request_duration_seconds` (histogram, `route` and `code` class);
+ * - per target (docs/TARGETS.md), labelled `queue` and `group`: `sluice_target_invocations_total`,
+ *   `sluice_target_errors_total`, `sluice_target_throttles_total`, `sluice_target_retries_total`,
+ *   `sluice_target_dead_letters_total`, `sluice_target_batches_in_flight`,
+ *   `sluice_target_oldest_record_age_seconds` (0 when nothing waits).
  *
  * Counters count since the process started, and only for queues that exist: a pop, ack-and-pop
  * or claim poll naming a queue nobody made (204 or 404) adds no series, since its name is
@@ -41,7 +45,7 @@ import * as systemApi from '../../../contract/routes/admin/system.js';
 import { seesMetricsOf } from '../access.js';
 
 /** What both metrics routes use: what the snapshot reads. */
-const METRICS_USES = ['activity', 'admin', 'clock', 'usage'] as const;
+const METRICS_USES = ['activity', 'admin', 'clock', 'usage', 'targets', 'targetStats'] as const;
 
 const metricsRun = async ({
   services,

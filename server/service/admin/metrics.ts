@@ -12,6 +12,7 @@
  * ```
  */
 import { mapBounded } from '../../core/map-bounded.js';
+import type { TargetCounts } from '../targets/target-stats.js';
 import type { Services } from '../runtime.js';
 import type { UsageTotals } from '../usage.js';
 import { addRow, emptyRow, type ActivityRow, type Histogram } from './activity.js';
@@ -45,6 +46,8 @@ export interface MetricsSnapshot {
   /** Consumer lag per group and visible queue that exists. */
   lag: GroupQueueRow[];
   latencies: { route: string; statusClass: string; histogram: Histogram }[];
+  /** Each visible queue's targets, with what this process's dispatcher counted (docs/TARGETS.md). */
+  targets: { queue: string; group: string; counts: TargetCounts; oldestAgeSeconds: number }[];
 }
 
 /**
@@ -56,7 +59,7 @@ export interface MetricsSnapshot {
  * ```
  */
 export async function metricsSnapshot(
-  services: Pick<Services, 'clock' | 'activity' | 'usage' | 'admin'>,
+  services: Pick<Services, 'clock' | 'activity' | 'usage' | 'admin' | 'targets' | 'targetStats'>,
   sees: Visible,
 ): Promise<MetricsSnapshot> {
   const self = { uptimeSeconds: process.uptime(), cpu: process.cpuUsage(), memory: process.memoryUsage() };
@@ -82,13 +85,14 @@ export async function metricsSnapshot(
   const ageSeconds = Math.max(0, Math.floor((now - lastMinute - 60_000) / 1000));
 
   const names = await services.admin.stats.names(() => true);
-  const [counts, groupRows] = await Promise.all([
+  const [counts, groupRows, targets] = await Promise.all([
     mapBounded(
       names,
       DEAD_LETTER_COUNT_CONCURRENCY,
       async (q) => (await services.admin.deadLetters.countByPartition(q)).total,
     ),
     services.admin.groupLag.rows(sees),
+    services.targets.list(),
   ]);
   // Group registrations outlive a deleted queue; its lag series do not.
   const existing = new Set(names);
@@ -104,5 +108,17 @@ export async function metricsSnapshot(
     },
     lag: groupRows.filter((r) => existing.has(r.queue)),
     latencies: services.activity.latencies(),
+    targets: targets
+      .filter((t) => sees(t.queue))
+      .map((t) => {
+        const counts = services.targetStats.snapshot(t.queue, t.group);
+        const oldest = counts.oldestUndeliveredAt;
+        return {
+          queue: t.queue,
+          group: t.group,
+          counts,
+          oldestAgeSeconds: oldest === null ? 0 : Math.max(0, Math.floor((now - oldest) / 1000)),
+        };
+      }),
   };
 }
