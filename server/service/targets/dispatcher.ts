@@ -30,7 +30,7 @@ import { deliverClaims } from './claim-delivery.js';
 import type { LaneOverrides, PopService } from '../leases/pop.js';
 import type { Notifier } from '../notifier.js';
 import type { Telemetry } from '../telemetry.js';
-import { deliverLease, LEASE_MARGIN_S, leaseSecondsFor } from './lease-delivery.js';
+import { deliverLease, LEASE_MARGIN_S, leaseSecondsFor, type DeliveryEnd } from './lease-delivery.js';
 import type { TargetService } from './target-service.js';
 import type { TargetStats } from './target-stats.js';
 import type { TargetRecord } from './target-store.js';
@@ -148,7 +148,6 @@ export class TargetDispatcher {
   /** One slot of a lease target: pop one partition, deliver, repeat. */
   private async leaseSlot(t: TargetRecord, invoker: Invoker, signal: AbortSignal): Promise<void> {
     const stats = this.deps.stats.of(t.queue, t.group);
-    const random = this.deps.random ?? Math.random;
     const overrides: LaneOverrides = {
       deadLetter: true,
       retryDelayMs: FAILED_HOLD_MS,
@@ -184,21 +183,9 @@ export class TargetDispatcher {
           { record: t, invoker, stats },
           pop,
         ).finally(() => stats.inFlight--);
-        if (end.kind === 'not-run') {
-          notRun++;
-          await this.deps.targets.noteOutcome(t.queue, t.group, end.error);
-          await sleep(throttleDelayMs(notRun, end.retryAfterMs, random), undefined, { signal }).catch(() => undefined);
-          continue;
-        }
-        notRun = 0;
-        if (end.kind === 'settled') await this.deps.targets.noteOutcome(t.queue, t.group, end.error);
+        notRun = await this.afterDelivery(t, end, notRun, signal);
       } catch (e) {
-        this.deps.telemetry.error('targets: a delivery failed unexpectedly', {
-          queue: t.queue,
-          group: t.group,
-          error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e),
-        });
-        await sleep(SLOT_ERROR_PAUSE_MS, undefined, { signal }).catch(() => undefined);
+        await this.slotFailed(t, e, signal);
       }
     }
   }
@@ -240,16 +227,7 @@ export class TargetDispatcher {
             { id: p.id, name: p.name },
             polled.records,
           ).finally(() => stats.inFlight--);
-          if (end.kind === 'not-run') {
-            notRun++;
-            await this.deps.targets.noteOutcome(t.queue, t.group, end.error);
-            await sleep(throttleDelayMs(notRun, end.retryAfterMs, random), undefined, { signal }).catch(
-              () => undefined,
-            );
-          } else {
-            notRun = 0;
-            if (end.kind === 'settled') await this.deps.targets.noteOutcome(t.queue, t.group, end.error);
-          }
+          notRun = await this.afterDelivery(t, end, notRun, signal);
         }
         if (!delivered) {
           stats.oldestUndeliveredAt = null;
@@ -258,13 +236,31 @@ export class TargetDispatcher {
             await sleep(s.maximumBatchingWindowInSeconds * 1000, undefined, { signal }).catch(() => undefined);
         }
       } catch (e) {
-        this.deps.telemetry.error('targets: a delivery failed unexpectedly', {
-          queue: t.queue,
-          group: t.group,
-          error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e),
-        });
-        await sleep(SLOT_ERROR_PAUSE_MS, undefined, { signal }).catch(() => undefined);
+        await this.slotFailed(t, e, signal);
       }
     }
+  }
+
+  /**
+   * Notes how a delivery went and, when the target did not run, backs the slot off. Returns the
+   * count of deliveries in a row that did not run (the backoff's exponent).
+   */
+  private async afterDelivery(t: TargetRecord, end: DeliveryEnd, notRun: number, signal: AbortSignal): Promise<number> {
+    if (end.kind === 'filed') return 0;
+    await this.deps.targets.noteOutcome(t.queue, t.group, end.error);
+    if (end.kind !== 'not-run') return 0;
+    const delay = throttleDelayMs(notRun + 1, end.retryAfterMs, this.deps.random ?? Math.random);
+    await sleep(delay, undefined, { signal }).catch(() => undefined);
+    return notRun + 1;
+  }
+
+  /** An unexpected failure in a slot (storage unavailable…): logged, and the slot pauses before it goes on. */
+  private async slotFailed(t: TargetRecord, e: unknown, signal: AbortSignal): Promise<void> {
+    this.deps.telemetry.error('targets: a delivery failed unexpectedly', {
+      queue: t.queue,
+      group: t.group,
+      error: e instanceof Error ? { name: e.name, message: e.message, stack: e.stack } : String(e),
+    });
+    await sleep(SLOT_ERROR_PAUSE_MS, undefined, { signal }).catch(() => undefined);
   }
 }
