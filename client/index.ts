@@ -63,6 +63,7 @@ export {
 export { DEFAULT_ENDPOINT, Transport, type RetryEvent, type TransportOptions } from './http.js';
 export { DEFAULT_RETRY, backoffDelay, isRetryable, type RetryKind, type RetryPolicy } from './retry.js';
 export { uuidv7 } from './uuid.js';
+export { DEFAULT_TARGET_CONCURRENCY, processTargetEvent, type TargetRecordOf } from './target-handler.js';
 export type * from './types.js';
 export type * from './wire.js';
 export { API_ERROR_CODES } from './wire.js';

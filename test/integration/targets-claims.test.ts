@@ -42,6 +42,17 @@ describe.each(backends)('targets over record claims on $name', (backend) => {
       expect(await w.svc.claims.describe(w.queue, p, 'billing')).toMatchObject({ committed: 25 });
   });
 
+  it('two dispatchers (two processes) share a claim target: every record delivered once', async () => {
+    const w = await world(() => ({ status: 200 }), { batchSize: 5, maximumConcurrency: 2 });
+    const other = w.another();
+    for (const p of ['p0', 'p1']) await w.push(p, ids(p, 30));
+    w.dispatcher.start();
+    other.dispatcher.start();
+    await until('60 records', () => all(w.rx).length >= 60);
+    await new Promise((r) => setTimeout(r, 300));
+    expect([...all(w.rx)].sort()).toEqual(['p0', 'p1'].flatMap((p) => ids(p, 30)).sort());
+  });
+
   it('a partial failure hands back only the failed record; past maximumRetryAttempts it alone is dead-lettered', async () => {
     const w = await world(
       (e) => ({

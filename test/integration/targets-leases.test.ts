@@ -41,6 +41,41 @@ describe.each(backends)('targets over leases on $name', (backend) => {
     expect(await w.dlq()).toEqual([]);
   });
 
+  it('two dispatchers (two processes) share a target: one batch per partition in flight, every record once', async () => {
+    const w = await world(() => ({ status: 200 }), { batchSize: 5, maximumConcurrency: 2 });
+    const other = w.another();
+    for (const p of ['p0', 'p1', 'p2', 'p3']) await w.push(p, ids(p, 20));
+    w.dispatcher.start();
+    other.dispatcher.start();
+    await until('80 records', () => w.rx.received.reduce((n, r) => n + r.offsets.length, 0) >= 80);
+    await new Promise((r) => setTimeout(r, 300)); // nothing more may come
+    for (const p of ['p0', 'p1', 'p2', 'p3']) expect(delivered(w.rx, p)).toEqual([...Array(20).keys()]);
+    expect(w.rx.overlap()).toBe(0);
+    // Both took part (each has its own counts).
+    expect(w.svc.targetStats.snapshot(w.queue, 'billing').invocations).toBeGreaterThan(0);
+    expect(other.svc.targetStats.snapshot(w.queue, 'billing').invocations).toBeGreaterThan(0);
+  });
+
+  it('a dispatcher that dies mid-batch loses nothing: its lease lapses and another delivers the records', async () => {
+    const w = await world((_e, n) => ({ status: n === 0 ? 0 : 200 }), { batchSize: 10, maximumConcurrency: 1 });
+    await w.push('p', ids('p', 6));
+    w.dispatcher.start();
+    await until('the first delivery, never answered', () => w.rx.received.length === 1);
+    // A second process, two minutes later by its clock: the first one's lease (timeout + 30 s) has lapsed.
+    const later = w.another(() => Date.now() + 120_000);
+    later.dispatcher.start();
+    await until('delivered again by the other', () => w.rx.received.length >= 2);
+    expect(w.rx.received.map((r) => r.offsets)).toEqual([
+      [0, 1, 2, 3, 4, 5],
+      [0, 1, 2, 3, 4, 5],
+    ]);
+    // The dead one's delivery now ends; its settlement, under a lapsed lease, changes nothing.
+    w.rx.dropConnections();
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(w.rx.received.length).toBe(2);
+    expect(await w.dlq()).toEqual([]);
+  });
+
   it('a poison record reaches dead letters after maximumRetryAttempts and holds back only its partition', async () => {
     const w = await world(
       (e) => ({

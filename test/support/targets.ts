@@ -25,6 +25,7 @@ export type Reply = (
   event: { records: { transactionId: string; partition: string }[] },
   n: number,
 ) => {
+  /** 0: never answer (the delivery stays in flight until the receiver closes). */
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
@@ -56,6 +57,8 @@ export async function receiver(secret: () => string | undefined, reply: Reply) {
         signed: s !== undefined && verifyTargetSignature({ header: req.headers['sluice-signature'], body, secret: s }),
       });
       const r = reply(event, n++);
+      // A receiver that never answers: the delivery stays in flight (a dispatcher "dies" there).
+      if (r.status === 0) return;
       // Answer a moment later, so batches of different partitions overlap if they can.
       setTimeout(() => {
         inFlight.set(partition, (inFlight.get(partition) ?? 1) - 1);
@@ -66,7 +69,18 @@ export async function receiver(secret: () => string | undefined, reply: Reply) {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  return { url, received, overlap: () => overlap, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    url,
+    received,
+    overlap: () => overlap,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+    /** Drops every connection: a delivery left hanging ends (as unreachable) on the dispatcher's side. */
+    dropConnections: () => server.closeAllConnections(),
+  };
 }
 
 /** Waits (polling every 25 ms) until `ok`, or throws naming `what`. */
@@ -90,14 +104,14 @@ export async function targetWorld(
   settings: Partial<TargetSettingsInput> & { mode: 'leases' | 'claims' },
 ) {
   const { storage, cleanup } = await backend.newStorage();
-  const svc: Services = buildServices(
-    storage,
-    { ...loadConfig({}), queueCacheMs: 0 },
-    {
-      keyProvider: new LocalKeyProvider(randomBytes(32)),
-      targets: { dispatcher: true, loopback: true },
-    },
-  );
+  const keyProvider = new LocalKeyProvider(randomBytes(32));
+  const servicesOver = (clock?: () => number): Services =>
+    buildServices(
+      storage,
+      { ...loadConfig({}), queueCacheMs: 0 },
+      { keyProvider, targets: { dispatcher: true, loopback: true }, ...(clock ? { clock } : {}) },
+    );
+  const svc = servicesOver();
   const keys: { secret?: string | undefined } = {};
   const rx = await receiver(() => keys.secret, reply);
   const queue = `tq-${randomBytes(4).toString('hex')}`;
@@ -107,30 +121,43 @@ export async function targetWorld(
     TargetSettings.parse({ endpoint: { kind: 'https', url: rx.url }, ...settings }),
   );
   keys.secret = set.signingSecret;
-  const dispatcher = new TargetDispatcher({
-    targets: svc.targets,
-    leasePops: svc.leasePops,
-    leaseAcks: svc.leaseAcks,
-    claims: svc.claims,
-    queues: svc.queues,
-    notifier: svc.notifier,
-    clock: svc.clock,
-    telemetry: svc.telemetry,
-    stats: svc.targetStats,
-    invokerFor: (t, secrets) =>
-      httpsInvoker({
-        url: rx.url,
-        secrets,
-        allowLoopback: true,
-        userAgent: 'test',
-        maxSockets: t.settings.maximumConcurrency,
-      }),
-  });
+  const dispatcherOf = (on: Services): TargetDispatcher =>
+    new TargetDispatcher({
+      targets: on.targets,
+      leasePops: on.leasePops,
+      leaseAcks: on.leaseAcks,
+      claims: on.claims,
+      queues: on.queues,
+      notifier: on.notifier,
+      clock: on.clock,
+      telemetry: on.telemetry,
+      stats: on.targetStats,
+      invokerFor: (t, secrets) =>
+        httpsInvoker({
+          url: rx.url,
+          secrets,
+          allowLoopback: true,
+          userAgent: 'test',
+          maxSockets: t.settings.maximumConcurrency,
+        }),
+    });
+  const dispatcher = dispatcherOf(svc);
   cleanups.push(cleanup, rx.close, () => dispatcher.stop());
   const push = async (partition: string, ids: string[]) => {
     const r = await svc.pushes.push(ids.map((id) => ({ queue, partition, transactionId: id, payload: json({ id }) })));
     if (!r.every((x) => x.status === 'queued'))
       throw new Error(`push to ${partition} not queued: ${JSON.stringify(r)}`);
   };
-  return { svc, rx, queue, dispatcher, push };
+  /**
+   * Another process over the same storage (its own services, notifier and clock) with its own
+   * dispatcher, stopped by the cleanups. `clock` lets it live later than the first (leases the
+   * first took look expired to it).
+   */
+  const another = (clock?: () => number) => {
+    const other = servicesOver(clock);
+    const d = dispatcherOf(other);
+    cleanups.push(() => d.stop());
+    return { svc: other, dispatcher: d };
+  };
+  return { svc, rx, queue, dispatcher, push, another };
 }
