@@ -6,6 +6,7 @@ import { namespaceBench } from './namespace.js';
 import { pushBench } from './push.js';
 import { smallBench } from './small.js';
 import { sourceMapsBench } from './source-maps.js';
+import { targetsBench } from './targets.js';
 import { wakeBench } from './wake.js';
 
 /** A benchmark section: returns Markdown (a heading, the command, a table). */
@@ -26,4 +27,5 @@ export const SECTIONS: BenchSection[] = [
   { name: 'wake', run: wakeBench },
   { name: 'namespace', run: namespaceBench },
   { name: 'source-maps', run: sourceMapsBench },
+  { name: 'targets', run: targetsBench },
 ];
