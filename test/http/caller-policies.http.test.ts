@@ -612,6 +612,10 @@ const CLIENT_NO_REQUEST: Record<string, NoRequest> = {
   'backoffDelay()': { why: 'a pure helper', call: () => client.backoffDelay(1, client.DEFAULT_RETRY, Math.random) },
   'isRetryable()': { why: 'a pure helper', call: () => client.isRetryable(new Error('x'), 'idempotent') },
   'uuidv7()': { why: 'a pure helper', call: () => client.uuidv7() },
+  'verifyTargetSignature()': {
+    why: "a pure helper: checks a target request's signature where it is received",
+    call: () => client.verifyTargetSignature({ header: 't=1,v1=00', body: '{}', secret: 'whsec_x' }),
+  },
 };
 
 /** Transport members whose requests are their callers' (every method above sends through them). */
