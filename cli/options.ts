@@ -121,7 +121,11 @@ export function waitOption(description: string): Option {
 }
 
 /** A duration option other than `--wait` (`--idle`, `--visibility`, `--delay`, …), in milliseconds. */
-export function durationOption(flags: string, description: string, opts: { min?: number } = {}): Option {
+export function durationOption(
+  flags: string,
+  description: string,
+  opts: { min?: number; wholeSeconds?: boolean } = {},
+): Option {
   const what = /--([\w-]+)/.exec(flags)?.[1] ?? 'duration';
   return new Option(flags, `${description} (${DURATION_HELP})`).argParser(durationArg(what, opts));
 }
