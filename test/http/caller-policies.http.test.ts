@@ -661,6 +661,12 @@ const CLI_NO_REQUEST: Record<string, NoRequest> = {
       "on a deployment it reads CloudWatch (GetMetricData) with the operator's AWS credentials; only a local " +
       'server is asked, for /metrics, a route never deployed',
   },
+  ...Object.fromEntries(
+    ['list', 'get', 'set', 'delete', 'pause', 'resume', 'rotate-secret'].map((c) => [
+      `targets ${c}`,
+      { why: LOCAL_ONLY },
+    ]),
+  ),
   console: {
     why:
       'serves the console on localhost until stopped; the API requests are the console page’s, signed as the ' +
