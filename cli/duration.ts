@@ -36,12 +36,26 @@ export function parseDuration(v: string, what = 'duration'): number {
   return ms;
 }
 
-/** A parser for a duration option (see {@link parseDuration}) of at least `min` ms. */
+/**
+ * A parser for a duration option (see {@link parseDuration}) of at least `min` ms, in ms. With
+ * `wholeSeconds`, for a setting the API takes in seconds, a fraction of a second is refused
+ * rather than rounded.
+ *
+ * @example
+ * ```ts
+ * durationArg('window', { wholeSeconds: true })('1m');    // 60_000
+ * durationArg('window', { wholeSeconds: true })('1500ms'); // throws: window must be whole seconds …
+ * ```
+ */
 export const durationArg =
-  (what: string, opts: { min?: number } = {}) =>
+  (what: string, opts: { min?: number; wholeSeconds?: boolean } = {}) =>
   (v: string): number => {
     const ms = parseDuration(v, what);
     const min = opts.min ?? 0;
     if (ms < min) throw new InvalidArgumentError(`${what} must be at least ${min} ms (got ${JSON.stringify(v)})`);
+    if (opts.wholeSeconds && ms % 1000 !== 0)
+      throw new InvalidArgumentError(
+        `${what} must be whole seconds (the setting is in seconds; got ${JSON.stringify(v)}, ${ms} ms)`,
+      );
     return ms;
   };

@@ -7,6 +7,7 @@
  *   sluice queues && sluice partitions orders && sluice peek orders -n 5
  *   sluice dlq redrive-all orders --rate 200
  *   sluice claims poll jobs p0 workers --batch 10
+ *   sluice targets set orders billing --url https://billing.example.com/sluice --report-failures
  *   sluice console --endpoint https://abc.execute-api.eu-west-1.amazonaws.com --profile prod
  *   sluice cost --stack prod --since 7d
  *   sluice context add prod --endpoint https://abc.execute-api.eu-west-1.amazonaws.com --profile prod
@@ -29,6 +30,7 @@ import { dlqCommands } from './commands/dlq.js';
 import { groupCommands } from './commands/groups.js';
 import { messageCommands } from './commands/messages.js';
 import { queueCommands } from './commands/queues.js';
+import { targetCommands } from './commands/targets.js';
 import { tokenCommands } from './commands/tokens.js';
 import { describeFailure, EXIT } from './errors.js';
 import { globalOptions, type GlobalOpts } from './options.js';
@@ -41,6 +43,7 @@ const GROUPS: readonly CommandGroup[] = [
   browseCommands,
   dlqCommands,
   claimCommands,
+  targetCommands,
   tokenCommands,
   costCommands,
   contextCommands,

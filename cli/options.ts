@@ -6,6 +6,7 @@
 import { InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_ENDPOINT } from '../client/http.js';
 import type { ClaimStart, QueueOptions } from '../client/types.js';
+import type { TargetSettingsInput } from '../client/wire.js';
 import { DURATION_HELP, durationArg } from './duration.js';
 
 // ---------------------------------------------------------------- value parsers
@@ -22,6 +23,16 @@ export const int =
 
 /** A parser for an integer >= 1. */
 export const positive = (what: string): ((v: string) => number) => int(what, 1);
+
+/** A parser for any integer: for a setting whose range the server checks (and says, when it refuses one). */
+export const integer =
+  (what: string) =>
+  (v: string): number => {
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isSafeInteger(n))
+      throw new InvalidArgumentError(`${what} must be an integer (got ${JSON.stringify(v)})`);
+    return n;
+  };
 
 /** Parses a rate in messages per second (> 0, fractions allowed). */
 export function rate(v: string): number {
@@ -42,6 +53,30 @@ export function parseStart(v: string): ClaimStart {
     `start must be earliest, latest, an offset or an ISO-8601 instant such as 2026-05-01T12:00:00Z (got ${JSON.stringify(v)})`,
   );
 }
+
+/**
+ * Parses a target's start position (`targets set --start`): `trim-horizon`, `latest` or an
+ * ISO-8601 instant, as the settings' `startingPosition` (and `startingPositionTimestamp`, epoch ms).
+ *
+ * @example
+ * ```ts
+ * parseTargetStart('latest'); // { startingPosition: 'LATEST' }
+ * parseTargetStart('2026-05-01T12:00:00Z'); // { startingPosition: 'AT_TIMESTAMP', startingPositionTimestamp: 1777636800000 }
+ * ```
+ */
+export function parseTargetStart(v: string): TargetStart {
+  if (v === 'trim-horizon') return { startingPosition: 'TRIM_HORIZON' };
+  if (v === 'latest') return { startingPosition: 'LATEST' };
+  const at = Date.parse(v);
+  if (/^\d{4}-\d\d-\d\d/.test(v) && Number.isFinite(at))
+    return { startingPosition: 'AT_TIMESTAMP', startingPositionTimestamp: at };
+  throw new InvalidArgumentError(
+    `start must be trim-horizon, latest or an ISO-8601 instant such as 2026-05-01T12:00:00Z (got ${JSON.stringify(v)})`,
+  );
+}
+
+/** Where a target's group starts, as its settings say it. */
+export type TargetStart = Pick<TargetSettingsInput, 'startingPosition' | 'startingPositionTimestamp'>;
 
 /** Folds one repeatable `key=value` into the queue options so far; the value is JSON if it parses, else a string. */
 export function parseOptionPair(v: string, prev: QueueOptions = {}): QueueOptions {
@@ -121,7 +156,11 @@ export function waitOption(description: string): Option {
 }
 
 /** A duration option other than `--wait` (`--idle`, `--visibility`, `--delay`, …), in milliseconds. */
-export function durationOption(flags: string, description: string, opts: { min?: number } = {}): Option {
+export function durationOption(
+  flags: string,
+  description: string,
+  opts: { min?: number; wholeSeconds?: boolean } = {},
+): Option {
   const what = /--([\w-]+)/.exec(flags)?.[1] ?? 'duration';
   return new Option(flags, `${description} (${DURATION_HELP})`).argParser(durationArg(what, opts));
 }

@@ -51,6 +51,7 @@ export {
   type QueueSummary,
 } from './browse.js';
 export { DeadLetterQueue, GroupAdmin, type RedriveProgress } from './admin.js';
+export { Targets } from './targets.js';
 export { SluiceError, SluiceApiError, SluiceNetworkError, SluiceTimeoutError, type SluiceErrorCode } from './errors.js';
 export {
   type Auth,

@@ -22,6 +22,7 @@ import {
 } from './producer.js';
 import { ProducerStamps } from './producer-stamps.js';
 import type { RetryPolicy } from './retry.js';
+import { Targets } from './targets.js';
 import { Transaction } from './transaction.js';
 import type {
   AckResult,
@@ -122,6 +123,8 @@ export class Sluice {
   readonly producer: Producer;
   /** Partition-lease consumer groups: list, describe, lagging, delete, seek, subscription. */
   readonly groups: GroupAdmin;
+  /** Targets: consumer groups Sluice delivers to an HTTPS endpoint (set, get, list, delete, pause, resume, rotateSecret). */
+  readonly targets: Targets;
   /** Producer stamps of this client's pushes (absent with `producerSequences: false`). */
   readonly stamps: ProducerStamps | undefined;
 
@@ -150,6 +153,7 @@ export class Sluice {
       stamps: this.stamps,
     });
     this.groups = new GroupAdmin(this.http);
+    this.targets = new Targets(this.http);
   }
 
   /**

@@ -562,6 +562,10 @@ const AMESSAGE: Message = {
 };
 
 const BUILDER = 'a builder: returns a new handle, sends nothing';
+/** Targets: their requests go to routes no deployment serves yet, so no caller policy is asked. */
+const LOCAL_ONLY =
+  'targets are served by the local server only (routes never deployed, docs/TARGETS.md): no caller policy ' +
+  'applies until the AWS routes come, and then these become scenarios';
 /** Client members without a request of their own. */
 const CLIENT_NO_REQUEST: Record<string, NoRequest> = {
   'Sluice.queue': { why: BUILDER, call: (c) => c.sluice.queue('x') },
@@ -612,6 +616,16 @@ const CLIENT_NO_REQUEST: Record<string, NoRequest> = {
   'backoffDelay()': { why: 'a pure helper', call: () => client.backoffDelay(1, client.DEFAULT_RETRY, Math.random) },
   'isRetryable()': { why: 'a pure helper', call: () => client.isRetryable(new Error('x'), 'idempotent') },
   'uuidv7()': { why: 'a pure helper', call: () => client.uuidv7() },
+  'verifyTargetSignature()': {
+    why: "a pure helper: checks a target request's signature where it is received",
+    call: () => client.verifyTargetSignature({ header: 't=1,v1=00', body: '{}', secret: 'whsec_x' }),
+  },
+  ...Object.fromEntries(
+    ['set', 'get', 'list', 'delete', 'pause', 'resume', 'rotateSecret'].map((m) => [
+      `Targets.${m}`,
+      { why: LOCAL_ONLY },
+    ]),
+  ),
 };
 
 /** Transport members whose requests are their callers' (every method above sends through them). */
@@ -647,6 +661,12 @@ const CLI_NO_REQUEST: Record<string, NoRequest> = {
       "on a deployment it reads CloudWatch (GetMetricData) with the operator's AWS credentials; only a local " +
       'server is asked, for /metrics, a route never deployed',
   },
+  ...Object.fromEntries(
+    ['list', 'get', 'set', 'delete', 'pause', 'resume', 'rotate-secret'].map((c) => [
+      `targets ${c}`,
+      { why: LOCAL_ONLY },
+    ]),
+  ),
   console: {
     why:
       'serves the console on localhost until stopped; the API requests are the console page’s, signed as the ' +

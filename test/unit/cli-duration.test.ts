@@ -42,4 +42,13 @@ describe('unit: parseDuration', () => {
     expect(() => durationArg('lease', { min: 1000 })('500ms')).toThrow('lease must be at least 1000 ms');
     expect(() => durationArg('idle', { min: 1 })('0')).toThrow('idle must be at least 1 ms');
   });
+
+  it('durationArg with wholeSeconds refuses a fraction of a second rather than rounding it', () => {
+    const window = durationArg('window', { wholeSeconds: true });
+    expect([window('0'), window('2s'), window('1m'), window('2000ms'), window('1.5m')]).toEqual([
+      0, 2000, 60_000, 2000, 90_000,
+    ]);
+    for (const bad of ['1500ms', '1.5s', '1m0.5s'])
+      expect(() => window(bad)).toThrow(`window must be whole seconds (the setting is in seconds; got "${bad}"`);
+  });
 });

@@ -105,6 +105,9 @@ describe('unit: cli flags, one per concept', () => {
         'pop --lease',
         'pop --wait',
         'tail --idle',
+        'targets set --delivery-timeout',
+        'targets set --max-age',
+        'targets set --window',
       ].sort(),
     );
     // A bare number is refused by every one of them (it used to be milliseconds: `--idle 5` was
@@ -149,6 +152,61 @@ describe('unit: cli flags, one per concept', () => {
     const bad = io([]);
     expect(await run(['pop', 'q', '--wait', 'soon'], bad.io)).toBe(EXIT.usage);
     expect(bad.err()).toContain('wait must be a duration');
+  });
+});
+
+describe('unit: targets set', () => {
+  const answer = (req: Recorded): Response =>
+    jsonResponse(201, {
+      queue: 'q',
+      group: 'g',
+      settings: { ...(req.body as object), mode: 'leases' },
+      state: 'active',
+      signingSecret: 'whsec_x',
+    });
+
+  it('sends the settings its flags say, in seconds, and only those (the rest are the server defaults)', async () => {
+    const t = io(answer);
+    const args = ['targets', 'set', 'q', 'g', '--url', 'https://h.example.com/x', '--window', '1m', '--max-age', '2h'];
+    expect(await run([...args, '--delivery-timeout', '90s', '--max-retries', '0'], t.io)).toBe(EXIT.ok);
+    expect(t.calls.map((c) => [c.method, c.url.pathname, c.body])).toEqual([
+      [
+        'PUT',
+        '/api/v1/targets/q/g',
+        {
+          endpoint: { kind: 'https', url: 'https://h.example.com/x' },
+          mode: 'leases',
+          maximumBatchingWindowInSeconds: 60,
+          maximumRecordAgeInSeconds: 7200,
+          timeoutSeconds: 90,
+          maximumRetryAttempts: 0,
+        },
+      ],
+    ]);
+    expect(t.out()).toBe('whsec_x\n');
+    expect(t.err()).toContain('it will not be shown again');
+  });
+
+  it('leaves ranges to the server but refuses a fraction of a second, a non-integer or an unknown mode first', async () => {
+    for (const bad of [
+      ['--window', '1500ms'],
+      ['--delivery-timeout', '0.5s'],
+      ['--batch-size', '2.5'],
+      ['--concurrency', 'many'],
+      ['--mode', 'push'],
+      ['--start', '0'],
+    ]) {
+      const t = io(answer);
+      expect(await run(['targets', 'set', 'q', 'g', '--url', 'https://h.example.com/x', ...bad], t.io)).toBe(
+        EXIT.usage,
+      );
+      expect(t.calls).toEqual([]);
+    }
+    const t = io(answer);
+    expect(await run(['targets', 'set', 'q', 'g', '--url', 'https://h.example.com/x', '--batch-size', '0'], t.io)).toBe(
+      EXIT.ok,
+    );
+    expect(t.calls[0]?.body).toMatchObject({ batchSize: 0 });
   });
 });
 
