@@ -620,6 +620,14 @@ const CLIENT_NO_REQUEST: Record<string, NoRequest> = {
     why: "a pure helper: checks a target request's signature where it is received",
     call: () => client.verifyTargetSignature({ header: 't=1,v1=00', body: '{}', secret: 'whsec_x' }),
   },
+  'processTargetEvent()': {
+    why: "a pure helper: runs a target's handler per record where the event is received",
+    call: () =>
+      client.processTargetEvent(
+        { version: 'sluice.target.v1', queue: 'q', group: 'g', mode: 'claims', batchId: 'b', records: [] },
+        () => undefined,
+      ),
+  },
   ...Object.fromEntries(
     ['set', 'get', 'list', 'delete', 'pause', 'resume', 'rotateSecret'].map((m) => [
       `Targets.${m}`,
