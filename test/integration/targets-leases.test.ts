@@ -41,6 +41,19 @@ describe.each(backends)('targets over leases on $name', (backend) => {
     expect(await w.dlq()).toEqual([]);
   });
 
+  it('a pause and a resume made in this process act at once (not at the next read of the target list)', async () => {
+    const w = await world(() => ({ status: 200 }), { batchSize: 10, maximumConcurrency: 1 });
+    await w.push('p', ids('p', 3));
+    w.dispatcher.start();
+    await until('the first records', () => delivered(w.rx, 'p').length === 3);
+    await w.svc.targets.setPaused(w.queue, 'billing', true);
+    await w.push('p', ['p-late-0', 'p-late-1']);
+    await new Promise((r) => setTimeout(r, 600)); // well inside the 2 s refresh
+    expect(delivered(w.rx, 'p')).toEqual([0, 1, 2]);
+    await w.svc.targets.setPaused(w.queue, 'billing', false);
+    await until('the rest, soon after the resume', () => delivered(w.rx, 'p').length === 5, 1000);
+  });
+
   it('two dispatchers (two processes) share a target: one batch per partition in flight, every record once', async () => {
     const w = await world(() => ({ status: 200 }), { batchSize: 5, maximumConcurrency: 2 });
     const other = w.another();

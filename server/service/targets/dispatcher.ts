@@ -45,7 +45,7 @@ export const FAILED_HOLD_MS = 1_000;
 const SLOT_ERROR_PAUSE_MS = 1_000;
 
 export interface DispatcherDeps {
-  targets: Pick<TargetService, 'list' | 'noteOutcome' | 'signingSecrets'>;
+  targets: Pick<TargetService, 'list' | 'noteOutcome' | 'signingSecrets' | 'onChange'>;
   leasePops: Pick<PopService, 'popOnce'>;
   leaseAcks: Pick<AckService, 'ack' | 'extend'>;
   claims: Pick<ClaimService, 'poll' | 'ack' | 'nack' | 'deadLetter' | 'create'>;
@@ -90,22 +90,40 @@ export class TargetDispatcher {
   private readonly running = new Map<string, Running>();
   private readonly stopAll = new AbortController();
   private loop: Promise<void> | undefined;
+  /** Refreshes run one after another: two at once could start a target's runner twice. */
+  private refreshing: Promise<void> = Promise.resolve();
+  private unsubscribe: (() => void) | undefined;
 
   constructor(private readonly deps: DispatcherDeps) {}
 
   start(): void {
+    // A change made in this process (a pause, new settings) acts now, not at the next read.
+    this.unsubscribe ??= this.deps.targets.onChange(() => {
+      this.refresh().catch((e: unknown) =>
+        this.deps.telemetry.warn('targets: reading the target list failed', { error: String(e) }),
+      );
+    });
     this.loop ??= this.refreshLoop();
   }
 
   /** Stops every slot; batches in flight settle first. */
   async stop(): Promise<void> {
+    this.unsubscribe?.();
     this.stopAll.abort();
     await this.loop;
     await Promise.all([...this.running.keys()].map((k) => this.halt(k)));
   }
 
   /** Reads the target list once and starts, restarts or stops runners to match. */
-  async refresh(): Promise<void> {
+  refresh(): Promise<void> {
+    const next = this.refreshing.then(() => this.refreshOnce());
+    // A failed refresh must not stop the next one.
+    this.refreshing = next.catch(() => undefined);
+    return next;
+  }
+
+  private async refreshOnce(): Promise<void> {
+    if (this.stopAll.signal.aborted) return;
     const wanted = new Map<string, TargetRecord>();
     for (const t of await this.deps.targets.list()) if (!t.paused) wanted.set(`${t.queue}/${t.group}`, t);
     for (const [key, r] of this.running) {

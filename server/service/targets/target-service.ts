@@ -48,7 +48,23 @@ export interface SetResult {
 const LOOPBACK_HOST = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
 
 export class TargetService {
+  private readonly listeners = new Set<() => void>();
+
   constructor(private readonly deps: TargetServiceDeps) {}
+
+  /**
+   * Calls `fn` after each change a caller makes here (set, delete, pause, resume, rotate), so this
+   * process's dispatcher acts on it at once; other processes see it at their next read.
+   * Returns the unsubscribe.
+   */
+  onChange(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  private changed(): void {
+    for (const fn of this.listeners) fn();
+  }
 
   async get(queue: string, group: string): Promise<TargetRecord | undefined> {
     const item = await this.deps.storage.items.get('meta', targetKeys.target(queue, group));
@@ -110,6 +126,7 @@ export class TargetService {
       updatedAt: now,
     };
     await this.write(next, item?.ver);
+    this.changed();
     return { target: next, created: !prev, signingSecret };
   }
 
@@ -118,10 +135,13 @@ export class TargetService {
     const item = await this.deps.storage.items.get('meta', key);
     if (!item) throw notFound(`no target for consumer group ${group} on queue ${queue}`);
     await this.guarded(() => this.deps.storage.items.delete('meta', key, { kind: 'version', ver: item.ver }));
+    this.changed();
   }
 
   async setPaused(queue: string, group: string, paused: boolean): Promise<TargetRecord> {
-    return this.update(queue, group, (t) => ({ ...t, paused }));
+    const t = await this.update(queue, group, (cur) => ({ ...cur, paused }));
+    this.changed();
+    return t;
   }
 
   /** A new signing secret; the previous one signs too until the grace ends. */
@@ -138,6 +158,7 @@ export class TargetService {
         secrets: [sealed, ...(current ? [{ ...current, validUntil: previousValidUntil }] : [])],
       };
     });
+    this.changed();
     return { signingSecret, previousValidUntil };
   }
 
@@ -159,7 +180,8 @@ export class TargetService {
     const t = await this.get(queue, group);
     if (!t || (error === null) === (t.lastError === null)) return;
     const lastError = error === null ? null : { message: error.slice(0, 1000), at: this.deps.clock() };
-    await this.update(queue, group, (cur) => ({ ...cur, lastError })).catch((e: unknown) => {
+    // Not a change of the target (updatedAt stays): the dispatcher keeps its runner.
+    await this.update(queue, group, (cur) => ({ ...cur, lastError }), { touch: false }).catch((e: unknown) => {
       // Someone changed the target meanwhile: the next outcome notes it again.
       if (!(e instanceof Error && (e as { code?: string }).code === 'conflict')) throw e;
     });
@@ -196,11 +218,17 @@ export class TargetService {
     return { sealed, createdAt: now, validUntil: null };
   }
 
-  private async update(queue: string, group: string, f: (t: TargetRecord) => TargetRecord): Promise<TargetRecord> {
+  private async update(
+    queue: string,
+    group: string,
+    f: (t: TargetRecord) => TargetRecord,
+    opts: { touch: boolean } = { touch: true },
+  ): Promise<TargetRecord> {
     const key = targetKeys.target(queue, group);
     const item = await this.deps.storage.items.get('meta', key);
     if (!item) throw notFound(`no target for consumer group ${group} on queue ${queue}`);
-    const next = { ...f(decodeTarget(item)), updatedAt: this.deps.clock() };
+    const cur = decodeTarget(item);
+    const next = { ...f(cur), updatedAt: opts.touch ? this.deps.clock() : cur.updatedAt };
     await this.write(next, item.ver);
     return next;
   }
