@@ -316,6 +316,12 @@ export interface TargetSettingsAnswer {
         kind: 'https';
         /** An https URL (http only for loopback, on the local server). */
         url: string;
+      }
+    | {
+        /** A handler module the local server runs: set by its --target flag only; PUT refuses it. */
+        kind: 'module';
+        /** The handler module, as the server resolved it (an absolute path). */
+        path: string;
       };
   /** The consumer group is a partition-lease group, or a record-claim group. */
   mode: 'leases' | 'claims';
@@ -389,6 +395,12 @@ export interface TargetSettingsInput {
         kind: 'https';
         /** An https URL (http only for loopback, on the local server). */
         url: string;
+      }
+    | {
+        /** A handler module the local server runs: set by its --target flag only; PUT refuses it. */
+        kind: 'module';
+        /** The handler module, as the server resolved it (an absolute path). */
+        path: string;
       };
   /** The consumer group is a partition-lease group, or a record-claim group. */
   mode: 'leases' | 'claims';
@@ -1652,6 +1664,12 @@ export type PutTargetAnswer =
               kind: 'https';
               /** An https URL (http only for loopback, on the local server). */
               url: string;
+            }
+          | {
+              /** A handler module the local server runs: set by its --target flag only; PUT refuses it. */
+              kind: 'module';
+              /** The handler module, as the server resolved it (an absolute path). */
+              path: string;
             };
         /** The consumer group is a partition-lease group, or a record-claim group. */
         mode: 'leases' | 'claims';
@@ -1706,6 +1724,12 @@ export type PutTargetAnswer =
               kind: 'https';
               /** An https URL (http only for loopback, on the local server). */
               url: string;
+            }
+          | {
+              /** A handler module the local server runs: set by its --target flag only; PUT refuses it. */
+              kind: 'module';
+              /** The handler module, as the server resolved it (an absolute path). */
+              path: string;
             };
         /** The consumer group is a partition-lease group, or a record-claim group. */
         mode: 'leases' | 'claims';
@@ -1761,6 +1785,12 @@ export type PutTargetAnswer201 =
               kind: 'https';
               /** An https URL (http only for loopback, on the local server). */
               url: string;
+            }
+          | {
+              /** A handler module the local server runs: set by its --target flag only; PUT refuses it. */
+              kind: 'module';
+              /** The handler module, as the server resolved it (an absolute path). */
+              path: string;
             };
         /** The consumer group is a partition-lease group, or a record-claim group. */
         mode: 'leases' | 'claims';
@@ -1815,6 +1845,12 @@ export type PutTargetAnswer201 =
               kind: 'https';
               /** An https URL (http only for loopback, on the local server). */
               url: string;
+            }
+          | {
+              /** A handler module the local server runs: set by its --target flag only; PUT refuses it. */
+              kind: 'module';
+              /** The handler module, as the server resolved it (an absolute path). */
+              path: string;
             };
         /** The consumer group is a partition-lease group, or a record-claim group. */
         mode: 'leases' | 'claims';
@@ -1865,6 +1901,12 @@ export interface PutTargetBody {
         kind: 'https';
         /** An https URL (http only for loopback, on the local server). */
         url: string;
+      }
+    | {
+        /** A handler module the local server runs: set by its --target flag only; PUT refuses it. */
+        kind: 'module';
+        /** The handler module, as the server resolved it (an absolute path). */
+        path: string;
       };
   /** The consumer group is a partition-lease group, or a record-claim group. */
   mode: 'leases' | 'claims';
@@ -1898,6 +1940,12 @@ export interface GetTargetAnswer {
           kind: 'https';
           /** An https URL (http only for loopback, on the local server). */
           url: string;
+        }
+      | {
+          /** A handler module the local server runs: set by its --target flag only; PUT refuses it. */
+          kind: 'module';
+          /** The handler module, as the server resolved it (an absolute path). */
+          path: string;
         };
     /** The consumer group is a partition-lease group, or a record-claim group. */
     mode: 'leases' | 'claims';
@@ -1953,6 +2001,12 @@ export interface ListTargetsAnswer {
             kind: 'https';
             /** An https URL (http only for loopback, on the local server). */
             url: string;
+          }
+        | {
+            /** A handler module the local server runs: set by its --target flag only; PUT refuses it. */
+            kind: 'module';
+            /** The handler module, as the server resolved it (an absolute path). */
+            path: string;
           };
       /** The consumer group is a partition-lease group, or a record-claim group. */
       mode: 'leases' | 'claims';
@@ -2013,6 +2067,12 @@ export interface PauseTargetAnswer {
           kind: 'https';
           /** An https URL (http only for loopback, on the local server). */
           url: string;
+        }
+      | {
+          /** A handler module the local server runs: set by its --target flag only; PUT refuses it. */
+          kind: 'module';
+          /** The handler module, as the server resolved it (an absolute path). */
+          path: string;
         };
     /** The consumer group is a partition-lease group, or a record-claim group. */
     mode: 'leases' | 'claims';
@@ -2067,6 +2127,12 @@ export interface ResumeTargetAnswer {
           kind: 'https';
           /** An https URL (http only for loopback, on the local server). */
           url: string;
+        }
+      | {
+          /** A handler module the local server runs: set by its --target flag only; PUT refuses it. */
+          kind: 'module';
+          /** The handler module, as the server resolved it (an absolute path). */
+          path: string;
         };
     /** The consumer group is a partition-lease group, or a record-claim group. */
     mode: 'leases' | 'claims';

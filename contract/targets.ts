@@ -1,8 +1,9 @@
 /**
- * Targets (docs/TARGETS.md): a consumer group whose consumer is a Lambda function or an HTTPS
- * endpoint. Sluice takes the group's leases (or claims), sends the records as one event, and
- * settles them from the answer, as a pull consumer would. The knobs are Lambda's event source
- * mapping's, under their names and with their meaning; where a range differs it says why.
+ * Targets (docs/TARGETS.md): a consumer group whose consumer is a Lambda function, an HTTPS
+ * endpoint or (the local server's --target) a handler module. Sluice takes the group's leases
+ * (or claims), sends the records as one event, and settles them from the answer, as a pull
+ * consumer would. The knobs are Lambda's event source mapping's, under their names and with
+ * their meaning; where a range differs it says why.
  *
  * The event and its answer are declared here once: the server writes and reads them, the
  * client's types come from them (`npm run wire-types`), the docs describe them.
@@ -46,6 +47,7 @@ export const TARGET_LIMITS = {
 export const LAMBDA_ARN =
   /^arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9$_-]{1,128})?$/;
 
+/** Where a target's events go: a Lambda function, an HTTPS endpoint, or a handler module (the local server's --target). */
 export const TargetEndpoint = z.discriminatedUnion('kind', [
   z
     .object({
@@ -60,6 +62,14 @@ export const TargetEndpoint = z.discriminatedUnion('kind', [
         .url({ protocol: /^https?$/, error: 'url must be an http(s) URL' })
         .max(2048)
         .describe('An https URL (http only for loopback, on the local server).'),
+    })
+    .strict(),
+  z
+    .object({
+      kind: z
+        .literal('module')
+        .describe('A handler module the local server runs: set by its --target flag only; PUT refuses it.'),
+      path: z.string().min(1).max(4096).describe('The handler module, as the server resolved it (an absolute path).'),
     })
     .strict(),
 ]);

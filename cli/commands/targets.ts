@@ -181,10 +181,10 @@ function settingsOf(o: SetFlags): TargetSettingsInput {
   };
 }
 
-/** Where a target delivers: its URL, or its function's ARN. */
+/** Where a target delivers: its URL, its function's ARN, or (a --target flag's) its module's path. */
 function endpointOf(t: Pick<GetTargetAnswer, 'settings'>): string {
   const e = t.settings.endpoint;
-  return e.kind === 'https' ? e.url : e.functionArn;
+  return e.kind === 'https' ? e.url : e.kind === 'lambda' ? e.functionArn : e.path;
 }
 
 /** One target as `targets get` prints it: a name and a value a line. */

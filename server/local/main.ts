@@ -6,6 +6,7 @@
  *   npm start -- --host 0.0.0.0 --grants ./grants.json   # bearer tokens + per-queue grants
  *   npm start -- --cors-origin http://localhost:5173      # a dashboard served from elsewhere
  *   npm start -- --log-level warn                         # no line per request (only 5xx)
+ *   npm start -- --target 'orders/billing=./handler.ts?batchSize=10'   # a handler module as a group's consumer
  *
  * Without a grants file the server is open to anyone who reaches it, so it only listens on
  * loopback then, and answers only requests addressed to a loopback name from no other web
@@ -13,6 +14,8 @@
  *
  * What it logs goes through its telemetry (JSON lines: INFO on stdout, WARN and ERROR on
  * stderr); only the usage, the listening banner and why it did not start are printed here.
+ * A `--target` handler module's own output goes to stderr, each line prefixed with
+ * `[target <file>]` (handler-module.ts).
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,7 +28,8 @@ import { SERVER_ROUTES } from '../http/routes.js';
 import type { LogLine } from '../service/adapters/key-file-provider.js';
 import { runMaintenance } from '../service/maintenance/maintenance.js';
 import { buildServices, useServices } from '../service/runtime.js';
-import { startTargetDispatcher } from './targets.js';
+import { TARGET_FLAG_FORM, parseTargetFlags, targetFlagValues } from './target-flags.js';
+import { openModuleTargets, startTargetDispatcher, type ModuleTargets } from './targets.js';
 import { MemoryTelemetry, type Telemetry } from '../service/telemetry.js';
 import type { Storage } from '../storage/port.js';
 import { assertSafeBind, bearerAuthenticator, withBearerTokens } from './auth.js';
@@ -56,6 +60,7 @@ const { values } = parseArgs({
     'allowed-host': { type: 'string', multiple: true },
     'max-connections': { type: 'string' },
     'log-level': { type: 'string' },
+    target: { type: 'string', multiple: true },
     help: { type: 'boolean', short: 'h' },
   },
 });
@@ -63,7 +68,13 @@ if (values.help) {
   print(
     'usage: npm start -- [--port 6632] [--host 127.0.0.1] [--data-dir ./.sluice-data] [--sync full|normal] [--grants grants.json]\n' +
       '                    [--cors-origin https://dash.example]... [--allowed-host sluice.internal]... [--max-connections 1000]\n' +
-      '                    [--log-level debug|info|warn|error|silent]',
+      '                    [--log-level debug|info|warn|error|silent]\n' +
+      `                    [--target '${TARGET_FLAG_FORM}']...\n` +
+      '\n' +
+      '--target runs a handler module (export const handler = async (event, context) => …) as the consumer of one\n' +
+      "group, e.g. --target 'orders/billing=./handler.ts?mode=claims&batchSize=10&maximumConcurrency=2'. The knobs\n" +
+      'are those of PUT /api/v1/targets/{queue}/{group}, under their names; quote the value (it holds ? and &).\n' +
+      'SLUICE_TARGETS takes the same values, comma-separated. docs/TARGETS.md, "Develop a consumer locally".',
   );
   process.exit(0);
 }
@@ -107,6 +118,9 @@ async function main(): Promise<void> {
   if (!Number.isInteger(maxConnections) || maxConnections < 1)
     throw new Error(`--max-connections must be a whole number of 1 or more (got ${env.SLUICE_MAX_CONNECTIONS})`);
   const requestLog = requestLogger(parseLogLevel(env.SLUICE_LOG_LEVEL));
+  // Not through `env` as the other flags are: a flag's value may hold the comma the variable's list is cut at.
+  const targetValues = targetFlagValues(values.target, env.SLUICE_TARGETS);
+  const flagTargets = parseTargetFlags(targetValues.values, process.cwd(), targetValues.source);
   let handler: LambdaHttpHandler;
   let tokens: Record<string, string> | undefined;
   if (grantsFile) {
@@ -144,9 +158,17 @@ async function main(): Promise<void> {
     shutdown: stopping.signal,
     telemetry,
     ...(sealing.keys ? { keyProvider: sealing.keys } : {}),
-    targets: { dispatcher: true, loopback: true },
+    targets: { dispatcher: true, loopback: true, flags: flagTargets },
   });
   useServices(svc);
+  let modules: ModuleTargets;
+  try {
+    await svc.targets.checkFlagTargets();
+    modules = await openModuleTargets(flagTargets);
+  } catch (e) {
+    await storage.close();
+    throw e;
+  }
   let server: LocalServer;
   try {
     server = await startLocalServer({
@@ -161,6 +183,7 @@ async function main(): Promise<void> {
       consoleFiles: readConsoleFiles(join(dirname(fileURLToPath(import.meta.url)), 'console')),
     });
   } catch (e) {
+    await modules.close();
     await storage.close();
     throw new Error(listenProblem(e, config.host, config.port) ?? (e instanceof Error ? e.message : String(e)));
   }
@@ -172,7 +195,7 @@ async function main(): Promise<void> {
         }, intervalMs)
       : undefined;
   timer?.unref();
-  const targets = startTargetDispatcher(svc);
+  const targets = startTargetDispatcher(svc, modules);
   print(
     JSON.stringify({
       level: 'INFO',
@@ -185,6 +208,9 @@ async function main(): Promise<void> {
       encryptionKey: sealing.source,
       ...(corsOrigins.length ? { corsOrigins } : {}),
       ...(allowedHosts.length ? { allowedHosts } : {}),
+      ...(flagTargets.length
+        ? { targets: flagTargets.map(({ queue, group, settings }) => ({ queue, group, endpoint: settings.endpoint })) }
+        : {}),
     }),
   );
 

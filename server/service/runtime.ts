@@ -34,7 +34,7 @@ import { NotificationService } from './notifications/notification-service.js';
 import { Notifier } from './notifier.js';
 import { watchWrites, WriteHealth } from './storage-health.js';
 import { MemoryTelemetry, type Telemetry } from './telemetry.js';
-import { TargetService } from './targets/target-service.js';
+import { TargetService, type FlagTarget } from './targets/target-service.js';
 import { TargetStats } from './targets/target-stats.js';
 import { TransactionService } from './transaction-service.js';
 import { lambdaMemoryGb, UsageLedger } from './usage.js';
@@ -122,8 +122,9 @@ export interface BuildOptions {
   /**
    * Whether this process runs a target dispatcher, and may deliver to http:// loopback endpoints
    * (the local server). Without one, setting a target is refused: nothing would deliver it.
+   * `flags`: the targets it was started with (the local server's `--target`), never stored.
    */
-  targets?: { dispatcher: boolean; loopback: boolean };
+  targets?: { dispatcher: boolean; loopback: boolean; flags?: readonly FlagTarget[] | undefined };
 }
 
 /**
@@ -209,6 +210,7 @@ export function buildServices(adapter: Storage, cfg: SluiceConfig, opts: BuildOp
     dispatcher: opts.targets?.dispatcher ?? false,
     lambdaTargets: false,
     loopbackTargets: opts.targets?.loopback ?? false,
+    flagTargets: opts.targets?.flags,
   });
   return {
     config,

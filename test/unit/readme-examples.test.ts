@@ -1,5 +1,6 @@
 // The README's Client section quotes examples/*.ts word for word (the examples are what the
-// HTTP tests run): every code line of that block must still be in one of them.
+// HTTP tests run): every code line of that block must still be in one of them. So does
+// docs/TARGETS.md its handler module, examples/target-handler.ts, whole (but its header).
 import { readFileSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
@@ -19,5 +20,13 @@ describe('unit: README client examples', () => {
     expect(lines.length).toBeGreaterThan(10);
     const missing = lines.filter((l) => !examples.some((src) => src.split('\n').some((x) => x.trim() === l)));
     expect(missing).toEqual([]);
+  });
+
+  it("docs/TARGETS.md's handler module is examples/target-handler.ts, but its header comment", () => {
+    const docs = readFileSync('docs/TARGETS.md', 'utf8');
+    const section = docs.slice(docs.indexOf('## Develop a consumer locally'));
+    const block = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+    const example = readFileSync('examples/target-handler.ts', 'utf8');
+    expect(block).toBe(example.slice(example.indexOf('*/\n') + 3));
   });
 });

@@ -7,6 +7,10 @@
  * returned by a read: the answer that makes one shows it once. A rotation keeps the previous
  * secret signing for {@link ROTATION_GRACE_MS}, so receivers can move to the new one.
  *
+ * Flag targets (the local server's `--target`, a handler module) are the process's own: read and
+ * listed beside the stored ones, delivered by the same dispatcher, never written. Only a restart
+ * with other flags changes one, so every route that would change it answers 409.
+ *
  * @example
  * ```ts
  * const { view, signingSecret } = await targets.set('orders', 'billing', settings);
@@ -14,7 +18,7 @@
  * ```
  */
 import { TARGET_LIMITS, type TargetSettings } from '../../../contract/targets.js';
-import { conflict, invalid, notFound } from '../../core/errors.js';
+import { conflict, invalid, notFound, SluiceError } from '../../core/errors.js';
 import { ConditionFailedError, type Storage } from '../../storage/port.js';
 import type { PayloadCipherLike } from '../encryption.js';
 import type { GroupRegistry } from '../groups/group-registry.js';
@@ -36,6 +40,15 @@ export interface TargetServiceDeps {
   lambdaTargets: boolean;
   /** The local server only: http:// endpoints on loopback, for developing a receiver on this machine. */
   loopbackTargets: boolean;
+  /** The targets this process was started with (the local server's `--target`); none by default. */
+  flagTargets?: readonly FlagTarget[] | undefined;
+}
+
+/** A target the process was started with (the local server's `--target`): in memory only, never stored. */
+export interface FlagTarget {
+  queue: string;
+  group: string;
+  settings: TargetSettings;
 }
 
 /** The answer that made or rotated a signing secret carries it, once. */
@@ -47,10 +60,34 @@ export interface SetResult {
 
 const LOOPBACK_HOST = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
 
+/** Names in code-unit order (the target list's order: by queue, then group). */
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+const keyOf = (queue: string, group: string): string => `${queue}/${group}`;
+
 export class TargetService {
   private readonly listeners = new Set<() => void>();
+  /**
+   * The flag targets by `<queue>/<group>`. Their `updatedAt` never changes (the dispatcher would
+   * restart a changed target's runner, closing the invoker made for it at start); a new
+   * `lastError` replaces the record, as a write would.
+   */
+  private readonly flags = new Map<string, TargetRecord>();
 
-  constructor(private readonly deps: TargetServiceDeps) {}
+  constructor(private readonly deps: TargetServiceDeps) {
+    const now = deps.clock();
+    for (const { queue, group, settings } of deps.flagTargets ?? [])
+      this.flags.set(keyOf(queue, group), {
+        queue,
+        group,
+        settings,
+        paused: false,
+        secrets: [],
+        lastError: null,
+        createdAt: now,
+        updatedAt: now,
+      });
+  }
 
   /**
    * Calls `fn` after each change a caller makes here (set, delete, pause, resume, rotate), so this
@@ -67,6 +104,8 @@ export class TargetService {
   }
 
   async get(queue: string, group: string): Promise<TargetRecord | undefined> {
+    const flag = this.flags.get(keyOf(queue, group));
+    if (flag) return flag;
     const item = await this.deps.storage.items.get('meta', targetKeys.target(queue, group));
     return item ? decodeTarget(item) : undefined;
   }
@@ -78,28 +117,47 @@ export class TargetService {
     return t;
   }
 
-  /** Every target, by queue then group. */
+  /**
+   * Every target, by queue then group. A flag target hides one stored on its group (refused at
+   * start, but another process over the same storage may PUT one later).
+   */
   async list(): Promise<TargetRecord[]> {
-    const out: TargetRecord[] = [];
+    const out: TargetRecord[] = [...this.flags.values()];
     let after: string | undefined;
     do {
       const page = await this.deps.storage.items.query('meta', targetKeys.all, { after });
-      out.push(...page.items.map(decodeTarget));
+      out.push(...page.items.map(decodeTarget).filter((t) => !this.flags.has(keyOf(t.queue, t.group))));
       after = page.next;
     } while (after !== undefined);
-    return out;
+    if (this.flags.size === 0) return out;
+    return out.sort((a, b) => (a.queue === b.queue ? cmp(a.group, b.group) : cmp(a.queue, b.queue)));
+  }
+
+  /**
+   * Refuses flag targets that storage contradicts: a target stored on the same group (two
+   * settings for one group; the flag's would hide it) or a group that consumes by the other
+   * mode. The local server runs it once, at start.
+   */
+  async checkFlagTargets(): Promise<void> {
+    for (const t of this.flags.values()) {
+      if (await this.deps.storage.items.get('meta', targetKeys.target(t.queue, t.group)))
+        throw conflict(
+          `--target ${keyOf(t.queue, t.group)}: consumer group ${t.group} on queue ${t.queue} already has a target set through the API; ` +
+            `start the server without this --target and DELETE /api/v1/targets/${keyOf(t.queue, t.group)}, or give --target another group`,
+        );
+      try {
+        await this.checkMode(t.queue, t.group, t.settings.mode);
+      } catch (e) {
+        throw e instanceof SluiceError ? conflict(`--target ${keyOf(t.queue, t.group)}: ${e.message}`) : e;
+      }
+    }
   }
 
   /** Creates or replaces a target's settings (its state and secrets stay). */
   async set(queue: string, group: string, settings: TargetSettings): Promise<SetResult> {
+    this.refuseFlag(queue, group);
     this.checkEndpoint(settings);
-    const reg = await this.deps.groups.get(queue, group);
-    const kind = settings.mode === 'leases' ? 'lease' : 'claim';
-    if (reg && reg.kind !== kind)
-      throw conflict(
-        `consumer group ${group} on queue ${queue} consumes by ${reg.kind === 'lease' ? 'partition leases' : 'record claims'}; ` +
-          `give mode "${reg.kind === 'lease' ? 'leases' : 'claims'}" or use another group`,
-      );
+    await this.checkMode(queue, group, settings.mode);
     const key = targetKeys.target(queue, group);
     const item = await this.deps.storage.items.get('meta', key);
     const prev = item ? decodeTarget(item) : undefined;
@@ -131,6 +189,7 @@ export class TargetService {
   }
 
   async delete(queue: string, group: string): Promise<void> {
+    this.refuseFlag(queue, group);
     const key = targetKeys.target(queue, group);
     const item = await this.deps.storage.items.get('meta', key);
     if (!item) throw notFound(`no target for consumer group ${group} on queue ${queue}`);
@@ -139,6 +198,7 @@ export class TargetService {
   }
 
   async setPaused(queue: string, group: string, paused: boolean): Promise<TargetRecord> {
+    this.refuseFlag(queue, group);
     const t = await this.update(queue, group, (cur) => ({ ...cur, paused }));
     this.changed();
     return t;
@@ -146,6 +206,7 @@ export class TargetService {
 
   /** A new signing secret; the previous one signs too until the grace ends. */
   async rotateSecret(queue: string, group: string): Promise<{ signingSecret: string; previousValidUntil: number }> {
+    this.refuseFlag(queue, group);
     const now = this.deps.clock();
     const signingSecret = newSigningSecret();
     const sealed = await this.seal(signingSecret, now);
@@ -180,6 +241,11 @@ export class TargetService {
     const t = await this.get(queue, group);
     if (!t || (error === null) === (t.lastError === null)) return;
     const lastError = error === null ? null : { message: error.slice(0, 1000), at: this.deps.clock() };
+    const key = keyOf(queue, group);
+    if (this.flags.has(key)) {
+      this.flags.set(key, { ...t, lastError });
+      return;
+    }
     // Not a change of the target (updatedAt stays): the dispatcher keeps its runner.
     await this.update(queue, group, (cur) => ({ ...cur, lastError }), { touch: false }).catch((e: unknown) => {
       // Someone changed the target meanwhile: the next outcome notes it again.
@@ -187,7 +253,31 @@ export class TargetService {
     });
   }
 
+  /** A flag target changes only with the flags it was started with: 409 for any change through the API. */
+  private refuseFlag(queue: string, group: string): void {
+    if (this.flags.has(keyOf(queue, group)))
+      throw conflict(
+        `the target of consumer group ${group} on queue ${queue} was set by --target when the server started; ` +
+          'it changes only with the flag (restart the server without it, or with other knobs)',
+      );
+  }
+
+  /** A group that already consumes by the other mode keeps it (its cursors or claims would mean nothing to the other). */
+  private async checkMode(queue: string, group: string, mode: TargetSettings['mode']): Promise<void> {
+    const reg = await this.deps.groups.get(queue, group);
+    const kind = mode === 'leases' ? 'lease' : 'claim';
+    if (reg && reg.kind !== kind)
+      throw conflict(
+        `consumer group ${group} on queue ${queue} consumes by ${reg.kind === 'lease' ? 'partition leases' : 'record claims'}; ` +
+          `give mode "${reg.kind === 'lease' ? 'leases' : 'claims'}" or use another group`,
+      );
+  }
+
   private checkEndpoint(s: TargetSettings): void {
+    if (s.endpoint.kind === 'module')
+      throw invalid(
+        "a module endpoint is the local server's --target only (npm start -- --target <queue>/<group>=<file>); set an https endpoint here",
+      );
     if (!this.deps.dispatcher)
       throw invalid(
         'this deployment delivers no targets yet: the local server does (npm start); on AWS the dispatcher is still to come (docs/TARGETS.md)',
