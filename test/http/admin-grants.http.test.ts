@@ -14,7 +14,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
 import { Grants } from '../../server/http/grants.js';
+import { LocalKeyProvider } from '../../server/service/encryption.js';
 import type { RouteDef } from '../../server/http/route.js';
 import { SERVER_ROUTES } from '../../server/http/routes.js';
 import type { LocalServer } from '../../server/local/server.js';
@@ -233,6 +235,13 @@ const LISTINGS: Record<string, Listing> = {
     status: { reader: 403, admin: 200 },
     check: (_r, a) => [[String(a).includes('queue="payroll-a"'), true]],
   },
+  'GET /api/v1/targets': {
+    path: () => '/api/v1/targets',
+    check: (r, a) => [
+      [names(rowsOf(r, 'targets'), 'queue'), ['orders-a']],
+      [names(rowsOf(a, 'targets'), 'queue'), ['orders-a', 'payroll-a']],
+    ],
+  },
   // A pop across the queues a namespace selects leases only from queues the caller may consume.
   // Last: the admin's pop leases a message.
   'GET /api/v1/pop': {
@@ -310,8 +319,19 @@ const MUTATIONS: Record<string, (w: World) => { method: string; path: string; bo
     method: 'DELETE',
     path: `${CLAIMS}/w2-payroll`,
   }),
+  'PUT /api/v1/targets/{queue}/{group}': () => ({ method: 'PUT', path: '/api/v1/targets/payroll-a/t', body: TARGET }),
+  'POST /api/v1/targets/{queue}/{group}/pause': () => ({ method: 'POST', path: '/api/v1/targets/payroll-a/t/pause' }),
+  'POST /api/v1/targets/{queue}/{group}/resume': () => ({ method: 'POST', path: '/api/v1/targets/payroll-a/t/resume' }),
+  'POST /api/v1/targets/{queue}/{group}/rotate-secret': () => ({
+    method: 'POST',
+    path: '/api/v1/targets/payroll-a/t/rotate-secret',
+  }),
+  'DELETE /api/v1/targets/{queue}/{group}': () => ({ method: 'DELETE', path: '/api/v1/targets/payroll-a/t' }),
   'DELETE /api/v1/resources/queues/{queue}': () => ({ method: 'DELETE', path: '/api/v1/resources/queues/payroll-a' }),
 };
+
+/** The target each seeded queue gets (stored only: no dispatcher runs here). */
+const TARGET = { endpoint: { kind: 'https', url: 'https://hooks.example.com/sluice' }, mode: 'leases' };
 
 const label = (r: RouteDef): string => `${r.method} ${r.path}`;
 
@@ -334,7 +354,10 @@ describe('http: grants on the admin read API', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'sluice-admin-grants-'));
     storage = await openEmbeddedStorage({ dataDir: dir, sync: 'normal' });
-    svc = testServices(storage);
+    // Targets can be set (no dispatcher runs: they are stored, never delivered).
+    svc = testServices(storage, {
+      build: { keyProvider: new LocalKeyProvider(randomBytes(32)), targets: { dispatcher: true, loopback: false } },
+    });
     server = await startGrantedServer(svc, { routes: SERVER_ROUTES, grants: GRANTS, tokens: TOKENS });
   });
   afterAll(async () => {
@@ -362,6 +385,8 @@ describe('http: grants on the admin read API', () => {
         task: `task-${kind}`,
       });
       expect(configured.status).toBe(200);
+      // A target (stored only), for GET /api/v1/targets and the target routes below.
+      expect((await http('admin', 'PUT', `/api/v1/targets/${queue}/t`, TARGET)).status).toBe(201);
       const items = Array.from({ length: seed.messages }, (_, i) => ({
         queue,
         payload: { kind, i },
