@@ -1,3 +1,4 @@
+// One concept past 500 lines: a handler module run like a Lambda function (bundle, worker pool, timeouts, crashes), with the worker's own code as a string.
 /**
  * A local target's consumer as a handler module (docs/TARGETS.md): a `.ts`, `.mjs` or `.js`
  * file exporting `handler(event, context)`, as a Lambda Node.js function does, run by the
