@@ -21,6 +21,9 @@ const FORBIDDEN = /[\u0000-\u001f\u007f/\\?#%]/u;
 // A lone UTF-16 surrogate has no UTF-8 form: SQLite stores it but reads it back as U+FFFD,
 // and DynamoDB's keys are UTF-8, so such a key would not round-trip on either backend.
 const LONE_SURROGATE = /\p{Cs}/u;
+// C1 controls and the Unicode line and paragraph separators break lines in logs and terminals
+// like the C0 ones do; refused for new names only (older ones stay readable and deletable).
+const NEW_FORBIDDEN = /[\u0080-\u009f\u2028\u2029]/u;
 
 /** Whether `s` is well-formed Unicode text (no lone surrogates), as every stored key must be. */
 export const isWellFormedText = (s: string): boolean => !LONE_SURROGATE.test(s);
@@ -82,5 +85,7 @@ export function newNameProblem(name: unknown, kind: NameKind): string | undefine
   if (problem) return problem;
   if (name === '.' || name === '..')
     return `${kind} name must not be "." or "..": URLs cannot carry it (HTTP clients drop such path segments)`;
+  if (NEW_FORBIDDEN.test(name as string))
+    return `${kind} name must not contain control characters (C1 controls such as U+0085, or the line and paragraph separators U+2028, U+2029)`;
   return undefined;
 }

@@ -62,11 +62,14 @@ function answer(code: ApiErrorCode, error: string, headers: Record<string, strin
 const one = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
 
 /** `Host` without its port, lower case, IPv6 brackets kept off. */
-function hostName(host: string): string {
-  const h = host.trim().toLowerCase();
-  if (h.startsWith('[')) return h.slice(1, h.indexOf(']') > 0 ? h.indexOf(']') : undefined);
-  const colon = h.lastIndexOf(':');
-  return colon > 0 ? h.slice(0, colon) : h;
+// A Host header is a name or an IPv4 address, or a bracketed IPv6 address, then at most a port:
+// anything after `]` but a port (`[::1]evil.example`) is not a loopback host.
+const HOST_FORM = /^(?:\[([0-9a-f:.]+)\]|([^:[\]]+))(?::\d{1,5})?$/;
+
+/** The host a Host header names, without its port or brackets; undefined when it is malformed. */
+function hostName(host: string): string | undefined {
+  const m = HOST_FORM.exec(host.trim().toLowerCase());
+  return m ? (m[1] ?? m[2]) : undefined;
 }
 
 /**
@@ -105,6 +108,7 @@ export function requestGate(policy: EdgePolicy): RequestGate {
     // HTTP/1.1 requires Host (Node answers 400 without it); a browser always sends it.
     if (!policy.checkHost || host === undefined) return true;
     const name = hostName(host);
+    if (name === undefined) return false;
     return isLoopback(name) || allowedHosts.has(name) || allowedHosts.has(host.trim().toLowerCase());
   };
   return ({ method, headers }) => {

@@ -97,6 +97,11 @@ describe('edge: DNS rebinding', () => {
       'evil.example',
       `127.0.0.1.evil.example:${port}`,
       `sluice.test:${port}`,
+      // Only a port may follow a bracketed address, and a port is digits.
+      '[::1]evil.example',
+      `[::1]evil.example:${port}`,
+      '127.0.0.1:evil',
+      'localhost:80x',
     ]) {
       const body = await refused(403, open, 'GET', '/api/v1/queues/rebind/partitions/Default/messages', { host });
       expect(body).toMatchObject({ code: 'forbidden' });

@@ -65,6 +65,23 @@ describe('names . and ..', () => {
     }
   });
 
+  it('with C1 controls or line separators are refused for new queues, partitions and groups, writing nothing', async () => {
+    await send('POST', '/api/v1/push', { items: [{ queue: 'names-ok', payload: 1 }] });
+    const attempts: [string, string, unknown?][] = [
+      ['POST', '/api/v1/configure', { queue: 'a\u2028b' }],
+      ['POST', '/api/v1/push', { items: [{ queue: 'next\u0085line', payload: 1 }] }],
+      ['POST', '/api/v1/push', { items: [{ queue: 'names-ok', partition: 'p\u2029q', payload: 1 }] }],
+      ['GET', `/api/v1/pop/queue/names-ok?consumerGroup=${encodeURIComponent('g\u0085')}`],
+    ];
+    for (const [method, path, body] of attempts) {
+      journal.begin();
+      const r = await send(method, path, body);
+      expect({ method, path, status: r.status }).toEqual({ method, path, status: 400 });
+      expect((r.json as { error: string }).error).toMatch(/control characters/);
+      expect(await journal.changes()).toEqual([]);
+    }
+  });
+
   it('made before the rule, stay readable and deletable by a client that sends the path as is', async () => {
     // Made the way the routes allowed until now (the services take them).
     await svc.pushes.push([{ queue: '..', partition: '.', payload: Buffer.from('{"old":true}') }]);

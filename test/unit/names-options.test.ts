@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assertName, nameProblem } from '../../server/core/names.js';
+import { assertName, nameProblem, newNameProblem } from '../../server/core/names.js';
 import {
   QUEUE_OPTION_DEFAULTS,
   QueueOptionsInput,
@@ -30,6 +30,13 @@ describe('unit: names', () => {
   ])('refuses %j', (n, why) => {
     expect(nameProblem(n, 'queue')).toContain(why);
   });
+  it.each([['next\u0085line'], ['line\u2028sep'], ['para\u2029sep'], ['c1\u009b']])(
+    'refuses %j for a new name, and still reads an older one',
+    (n) => {
+      expect(newNameProblem(n, 'queue')).toContain('control characters');
+      expect(nameProblem(n, 'queue')).toBeUndefined();
+    },
+  );
   it('refuses non-strings and says which kind of name', () => {
     expect(nameProblem(42, 'partition')).toBe('partition name must be a string');
     expect(() => assertName('a/b', 'consumer group')).toThrow(/consumer group name/);
