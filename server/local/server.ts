@@ -57,7 +57,7 @@ export interface LocalServerOptions {
   /** The built console, served at `/console/` (console-assets.ts); absent, that path says how to build it. */
   consoleFiles?: ConsoleFiles | undefined;
   /** Where a request the handler never answered (it threw) is logged; JSON lines on stderr by default. */
-  log?: Pick<Telemetry, 'error'>;
+  log?: Pick<Telemetry, 'error' | 'debug'>;
 }
 
 export interface LocalServer {
@@ -69,6 +69,9 @@ export interface LocalServer {
 }
 
 class BodyTooLarge extends Error {}
+
+/** The client went away while sending its body: nothing to answer, and nothing failed here. */
+class BodyAborted extends Error {}
 
 function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -89,7 +92,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       chunks.push(c);
     });
     req.on('end', () => resolve(Buffer.concat(chunks, size)));
-    req.on('error', reject);
+    req.on('error', (e) => reject(new BodyAborted(e.message)));
   });
 }
 
@@ -229,6 +232,16 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
           context,
         );
       } catch (e) {
+        if (e instanceof BodyAborted) {
+          // Any client can do this, as often as it likes: a debug line, not an error with a stack.
+          log.debug('request body aborted by the client', {
+            requestId,
+            method: req.method,
+            path: pathOf(req.url),
+            reason: e.message,
+          });
+          return;
+        }
         const err =
           e instanceof BodyTooLarge
             ? new SluiceError(

@@ -123,3 +123,43 @@ describe('local server: the bytes it received go with the event', () => {
     expect(lastKept).toBeUndefined();
   });
 });
+
+describe('local server: a client that goes away mid-upload', () => {
+  it('is a debug line, not an error with a stack, and nothing is handled', async () => {
+    const lines: { level: string; message: string }[] = [];
+    let calls = 0;
+    const quiet = await startLocalServer({
+      handler: async () => {
+        calls++;
+        return { statusCode: 200, body: '{}' };
+      },
+      host: '127.0.0.1',
+      port: 0,
+      maxBodyBytes: LIMIT,
+      log: {
+        error: (message) => void lines.push({ level: 'error', message }),
+        debug: (message) => void lines.push({ level: 'debug', message }),
+      },
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const socket = connect(quiet.port, '127.0.0.1', () => {
+          socket.write(
+            'POST /api/v1/push HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"items":[',
+          );
+          setTimeout(() => {
+            socket.destroy();
+            resolve();
+          }, 50);
+        });
+        socket.on('error', reject);
+      });
+      const end = Date.now() + 2000;
+      while (lines.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+      expect(lines).toEqual([{ level: 'debug', message: 'request body aborted by the client' }]);
+      expect(calls).toBe(0);
+    } finally {
+      await quiet.close();
+    }
+  });
+});
