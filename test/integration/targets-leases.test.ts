@@ -82,6 +82,11 @@ describe.each(backends)('targets over leases on $name', (backend) => {
       [0, 1, 2, 3, 4, 5],
       [0, 1, 2, 3, 4, 5],
     ]);
+    // Settled by the other first (dropping its connection mid-answer would be a redelivery, rightly).
+    await until('the other settled', () => {
+      const c = later.svc.targetStats.snapshot(w.queue, 'billing');
+      return c.invocations >= 1 && c.inFlight === 0;
+    });
     // The dead one's delivery now ends; its settlement, under a lapsed lease, changes nothing.
     w.rx.dropConnections();
     await new Promise((r) => setTimeout(r, 1500));
