@@ -25,7 +25,6 @@ import {
   claimSettlement,
   cutClaimBatches,
   nextRange,
-  readOutcome,
   startBisect,
   type ClaimSettlement,
   type Invoker,
@@ -33,7 +32,7 @@ import {
 } from '../../core/targets/index.js';
 import type { ClaimedRecord, ClaimService } from '../claims/claim-service.js';
 import type { DeliveryEnd } from './lease-delivery.js';
-import { envelopeText, eventText, recordText } from './target-event.js';
+import { envelopeText, recordText, sendEvent } from './target-event.js';
 import type { TargetCounts } from './target-stats.js';
 import type { TargetRecord } from './target-store.js';
 
@@ -69,21 +68,16 @@ export async function deliverClaims(
     await deps.claims.deadLetter(queue, part.name, group, { offset: r.offset, attempts: r.attempts });
     t.stats.deadLettered++;
   }
-  const report = s.functionResponseTypes.includes('ReportBatchItemFailures');
   let end: DeliveryEnd = cut.file.length > 0 ? { kind: 'filed' } : { kind: 'settled', error: null };
   for (const batch of cut.batches) {
     const ids = batch.map((i) => records[i]!.message.transactionId);
-    const invoke = async (from: number, to: number): Promise<Outcome> => {
-      t.stats.invocations++;
-      const event = eventText(
+    const invoke = (from: number, to: number): Promise<Outcome> =>
+      sendEvent(
+        t,
         head,
         batch.slice(from, to).map((i) => recs[i]!.text),
+        ids.slice(from, to),
       );
-      const result = await t.invoker.invoke(event, { timeoutMs: s.timeoutSeconds * 1000 });
-      if (result.kind === 'throttled') t.stats.throttles++;
-      else if (result.kind !== 'answered') t.stats.errors++;
-      return readOutcome(result, ids.slice(from, to), report);
-    };
     const first = await invoke(0, batch.length);
     let plan: ClaimSettlement;
     if (first.kind === 'failed' && s.bisectBatchOnFunctionError && batch.length > 1) {

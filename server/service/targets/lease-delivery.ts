@@ -24,7 +24,6 @@ import {
   leaseBisectResult,
   leaseSettlement,
   nextRange,
-  readOutcome,
   startBisect,
   type Invoker,
   type LeaseSettlement,
@@ -34,7 +33,7 @@ import type { AckRequestItem, AckService } from '../leases/ack.js';
 import type { PopResult } from '../leases/pop.js';
 import type { TargetCounts } from './target-stats.js';
 import type { TargetRecord } from './target-store.js';
-import { envelopeText, eventText, recordText } from './target-event.js';
+import { envelopeText, recordText, sendEvent } from './target-event.js';
 
 /** Held past the target's timeout: the time to read the answer and write the ack. */
 export const LEASE_MARGIN_S = 30;
@@ -98,18 +97,13 @@ export async function deliverLease(
 
   const n = cut.send;
   const ids = pop.messages.slice(0, n).map((m) => m.transactionId);
-  const report = s.functionResponseTypes.includes('ReportBatchItemFailures');
-  const invoke = async (from: number, to: number): Promise<Outcome> => {
-    t.stats.invocations++;
-    const event = eventText(
+  const invoke = (from: number, to: number): Promise<Outcome> =>
+    sendEvent(
+      t,
       head,
       recs.slice(from, to).map((r) => r.text),
+      ids.slice(from, to),
     );
-    const result = await t.invoker.invoke(event, { timeoutMs: s.timeoutSeconds * 1000 });
-    if (result.kind === 'throttled') t.stats.throttles++;
-    else if (result.kind !== 'answered') t.stats.errors++;
-    return readOutcome(result, ids.slice(from, to), report);
-  };
 
   const first = await invoke(0, n);
   let plan: LeaseSettlement;

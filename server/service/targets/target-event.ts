@@ -12,6 +12,9 @@
 import { Buffer } from 'node:buffer';
 import { TARGET_EVENT_VERSION } from '../../../contract/targets.js';
 import { jsonNumber, jsonString } from '../../codec/json-writer.js';
+import { readOutcome, type Invoker, type Outcome } from '../../core/targets/index.js';
+import type { TargetCounts } from './target-stats.js';
+import type { TargetRecord } from './target-store.js';
 
 export interface EventRecordSource {
   offset: number;
@@ -53,3 +56,27 @@ export const envelopeText = (h: EventHead): string =>
 
 export const eventText = (h: EventHead, records: readonly string[]): string =>
   `${envelopeText(h).slice(0, -3)}[${records.join(',')}]}`;
+
+/**
+ * Sends one event of these records (their texts, their transactionIds) to the target, counts
+ * what happened, and reads the answer: what both delivery modes do for every call, bisect halves
+ * included.
+ *
+ * @example
+ * ```ts
+ * const outcome = await sendEvent(target, head, recs.map((r) => r.text), ids);
+ * ```
+ */
+export async function sendEvent(
+  t: { record: TargetRecord; invoker: Invoker; stats: TargetCounts },
+  head: EventHead,
+  texts: readonly string[],
+  ids: readonly string[],
+): Promise<Outcome> {
+  const s = t.record.settings;
+  t.stats.invocations++;
+  const result = await t.invoker.invoke(eventText(head, texts), { timeoutMs: s.timeoutSeconds * 1000 });
+  if (result.kind === 'throttled') t.stats.throttles++;
+  else if (result.kind !== 'answered') t.stats.errors++;
+  return readOutcome(result, ids, s.functionResponseTypes.includes('ReportBatchItemFailures'));
+}
